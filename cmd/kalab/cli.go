@@ -1,0 +1,250 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/schema"
+)
+
+// Exit codes (README "Exit codes").
+const (
+	exitOK          = 0
+	exitCheckFailed = 1
+	exitInvalid     = 2
+	exitEngine      = 3
+	exitInterrupted = 130
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; otherwise the module
+// version from the build info is used.
+var version = ""
+
+func kalabVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `kalab - declarative HTTP connection-reuse scenarios
+
+Usage:
+  kalab validate [files or dirs...]   check scenario files without running them (default: scenarios/)
+  kalab schema                         print the scenario JSON Schema
+  kalab version                        print the version
+  kalab help [metrics|presets]         this help, the metric names, or the presets
+
+Run 'kalab COMMAND --help' for a command's flags.
+
+Exit codes: 0 every check passed; 1 a check failed; 2 the input is invalid (nothing ran);
+3 the engine failed; 130 interrupted.
+`
+
+// Main is the whole CLI; it returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInvalid
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "schema":
+		return cmdSchema(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "kalab %s\n", kalabVersion())
+		return exitOK
+	case "help", "-h", "--help":
+		return cmdHelp(rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "kalab: unknown command %q\n\n%s", cmd, usage)
+	return exitInvalid
+}
+
+// flagSet builds a command's flags with the logging flags every command shares.
+func flagSet(name, synopsis string, stderr io.Writer) (*pflag.FlagSet, *logOptions) {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lo := &logOptions{}
+	fs.StringVar(&lo.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&lo.format, "log-format", "auto", "log format: auto (human on a terminal), text, json")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kalab %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+	}
+	return fs, lo
+}
+
+// parseFlags parses and reports whether to go on; code is the exit code when not.
+func parseFlags(fs *pflag.FlagSet, args []string) (ok bool, code int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return false, exitOK
+		}
+		fmt.Fprintf(fs.Output(), "kalab %s: %v\n", fs.Name(), err)
+		return false, exitInvalid
+	}
+	return true, exitOK
+}
+
+type logOptions struct{ level, format string }
+
+// logger builds the stderr logger: human-readable on a terminal, JSON on request.
+func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(o.level)
+	if err != nil || o.level == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", o.level)
+	}
+	var w io.Writer
+	switch o.format {
+	case "json":
+		w = stderr
+	case "text":
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}
+	case "auto":
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
+func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
+	if len(args) == 0 {
+		args = []string{"scenarios"}
+	}
+	files, err := scenario.FindFiles(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return nil, nil
+	}
+	plan, err := scenario.LoadFiles(files)
+	if err != nil {
+		var ds scenario.Diagnostics
+		if errors.As(err, &ds) {
+			for _, d := range ds {
+				fmt.Fprintln(stderr, d.String())
+			}
+			fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
+		} else {
+			fmt.Fprintf(stderr, "kalab: %v\n", err)
+		}
+		return nil, files
+	}
+	log.Debug().Int("files", len(files)).Int("runs", plan.Runs()).Msg("loaded")
+	return plan, files
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stderr)
+	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, err := lo.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab validate: %v\n", err)
+		return exitInvalid
+	}
+	plan, files := loadPlan(fs.Args(), stderr, log)
+	if plan == nil {
+		return exitInvalid
+	}
+	if !*quiet {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")
+		for _, s := range plan.Scenarios {
+			checks := len(s.Compare)
+			for _, r := range s.Runs {
+				checks += len(r.Expect)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", s.Name, s.File, len(s.Runs), checks)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "%d file%s valid, %d run%s\n", len(files), plural(len(files)), plan.Runs(), plural(plan.Runs()))
+	}
+	return exitOK
+}
+
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	fs, _ := flagSet("schema", "schema", stderr)
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kalab schema: takes no arguments\n")
+		return exitInvalid
+	}
+	stdout.Write(schema.Scenario)
+	return exitOK
+}
+
+func cmdHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	switch args[0] {
+	case "metrics":
+		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read (times in milliseconds, scenario time):")
+		for _, n := range check.Names() {
+			fmt.Fprintf(stdout, "  %s\n", n)
+		}
+		return exitOK
+	case "presets":
+		for _, sec := range []struct {
+			title string
+			reg   map[string]*scenario.Preset
+		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets}} {
+			fmt.Fprintf(stdout, "%s:\n", sec.title)
+			for _, name := range scenario.PresetNames(sec.reg) {
+				p := sec.reg[name]
+				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n", p.Name, p.Models, p.Source)
+				for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
+					fmt.Fprintf(stdout, "    | %s\n", line)
+				}
+			}
+			fmt.Fprintln(stdout)
+		}
+		return exitOK
+	}
+	if code := Main([]string{args[0], "--help"}, stdout, stderr); code == exitOK {
+		return exitOK
+	}
+	topics := []string{"metrics", "presets"}
+	sort.Strings(topics)
+	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: %s, or a command)\n", args[0], strings.Join(topics, ", "))
+	return exitInvalid
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

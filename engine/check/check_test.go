@@ -1,0 +1,114 @@
+package check
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestVocabularyMatchesDesign(t *testing.T) {
+	// DESIGN.md "Results": the names scenario files and baselines depend on.
+	want := []string{"requests", "ok", "errors", "errors_per_1000", "errors_by_class.reset",
+		"errors_by_class.eof", "errors_by_class.timeout", "errors_by_class.refused",
+		"errors_by_class.tls", "errors_by_class.other", "retries", "hidden_retries", "connections",
+		"server_connections", "proxy_connections", "reused_requests", "reuse_ratio",
+		"tls_handshakes", "tls_resumed", "latency_ms.min", "latency_ms.p50", "latency_ms.p90",
+		"latency_ms.p95", "latency_ms.p99", "latency_ms.max", "latency_ms.mean", "total_ms", "rps",
+		"cpu_us_per_request", "peak_rss_mb"}
+	for _, n := range want {
+		if !IsName(n) {
+			t.Errorf("metric %s is missing from the vocabulary", n)
+		}
+	}
+	if IsName("latency_ms") || IsName("bogus") {
+		t.Error("IsName accepts a group or an unknown name")
+	}
+}
+
+func TestFlatRoundTrip(t *testing.T) {
+	flat := map[string]float64{}
+	for i, n := range Names() {
+		flat[n] = float64(i + 1)
+	}
+	m := FromFlat(flat)
+	if m.LatencyMs.P99 != flat["latency_ms.p99"] || m.ErrorsByClass.EOF != flat["errors_by_class.eof"] {
+		t.Fatalf("FromFlat = %+v", m)
+	}
+	if got := m.Flat(); !reflect.DeepEqual(got, flat) {
+		t.Fatalf("Flat() = %v; want %v", got, flat)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		kind   Kind
+		offset int
+		msg    string
+	}{
+		{"erors == 0", Expect, 0, `unknown metric "erors" (did you mean errors?)`},
+		{"latency_ms.p51 < 3", Expect, 11, `unknown metric "latency_ms.p51" (did you mean latency_ms.p50?)`},
+		{"errors_by_class.rst > 0", Expect, 16, `unknown metric "errors_by_class.rst" (did you mean errors_by_class.reset?)`},
+		{"errors +", Expect, 7, "unexpected token EOF"},
+		{"errors", Expect, 0, "the expression must be true or false"},
+		{"zzz > 1", Expect, 0, "see `kalab help metrics`"},
+		{"errors == 0", Compare, 0, `unknown name "errors": a compare expression reads metrics through variant('name')`},
+		{"variant('a', 'b').errors > 0", Compare, -1, "variant"},
+	} {
+		_, err := Compile(tc.src, tc.kind)
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%q: err = %v; want *Error", tc.src, err)
+			continue
+		}
+		if !strings.Contains(ce.Message, tc.msg) || (tc.offset >= 0 && ce.Offset != tc.offset) {
+			t.Errorf("%q: got offset %d %q; want offset %d containing %q", tc.src, ce.Offset, ce.Message, tc.offset, tc.msg)
+		}
+	}
+}
+
+func TestEval(t *testing.T) {
+	a, err := Compile("errors == 0 && latency_ms.p50 < 200 && errors_by_class.reset == 0", Expect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		m    Metrics
+		want bool
+	}{
+		{Metrics{LatencyMs: Latency{P50: 150}}, true},
+		{Metrics{LatencyMs: Latency{P50: 250}}, false},
+		{Metrics{Errors: 1, LatencyMs: Latency{P50: 150}}, false},
+	} {
+		if got, err := a.Eval(tc.m); err != nil || got != tc.want {
+			t.Errorf("Eval(%+v) = %v, %v; want %v", tc.m, got, err, tc.want)
+		}
+	}
+	if _, err := a.EvalCompare(nil); err == nil {
+		t.Error("EvalCompare on an expect assertion succeeded")
+	}
+}
+
+func TestEvalCompare(t *testing.T) {
+	a, err := Compile("variant('new').latency_ms.p50 / variant('reused').latency_ms.p50 > 2.5", Compare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Variants) != 2 || a.Variants[0].Name != "new" || a.Variants[1].Name != "reused" {
+		t.Fatalf("variant refs = %+v", a.Variants)
+	}
+	runs := map[string]Metrics{"new": {LatencyMs: Latency{P50: 450}}, "reused": {LatencyMs: Latency{P50: 150}}}
+	lookup := func(n string) (Metrics, bool) { m, ok := runs[n]; return m, ok }
+	if ok, err := a.EvalCompare(lookup); err != nil || !ok {
+		t.Fatalf("ratio 3 > 2.5: %v %v", ok, err)
+	}
+	runs["new"] = Metrics{LatencyMs: Latency{P50: 300}}
+	if ok, err := a.EvalCompare(lookup); err != nil || ok {
+		t.Fatalf("ratio 2 > 2.5: %v %v", ok, err)
+	}
+	delete(runs, "new")
+	if _, err := a.EvalCompare(lookup); err == nil || !strings.Contains(err.Error(), `no variant named "new"`) {
+		t.Fatalf("missing variant: err = %v", err)
+	}
+}

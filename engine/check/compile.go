@@ -1,0 +1,195 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
+)
+
+// Kind says where an assertion appears, which decides what it can see.
+type Kind int
+
+const (
+	// Expect assertions see one run's metrics by name: "errors == 0".
+	Expect Kind = iota
+	// Compare assertions see the runs of one scenario through variant('name').
+	Compare
+)
+
+// CompareEnv is what a compare expression sees.
+type CompareEnv struct {
+	// Variant returns the metrics of the scenario's run with that name.
+	Variant func(name string) (Metrics, error) `expr:"variant"`
+}
+
+// Assertion is a compiled expect or compare expression.
+type Assertion struct {
+	Source string
+	Kind   Kind
+	// Variants are the literal names passed to variant(...), with their byte offsets in
+	// Source, so the loader can reject a name that no run has.
+	Variants []VariantRef
+	program  *vm.Program
+}
+
+// VariantRef is one variant('name') call with a literal name.
+type VariantRef struct {
+	Name   string
+	Offset int
+}
+
+// Error is a compile error at a byte offset in the expression source.
+type Error struct {
+	Offset  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+var unknownName = regexp.MustCompile(`^unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
+var noField = regexp.MustCompile(`^type check\.(\w+) has no field ([A-Za-z_][A-Za-z0-9_]*)`)
+
+// Compile parses and type-checks src. Every metric name is checked against the vocabulary, and
+// the expression must yield a boolean.
+func Compile(src string, kind Kind) (*Assertion, error) {
+	opts := []expr.Option{expr.AsBool()}
+	if kind == Compare {
+		opts = append(opts, expr.Env(CompareEnv{}))
+	} else {
+		opts = append(opts, expr.Env(Metrics{}))
+	}
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, convertError(src, kind, err)
+	}
+	a := &Assertion{Source: src, Kind: kind, program: prog}
+	if kind == Compare {
+		refs, err := variantRefs(prog.Node())
+		if err != nil {
+			return nil, err
+		}
+		a.Variants = refs
+	}
+	return a, nil
+}
+
+func convertError(src string, kind Kind, err error) error {
+	var fe *file.Error
+	msg, offset := err.Error(), 0
+	if errors.As(err, &fe) {
+		msg, offset = fe.Message, offsetOf(src, fe.Line, fe.Column)
+	}
+	if m := unknownName.FindStringSubmatch(msg); m != nil {
+		if kind == Compare {
+			msg = fmt.Sprintf("unknown name %q: a compare expression reads metrics through variant('name'), e.g. variant('a').errors", m[1])
+		} else {
+			msg = fmt.Sprintf("unknown metric %q%s", m[1], hint(m[1]))
+		}
+	} else if m := noField.FindStringSubmatch(msg); m != nil {
+		group := map[string]string{"Latency": "latency_ms", "ErrorsByClass": "errors_by_class", "Metrics": ""}[m[1]]
+		name := m[2]
+		if group != "" {
+			name = group + "." + name
+		}
+		msg = fmt.Sprintf("unknown metric %q%s", name, hint(name))
+	} else if strings.HasPrefix(msg, "expected bool") {
+		msg = "the expression must be true or false, e.g. errors == 0 (" + msg + ")"
+	}
+	return &Error{Offset: offset, Message: msg}
+}
+
+// offsetOf turns expr's line (1-based) and column (0-based) into a byte offset.
+func offsetOf(src string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(src[off:], '\n')
+		if i < 0 {
+			break
+		}
+		off += i + 1
+	}
+	off += col
+	if off < 0 {
+		return 0
+	}
+	if off > len(src) {
+		return len(src)
+	}
+	return off
+}
+
+// hint names the closest metric, when one is close enough to be a likely typo.
+func hint(name string) string {
+	if best := suggest.Closest(name, Names()); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return " (see `kalab help metrics` for the list)"
+}
+
+type refVisitor struct {
+	refs []VariantRef
+	err  error
+}
+
+func (v *refVisitor) Visit(node *ast.Node) {
+	call, ok := (*node).(*ast.CallNode)
+	if !ok || v.err != nil {
+		return
+	}
+	id, ok := call.Callee.(*ast.IdentifierNode)
+	if !ok || id.Value != "variant" {
+		return
+	}
+	if len(call.Arguments) != 1 {
+		v.err = &Error{Offset: call.Location().From, Message: "variant() takes one variant name"}
+		return
+	}
+	if s, ok := call.Arguments[0].(*ast.StringNode); ok {
+		v.refs = append(v.refs, VariantRef{Name: s.Value, Offset: s.Location().From})
+	}
+}
+
+func variantRefs(n ast.Node) ([]VariantRef, error) {
+	v := &refVisitor{}
+	ast.Walk(&n, v)
+	return v.refs, v.err
+}
+
+// Eval evaluates an Expect assertion against one run's metrics.
+func (a *Assertion) Eval(m Metrics) (bool, error) {
+	if a.Kind != Expect {
+		return false, errors.New("check: Eval on a compare assertion")
+	}
+	out, err := expr.Run(a.program, m)
+	if err != nil {
+		return false, err
+	}
+	return out.(bool), nil
+}
+
+// EvalCompare evaluates a Compare assertion; lookup returns a run's metrics by variant name.
+func (a *Assertion) EvalCompare(lookup func(name string) (Metrics, bool)) (bool, error) {
+	if a.Kind != Compare {
+		return false, errors.New("check: EvalCompare on an expect assertion")
+	}
+	env := CompareEnv{Variant: func(name string) (Metrics, error) {
+		m, ok := lookup(name)
+		if !ok {
+			return Metrics{}, fmt.Errorf("no variant named %q in this scenario", name)
+		}
+		return m, nil
+	}}
+	out, err := expr.Run(a.program, env)
+	if err != nil {
+		return false, err
+	}
+	return out.(bool), nil
+}

@@ -1,0 +1,124 @@
+// Package check compiles kalab's assertion expressions against the metric vocabulary and
+// evaluates them against a run's metrics.
+package check
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Latency holds latency statistics in milliseconds (scenario time).
+type Latency struct {
+	Min  float64 `expr:"min" json:"min"`
+	P50  float64 `expr:"p50" json:"p50"`
+	P90  float64 `expr:"p90" json:"p90"`
+	P95  float64 `expr:"p95" json:"p95"`
+	P99  float64 `expr:"p99" json:"p99"`
+	Max  float64 `expr:"max" json:"max"`
+	Mean float64 `expr:"mean" json:"mean"`
+}
+
+// ErrorsByClass counts failed requests per error class.
+type ErrorsByClass struct {
+	Reset   float64 `expr:"reset" json:"reset"`
+	EOF     float64 `expr:"eof" json:"eof"`
+	Timeout float64 `expr:"timeout" json:"timeout"`
+	Refused float64 `expr:"refused" json:"refused"`
+	TLS     float64 `expr:"tls" json:"tls"`
+	Other   float64 `expr:"other" json:"other"`
+}
+
+// Metrics is the metric vocabulary of DESIGN.md "Results", as assertions see it. The expr
+// tags are the names users write; nested structs give the dotted names (latency_ms.p50).
+// Extend it, never rename: scenario files and baselines depend on these names.
+type Metrics struct {
+	Requests          float64       `expr:"requests" json:"requests"`
+	OK                float64       `expr:"ok" json:"ok"`
+	Errors            float64       `expr:"errors" json:"errors"`
+	ErrorsPer1000     float64       `expr:"errors_per_1000" json:"errors_per_1000"`
+	ErrorsByClass     ErrorsByClass `expr:"errors_by_class" json:"errors_by_class"`
+	Retries           float64       `expr:"retries" json:"retries"`
+	HiddenRetries     float64       `expr:"hidden_retries" json:"hidden_retries"`
+	Connections       float64       `expr:"connections" json:"connections"`
+	ServerConnections float64       `expr:"server_connections" json:"server_connections"`
+	ProxyConnections  float64       `expr:"proxy_connections" json:"proxy_connections"`
+	ReusedRequests    float64       `expr:"reused_requests" json:"reused_requests"`
+	ReuseRatio        float64       `expr:"reuse_ratio" json:"reuse_ratio"`
+	TLSHandshakes     float64       `expr:"tls_handshakes" json:"tls_handshakes"`
+	TLSResumed        float64       `expr:"tls_resumed" json:"tls_resumed"`
+	LatencyMs         Latency       `expr:"latency_ms" json:"latency_ms"`
+	TotalMs           float64       `expr:"total_ms" json:"total_ms"`
+	RPS               float64       `expr:"rps" json:"rps"`
+	CPUUsPerRequest   float64       `expr:"cpu_us_per_request" json:"cpu_us_per_request"`
+	PeakRSSMB         float64       `expr:"peak_rss_mb" json:"peak_rss_mb"`
+}
+
+// Names lists every metric name in dotted form, sorted.
+func Names() []string {
+	var out []string
+	walkFields(reflect.TypeOf(Metrics{}), "", func(name string, _ []int) { out = append(out, name) })
+	sort.Strings(out)
+	return out
+}
+
+// IsName reports whether name is a metric of the vocabulary.
+func IsName(name string) bool {
+	_, ok := fieldIndex()[name]
+	return ok
+}
+
+// FromFlat builds Metrics from dotted names; unknown names are ignored and missing ones are 0.
+func FromFlat(flat map[string]float64) Metrics {
+	var m Metrics
+	v := reflect.ValueOf(&m).Elem()
+	for name, idx := range fieldIndex() {
+		if x, ok := flat[name]; ok {
+			v.FieldByIndex(idx).SetFloat(x)
+		}
+	}
+	return m
+}
+
+// Flat returns the metrics keyed by dotted name.
+func (m Metrics) Flat() map[string]float64 {
+	out := make(map[string]float64, len(fieldIndex()))
+	v := reflect.ValueOf(m)
+	for name, idx := range fieldIndex() {
+		out[name] = v.FieldByIndex(idx).Float()
+	}
+	return out
+}
+
+var indexCache map[string][]int
+
+func fieldIndex() map[string][]int {
+	if indexCache == nil {
+		idx := map[string][]int{}
+		walkFields(reflect.TypeOf(Metrics{}), "", func(name string, index []int) { idx[name] = index })
+		indexCache = idx
+	}
+	return indexCache
+}
+
+func init() { fieldIndex() }
+
+func walkFields(t reflect.Type, prefix string, fn func(string, []int)) {
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := f.Tag.Get("expr")
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			idx := append(append([]int(nil), index...), i)
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, name, idx)
+				continue
+			}
+			fn(name, idx)
+		}
+	}
+	walk(t, strings.TrimSuffix(prefix, "."), nil)
+}

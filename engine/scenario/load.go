@@ -1,0 +1,672 @@
+// Package scenario loads scenario files into a Plan: it parses YAML into nodes, validates them
+// against the embedded schema with file:line:col messages, applies presets, expands variants
+// and matrices, and compiles every assertion, so nothing runs unless the whole input is valid.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
+)
+
+// MaxFileSize bounds a scenario file; real ones are a few kilobytes.
+const MaxFileSize = 1 << 20
+
+// Plan is every run that the loaded files describe, in file order.
+type Plan struct {
+	Scenarios []*Scenario
+}
+
+// Runs returns the number of runs in the plan.
+func (p *Plan) Runs() int {
+	n := 0
+	for _, s := range p.Scenarios {
+		n += len(s.Runs)
+	}
+	return n
+}
+
+// Scenario is one loaded file.
+type Scenario struct {
+	Name        string
+	Description string
+	File        string
+	Runs        []*Run
+	Compare     []Assertion
+}
+
+// Run is one scenario x variant: resolved settings plus the checks it must pass.
+type Run struct {
+	Scenario string
+	Variant  string
+	Settings Settings
+	Expect   []Assertion
+	// Matrix holds the matrix values that produced this run, path -> value as written.
+	Matrix map[string]string
+}
+
+// Assertion is a compiled expression and where it was written.
+type Assertion struct {
+	*check.Assertion
+	File string
+	Line int
+	Col  int
+}
+
+// LoadFiles loads each file and checks names across them. The error, when not nil, is a
+// Diagnostics listing every problem found in every file.
+func LoadFiles(files []string) (*Plan, error) {
+	plan := &Plan{}
+	var diags Diagnostics
+	byName := map[string]*Scenario{}
+	for _, f := range files {
+		data, err := readLimited(f)
+		if err != nil {
+			diags = append(diags, Diagnostic{File: f, Message: err.Error()})
+			continue
+		}
+		s, ds := Parse(f, data)
+		diags = append(diags, ds...)
+		if s == nil {
+			continue
+		}
+		if first, dup := byName[s.Name]; dup {
+			d := Diagnostic{File: f, Path: "name", Message: fmt.Sprintf("scenario name %q is already used by %s", s.Name, first.File)}
+			d.Line, d.Col = s.nameLine, s.nameCol
+			diags = append(diags, d)
+			continue
+		}
+		byName[s.Name] = s.Scenario
+		if len(ds) == 0 {
+			plan.Scenarios = append(plan.Scenarios, s.Scenario)
+		}
+	}
+	if len(diags) > 0 {
+		return nil, diags.sorted()
+	}
+	return plan, nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, errors.New("is a directory")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("file is larger than %d KiB; a scenario file is a few kilobytes of YAML", MaxFileSize>>10)
+	}
+	return data, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// parsed carries what cross-file checks need beyond the Scenario.
+type parsed struct {
+	*Scenario
+	nameLine, nameCol int
+}
+
+// Parse loads one scenario from its bytes. It returns nil when the file cannot be read as a
+// scenario at all; otherwise the scenario (possibly partial) and every problem found.
+func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
+	defer func() {
+		// The loader must never take the process down, whatever the input.
+		if r := recover(); r != nil {
+			s, diags = nil, Diagnostics{{File: file, Message: fmt.Sprintf("internal error while loading (please report): %v", r)}}
+		}
+	}()
+	if !utf8.Valid(data) {
+		line, col := invalidUTF8(data)
+		return nil, Diagnostics{{File: file, Line: line, Col: col, Message: "the file is not valid UTF-8"}}
+	}
+	if line, col, ok := controlChar(data); ok {
+		return nil, Diagnostics{{File: file, Line: line, Col: col, Message: "control characters are not allowed (only tab, newline and carriage return)"}}
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Diagnostics{{File: file, Line: 1, Col: 1, Message: "the file is empty: a scenario needs at least a name"}}
+		}
+		return nil, Diagnostics{yamlError(file, data, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Diagnostics{{File: file, Line: extra.Line, Col: extra.Column, Message: "a scenario file holds one YAML document; found a second after ---"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, Diagnostics{yamlError(file, data, err)}
+	}
+	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null") {
+		return nil, Diagnostics{{File: file, Line: 1, Col: 1, Message: "the file has no content: a scenario needs at least a name"}}
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return nil, Diagnostics{{File: file, Line: root.Line, Col: root.Column, Message: fmt.Sprintf("the top level must be a mapping of fields (name: ..., client: ...), found a %s", kindName(root))}}
+	}
+	c := &checker{file: file}
+	value, ok := c.toJSON(root, "", 0)
+	if !ok {
+		return nil, c.diags
+	}
+	diags = append(diags, c.diags...)
+	diags = append(diags, validateSchema(file, root, value)...)
+
+	l := &loader{file: file, root: root}
+	sc := &Scenario{File: file}
+	s = &parsed{Scenario: sc}
+	if k, v := lookup(root, "name"); v != nil && v.Kind == yaml.ScalarNode {
+		sc.Name, s.nameLine, s.nameCol = v.Value, k.Line, k.Column
+	}
+	if _, v := lookup(root, "description"); v != nil {
+		sc.Description = v.Value
+	}
+	expect := l.assertions(root, "expect", check.Expect)
+	sc.Compare = l.assertions(root, "compare", check.Compare)
+	// With schema errors the settings cannot be decoded, but run names can still be worked
+	// out, so that matrix, duplicate-name and compare errors are reported in the same pass.
+	sc.Runs = l.expand(sc.Name, expect, len(diags) == 0)
+	l.checkCompare(sc)
+	diags = append(diags, l.diags...)
+	return s, diags
+}
+
+// loader holds one file's state while it is expanded into runs.
+type loader struct {
+	file  string
+	root  *yaml.Node
+	diags Diagnostics
+}
+
+func (l *loader) add(n *yaml.Node, path, format string, args ...any) {
+	d := Diagnostic{File: l.file, Path: path, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		d.Line, d.Col = n.Line, n.Column
+	}
+	l.diags = append(l.diags, d)
+}
+
+// assertions compiles the expressions of list key under parent.
+func (l *loader) assertions(parent *yaml.Node, key string, kind check.Kind) []Assertion {
+	_, list := lookup(parent, key)
+	list = resolve(list)
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []Assertion
+	for _, item := range list.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+			continue // the schema has reported it
+		}
+		a, err := check.Compile(item.Value, kind)
+		if err != nil {
+			var ce *check.Error
+			line, col := item.Line, item.Column
+			if errors.As(err, &ce) {
+				line, col = exprPos(item, ce.Offset)
+			}
+			l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Path: key, Message: err.Error()})
+			continue
+		}
+		out = append(out, Assertion{Assertion: a, File: l.file, Line: item.Line, Col: item.Column})
+	}
+	return out
+}
+
+// exprPos maps a byte offset in an expression to a file position. Exact for single-line
+// scalars (plain or quoted); multi-line scalars point at the scalar.
+func exprPos(item *yaml.Node, offset int) (int, int) {
+	switch item.Style {
+	case 0:
+		if !strings.Contains(item.Value, "\n") {
+			return item.Line, item.Column + utf8.RuneCountInString(item.Value[:offset])
+		}
+	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		if !strings.Contains(item.Value, "\n") && !strings.ContainsAny(item.Value, `'"\`) {
+			return item.Line, item.Column + 1 + utf8.RuneCountInString(item.Value[:offset])
+		}
+	}
+	return item.Line, item.Column
+}
+
+// settingsKeys are the top-level fields a variant or matrix may override.
+var settingsKeys = []string{"time_scale", "network", "server", "client", "load"}
+
+// settingsNode extracts the overridable sections of a mapping.
+func settingsNode(m *yaml.Node) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, key := range settingsKeys {
+		if k, v := lookup(m, key); v != nil {
+			out.Content = append(out.Content, k, v)
+		}
+	}
+	return out
+}
+
+type matrixAxis struct {
+	path   []string
+	label  string
+	values []*yaml.Node
+}
+
+// expand turns the base settings, variants and matrix into runs.
+func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
+	base := settingsNode(l.root)
+	axes := l.matrix()
+	if axes == nil && l.hasMatrix() {
+		return nil
+	}
+	type variant struct {
+		name   string
+		node   *yaml.Node
+		at     *yaml.Node
+		expect []Assertion
+	}
+	var variants []variant
+	if _, list := lookup(l.root, "variants"); list != nil {
+		for _, v := range resolve(list).Content {
+			k, n := lookup(v, "name")
+			if n == nil {
+				continue
+			}
+			variants = append(variants, variant{name: n.Value, node: settingsNode(v), at: k, expect: l.assertions(v, "expect", check.Expect)})
+		}
+	}
+	if len(variants) == 0 {
+		variants = []variant{{node: &yaml.Node{Kind: yaml.MappingNode}}}
+	}
+	cells := cartesian(axes)
+	var runs []*Run
+	seen := map[string]*yaml.Node{}
+	for _, v := range variants {
+		for _, cell := range cells {
+			node := merged(base, v.node)
+			var parts []string
+			values := map[string]string{}
+			for i, ax := range axes {
+				val := ax.values[cell[i]]
+				node = setPath(node, ax.path, val)
+				parts = append(parts, ax.label+"="+valueLabel(val))
+				values[strings.Join(ax.path, ".")] = valueLabel(val)
+			}
+			runName := v.name
+			if len(parts) > 0 {
+				runName = strings.Trim(strings.Join(append([]string{v.name}, parts...), ","), ",")
+			}
+			if runName == "" {
+				runName = "default"
+			}
+			if first, dup := seen[runName]; dup {
+				at := v.at
+				if at == nil {
+					at = first
+				}
+				l.add(at, "variants", "variant name %q is used twice (first at line %d)", runName, first.Line)
+				continue
+			}
+			seen[runName] = v.at
+			if v.at == nil {
+				seen[runName] = l.root
+			}
+			r := &Run{Scenario: name, Variant: runName, Expect: append(append([]Assertion(nil), expect...), v.expect...)}
+			if len(values) > 0 {
+				r.Matrix = values
+			}
+			runs = append(runs, r)
+			if !decode {
+				continue
+			}
+			settings, ok := l.decode(node)
+			if !ok {
+				continue
+			}
+			r.Settings = settings
+			l.semantic(r, node)
+		}
+	}
+	return runs
+}
+
+func (l *loader) hasMatrix() bool {
+	_, m := lookup(l.root, "matrix")
+	return m != nil
+}
+
+// matrix reads and checks the matrix axes; nil with diagnostics when they are wrong.
+func (l *loader) matrix() []matrixAxis {
+	_, m := lookup(l.root, "matrix")
+	m = resolve(m)
+	if m == nil {
+		return []matrixAxis{}
+	}
+	var axes []matrixAxis
+	lastSeg := map[string]int{}
+	ok := true
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, list := m.Content[i], resolve(m.Content[i+1])
+		if !reMatrixKey.MatchString(k.Value) || list == nil || list.Kind != yaml.SequenceNode {
+			ok = false // the schema reports the shape
+			continue
+		}
+		path := strings.Split(k.Value, ".")
+		fs := fieldSchema(k.Value)
+		if fs == nil {
+			l.add(k, "matrix", "%s is not a field a matrix can vary (use a path such as network.rtt or client.idle_timeout)", k.Value)
+			ok = false
+			continue
+		}
+		if _, isObject := fs["properties"]; isObject {
+			l.add(k, "matrix", "%s is a group of fields; a matrix varies one field, such as %s.%s", k.Value, k.Value, firstProperty(fs))
+			ok = false
+			continue
+		}
+		// Each value must be valid where it lands: validate it in place, in a synthetic document.
+		for _, val := range list.Content {
+			doc := setPath(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: "matrix"},
+			}}, path, val)
+			c := &checker{file: l.file}
+			if value, vok := c.toJSON(doc, "", 0); !vok {
+				l.diags = append(l.diags, c.diags...)
+				ok = false
+			} else if ds := validateSchema(l.file, doc, value); len(ds) > 0 {
+				for i := range ds {
+					ds[i].Path = "matrix." + ds[i].Path
+				}
+				l.diags = append(l.diags, ds...)
+				ok = false
+			}
+		}
+		axes = append(axes, matrixAxis{path: path, values: list.Content})
+		lastSeg[path[len(path)-1]]++
+	}
+	if !ok {
+		return nil
+	}
+	for i := range axes {
+		last := axes[i].path[len(axes[i].path)-1]
+		axes[i].label = last
+		if lastSeg[last] > 1 {
+			axes[i].label = strings.Join(axes[i].path, ".")
+		}
+	}
+	return axes
+}
+
+func firstProperty(fs map[string]any) string {
+	props, _ := fs["properties"].(map[string]any)
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return "field"
+	}
+	return keys[0]
+}
+
+// cartesian lists every combination of axis value indices, first axis slowest.
+func cartesian(axes []matrixAxis) [][]int {
+	cells := [][]int{{}}
+	for _, ax := range axes {
+		var next [][]int
+		for _, c := range cells {
+			for i := range ax.values {
+				next = append(next, append(append([]int(nil), c...), i))
+			}
+		}
+		cells = next
+	}
+	return cells
+}
+
+func valueLabel(n *yaml.Node) string {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	var parts []string
+	for _, c := range n.Content {
+		parts = append(parts, valueLabel(c))
+	}
+	return strings.Join(parts, "+")
+}
+
+// decode resolves presets and decodes a merged settings node onto the defaults.
+func (l *loader) decode(node *yaml.Node) (Settings, bool) {
+	s := defaultSettings()
+	for _, sec := range []struct {
+		key string
+		reg map[string]*Preset
+		dst any
+	}{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}} {
+		_, section := lookup(node, sec.key)
+		if _, p := lookup(section, "preset"); p != nil {
+			preset, ok := sec.reg[p.Value]
+			if !ok {
+				l.add(p, sec.key+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(sec.reg), ", "))
+				return s, false
+			}
+			if err := preset.node.Decode(sec.dst); err != nil {
+				l.add(p, sec.key+".preset", "built-in preset %s: %v", p.Value, err)
+				return s, false
+			}
+		}
+	}
+	if err := node.Decode(&s); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, msg := range te.Errors {
+				l.add(nil, "", "%s", msg)
+			}
+		} else {
+			l.add(node, "", "%v", err)
+		}
+		return s, false
+	}
+	return s, true
+}
+
+// semantic checks what the schema cannot express.
+func (l *loader) semantic(r *Run, node *yaml.Node) {
+	at := func(path string) *yaml.Node {
+		n := node
+		for _, part := range strings.Split(path, ".") {
+			_, next := lookup(n, part)
+			if next == nil {
+				return n
+			}
+			n = next
+		}
+		return n
+	}
+	ld := r.Settings.Load
+	where := ""
+	if r.Variant != "default" {
+		where = fmt.Sprintf(" (in variant %s)", r.Variant)
+	}
+	if ld.Pause.Min > ld.Pause.Max {
+		l.add(at("load.pause"), "load.pause", "the range starts above its end: %s > %s%s", ld.Pause.Min, ld.Pause.Max, where)
+	}
+	if ld.Burst > ld.Requests {
+		l.add(at("load.burst"), "load.burst", "a burst of %d is more than the %d requests of the run%s", ld.Burst, ld.Requests, where)
+	}
+	if ld.Rate > 0 && ld.Burst > 0 {
+		l.add(at("load.rate"), "load.rate", "rate (open model) and burst (closed model) cannot be combined%s", where)
+	}
+	if ld.Pause.Max > 0 && ld.Burst == 0 {
+		l.add(at("load.pause"), "load.pause", "a pause needs a burst: set load.burst to the requests sent between pauses%s", where)
+	}
+	c := r.Settings.Client
+	if c.Implementation == "go-net-http" {
+		switch {
+		case c.Retry.Attempts > 0:
+			l.add(at("client.retry.attempts"), "client.retry.attempts", "go-net-http retries on its own (counted as hidden_retries); visible retries need implementation: model%s", where)
+		case c.LivenessCheck:
+			l.add(at("client.liveness_check"), "client.liveness_check", "go-net-http has no liveness check; use implementation: model%s", where)
+		case c.HonorHint:
+			l.add(at("client.honor_hint"), "client.honor_hint", "Go's Transport does not read the Keep-Alive hint (golang/go#15508); use implementation: model%s", where)
+		}
+	}
+	if r.Settings.Server.HTTP == "2" && c.Implementation == "model" && (c.Retry.Attempts > 0 || c.LivenessCheck) {
+		l.add(at("server.http"), "server.http", "HTTP/2 runs through the standard library; the model client's retry and liveness check apply to HTTP/1.1 only%s", where)
+	}
+}
+
+// checkCompare rejects compare expressions that name a variant the scenario does not have.
+func (l *loader) checkCompare(sc *Scenario) {
+	if len(sc.Runs) == 0 {
+		return // the runs could not be worked out; that error is reported already
+	}
+	names := make(map[string]bool, len(sc.Runs))
+	list := make([]string, 0, len(sc.Runs))
+	for _, r := range sc.Runs {
+		names[r.Variant] = true
+		list = append(list, r.Variant)
+	}
+	for _, a := range sc.Compare {
+		for _, ref := range a.Variants {
+			if names[ref.Name] {
+				continue
+			}
+			item := &yaml.Node{Line: a.Line, Column: a.Col, Value: a.Source}
+			line, col := exprPos(item, ref.Offset)
+			msg := fmt.Sprintf("no variant named %q", ref.Name)
+			if s := suggest.Closest(ref.Name, list); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			} else {
+				msg += fmt.Sprintf(" (variants: %s)", strings.Join(list, ", "))
+			}
+			l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Path: "compare", Message: msg})
+		}
+	}
+}
+
+// FindFiles expands files and directories into scenario files (*.yaml, *.yml), sorted within
+// each directory; a directory is searched recursively.
+func FindFiles(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, unwrapPath(err))
+		}
+		if !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(a, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && p != a && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if ext := filepath.Ext(p); !d.IsDir() && (ext == ".yaml" || ext == ".yml") {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+		sort.Strings(found)
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no scenario files (*.yaml, *.yml) found", a)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|load)\.[a-z_]+(\.[a-z_]+)?)$`)
+
+var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError turns a yaml.v3 syntax error into a diagnostic. yaml.v3 reports the line only;
+// the column points at the first offending character where it can be found, else 1.
+func yamlError(file string, data []byte, err error) Diagnostic {
+	msg := err.Error()
+	d := Diagnostic{File: file, Line: 1, Col: 1, Message: strings.TrimPrefix(msg, "yaml: ")}
+	if m := reYAMLLine.FindStringSubmatch(msg); m != nil {
+		d.Line, _ = strconv.Atoi(m[1])
+		d.Message = m[2]
+	}
+	lines := strings.Split(string(data), "\n")
+	if d.Line >= 1 && d.Line <= len(lines) {
+		text := lines[d.Line-1]
+		if i := strings.IndexByte(text, '\t'); i >= 0 && strings.TrimLeft(text[:i], " ") == "" {
+			d.Col = i + 1
+			d.Message = "a tab is used for indentation; YAML indents with spaces only"
+		} else if strings.Contains(d.Message, "cannot start any token") {
+			if i := strings.IndexFunc(text, func(r rune) bool { return r == '\t' || r == '@' || r == '`' }); i >= 0 {
+				d.Col = utf8.RuneCountInString(text[:i]) + 1
+			}
+		}
+	}
+	return d
+}
+
+// invalidUTF8 finds the line and column of the first byte that is not UTF-8.
+func invalidUTF8(data []byte) (int, int) {
+	line, col := 1, 1
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		if r == utf8.RuneError && size <= 1 {
+			return line, col
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		data = data[size:]
+	}
+	return line, col
+}
+
+// controlChar finds the first control character YAML forbids.
+func controlChar(data []byte) (line, col int, found bool) {
+	line, col = 1, 1
+	for _, r := range string(data) {
+		switch {
+		case r == '\n':
+			line, col = line+1, 1
+			continue
+		case r == '\t' || r == '\r' || r == 0xFEFF:
+		case r < 0x20 || r == 0x7F || (r >= 0x80 && r < 0xA0):
+			return line, col, true
+		}
+		col++
+	}
+	return 0, 0, false
+}

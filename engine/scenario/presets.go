@@ -1,0 +1,182 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Preset is a named starting point that models a real client or server. Its fields are YAML,
+// decoded under the file's own values, so anything a scenario sets wins over the preset.
+type Preset struct {
+	Name   string
+	Models string // the real thing and the version modelled
+	Source string // where each default is written
+	YAML   string // the fields it sets, in scenario syntax
+	node   *yaml.Node
+}
+
+// defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
+const defaultsYAML = `
+time_scale: 1
+network: {rtt: 0, jitter: 0}
+server:
+  tls: false
+  tls_version: "1.3"
+  session_tickets: true
+  http: "1.1"
+  idle_timeout: 5s
+  keepalive_hint: false
+  hint_only_if_asked: false
+  max_requests: 0
+  close_every: 0
+  response: {status: 200, body_bytes: 200, delay: 0}
+client:
+  implementation: model
+  keepalive: true
+  idle_timeout: none
+  honor_hint: false
+  hint_parser: node
+  hint_buffer: 1s
+  max_conns: 0
+  max_idle: 0
+  scheduling: lifo
+  liveness_check: false
+  session_resumption: true
+  timeout: 30s
+  method: GET
+  path: /
+  retry: {attempts: 0, on: [reset, eof], idempotent_only: true, reused_only: false, zero_bytes_only: false}
+load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: uniform, seed: 1}
+`
+
+// ServerPresets model real servers. Values: ../shared/PRESETS.md, from each project's source.
+var ServerPresets = registry([]Preset{
+	{
+		Name:   "node",
+		Models: "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
+		Source: "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
+		YAML:   "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
+	},
+	{
+		Name:   "nginx",
+		Models: "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
+		Source: "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
+		YAML:   "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
+	},
+	{
+		Name:   "go",
+		Models: "Go 1.26 net/http.Server with IdleTimeout and ReadTimeout unset",
+		Source: "go src/net/http/server.go idleTimeout(): IdleTimeout, else ReadTimeout, else never",
+		YAML:   "idle_timeout: none\nkeepalive_hint: false\nmax_requests: 0",
+	},
+	{
+		Name:   "apache",
+		Models: "Apache httpd 2.4 (KeepAliveTimeout 5, MaxKeepAliveRequests 100)",
+		Source: "httpd include/httpd.h defaults; modules/http/http_protocol.c sends Keep-Alive only when the request asked for it",
+		YAML:   "idle_timeout: 5s\nkeepalive_hint: true\nhint_only_if_asked: true\nmax_requests: 100",
+	},
+	{
+		Name:   "aws-alb",
+		Models: "AWS Application Load Balancer, default 60 s idle timeout",
+		Source: "AWS Elastic Load Balancing docs (connection idle timeout); sends no Keep-Alive hint",
+		YAML:   "idle_timeout: 60s\nkeepalive_hint: false\nmax_requests: 0",
+	},
+})
+
+// ClientPresets model real clients. Values: ../shared/PRESETS.md, from each project's source.
+var ClientPresets = registry([]Preset{
+	{
+		Name:   "node-agent",
+		Models: "Node.js 22/24 new https.Agent({keepAlive: true})",
+		Source: "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863), scheduling lifo, maxSockets Infinity, no retry",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "node-agent-default",
+		Models: "Node.js 22/24 new https.Agent() (keepAlive defaults to false)",
+		Source: "node lib/_http_agent.js; doc/api/http.md new Agent([options])",
+		YAML:   "implementation: model\nkeepalive: false\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "node-global-agent",
+		Models: "Node.js 19+ global https agent (keepAlive true, scheduling lifo, timeout 5000 ms)",
+		Source: "nodejs/node#48821 and the 19.0.0 changelog; hint rules as node-agent",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "undici",
+		Models: "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
+		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md; no retry unless RetryHandler is opted into",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "go-default",
+		Models: "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
+		Source: "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest",
+		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "python-requests",
+		Models: "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
+		Source: "requests adapters.py (max_retries Retry(0, read=False)); urllib3 connectionpool.py is_connection_dropped",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "curl-loop",
+		Models: "curl 8.x, one process per request (a shell loop): never reuses",
+		Source: "curl docs/cmdline-opts/_URL.md: connections are reused only within one invocation",
+		YAML:   "implementation: model\nkeepalive: false\nretry: {attempts: 0}",
+	},
+	{
+		Name:   "curl-multi",
+		Models: "curl 8.x, one process with many URLs: reuse, max idle age 118 s, liveness check, re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/transfer.c (retry on a dead reused connection)",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true}",
+	},
+})
+
+var defaults = func() Settings {
+	var s Settings
+	if err := mustNode("defaults", defaultsYAML).Decode(&s); err != nil {
+		panic(fmt.Sprintf("scenario: built-in defaults: %v", err))
+	}
+	return s
+}()
+
+// defaultSettings returns a fresh copy of the defaults (slices and maps not shared).
+func defaultSettings() Settings {
+	s := defaults
+	s.Client.Retry.On = append([]string(nil), defaults.Client.Retry.On...)
+	s.Client.Headers = nil
+	return s
+}
+
+func registry(list []Preset) map[string]*Preset {
+	m := make(map[string]*Preset, len(list))
+	for i := range list {
+		p := list[i]
+		p.node = mustNode(p.Name, p.YAML)
+		m[p.Name] = &p
+	}
+	return m
+}
+
+func mustNode(name, src string) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		panic(fmt.Sprintf("scenario: built-in %s is not valid YAML: %v", name, err))
+	}
+	return doc.Content[0]
+}
+
+// PresetNames returns the names in a registry, sorted.
+func PresetNames(reg map[string]*Preset) []string {
+	names := make([]string, 0, len(reg))
+	for n := range reg {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

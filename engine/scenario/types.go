@@ -1,0 +1,226 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Settings is everything one run needs, in scenario time (before any time scale).
+type Settings struct {
+	TimeScale float64 `yaml:"time_scale" json:"time_scale"`
+	Network   Network `yaml:"network" json:"network"`
+	Server    Server  `yaml:"server" json:"server"`
+	Client    Client  `yaml:"client" json:"client"`
+	Load      Load    `yaml:"load" json:"load"`
+}
+
+// Network is the simulated link.
+type Network struct {
+	RTT    Duration `yaml:"rtt" json:"rtt"`
+	Jitter Duration `yaml:"jitter" json:"jitter"`
+}
+
+// Server configures the embedded server.
+type Server struct {
+	Preset          string   `yaml:"preset" json:"preset,omitempty"`
+	TLS             bool     `yaml:"tls" json:"tls"`
+	TLSVersion      Version  `yaml:"tls_version" json:"tls_version"`
+	SessionTickets  bool     `yaml:"session_tickets" json:"session_tickets"`
+	HTTP            Version  `yaml:"http" json:"http"`
+	IdleTimeout     Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	KeepaliveHint   Hint     `yaml:"keepalive_hint" json:"keepalive_hint"`
+	HintOnlyIfAsked bool     `yaml:"hint_only_if_asked" json:"hint_only_if_asked"`
+	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
+	CloseEvery      int      `yaml:"close_every" json:"close_every"`
+	Response        Response `yaml:"response" json:"response"`
+}
+
+// Response is what the server answers to every request.
+type Response struct {
+	Status    int      `yaml:"status" json:"status"`
+	BodyBytes int      `yaml:"body_bytes" json:"body_bytes"`
+	Delay     Duration `yaml:"delay" json:"delay"`
+}
+
+// Client is the client profile.
+type Client struct {
+	Preset            string            `yaml:"preset" json:"preset,omitempty"`
+	Implementation    string            `yaml:"implementation" json:"implementation"`
+	KeepAlive         bool              `yaml:"keepalive" json:"keepalive"`
+	IdleTimeout       Duration          `yaml:"idle_timeout" json:"idle_timeout"`
+	HonorHint         bool              `yaml:"honor_hint" json:"honor_hint"`
+	HintParser        string            `yaml:"hint_parser" json:"hint_parser"`
+	HintBuffer        Duration          `yaml:"hint_buffer" json:"hint_buffer"`
+	MaxConns          int               `yaml:"max_conns" json:"max_conns"`
+	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
+	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
+	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
+	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
+	Timeout           Duration          `yaml:"timeout" json:"timeout"`
+	Method            string            `yaml:"method" json:"method"`
+	Path              string            `yaml:"path" json:"path"`
+	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
+	Retry             Retry             `yaml:"retry" json:"retry"`
+}
+
+// Retry is the client's visible retry policy.
+type Retry struct {
+	Attempts       int      `yaml:"attempts" json:"attempts"`
+	On             []string `yaml:"on" json:"on"`
+	IdempotentOnly bool     `yaml:"idempotent_only" json:"idempotent_only"`
+	ReusedOnly     bool     `yaml:"reused_only" json:"reused_only"`
+	ZeroBytesOnly  bool     `yaml:"zero_bytes_only" json:"zero_bytes_only"`
+}
+
+// Load is the request schedule.
+type Load struct {
+	Requests    int     `yaml:"requests" json:"requests"`
+	Concurrency int     `yaml:"concurrency" json:"concurrency"`
+	Burst       int     `yaml:"burst" json:"burst"`
+	Pause       Range   `yaml:"pause" json:"pause"`
+	Rate        float64 `yaml:"rate" json:"rate"`
+	Arrival     string  `yaml:"arrival" json:"arrival"`
+	Seed        int64   `yaml:"seed" json:"seed"`
+}
+
+// Duration is a time.Duration written as a Go duration string; none and 0 mean zero.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// ParseDuration reads a scenario duration: a non-negative Go duration, none, or 0.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "none" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		return 0, fmt.Errorf("%q is not a duration (use e.g. 1500ms, 2s or none)", s)
+	}
+	return Duration(d), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a duration such as 1500ms, 2s or none")
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// String formats like time.Duration, with "none" for zero.
+func (d Duration) String() string {
+	if d == 0 {
+		return "0s"
+	}
+	return time.Duration(d).String()
+}
+
+// MarshalJSON writes the duration as its string form, so records read like the file.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.String())), nil }
+
+// Range is a fixed duration (Min == Max) or a min..max range.
+type Range struct {
+	Min, Max Duration
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (r *Range) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a duration or a range such as 1.5s..2.5s")
+	}
+	lo, hi, found := strings.Cut(n.Value, "..")
+	min, err := ParseDuration(lo)
+	if err != nil {
+		return err
+	}
+	max := min
+	if found {
+		if max, err = ParseDuration(hi); err != nil {
+			return err
+		}
+	}
+	*r = Range{Min: min, Max: max}
+	return nil
+}
+
+// String renders "2s" or "1.5s..2.5s".
+func (r Range) String() string {
+	if r.Min == r.Max {
+		return r.Min.String()
+	}
+	return r.Min.String() + ".." + r.Max.String()
+}
+
+// MarshalJSON writes the range in its file form.
+func (r Range) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(r.String())), nil }
+
+// Version is an HTTP or TLS version written as "1.1", "2", "1.2" or "1.3" (a YAML number is
+// accepted too).
+type Version string
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (v *Version) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a version such as \"1.1\"")
+	}
+	*v = Version(n.Value)
+	return nil
+}
+
+// HintMode says what the server's Keep-Alive header holds.
+type HintMode string
+
+// Hint modes.
+const (
+	HintOff      HintMode = "off"      // no Keep-Alive header
+	HintOn       HintMode = "on"       // timeout = idle_timeout in whole seconds, floored
+	HintDuration HintMode = "duration" // timeout = the given duration in whole seconds, floored
+	HintRaw      HintMode = "raw"      // the header value verbatim
+)
+
+// Hint is the server's Keep-Alive header setting.
+type Hint struct {
+	Mode     HintMode `json:"mode"`
+	Duration Duration `json:"duration,omitempty"`
+	Raw      string   `json:"raw,omitempty"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: false, true, a duration or a raw value.
+func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected false, true, a duration or a raw header value")
+	}
+	switch {
+	case n.Tag == "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return err
+		}
+		if b {
+			*h = Hint{Mode: HintOn}
+		} else {
+			*h = Hint{Mode: HintOff}
+		}
+	case strings.Contains(n.Value, "="):
+		*h = Hint{Mode: HintRaw, Raw: n.Value}
+	default:
+		d, err := ParseDuration(n.Value)
+		if err != nil {
+			return err
+		}
+		*h = Hint{Mode: HintDuration, Duration: d}
+	}
+	return nil
+}

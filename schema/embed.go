@@ -1,0 +1,13 @@
+// Package schema embeds the JSON Schemas that define kalab's file formats, so the binary
+// validates scenarios and results without reading anything from disk.
+package schema
+
+import _ "embed"
+
+// Scenario is scenario.schema.json (JSON Schema 2020-12): the contract for scenario files.
+//
+//go:embed scenario.schema.json
+var Scenario []byte
+
+// ScenarioURL is the $id under which Scenario is registered with a schema compiler.
+const ScenarioURL = "https://kalab.dev/schema/scenario.schema.json"
