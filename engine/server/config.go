@@ -1,0 +1,175 @@
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// HintMode says whether and how the server sends a "Keep-Alive" response header on
+// HTTP/1.1 responses that keep the connection open.
+type HintMode int
+
+const (
+	// HintOff sends no Keep-Alive header, as nginx, Go and AWS ALB do by default.
+	HintOff HintMode = iota
+	// HintOn sends "timeout=N" with N = floor(IdleTimeout / 1s), the way Node derives it
+	// from keepAliveTimeout; nothing is sent when IdleTimeout is 0 (Node sends nothing
+	// when keepAliveTimeout is 0).
+	HintOn
+	// HintDuration sends "timeout=N" with N = floor(HintDuration / 1s), independent of the
+	// real idle close (Node's hint says 5 while the socket really closes at 6 s).
+	HintDuration
+	// HintRaw sends HintRaw verbatim, so a scenario can test clients against any value.
+	HintRaw
+)
+
+// String names the mode as scenario files spell it.
+func (m HintMode) String() string {
+	switch m {
+	case HintOff:
+		return "off"
+	case HintOn:
+		return "on"
+	case HintDuration:
+		return "duration"
+	case HintRaw:
+		return "raw"
+	}
+	return "HintMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Config is everything a run sets on the embedded server. The zero value is a plain
+// HTTP/1.1 server on 127.0.0.1 that never closes idle connections and answers 200 with
+// an empty body.
+type Config struct {
+	// TLS serves HTTPS with an ECDSA P-256 certificate made in memory at Start.
+	TLS bool
+	// TLSVersion pins the protocol: tls.VersionTLS13 (the default when 0) or
+	// tls.VersionTLS12.
+	TLSVersion uint16
+	// SessionTickets lets clients resume sessions; resumptions are counted in Stats.
+	SessionTickets bool
+	// HTTP2 offers h2 by ALPN over TLS, or accepts h2c with prior knowledge over plain
+	// TCP. HTTP/1.1 stays available either way.
+	HTTP2 bool
+	// IdleTimeout is how long after its last response an idle connection is closed;
+	// 0 never closes idle connections.
+	IdleTimeout time.Duration
+	// Hint selects the Keep-Alive response header; see HintMode.
+	Hint HintMode
+	// HintDuration is the advertised timeout when Hint is HintDuration.
+	HintDuration time.Duration
+	// HintRaw is the header value sent verbatim when Hint is HintRaw.
+	HintRaw string
+	// HintOnlyIfAsked sends the hint only when the request carried
+	// "Connection: keep-alive", as Apache httpd does.
+	HintOnlyIfAsked bool
+	// MaxRequests caps requests per connection (0 = unlimited). It adds "max=N" to a
+	// timeout hint, and the last allowed response carries "Connection: close".
+	MaxRequests int
+	// CloseEvery puts "Connection: close" on every N-th HTTP/1.1 response the server
+	// sends, counted across all connections; 0 turns it off.
+	CloseEvery int
+	// Status is the response status code; 0 means 200.
+	Status int
+	// BodyBytes is the number of body bytes actually written in each response.
+	BodyBytes int
+	// Delay is how long the handler waits before responding.
+	Delay time.Duration
+	// Listen is the address to bind, "127.0.0.1:0" when empty. Only loopback addresses
+	// are accepted: kalab never listens beyond the machine.
+	Listen string
+}
+
+// maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.
+const maxBodyBytes = 64 << 20
+
+// normalized returns cfg with defaults filled in, or an error naming the bad field.
+func (cfg Config) normalized() (Config, error) {
+	if cfg.TLSVersion == 0 {
+		cfg.TLSVersion = tls.VersionTLS13
+	}
+	if cfg.TLSVersion != tls.VersionTLS13 && cfg.TLSVersion != tls.VersionTLS12 {
+		return cfg, fmt.Errorf("tls version %#x: only TLS 1.2 (0x0303) and 1.3 (0x0304) are supported", cfg.TLSVersion)
+	}
+	if cfg.IdleTimeout < 0 {
+		return cfg, fmt.Errorf("idle timeout %v: must not be negative", cfg.IdleTimeout)
+	}
+	switch cfg.Hint {
+	case HintOff, HintOn:
+	case HintDuration:
+		if cfg.HintDuration < 0 {
+			return cfg, fmt.Errorf("hint duration %v: must not be negative", cfg.HintDuration)
+		}
+	case HintRaw:
+		if !validHeaderValue(cfg.HintRaw) {
+			return cfg, fmt.Errorf("raw hint %q: not a valid header value", cfg.HintRaw)
+		}
+	default:
+		return cfg, fmt.Errorf("hint mode %d: unknown", int(cfg.Hint))
+	}
+	if cfg.MaxRequests < 0 {
+		return cfg, fmt.Errorf("max requests %d: must not be negative", cfg.MaxRequests)
+	}
+	if cfg.CloseEvery < 0 {
+		return cfg, fmt.Errorf("close every %d: must not be negative", cfg.CloseEvery)
+	}
+	if cfg.Status == 0 {
+		cfg.Status = 200
+	}
+	if cfg.Status < 200 || cfg.Status > 599 {
+		return cfg, fmt.Errorf("status %d: must be 200-599", cfg.Status)
+	}
+	if cfg.BodyBytes < 0 || cfg.BodyBytes > maxBodyBytes {
+		return cfg, fmt.Errorf("body bytes %d: must be 0-%d", cfg.BodyBytes, maxBodyBytes)
+	}
+	if cfg.BodyBytes > 0 && (cfg.Status == 204 || cfg.Status == 304) {
+		return cfg, fmt.Errorf("status %d with %d body bytes: this status has no body", cfg.Status, cfg.BodyBytes)
+	}
+	if cfg.Delay < 0 {
+		return cfg, fmt.Errorf("delay %v: must not be negative", cfg.Delay)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if err := checkLoopback(cfg.Listen); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// checkLoopback accepts only literal loopback IPs (or "localhost", mapped to
+// 127.0.0.1 by the caller's resolver) so nothing ever listens on a real interface.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("listen address %q: port %q is not a number 0-65535", addr, port)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen address %q: %w", addr, ErrNotLoopback)
+	}
+	return nil
+}
+
+// ErrNotLoopback is returned by Start when Listen names anything but a loopback IP.
+var ErrNotLoopback = errors.New("not a loopback IP address (kalab binds 127.0.0.0/8 or ::1 only)")
+
+// validHeaderValue rejects control characters (CR, LF, NUL...) that would let a raw
+// hint split the response.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,440 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// closeWait bounds how long Close waits for connections and handlers to end, so a
+// stuck peer can never hang a run; net/http itself may hold a connection up to 500 ms
+// after a "Connection: close" response (its RST-avoidance linger).
+const closeWait = 10 * time.Second
+
+// idleSlack absorbs the microseconds between the StateIdle hook and the moment the
+// idle timer is armed, so a close at exactly IdleTimeout is still counted as idle.
+const idleSlack = time.Millisecond
+
+// Server is a running embedded server. Its methods are safe for concurrent use.
+type Server struct {
+	cfg     Config
+	ln      net.Listener
+	srv     *http.Server
+	rootCAs *x509.CertPool
+	body    []byte
+	bodyLen string
+	status  int
+	hint    string // Keep-Alive value for responses that stay open; "" sends none
+
+	connections, open, requests, idleCloses atomic.Int64
+	tlsHandshakes, tlsResumed, h2Streams    atomic.Int64
+	maxOnOneConn, serverCloses, h1Responses atomic.Int64
+
+	conns    sync.Map // underlying net.Conn -> *connInfo, while open
+	histMu   sync.Mutex
+	closedBy map[int64]int64 // closed connections: requests served -> count
+
+	connWG    sync.WaitGroup // one per accepted connection, done at StateClosed
+	handlers  counter        // handler calls in flight
+	closing   atomic.Bool
+	serveDone chan struct{}
+	serveErr  error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// connInfo is what the server remembers about one connection.
+type connInfo struct {
+	requests  atomic.Int64
+	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
+}
+
+type connKey struct{}
+
+// Stats is a snapshot of the server's counters since Start.
+type Stats struct {
+	// Connections is the number of TCP connections accepted.
+	Connections int64
+	// Open is the number of connections open at the time of the snapshot.
+	Open int64
+	// Requests is the number of requests that reached the handler (HTTP/1.1 requests
+	// plus HTTP/2 streams); a request sent on a connection the server already closed
+	// is not counted, which is how the stale-connection race shows on the server side.
+	Requests int64
+	// IdleCloses counts connections the server closed because they stayed idle for
+	// IdleTimeout (for HTTP/2: the GOAWAY the idle timer sent, followed by the close).
+	IdleCloses int64
+	// TLSHandshakes counts completed TLS handshakes, resumed ones included.
+	TLSHandshakes int64
+	// TLSResumed counts the handshakes that resumed a session from a ticket.
+	TLSResumed int64
+	// H2Streams counts requests served over HTTP/2.
+	H2Streams int64
+	// MaxRequestsOnOneConn is the most requests any single connection carried.
+	MaxRequestsOnOneConn int64
+	// ServerCloses counts HTTP/1.1 responses on which the server chose to send
+	// "Connection: close" (MaxRequests reached or CloseEvery), not counting requests
+	// whose client asked to close.
+	ServerCloses int64
+	// RequestsPerConn maps a number of requests to how many connections, open or
+	// closed, carried exactly that many (0 = connected but never sent a request).
+	RequestsPerConn map[int64]int64
+}
+
+// Start validates cfg, binds its loopback address and serves until Close.
+func Start(cfg Config) (*Server, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, fmt.Errorf("starting server: %w", err)
+	}
+	s := &Server{
+		cfg:       cfg,
+		body:      makeBody(cfg.BodyBytes),
+		bodyLen:   strconv.Itoa(cfg.BodyBytes),
+		status:    cfg.Status,
+		hint:      hintValue(cfg),
+		closedBy:  make(map[int64]int64),
+		serveDone: make(chan struct{}),
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	s.srv = &http.Server{
+		Handler:     http.HandlerFunc(s.handle),
+		IdleTimeout: cfg.IdleTimeout,
+		ConnContext: s.connContext,
+		ConnState:   s.connState,
+		Protocols:   &protos,
+		// Handshake failures and client resets are part of the experiments; they are
+		// counted by the client, not printed by the server.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	if cfg.TLS {
+		cert, pool, err := newCertificate()
+		if err != nil {
+			return nil, fmt.Errorf("starting server: %w", err)
+		}
+		s.rootCAs = pool
+		s.srv.TLSConfig = &tls.Config{
+			Certificates:           []tls.Certificate{cert},
+			MinVersion:             cfg.TLSVersion,
+			MaxVersion:             cfg.TLSVersion,
+			SessionTicketsDisabled: !cfg.SessionTickets,
+			// VerifyConnection runs on the server for full and resumed handshakes alike,
+			// after the session is settled, so it is the one place to count both.
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				s.tlsHandshakes.Add(1)
+				if cs.DidResume {
+					s.tlsResumed.Add(1)
+				}
+				return nil
+			},
+		}
+		if cfg.HTTP2 {
+			protos.SetHTTP2(true)
+		}
+	} else if cfg.HTTP2 {
+		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("starting server: listening on %s: %w", cfg.Listen, err)
+	}
+	s.ln = ln
+	go func() {
+		defer close(s.serveDone)
+		if cfg.TLS {
+			// ServeTLS adds the ALPN protocols ("h2", "http/1.1") that Protocols allows.
+			s.serveErr = s.srv.ServeTLS(ln, "", "")
+		} else {
+			s.serveErr = s.srv.Serve(ln)
+		}
+	}()
+	return s, nil
+}
+
+// makeBody returns n printable bytes; content is irrelevant, length is the contract.
+func makeBody(n int) []byte {
+	const pattern = "kalab embedded server response body\n"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = pattern[i%len(pattern)]
+	}
+	return b
+}
+
+// hintValue precomputes the Keep-Alive header value, "" for none.
+func hintValue(cfg Config) string {
+	var v string
+	switch cfg.Hint {
+	case HintRaw:
+		return cfg.HintRaw // verbatim: no max= is appended to a raw value
+	case HintOn:
+		if cfg.IdleTimeout <= 0 {
+			return "" // Node sends no hint when keepAliveTimeout is 0
+		}
+		v = "timeout=" + strconv.FormatInt(int64(cfg.IdleTimeout/time.Second), 10)
+	case HintDuration:
+		v = "timeout=" + strconv.FormatInt(int64(cfg.HintDuration/time.Second), 10)
+	default:
+		return ""
+	}
+	if cfg.MaxRequests > 0 {
+		// Node appends the configured maxRequestsPerSocket unchanged on every response.
+		v += ", max=" + strconv.Itoa(cfg.MaxRequests)
+	}
+	return v
+}
+
+// Addr is the host:port the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// RootCAs returns a pool that trusts the server's in-memory certificate, or nil for a
+// plain-TCP server. Clients verify with it; nothing in kalab skips verification.
+func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
+
+// ServerName is the name the certificate is valid for, to use as the TLS ServerName
+// (SNI). The certificate also covers 127.0.0.1 and ::1.
+func (s *Server) ServerName() string { return certName }
+
+// Config returns the configuration the server runs with, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Stats returns a snapshot of the counters. Each field is read atomically; fields are
+// exactly consistent with each other once traffic has stopped, which is when the
+// runner reads them.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		Connections:          s.connections.Load(),
+		Open:                 s.open.Load(),
+		Requests:             s.requests.Load(),
+		IdleCloses:           s.idleCloses.Load(),
+		TLSHandshakes:        s.tlsHandshakes.Load(),
+		TLSResumed:           s.tlsResumed.Load(),
+		H2Streams:            s.h2Streams.Load(),
+		MaxRequestsOnOneConn: s.maxOnOneConn.Load(),
+		ServerCloses:         s.serverCloses.Load(),
+		RequestsPerConn:      make(map[int64]int64),
+	}
+	s.histMu.Lock()
+	for k, v := range s.closedBy {
+		st.RequestsPerConn[k] += v
+	}
+	s.histMu.Unlock()
+	s.conns.Range(func(_, v any) bool {
+		st.RequestsPerConn[v.(*connInfo).requests.Load()]++
+		return true
+	})
+	return st
+}
+
+// Close stops accepting, closes every connection at once and returns after every
+// connection and handler has ended (or closeWait passed, reported as an error).
+// Calling it again returns the first result.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		var errs []error
+		if err := s.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing server: %w", err))
+		}
+		deadline := time.Now().Add(closeWait)
+		select {
+		case <-s.serveDone:
+			if s.serveErr != nil && !errors.Is(s.serveErr, http.ErrServerClosed) {
+				errs = append(errs, fmt.Errorf("serving: %w", s.serveErr))
+			}
+		case <-time.After(time.Until(deadline)):
+			errs = append(errs, errors.New("closing server: accept loop did not stop"))
+		}
+		connsDone := make(chan struct{})
+		go func() { s.connWG.Wait(); close(connsDone) }()
+		select {
+		case <-connsDone:
+		case <-time.After(time.Until(deadline)):
+			// The waiter goroutine ends when the stragglers do; it holds nothing else.
+			errs = append(errs, fmt.Errorf("closing server: %d connections still open after %v", s.open.Load(), closeWait))
+		}
+		if !s.handlers.waitZero(time.After(time.Until(deadline))) {
+			errs = append(errs, fmt.Errorf("closing server: handlers still running after %v", closeWait))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// underlying returns the TCP connection under a TLS one, so the ConnContext and
+// ConnState keys agree for HTTP/1.1, HTTP/2 over TLS and h2c (which net/http hands to
+// the HTTP/2 server wrapped in a *tls.Conn shell).
+func underlying(c net.Conn) net.Conn {
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn()
+	}
+	return c
+}
+
+// connContext runs once per accepted connection, before its goroutine starts.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	ci := &connInfo{}
+	s.conns.Store(underlying(c), ci)
+	s.connWG.Add(1)
+	s.connections.Add(1)
+	s.open.Add(1)
+	return context.WithValue(ctx, connKey{}, ci)
+}
+
+// connState tracks idle periods and retires connections; net/http and its HTTP/2
+// server may both report StateClosed for one connection, so retiring is idempotent.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateActive:
+		if v, ok := s.conns.Load(underlying(c)); ok {
+			v.(*connInfo).idleSince.Store(0)
+		}
+	case http.StateIdle:
+		if v, ok := s.conns.Load(underlying(c)); ok {
+			v.(*connInfo).idleSince.Store(time.Now().UnixNano())
+		}
+	case http.StateClosed, http.StateHijacked:
+		v, ok := s.conns.LoadAndDelete(underlying(c))
+		if !ok {
+			return
+		}
+		ci := v.(*connInfo)
+		if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 && !s.closing.Load() &&
+			time.Since(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
+			s.idleCloses.Add(1)
+		}
+		s.histMu.Lock()
+		s.closedBy[ci.requests.Load()]++
+		s.histMu.Unlock()
+		s.open.Add(-1)
+		s.connWG.Done()
+	}
+}
+
+// handle answers every request with the configured status, headers and body.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	s.handlers.add(1)
+	defer s.handlers.add(-1)
+	s.requests.Add(1)
+	n := int64(1)
+	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+		n = ci.requests.Add(1)
+		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
+		}
+	}
+	if r.ProtoMajor == 2 {
+		s.h2Streams.Add(1)
+	}
+	if s.cfg.Delay > 0 {
+		t := time.NewTimer(s.cfg.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return // the client went away or the server is closing
+		}
+	}
+	h := w.Header()
+	if r.ProtoMajor == 1 {
+		s.connectionHeaders(h, r, n)
+	}
+	h["Content-Length"] = []string{s.bodyLen}
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"} // set, so net/http skips sniffing
+	w.WriteHeader(s.status)
+	if r.Method != http.MethodHead && len(s.body) > 0 {
+		_, _ = w.Write(s.body) // a write error means the client left; nothing to report
+	}
+}
+
+// connectionHeaders decides, for HTTP/1.1, whether this response closes the
+// connection and otherwise which Keep-Alive hint it carries. n is the request's
+// position on its connection, 1-based.
+func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
+	closeNow := false
+	if s.cfg.MaxRequests > 0 && n >= int64(s.cfg.MaxRequests) {
+		closeNow = true
+	}
+	if s.cfg.CloseEvery > 0 && s.h1Responses.Add(1)%int64(s.cfg.CloseEvery) == 0 {
+		closeNow = true
+	}
+	if closeNow {
+		h["Connection"] = []string{"close"} // net/http then closes after the response
+		if !r.Close {
+			s.serverCloses.Add(1)
+		}
+		return
+	}
+	if r.Close || s.hint == "" {
+		return // no hint on a response that ends the connection anyway
+	}
+	if s.cfg.HintOnlyIfAsked {
+		if !headerHasToken(r.Header["Connection"], "keep-alive") {
+			return
+		}
+		h["Connection"] = []string{"Keep-Alive"} // Apache answers the token in kind
+	}
+	h["Keep-Alive"] = []string{s.hint}
+}
+
+// headerHasToken reports whether a comma-separated header contains token,
+// case-insensitively.
+func headerHasToken(values []string, token string) bool {
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// counter is a WaitGroup that tolerates Add after a Wait began: HTTP/2 handler
+// goroutines may start after their connection closed and must still be waited for.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to zero while someone waits
+}
+
+func (c *counter) add(d int) {
+	c.mu.Lock()
+	c.n += d
+	if c.n == 0 && c.zero != nil {
+		close(c.zero)
+		c.zero = nil
+	}
+	c.mu.Unlock()
+}
+
+// waitZero blocks until the count is zero or timeout fires; it reports success.
+func (c *counter) waitZero(timeout <-chan time.Time) bool {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return true
+	}
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+	}
+	ch := c.zero
+	c.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-timeout:
+		return false
+	}
+}
