@@ -1,0 +1,285 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// MaxRequests bounds Spec.Requests so that a typo in a scenario cannot ask for a
+// schedule (or a Pauses slice) that exhausts memory.
+const MaxRequests = 10_000_000
+
+// Spec describes one run's request schedule. Durations are already scaled by the
+// runner; this package knows nothing of time scale.
+type Spec struct {
+	// Requests is the total number of requests; 1..MaxRequests.
+	Requests int
+	// Concurrency is the number of requests in flight. In the closed model (Rate 0)
+	// 0 or 1 means sequential and Concurrency == Requests means all at once. In the
+	// open model it caps in-flight requests and 0 means unbounded.
+	Concurrency int
+	// Burst, when > 0, splits the run into bursts of Burst requests; after a burst's
+	// last request has completed the schedule pauses before the next burst.
+	Burst int
+	// PauseMin and PauseMax bound the pause between bursts. Each pause is drawn
+	// uniformly from [PauseMin, PauseMax] by a generator seeded with Seed; equal
+	// bounds give a fixed pause.
+	PauseMin, PauseMax time.Duration
+	// Rate, when > 0, selects the open model: requests arrive at Rate per second,
+	// evenly spaced or, with Poisson, with exponential gaps.
+	Rate float64
+	// Poisson makes open-model arrivals a Poisson process; it requires Rate > 0.
+	Poisson bool
+	// Seed feeds every random draw of the schedule (pauses and Poisson gaps).
+	Seed int64
+}
+
+// Validate reports the first field that makes the spec unusable, naming it as the
+// scenario file's load section does.
+func (s Spec) Validate() error {
+	switch {
+	case s.Requests < 1:
+		return fmt.Errorf("load.requests: must be at least 1, got %d", s.Requests)
+	case s.Requests > MaxRequests:
+		return fmt.Errorf("load.requests: must be at most %d, got %d", MaxRequests, s.Requests)
+	case s.Concurrency < 0:
+		return fmt.Errorf("load.concurrency: must not be negative, got %d", s.Concurrency)
+	case s.Burst < 0:
+		return fmt.Errorf("load.burst: must not be negative, got %d", s.Burst)
+	case s.PauseMin < 0 || s.PauseMax < 0:
+		return fmt.Errorf("load.pause: must not be negative, got %v..%v", s.PauseMin, s.PauseMax)
+	case s.PauseMax < s.PauseMin:
+		return fmt.Errorf("load.pause: max %v is below min %v", s.PauseMax, s.PauseMin)
+	case s.Burst == 0 && s.PauseMax > 0:
+		// A pause only happens between bursts; without bursts it would be silently ignored.
+		return fmt.Errorf("load.pause: set to %v..%v but load.burst is 0, so it would never apply", s.PauseMin, s.PauseMax)
+	case math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) || s.Rate < 0:
+		return fmt.Errorf("load.rate: must be a finite number >= 0, got %v", s.Rate)
+	case s.Poisson && s.Rate == 0:
+		return errors.New("load.poisson: needs load.rate > 0")
+	}
+	return nil
+}
+
+// bursts returns how many bursts the spec makes.
+func (s Spec) bursts() int {
+	if s.Burst <= 0 || s.Burst >= s.Requests {
+		return 1
+	}
+	return (s.Requests + s.Burst - 1) / s.Burst
+}
+
+// burstSize returns the size of every burst but possibly the last.
+func (s Spec) burstSize() int {
+	if s.Burst <= 0 || s.Burst >= s.Requests {
+		return s.Requests
+	}
+	return s.Burst
+}
+
+// Two independent streams derived from the one seed, so that the pause sequence
+// does not depend on whether Poisson gaps are drawn between pauses.
+const (
+	pauseStream   = 0x6b616c61622d7061 // "kalab-pa"
+	arrivalStream = 0x6b616c61622d6172 // "kalab-ar"
+)
+
+type pauser struct {
+	min, max time.Duration
+	rng      *rand.Rand
+}
+
+func newPauser(s Spec) *pauser {
+	return &pauser{min: s.PauseMin, max: s.PauseMax, rng: rand.New(rand.NewPCG(uint64(s.Seed), pauseStream))}
+}
+
+func (p *pauser) next() time.Duration {
+	if p.max <= p.min {
+		return p.min
+	}
+	// In uint64 the span plus one cannot overflow, even for a pause of MaxInt64.
+	return p.min + time.Duration(p.rng.Uint64N(uint64(p.max-p.min)+1))
+}
+
+type arrivals struct {
+	gap     time.Duration // evenly spaced gap
+	rate    float64
+	poisson bool
+	rng     *rand.Rand
+}
+
+func newArrivals(s Spec) *arrivals {
+	a := &arrivals{rate: s.Rate, poisson: s.Poisson}
+	if s.Rate > 0 {
+		a.gap = clampDuration(float64(time.Second) / s.Rate)
+	}
+	if s.Poisson {
+		a.rng = rand.New(rand.NewPCG(uint64(s.Seed), arrivalStream))
+	}
+	return a
+}
+
+// next returns the gap before the following arrival.
+func (a *arrivals) next() time.Duration {
+	if !a.poisson {
+		return a.gap
+	}
+	return clampDuration(a.rng.ExpFloat64() / a.rate * float64(time.Second))
+}
+
+// clampDuration converts nanoseconds to a Duration, capped so that an absurdly low
+// rate yields a very long wait rather than an overflowed, negative one.
+func clampDuration(ns float64) time.Duration {
+	const limit = math.MaxInt64 / 1024 // about 104 days; sums of many stay in range
+	if ns >= limit {
+		return limit
+	}
+	return time.Duration(ns)
+}
+
+// Pauses returns the pauses Run will take for s, in order: one between each pair of
+// consecutive bursts, none after the last. It returns nil for an invalid spec or one
+// without bursts.
+func Pauses(s Spec) []time.Duration {
+	if s.Validate() != nil {
+		return nil
+	}
+	n := s.bursts() - 1
+	if n <= 0 {
+		return nil
+	}
+	p := newPauser(s)
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = p.next()
+	}
+	return out
+}
+
+// Arrivals returns the open-model arrival offsets Run aims for, one per request,
+// each measured from the start of its burst (the first request of every burst
+// arrives at 0). It returns nil for an invalid spec or the closed model.
+func Arrivals(s Spec) []time.Duration {
+	if s.Validate() != nil || s.Rate == 0 {
+		return nil
+	}
+	a := newArrivals(s)
+	size := s.burstSize()
+	out := make([]time.Duration, s.Requests)
+	var at time.Duration
+	for i := range out {
+		if i%size == 0 {
+			at = 0
+		} else {
+			at += a.next()
+		}
+		out[i] = at
+	}
+	return out
+}
+
+// Run calls do once per request of the schedule s, with seq 0..Requests-1 in issue
+// order, and returns when every call has returned.
+//
+// Closed model (Rate 0): up to max(Concurrency,1) calls run at once; a new call
+// starts as soon as one returns. Open model (Rate > 0): call i is due at its
+// arrival offset; if Concurrency calls are already in flight the due call waits
+// for a free slot and later arrivals keep their own due times, so the schedule
+// catches up rather than drifting. With Burst > 0, in both models, the pause
+// before the next burst starts once the burst's last call has returned, and the
+// arrival clock restarts with each burst.
+//
+// Run never starts a call after ctx is done. If ctx is done by the time the last
+// call returns, Run returns ctx.Err(); an invalid spec returns the Validate error
+// and calls nothing.
+func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("load: invalid schedule: %w", err)
+	}
+	if do == nil {
+		return errors.New("load: invalid schedule: nil request function")
+	}
+	limit := s.Concurrency
+	if s.Rate == 0 && limit < 1 {
+		limit = 1
+	}
+	limit = min(limit, s.Requests) // more slots than requests would never be used
+	var slots chan struct{}
+	if limit > 0 {
+		slots = make(chan struct{}, limit)
+	}
+	pauses := newPauser(s)
+	arr := newArrivals(s)
+	size := s.burstSize()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	// wait sleeps d, or returns false as soon as ctx is done.
+	wait := func(d time.Duration) bool {
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C:
+			return ctx.Err() == nil
+		}
+	}
+
+	var wg sync.WaitGroup
+	seq := 0
+schedule:
+	for seq < s.Requests {
+		if seq > 0 {
+			if !wait(pauses.next()) {
+				break
+			}
+		}
+		burstStart := time.Now()
+		var due time.Duration
+		end := min(seq+size, s.Requests)
+		for first := seq; seq < end; seq++ {
+			if s.Rate > 0 && seq > first {
+				due += arr.next()
+				if !wait(time.Until(burstStart.Add(due))) {
+					break schedule
+				}
+			}
+			if slots != nil {
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					break schedule
+				}
+			}
+			// The slot wait may have raced a cancellation; the promise is never to
+			// start a call once ctx is done.
+			if ctx.Err() != nil {
+				if slots != nil {
+					<-slots
+				}
+				break schedule
+			}
+			wg.Add(1)
+			go func(seq int) {
+				defer wg.Done()
+				if slots != nil {
+					defer func() { <-slots }()
+				}
+				do(ctx, seq)
+			}(seq)
+		}
+		wg.Wait()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
