@@ -11,3 +11,12 @@ var Scenario []byte
 
 // ScenarioURL is the $id under which Scenario is registered with a schema compiler.
 const ScenarioURL = "https://kalab.dev/schema/scenario.schema.json"
+
+// Result is result.schema.json: the contract for results.jsonl lines ($defs/run and
+// $defs/scenario) and request lines ($defs/request).
+//
+//go:embed result.schema.json
+var Result []byte
+
+// ResultURL is the $id under which Result is registered with a schema compiler.
+const ResultURL = "https://kalab.dev/schema/result.schema.json"

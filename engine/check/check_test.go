@@ -112,3 +112,25 @@ func TestEvalCompare(t *testing.T) {
 		t.Fatalf("missing variant: err = %v", err)
 	}
 }
+
+func TestObservedValues(t *testing.T) {
+	a, err := Compile("errors == 0 && latency_ms.p50 < 200 && (1 + 1) == 2", Expect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := a.Check(Metrics{Errors: 2, LatencyMs: Latency{P50: 150}})
+	want := map[string]float64{"errors": 2, "latency_ms.p50": 150}
+	if r.Pass || r.Err != nil || !reflect.DeepEqual(r.Observed, want) {
+		t.Fatalf("result = %+v; want fail with %v", r, want)
+	}
+	c, err := Compile("variant('a').latency_ms.p99 > variant('b').errors", Compare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]Metrics{"a": {LatencyMs: Latency{P99: 9}}, "b": {Errors: 3}}
+	r = c.CheckCompare(func(n string) (Metrics, bool) { m, ok := runs[n]; return m, ok })
+	want = map[string]float64{"variant('a').latency_ms.p99": 9, "variant('b').errors": 3}
+	if !r.Pass || !reflect.DeepEqual(r.Observed, want) {
+		t.Fatalf("compare result = %+v; want pass with %v", r, want)
+	}
+}

@@ -38,6 +38,7 @@ type Assertion struct {
 	// Source, so the loader can reject a name that no run has.
 	Variants []VariantRef
 	program  *vm.Program
+	refs     []Ref
 }
 
 // VariantRef is one variant('name') call with a literal name.
@@ -70,7 +71,7 @@ func Compile(src string, kind Kind) (*Assertion, error) {
 	if err != nil {
 		return nil, convertError(src, kind, err)
 	}
-	a := &Assertion{Source: src, Kind: kind, program: prog}
+	a := &Assertion{Source: src, Kind: kind, program: prog, refs: refs(prog.Node())}
 	if kind == Compare {
 		refs, err := variantRefs(prog.Node())
 		if err != nil {
@@ -162,6 +163,9 @@ func variantRefs(n ast.Node) ([]VariantRef, error) {
 	ast.Walk(&n, v)
 	return v.refs, v.err
 }
+
+// Refs lists the metrics the assertion reads.
+func (a *Assertion) Refs() []Ref { return a.refs }
 
 // Eval evaluates an Expect assertion against one run's metrics.
 func (a *Assertion) Eval(m Metrics) (bool, error) {

@@ -1,0 +1,88 @@
+// Package report writes and reads kalab's result files (JSONL run, scenario and request
+// records) and renders them for people: the terminal summary table.
+package report
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/check"
+)
+
+// RecordVersion is the version of the record layout; readers reject other versions.
+const RecordVersion = 1
+
+// Statuses of a run or scenario record.
+const (
+	StatusPass        = "pass"        // every check passed
+	StatusFail        = "fail"        // a check failed
+	StatusError       = "error"       // the run could not complete (the reason is in Error)
+	StatusInterrupted = "interrupted" // stopped by Ctrl-C or SIGTERM; metrics cover what ran
+)
+
+// Check is one evaluated assertion.
+type Check struct {
+	Kind     string             `json:"kind"` // expect | compare
+	Expr     string             `json:"expr"`
+	Pass     bool               `json:"pass"`
+	Observed map[string]float64 `json:"observed"`
+	Error    string             `json:"error,omitempty"`
+	Skipped  bool               `json:"skipped,omitempty"` // not evaluated: a run it reads did not run or complete
+	File     string             `json:"file"`
+	Line     int                `json:"line"`
+	Col      int                `json:"col"`
+}
+
+// Run is one line of results.jsonl: the outcome of one scenario x variant.
+type Run struct {
+	Record        string            `json:"record"` // "run"
+	RecordVersion int               `json:"record_version"`
+	KalabVersion  string            `json:"kalab_version"`
+	RunID         string            `json:"run_id"`
+	Scenario      string            `json:"scenario"`
+	File          string            `json:"file"`
+	Variant       string            `json:"variant"`
+	Matrix        map[string]string `json:"matrix,omitempty"`
+	Params        json.RawMessage   `json:"params"` // the resolved settings, in scenario time
+	TimeScale     float64           `json:"time_scale"`
+	Seed          int64             `json:"seed"`
+	StartedAt     time.Time         `json:"started_at"`
+	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
+	Status        string            `json:"status"`
+	Error         string            `json:"error,omitempty"`
+	Metrics       check.Metrics     `json:"metrics"`
+	Checks        []Check           `json:"checks"`
+	RequestsFile  string            `json:"requests_file,omitempty"` // relative to the run directory
+}
+
+// Scenario is the line written after the last run of a scenario: its compare checks.
+type Scenario struct {
+	Record        string  `json:"record"` // "scenario"
+	RecordVersion int     `json:"record_version"`
+	KalabVersion  string  `json:"kalab_version"`
+	RunID         string  `json:"run_id"`
+	Scenario      string  `json:"scenario"`
+	File          string  `json:"file"`
+	Runs          int     `json:"runs"`
+	Status        string  `json:"status"`
+	Checks        []Check `json:"checks"`
+}
+
+// Request is one line of requests/<scenario>/<variant>.jsonl. Times are milliseconds in
+// scenario time.
+type Request struct {
+	Seq           int     `json:"seq"`
+	StartMs       float64 `json:"start_ms"` // from the start of the run
+	LatencyMs     float64 `json:"latency_ms"`
+	Conn          uint64  `json:"conn"`
+	Reused        bool    `json:"reused"`
+	Attempts      int     `json:"attempts"`
+	HiddenRetries int     `json:"hidden_retries,omitempty"`
+	Status        int     `json:"status"`
+	Bytes         int64   `json:"bytes"`
+	Class         string  `json:"class,omitempty"`
+	Error         string  `json:"error,omitempty"`
+	ConnectMs     float64 `json:"connect_ms,omitempty"`
+	TLSMs         float64 `json:"tls_ms,omitempty"`
+	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
+}

@@ -1,0 +1,89 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/kalab-dev/kalab/schema"
+)
+
+var (
+	resultOnce             sync.Once
+	resultLine, requestDef *jsonschema.Schema
+	resultErr              error
+)
+
+func resultSchemas() (*jsonschema.Schema, *jsonschema.Schema, error) {
+	resultOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		c.AssertFormat = true
+		if resultErr = c.AddResource(schema.ResultURL, bytes.NewReader(schema.Result)); resultErr != nil {
+			return
+		}
+		if resultLine, resultErr = c.Compile(schema.ResultURL); resultErr != nil {
+			return
+		}
+		requestDef, resultErr = c.Compile(schema.ResultURL + "#/$defs/request")
+	})
+	return resultLine, requestDef, resultErr
+}
+
+// ValidateFile checks every line of a results.jsonl (requests=false) or a request file
+// (requests=true) against schema/result.schema.json; the error names the first bad line.
+func ValidateFile(path string, requests bool) (lines int, err error) {
+	line, req, err := resultSchemas()
+	if err != nil {
+		return 0, err
+	}
+	s := line
+	if requests {
+		s = req
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		lines++
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return lines, fmt.Errorf("%s:%d: %v", path, lines, err)
+		}
+		if err := s.Validate(v); err != nil {
+			return lines, fmt.Errorf("%s:%d: %v", path, lines, err)
+		}
+	}
+	return lines, sc.Err()
+}
+
+// ValidateRunDir validates results.jsonl and every request file under a run directory.
+func ValidateRunDir(dir string) error {
+	if _, err := ValidateFile(filepath.Join(dir, "results.jsonl"), false); err != nil {
+		return err
+	}
+	return filepath.WalkDir(filepath.Join(dir, "requests"), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			_, err = ValidateFile(p, true)
+		}
+		return err
+	})
+}
