@@ -1,5 +1,3 @@
-// Package client drives HTTP requests the way a configured real client would and
-// reports one Event per request.
 package client
 
 import (

@@ -1,0 +1,239 @@
+package client
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Implementation names accepted in Config.Implementation.
+const (
+	ImplModel     = "model"       // kalab's own HTTP/1.1 pool: every behaviour explicit
+	ImplGoNetHTTP = "go-net-http" // the real net/http.Transport, traced
+)
+
+// Hint parser names accepted in Config.HintParser.
+const (
+	HintNode   = "node"   // Node's http.Agent: anchored ^timeout=(\d+), min with the agent timeout
+	HintUndici = "undici" // undici (fetch): unanchored timeout=(\d+), replaces the idle timeout, capped by HintMax
+)
+
+// Scheduling names accepted in Config.Scheduling.
+const (
+	LIFO = "lifo" // reuse the most recently freed idle connection
+	FIFO = "fifo" // reuse the least recently freed idle connection
+)
+
+// Config is a resolved client profile: a scenario's client block after its preset is applied.
+// The zero value of every field means the behaviour documented on it.
+type Config struct {
+	Implementation    string            // "model" (default) or "go-net-http"
+	Addr              string            // host:port to dial; the host must be localhost or a loopback IP
+	TLS               bool              // speak HTTPS
+	RootCAs           *x509.CertPool    // CAs trusted for the server certificate; nil = system pool
+	ServerName        string            // TLS SNI and verified name; default: the host of Addr
+	TLSVersion        uint16            // tls.VersionTLS12 or tls.VersionTLS13 to pin it; 0 = let the handshake choose (TLS 1.3)
+	SessionResumption bool              // keep a TLS session cache so new connections may resume
+	HTTP2             bool              // h2 via ALPN (TLS) or h2c prior knowledge (plain), standard library
+	Method            string            // default GET
+	Path              string            // default "/"
+	Headers           map[string]string // extra request headers, e.g. Idempotency-Key
+	KeepAlive         bool              // reuse connections; false sends Connection: close and closes after each response
+	IdleTimeout       time.Duration     // 0 = none; the clock starts when the response's last byte arrived
+	HonorHint         bool              // read the server's Keep-Alive: timeout=N hint
+	HintParser        string            // "node" (default) or "undici"; see HintNode and HintUndici
+	HintBuffer        time.Duration     // pooled lifetime = hint - buffer; a result <= 0 means the connection is not pooled
+	HintMax           time.Duration     // undici's keepAliveMaxTimeout: cap on a hint-derived lifetime; 0 = no cap
+	HintUnit          time.Duration     // what one hinted second lasts; 0 = 1s (the runner scales it with the time scale)
+	MaxConns          int               // connections per host; 0 = unlimited; excess requests wait in a FIFO queue
+	MaxIdle           int               // idle connections kept; 0 = unlimited (the go-default preset sets 2)
+	Scheduling        string            // "lifo" (default) or "fifo"
+	LivenessCheck     bool              // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
+	Timeout           time.Duration     // per attempt, from its start to the response's last byte; 0 = none
+	Retry             RetryPolicy       // visible retries; each attempt is counted in Event.Attempts
+}
+
+// RetryPolicy says when the client re-sends a failed request itself. Every re-send is
+// visible: it adds one to Event.Attempts and to Stats.Retries.
+type RetryPolicy struct {
+	Attempts       int          // extra attempts after the first; 0 = none
+	On             []ErrorClass // classes that may be retried
+	IdempotentOnly bool         // only GET HEAD OPTIONS TRACE, or a request with an Idempotency-Key header
+	ReusedOnly     bool         // retry only when the failed attempt was on a reused connection
+	ZeroBytesOnly  bool         // curl: re-send only if a reused connection died before any response byte
+}
+
+// New builds the client the Config names. It validates the Config and returns an error
+// describing the first bad field; it never dials.
+func New(cfg Config) (Client, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, fmt.Errorf("client config: %w", err)
+	}
+	if cfg.Implementation == ImplGoNetHTTP || cfg.HTTP2 {
+		// HTTP/2 is the standard library's in both implementations (DESIGN.md).
+		return newStdClient(cfg), nil
+	}
+	return newModel(cfg), nil
+}
+
+// normalized fills defaults and rejects what cannot run.
+func (c Config) normalized() (Config, error) {
+	switch c.Implementation {
+	case "":
+		c.Implementation = ImplModel
+	case ImplModel, ImplGoNetHTTP:
+	default:
+		return c, fmt.Errorf("implementation %q: want %q or %q", c.Implementation, ImplModel, ImplGoNetHTTP)
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return c, fmt.Errorf("addr %q: %w", c.Addr, err)
+	}
+	if !isLoopback(host) {
+		return c, fmt.Errorf("addr %q: kalab only dials loopback addresses", c.Addr)
+	}
+	if c.ServerName == "" {
+		c.ServerName = host
+	}
+	if c.Method == "" {
+		c.Method = "GET"
+	}
+	if !isToken(c.Method) {
+		return c, fmt.Errorf("method %q: not an HTTP token", c.Method)
+	}
+	if c.Path == "" {
+		c.Path = "/"
+	}
+	if !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \r\n\t") {
+		return c, fmt.Errorf("path %q: want an origin-form path starting with / and without spaces", c.Path)
+	}
+	for k, v := range c.Headers {
+		if !isToken(k) {
+			return c, fmt.Errorf("header name %q: not an HTTP token", k)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return c, fmt.Errorf("header %q: value contains a line break", k)
+		}
+	}
+	switch c.TLSVersion {
+	case 0, tls.VersionTLS12, tls.VersionTLS13:
+	default:
+		return c, fmt.Errorf("tls version %#x: want TLS 1.2 or 1.3", c.TLSVersion)
+	}
+	switch c.HintParser {
+	case "":
+		c.HintParser = HintNode
+	case HintNode, HintUndici:
+	default:
+		return c, fmt.Errorf("hint parser %q: want %q or %q", c.HintParser, HintNode, HintUndici)
+	}
+	switch c.Scheduling {
+	case "":
+		c.Scheduling = LIFO
+	case LIFO, FIFO:
+	default:
+		return c, fmt.Errorf("scheduling %q: want %q or %q", c.Scheduling, LIFO, FIFO)
+	}
+	if c.IdleTimeout < 0 || c.Timeout < 0 || c.HintMax < 0 || c.HintUnit < 0 {
+		return c, errors.New("idle timeout, timeout and hint max must not be negative")
+	}
+	if c.MaxConns < 0 || c.MaxIdle < 0 || c.Retry.Attempts < 0 {
+		return c, errors.New("max conns, max idle and retry attempts must not be negative")
+	}
+	if c.Implementation == ImplGoNetHTTP || c.HTTP2 {
+		// The standard library cannot do these; refusing beats silently measuring something else.
+		switch {
+		case c.HonorHint:
+			return c, errors.New("honor hint: net/http does not read the Keep-Alive hint (golang/go#15508), and HTTP/2 has none")
+		case c.LivenessCheck:
+			return c, errors.New("liveness check: not available with net/http")
+		case c.Scheduling == FIFO:
+			return c, errors.New("scheduling fifo: net/http always reuses the most recently used idle connection")
+		}
+	}
+	for _, cl := range c.Retry.On {
+		if !validClass(cl) {
+			return c, fmt.Errorf("retry on %q: unknown error class", cl)
+		}
+	}
+	return c, nil
+}
+
+func validClass(cl ErrorClass) bool {
+	for _, k := range Classes {
+		if k == cl {
+			return true
+		}
+	}
+	return false
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotent reports whether a failed request may be re-sent under RetryPolicy.IdempotentOnly:
+// the RFC 9110 safe-and-idempotent methods Go's Transport replays, or an idempotency key
+// (Go accepts both spellings, so kalab does too).
+func (c Config) idempotent() bool {
+	switch c.Method {
+	case "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	for k := range c.Headers {
+		if strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key") {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedHeaderKeys gives a stable header order so requests are byte-for-byte reproducible.
+func (c Config) sortedHeaderKeys() []string {
+	keys := make([]string, 0, len(c.Headers))
+	for k := range c.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (c Config) tlsConfig() *tls.Config {
+	tc := &tls.Config{
+		RootCAs:    c.RootCAs,
+		ServerName: c.ServerName,
+		MinVersion: tls.VersionTLS12,
+	}
+	if c.TLSVersion != 0 {
+		tc.MinVersion, tc.MaxVersion = c.TLSVersion, c.TLSVersion
+	}
+	if c.SessionResumption {
+		tc.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	}
+	return tc
+}

@@ -1,0 +1,257 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// response is what the model client keeps from one HTTP/1.x response.
+type response struct {
+	status    int
+	body      int64 // body bytes read
+	keepAlive bool  // the server allows another request on this connection
+	hint      time.Duration
+	hasHint   bool
+}
+
+var errMalformed = errors.New("malformed response")
+
+// buildRequest renders the request once; every attempt writes the same bytes.
+func buildRequest(cfg *Config) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\n", cfg.Method, cfg.Path)
+	hasHost, hasUA := false, false
+	for _, k := range cfg.sortedHeaderKeys() {
+		hasHost = hasHost || strings.EqualFold(k, "Host")
+		hasUA = hasUA || strings.EqualFold(k, "User-Agent")
+	}
+	if !hasHost {
+		fmt.Fprintf(&b, "Host: %s\r\n", cfg.Addr)
+	}
+	if !hasUA {
+		b.WriteString("User-Agent: kalab\r\n")
+	}
+	for _, k := range cfg.sortedHeaderKeys() {
+		fmt.Fprintf(&b, "%s: %s\r\n", k, cfg.Headers[k])
+	}
+	switch cfg.Method {
+	case "POST", "PUT", "PATCH":
+		b.WriteString("Content-Length: 0\r\n")
+	}
+	if !cfg.KeepAlive {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	return []byte(b.String())
+}
+
+// readLine returns one line without its CRLF. A stream that ends before the line is
+// complete is io.EOF if nothing at all was read, else io.ErrUnexpectedEOF.
+func readLine(br *bufio.Reader, first bool) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", errMalformed, br.Size())
+		}
+		if errors.Is(err, io.EOF) && (!first || len(line) > 0) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// readResponse reads one response and discards its body, counting body bytes.
+// It does not allocate on the common path.
+func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
+	var r response
+	first := true
+	for {
+		line, err := readLine(br, first)
+		if err != nil {
+			return r, err
+		}
+		first = false
+		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' ||
+			!isDigit(line[9]) || !isDigit(line[10]) || !isDigit(line[11]) {
+			return r, fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
+		}
+		r.status = int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
+		r.keepAlive = line[7] == '1' // HTTP/1.1 persists by default, 1.0 does not
+		contentLength, chunked := int64(-1), false
+		for {
+			h, err := readLine(br, false)
+			if err != nil {
+				return r, err
+			}
+			if len(h) == 0 {
+				break
+			}
+			colon := bytes.IndexByte(h, ':')
+			if colon <= 0 {
+				return r, fmt.Errorf("%w: header line %q", errMalformed, truncate(h))
+			}
+			name, value := h[:colon], bytes.TrimSpace(h[colon+1:])
+			switch {
+			case asciiEqualFold(name, "content-length"):
+				n, ok := parseUint(value)
+				if !ok {
+					return r, fmt.Errorf("%w: content-length %q", errMalformed, truncate(value))
+				}
+				contentLength = n
+			case asciiEqualFold(name, "transfer-encoding"):
+				chunked = containsFold(value, "chunked")
+			case asciiEqualFold(name, "connection"):
+				if containsFold(value, "close") {
+					r.keepAlive = false
+				} else if containsFold(value, "keep-alive") {
+					r.keepAlive = true
+				}
+			case asciiEqualFold(name, "keep-alive"):
+				if cfg.HonorHint {
+					r.hint, r.hasHint = parseHint(value, cfg.HintParser)
+				}
+			}
+		}
+		if r.status >= 100 && r.status < 200 && r.status != 101 {
+			continue // interim response; the real one follows
+		}
+		switch {
+		case cfg.Method == "HEAD" || r.status == 204 || r.status == 304 || r.status == 101:
+			return r, nil
+		case chunked:
+			n, err := discardChunked(br)
+			r.body = n
+			return r, err
+		case contentLength >= 0:
+			n, err := br.Discard(int(contentLength))
+			r.body = int64(n)
+			if err != nil && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return r, err
+		default:
+			// Delimited by the close: complete at EOF, never reusable.
+			r.keepAlive = false
+			n, err := io.Copy(io.Discard, br)
+			r.body = n
+			return r, err
+		}
+	}
+}
+
+// discardChunked reads a chunked body and its trailer section.
+func discardChunked(br *bufio.Reader) (int64, error) {
+	var total int64
+	for {
+		line, err := readLine(br, false)
+		if err != nil {
+			return total, err
+		}
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		size, ok := parseHex(bytes.TrimSpace(line))
+		if !ok {
+			return total, fmt.Errorf("%w: chunk size %q", errMalformed, truncate(line))
+		}
+		if size == 0 {
+			for {
+				t, err := readLine(br, false)
+				if err != nil {
+					return total, err
+				}
+				if len(t) == 0 {
+					return total, nil
+				}
+			}
+		}
+		n, err := br.Discard(int(size))
+		total += int64(n)
+		if err != nil {
+			return total, io.ErrUnexpectedEOF
+		}
+		crlf, err := readLine(br, false)
+		if err != nil {
+			return total, err
+		}
+		if len(crlf) != 0 {
+			return total, fmt.Errorf("%w: no CRLF after chunk", errMalformed)
+		}
+	}
+}
+
+func parseUint(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+func parseHex(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | int64(d)
+	}
+	return n, true
+}
+
+// asciiEqualFold compares a header name with a lower-case literal without allocating.
+func asciiEqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether the lower-case token appears in b, ignoring case.
+func containsFold(b []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(b); i++ {
+		if asciiEqualFold(b[i:i+len(lower)], lower) {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

@@ -1,0 +1,409 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// errClosed is returned to requests that arrive or wait while the client closes.
+var errClosed = errors.New("client closed")
+
+// aLongTimeAgo is a deadline in the past: setting it interrupts a blocked read or write.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// counters are the atomic form of Stats.
+type counters struct {
+	connections, tlsHandshakes, tlsResumed, retries, hiddenRetries, h2Streams atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Connections:   c.connections.Load(),
+		TLSHandshakes: c.tlsHandshakes.Load(),
+		TLSResumed:    c.tlsResumed.Load(),
+		Retries:       c.retries.Load(),
+		HiddenRetries: c.hiddenRetries.Load(),
+		H2Streams:     c.h2Streams.Load(),
+	}
+}
+
+// pconn is one pooled connection of the model client.
+type pconn struct {
+	id     uint64
+	nc     net.Conn        // what requests go through: the TCP conn or the tls.Conn over it
+	raw    syscall.RawConn // the TCP socket, for the liveness peek
+	br     *bufio.Reader
+	served int // responses completed on this connection
+
+	// Guarded by model.mu.
+	idle    bool
+	life    time.Duration // idle lifetime from its last response, kept for a hand-over that is given back
+	expires time.Time     // zero: no idle limit
+	timer   *time.Timer   // closes the connection when its idle lifetime ends
+}
+
+// model is kalab's own HTTP/1.1 client: one host, an explicit pool, every policy visible.
+type model struct {
+	cfg    Config
+	req    []byte
+	tlsCfg *tls.Config
+	stats  counters
+	nextID atomic.Uint64
+
+	mu      sync.Mutex
+	idle    []*pconn      // in the order they were freed: idle[0] is the oldest
+	open    int           // connections open or being dialed (they count against MaxConns)
+	waiters []chan *pconn // FIFO queue of requests waiting for MaxConns; nil sent = a dial slot
+	closed  bool
+}
+
+func newModel(cfg Config) *model {
+	m := &model{cfg: cfg, req: buildRequest(&cfg)}
+	if cfg.TLS {
+		m.tlsCfg = cfg.tlsConfig()
+		m.tlsCfg.NextProtos = []string{"http/1.1"}
+	}
+	return m
+}
+
+// Stats returns the cumulative counters.
+func (m *model) Stats() Stats { return m.stats.snapshot() }
+
+// Close closes idle connections, fails waiting requests, and makes busy connections close
+// when their request ends.
+func (m *model) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	idle := m.idle
+	m.idle = nil
+	for _, c := range idle {
+		c.idle = false
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		m.open--
+	}
+	for _, w := range m.waiters {
+		w <- nil // the waiter sees closed and gives up
+		m.open++
+	}
+	m.waiters = nil
+	m.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+	return nil
+}
+
+// Do sends one logical request, retrying as the policy allows, and reports it.
+func (m *model) Do(ctx context.Context, seq int) Event {
+	start := time.Now()
+	ev := Event{Seq: seq, Start: start}
+	idem := m.cfg.idempotent()
+	for {
+		ev.Attempts++
+		r := m.attempt(ctx, start, &ev)
+		if !shouldRetry(m.cfg.Retry, idem, ev.Attempts, r) {
+			break
+		}
+		m.stats.retries.Add(1)
+	}
+	ev.Latency = time.Since(start)
+	return ev
+}
+
+// attempt makes one try, overwriting the per-attempt fields of ev.
+func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead = 0, false, 0, 0
+	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
+	var deadline time.Time
+	if m.cfg.Timeout > 0 {
+		deadline = time.Now().Add(m.cfg.Timeout)
+	}
+	fail := func(r attemptResult, err error) attemptResult {
+		if ctx.Err() != nil {
+			r.cancelled = true
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		r.class = Classify(err)
+		ev.Class, ev.Error = r.class, err.Error()
+		return r
+	}
+
+	c, reused, err := m.get(ctx, deadline, ev)
+	if err != nil {
+		return fail(attemptResult{}, err)
+	}
+	ev.ConnID, ev.Reused = c.id, reused
+	r := attemptResult{reused: reused}
+
+	if !deadline.IsZero() {
+		c.nc.SetDeadline(deadline)
+	}
+	// A cancelled caller interrupts the blocked read or write through the deadline.
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+		defer func() {
+			if stop != nil {
+				stop()
+			}
+		}()
+	}
+	if _, err := c.nc.Write(m.req); err != nil {
+		m.put(c, false, 0)
+		return fail(r, fmt.Errorf("write request on connection %d: %w", c.id, err))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		m.put(c, false, 0)
+		return fail(r, fmt.Errorf("wait for response on connection %d: %w", c.id, err))
+	}
+	r.gotByte = true
+	ev.FirstByte = time.Since(start)
+	resp, err := readResponse(c.br, &m.cfg)
+	ev.Status, ev.BytesRead = resp.status, resp.body
+	if err != nil {
+		m.put(c, false, 0)
+		return fail(r, fmt.Errorf("read response on connection %d: %w", c.id, err))
+	}
+	c.served++
+	life, pool := pooledLifetime(&m.cfg, resp.hint, resp.hasHint)
+	keep := pool && m.cfg.KeepAlive && resp.keepAlive && c.br.Buffered() == 0
+	if stop != nil {
+		// If the interrupt already ran, the connection carries a past deadline: drop it.
+		keep = stop() && keep
+		stop = nil
+	}
+	if keep && !deadline.IsZero() {
+		keep = c.nc.SetDeadline(time.Time{}) == nil
+	}
+	m.put(c, keep, life)
+	return r
+}
+
+// get returns an idle connection to reuse or a new one, waiting in the queue when
+// MaxConns connections are open.
+func (m *model) get(ctx context.Context, deadline time.Time, ev *Event) (*pconn, bool, error) {
+	var dead []*pconn
+	defer func() {
+		for _, c := range dead {
+			c.nc.Close()
+		}
+	}()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, false, errClosed
+	}
+	now := time.Now()
+	for len(m.idle) > 0 {
+		c := m.popIdle()
+		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !alive(c.raw)) {
+			m.open--
+			dead = append(dead, c)
+			continue
+		}
+		m.mu.Unlock()
+		return c, true, nil
+	}
+	if m.cfg.MaxConns == 0 || m.open < m.cfg.MaxConns {
+		m.open++
+		m.mu.Unlock()
+		return m.dialSlot(ctx, deadline, ev)
+	}
+	w := make(chan *pconn, 1)
+	m.waiters = append(m.waiters, w)
+	m.mu.Unlock()
+
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case c := <-w:
+		return m.granted(ctx, deadline, ev, c)
+	case <-ctx.Done():
+		return m.abandon(w, fmt.Errorf("wait for a connection (max_conns %d): %w", m.cfg.MaxConns, ctx.Err()))
+	case <-expired:
+		return m.abandon(w, fmt.Errorf("wait for a connection (max_conns %d): %w", m.cfg.MaxConns, context.DeadlineExceeded))
+	}
+}
+
+// granted turns what a waiter received into a connection: a handed-over one, or a dial slot.
+func (m *model) granted(ctx context.Context, deadline time.Time, ev *Event, c *pconn) (*pconn, bool, error) {
+	if c != nil {
+		return c, true, nil
+	}
+	m.mu.Lock()
+	closed := m.closed
+	if closed {
+		m.open--
+	}
+	m.mu.Unlock()
+	if closed {
+		return nil, false, errClosed
+	}
+	return m.dialSlot(ctx, deadline, ev)
+}
+
+// abandon leaves the wait queue; if a grant raced the give-up, it is passed on.
+func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
+	m.mu.Lock()
+	for i, x := range m.waiters {
+		if x == w {
+			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+			m.mu.Unlock()
+			return nil, false, cause
+		}
+	}
+	m.mu.Unlock()
+	if c := <-w; c != nil {
+		m.put(c, true, c.life)
+	} else {
+		m.put(nil, false, 0)
+	}
+	return nil, false, cause
+}
+
+// dialSlot dials with a slot already counted in m.open, giving the slot back on failure.
+func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*pconn, bool, error) {
+	c, err := m.dial(ctx, deadline, ev)
+	if err != nil {
+		m.put(nil, false, 0)
+		return nil, false, err
+	}
+	return c, false, nil
+}
+
+func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn, error) {
+	d := net.Dialer{Deadline: deadline}
+	t0 := time.Now()
+	nc, err := d.DialContext(ctx, "tcp", m.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
+	}
+	ev.Connect = time.Since(t0)
+	m.stats.connections.Add(1)
+	c := &pconn{id: m.nextID.Add(1), nc: nc}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.raw, _ = tc.SyscallConn()
+	}
+	if m.cfg.TLS {
+		t1 := time.Now()
+		tc := tls.Client(nc, m.tlsCfg)
+		if !deadline.IsZero() {
+			tc.SetDeadline(deadline)
+		}
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("tls handshake with %s: %w", m.cfg.Addr, err)
+		}
+		ev.TLS = time.Since(t1)
+		m.stats.tlsHandshakes.Add(1)
+		if tc.ConnectionState().DidResume {
+			m.stats.tlsResumed.Add(1)
+		}
+		c.nc = tc
+	}
+	c.br = bufio.NewReaderSize(c.nc, 4096)
+	return c, nil
+}
+
+// popIdle takes the idle connection the scheduling names. Caller holds m.mu.
+func (m *model) popIdle() *pconn {
+	var c *pconn
+	n := len(m.idle)
+	if m.cfg.Scheduling == FIFO {
+		c = m.idle[0]
+		copy(m.idle, m.idle[1:])
+	} else {
+		c = m.idle[n-1]
+	}
+	m.idle[n-1] = nil
+	m.idle = m.idle[:n-1]
+	c.idle = false
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c
+}
+
+// put ends a request's use of c (nil: only a dial slot is returned). keep means c may
+// serve another request; life is its idle lifetime, 0 for none.
+func (m *model) put(c *pconn, keep bool, life time.Duration) {
+	m.mu.Lock()
+	if keep && !m.closed {
+		c.life = life
+		if len(m.waiters) > 0 {
+			// Hand it straight to the longest waiter: it is reused with no idle time.
+			w := m.waiters[0]
+			m.waiters = m.waiters[1:]
+			m.mu.Unlock()
+			w <- c
+			return
+		}
+		if m.cfg.MaxIdle == 0 || len(m.idle) < m.cfg.MaxIdle {
+			c.idle = true
+			c.expires = time.Time{}
+			if life > 0 {
+				c.expires = time.Now().Add(life)
+				if c.timer == nil {
+					c.timer = time.AfterFunc(life, func() { m.expire(c) })
+				} else {
+					c.timer.Reset(life)
+				}
+			}
+			m.idle = append(m.idle, c)
+			m.mu.Unlock()
+			return
+		}
+		// The idle pool is full: like Go's Transport, the returning connection is closed.
+	}
+	m.open--
+	m.grantSlot()
+	m.mu.Unlock()
+	if c != nil {
+		c.nc.Close()
+	}
+}
+
+// grantSlot lets the longest waiter dial, now that a connection slot is free. Caller holds m.mu.
+func (m *model) grantSlot() {
+	if len(m.waiters) == 0 {
+		return
+	}
+	w := m.waiters[0]
+	m.waiters = m.waiters[1:]
+	m.open++
+	w <- nil
+}
+
+// expire closes c if it is still idle and its lifetime has ended.
+func (m *model) expire(c *pconn) {
+	m.mu.Lock()
+	if !c.idle || time.Now().Before(c.expires) {
+		m.mu.Unlock()
+		return
+	}
+	for i, x := range m.idle {
+		if x == c {
+			m.idle = append(m.idle[:i], m.idle[i+1:]...)
+			break
+		}
+	}
+	c.idle = false
+	m.open--
+	m.grantSlot()
+	m.mu.Unlock()
+	c.nc.Close()
+}

@@ -1,0 +1,352 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func mustNew(t testing.TB, cfg Config) Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func do(t testing.TB, c Client, seq int) Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.Do(ctx, seq)
+}
+
+func wantOK(t testing.TB, ev Event) {
+	t.Helper()
+	if !ev.OK() || ev.Status != 200 {
+		t.Fatalf("request %d: status %d class %q error %q", ev.Seq, ev.Status, ev.Class, ev.Error)
+	}
+}
+
+func TestReuseUntilIdleTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, okHandler)
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, IdleTimeout: 800 * time.Millisecond})
+
+	first := do(t, c, 0)
+	wantOK(t, first)
+	if first.Reused || first.ConnID != 1 || first.Connect <= 0 || first.FirstByte <= 0 || first.BytesRead != 5 {
+		t.Fatalf("first request: %+v, want a new connection 1 with phase times and 5 body bytes", first)
+	}
+	second := do(t, c, 1)
+	wantOK(t, second)
+	if !second.Reused || second.ConnID != 1 || second.Connect != 0 {
+		t.Fatalf("second request right after the first: %+v, want connection 1 reused", second)
+	}
+	time.Sleep(1600 * time.Millisecond) // twice the idle timeout
+	third := do(t, c, 2)
+	wantOK(t, third)
+	if third.Reused || third.ConnID != 2 {
+		t.Fatalf("request after the idle timeout: %+v, want a new connection 2", third)
+	}
+	if st := c.Stats(); st.Connections != 2 || st.Retries != 0 {
+		t.Fatalf("stats %+v, want 2 connections", st)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("server accepted %d connections, want 2", n)
+	}
+	// The client closed the expired connection itself, so the server's side of it is gone.
+	if n := srv.open.Load(); n != 1 {
+		t.Fatalf("server has %d open connections, want 1 (the expired one closed by the client)", n)
+	}
+}
+
+func TestKeepAliveOffSendsCloseAndNeverReuses(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, okHandler)
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: false})
+	for i := range 3 {
+		ev := do(t, c, i)
+		wantOK(t, ev)
+		if ev.Reused || ev.ConnID != uint64(i+1) {
+			t.Fatalf("request %d: %+v, want new connection %d", i, ev, i+1)
+		}
+	}
+	if !strings.Contains(srv.lastHead(), "Connection: close\r\n") {
+		t.Fatalf("request head %q lacks Connection: close", srv.lastHead())
+	}
+}
+
+func TestHintPerprofile(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		preset, header string
+		idle           time.Duration // override of the preset's idle timeout, 0 = keep
+		pooled         bool
+		life           time.Duration // 0 = no idle limit
+	}{
+		{"node-agent", "timeout=1", 0, false, 0},
+		{"undici", "timeout=2", 0, false, 0},
+		{"node-agent", "timeout=5", 0, true, 4 * time.Second},
+		{"node-agent", "max=100, timeout=5", 0, true, 0}, // anchored regex: not read
+		{"undici", "max=100, timeout=5", 0, true, 3 * time.Second},
+		{"undici", "timeout=10", 0, true, 8 * time.Second},            // replaces the 4 s default
+		{"node-global-agent", "timeout=10", 0, true, 5 * time.Second}, // only shortens
+		{"node-global-agent", "timeout=3", 0, true, 2 * time.Second},
+		{"python-requests", "timeout=1", 0, true, 0}, // not read at all
+	}
+	for _, tc := range cases {
+		t.Run(tc.preset+"/"+tc.header, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, 0, func(s *serverConn) bool {
+				return s.reply("Keep-Alive: "+tc.header+"\r\n", "ok") == nil
+			})
+			cfg, err := profile(tc.preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Addr = srv.addr
+			c := mustNew(t, cfg)
+			wantOK(t, do(t, c, 0))
+			m := c.(*model)
+			m.mu.Lock()
+			var life time.Duration
+			idle := len(m.idle)
+			if idle == 1 {
+				life = m.idle[0].life
+			}
+			m.mu.Unlock()
+			if tc.pooled != (idle == 1) || life != tc.life {
+				t.Fatalf("pooled %v with lifetime %v, want pooled %v with %v", idle == 1, life, tc.pooled, tc.life)
+			}
+			second := do(t, c, 1)
+			wantOK(t, second)
+			if second.Reused != tc.pooled {
+				t.Fatalf("second request reused=%v, want %v", second.Reused, tc.pooled)
+			}
+		})
+	}
+}
+
+// twoIdle leaves two idle connections in the pool, freed in a known order, and returns
+// their ids oldest first.
+func twoIdle(t *testing.T, scheduling string) (Client, [2]uint64) {
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		time.Sleep(100 * time.Millisecond) // keeps both requests in flight so both dial
+		return okHandler(s)
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, Scheduling: scheduling})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); wantOK(t, do(t, c, i)) }()
+	}
+	wg.Wait()
+	m := c.(*model)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.idle) != 2 {
+		t.Fatalf("%d idle connections, want 2", len(m.idle))
+	}
+	return c, [2]uint64{m.idle[0].id, m.idle[1].id}
+}
+
+func TestSchedulingPicksDifferentIdleConnections(t *testing.T) {
+	t.Parallel()
+	lifo, lifoIDs := twoIdle(t, LIFO)
+	fifo, fifoIDs := twoIdle(t, FIFO)
+	l, f := do(t, lifo, 2), do(t, fifo, 2)
+	wantOK(t, l)
+	wantOK(t, f)
+	if !l.Reused || l.ConnID != lifoIDs[1] {
+		t.Fatalf("lifo reused connection %d, want the most recently freed %d (freed order %v)", l.ConnID, lifoIDs[1], lifoIDs)
+	}
+	if !f.Reused || f.ConnID != fifoIDs[0] {
+		t.Fatalf("fifo reused connection %d, want the least recently freed %d (freed order %v)", f.ConnID, fifoIDs[0], fifoIDs)
+	}
+}
+
+func TestMaxConnsQueuesTheRest(t *testing.T) {
+	t.Parallel()
+	const delay = 100 * time.Millisecond
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		time.Sleep(delay)
+		return okHandler(s)
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxConns: 2})
+	start := time.Now()
+	var wg sync.WaitGroup
+	events := make([]Event, 6)
+	for i := range events {
+		wg.Add(1)
+		go func() { defer wg.Done(); events[i] = do(t, c, i) }()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	reused := 0
+	for _, ev := range events {
+		wantOK(t, ev)
+		if ev.Reused {
+			reused++
+		}
+	}
+	if st := c.Stats(); st.Connections != 2 || reused != 4 {
+		t.Fatalf("%d connections and %d reused requests, want 2 and 4", st.Connections, reused)
+	}
+	if m := srv.maxOpen.Load(); m != 2 {
+		t.Fatalf("server saw %d connections open at once, want 2", m)
+	}
+	if elapsed < 3*delay {
+		t.Fatalf("6 requests over 2 connections took %v, want at least 3 rounds of %v", elapsed, delay)
+	}
+}
+
+func TestMaxIdleClosesTheSurplus(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		time.Sleep(50 * time.Millisecond)
+		return okHandler(s)
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxIdle: 1})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); wantOK(t, do(t, c, i)) }()
+	}
+	wg.Wait()
+	m := c.(*model)
+	m.mu.Lock()
+	idle, open := len(m.idle), m.open
+	m.mu.Unlock()
+	if idle != 1 || open != 1 {
+		t.Fatalf("%d idle, %d open, want 1 and 1", idle, open)
+	}
+}
+
+// TestPoolStaysBounded checks that the pool's memory does not grow with the number of
+// requests: after 2,000 requests from 8 goroutines it holds at most 8 connections.
+func TestPoolStaysBounded(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, okHandler)
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 250 {
+				if ev := do(t, c, g*250+i); !ev.OK() {
+					t.Errorf("request: %s", ev.Error)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	m := c.(*model)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.idle) > 8 || m.open > 8 || len(m.waiters) != 0 || cap(m.idle) > 16 {
+		t.Fatalf("pool holds idle=%d (cap %d) open=%d waiters=%d, want at most 8 connections", len(m.idle), cap(m.idle), m.open, len(m.waiters))
+	}
+}
+
+func TestCloseFailsLaterRequests(t *testing.T) {
+	t.Parallel()
+	for _, impl := range []string{ImplModel, ImplGoNetHTTP} {
+		srv := newRawServer(t, 0, okHandler)
+		c := mustNew(t, Config{Implementation: impl, Addr: srv.addr, KeepAlive: true})
+		wantOK(t, do(t, c, 0))
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ev := do(t, c, 1)
+		if ev.OK() || ev.Class != ClassOther || !strings.Contains(ev.Error, "closed") {
+			t.Fatalf("%s after Close: %+v, want a failure", impl, ev)
+		}
+	}
+}
+
+// TestCancelledContext: a caller's cancel interrupts a blocked read, the request is not
+// retried, and the interrupted connection is not pooled.
+func TestCancelledContext(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		if s.conn == 0 && s.req == 1 {
+			io.Copy(io.Discard, s) // hangs until the client closes
+			return false
+		}
+		return okHandler(s)
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true,
+		Retry: RetryPolicy{Attempts: 3, On: Classes}})
+	wantOK(t, do(t, c, 0))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	ev := c.Do(ctx, 1)
+	if ev.OK() || ev.Attempts != 1 || ev.Class != ClassTimeout {
+		t.Fatalf("%+v, want one timed-out attempt", ev)
+	}
+	next := do(t, c, 2)
+	wantOK(t, next)
+	if next.Reused {
+		t.Fatalf("%+v: the interrupted connection was reused", next)
+	}
+}
+
+// TestQueueWaitEndsWithTheCaller: a request queued behind MaxConns gives up when its
+// context ends, and says what it was waiting for.
+func TestQueueWaitEndsWithTheCaller(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		<-release
+		return okHandler(s)
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxConns: 1})
+	done := make(chan Event)
+	go func() { done <- do(t, c, 0) }()
+	time.Sleep(100 * time.Millisecond) // let the first request take the only slot
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	ev := c.Do(ctx, 1)
+	close(release)
+	first := <-done
+	if ev.OK() || ev.Class != ClassTimeout || !strings.Contains(ev.Error, "max_conns") {
+		t.Fatalf("queued request: %+v, want a timeout while waiting for max_conns", ev)
+	}
+	wantOK(t, first)
+	if next := do(t, c, 2); !next.OK() || !next.Reused {
+		t.Fatalf("after the queue emptied: %+v, want the one connection reused", next)
+	}
+}
+
+func Exampleprofile() {
+	cfg, _ := profile("undici")
+	fmt.Println(cfg.IdleTimeout, cfg.HintParser, cfg.HintBuffer)
+	// Output: 4s undici 2s
+}
+
+// TestHintLifetimeInRealTime: Keep-Alive: timeout=2 with a 1 s buffer pools a connection
+// for 1 s from the response: reused at once, replaced after 1.6 s.
+func TestHintLifetimeInRealTime(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, func(s *serverConn) bool { return s.reply("Keep-Alive: timeout=2\r\n", "ok") == nil })
+	cfg, _ := profile("node-agent")
+	cfg.Addr = srv.addr
+	c := mustNew(t, cfg)
+	wantOK(t, do(t, c, 0))
+	if ev := do(t, c, 1); !ev.Reused {
+		t.Fatalf("%+v: want reuse inside the hinted lifetime", ev)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if ev := do(t, c, 2); ev.Reused || ev.ConnID != 2 {
+		t.Fatalf("%+v: want a new connection after the hinted lifetime", ev)
+	}
+}
