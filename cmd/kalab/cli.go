@@ -44,6 +44,7 @@ func kalabVersion() string {
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
 Usage:
+  kalab run [files or dirs...]        run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]   check scenario files without running them (default: scenarios/)
   kalab schema                         print the scenario JSON Schema
   kalab version                        print the version
@@ -63,6 +64,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "run":
+		return cmdRun(rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
 	case "schema":

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 func TestMain(m *testing.M) {
@@ -23,6 +26,24 @@ func TestScripts(t *testing.T) {
 			dir, err := filepath.Abs("../../scenarios")
 			env.Setenv("SCENARIOS", dir)
 			return err
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// sleep DURATION: wait, e.g. for a background run to get going.
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				d, err := time.ParseDuration(args[0])
+				ts.Check(err)
+				time.Sleep(d)
+			},
+			// validresults DIR: every line under DIR passes schema/result.schema.json.
+			"validresults": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: validresults DIR")
+				}
+				err := report.ValidateRunDir(ts.MkAbs(args[0]))
+				if neg != (err != nil) {
+					ts.Fatalf("validresults %s: %v", args[0], err)
+				}
+			},
 		},
 	})
 }

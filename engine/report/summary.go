@@ -20,9 +20,9 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 			}
 		}
 		m := r.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%d/%d\t%s\t\n", r.Scenario, r.Variant,
-			m.Requests, m.Errors, m.Connections, num(m.LatencyMs.P50), num(m.LatencyMs.P95),
-			num(m.TotalMs/1000), passed, len(r.Checks), r.Status)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%d/%d\t%s\t\n", r.Scenario, r.Variant,
+			m.Requests, m.Errors, m.Connections, m.LatencyMs.P50, m.LatencyMs.P95,
+			m.TotalMs/1000, passed, len(r.Checks), r.Status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

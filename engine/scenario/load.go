@@ -528,16 +528,11 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	c := r.Settings.Client
 	if c.Implementation == "go-net-http" {
 		switch {
-		case c.Retry.Attempts > 0:
-			l.add(at("client.retry.attempts"), "client.retry.attempts", "go-net-http retries on its own (counted as hidden_retries); visible retries need implementation: model%s", where)
-		case c.LivenessCheck:
-			l.add(at("client.liveness_check"), "client.liveness_check", "go-net-http has no liveness check; use implementation: model%s", where)
 		case c.HonorHint:
 			l.add(at("client.honor_hint"), "client.honor_hint", "Go's Transport does not read the Keep-Alive hint (golang/go#15508); use implementation: model%s", where)
+		case c.Scheduling == "fifo":
+			l.add(at("client.scheduling"), "client.scheduling", "Go's Transport always reuses the most recently used connection (lifo); fifo needs implementation: model%s", where)
 		}
-	}
-	if r.Settings.Server.HTTP == "2" && c.Implementation == "model" && (c.Retry.Attempts > 0 || c.LivenessCheck) {
-		l.add(at("server.http"), "server.http", "HTTP/2 runs through the standard library; the model client's retry and liveness check apply to HTTP/1.1 only%s", where)
 	}
 }
 

@@ -39,10 +39,11 @@ client:
   honor_hint: false
   hint_parser: node
   hint_buffer: 1s
+  hint_max: none
   max_conns: 0
   max_idle: 0
   scheduling: lifo
-  liveness_check: false
+  liveness_check: true
   session_resumption: true
   timeout: 30s
   method: GET
@@ -90,8 +91,8 @@ var ClientPresets = registry([]Preset{
 	{
 		Name:   "node-agent",
 		Models: "Node.js 22/24 new https.Agent({keepAlive: true})",
-		Source: "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863), scheduling lifo, maxSockets Infinity, no retry",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nretry: {attempts: 0}",
+		Source: "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863), scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "node-agent-default",
@@ -103,13 +104,13 @@ var ClientPresets = registry([]Preset{
 		Name:   "node-global-agent",
 		Models: "Node.js 19+ global https agent (keepAlive true, scheduling lifo, timeout 5000 ms)",
 		Source: "nodejs/node#48821 and the 19.0.0 changelog; hint rules as node-agent",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nretry: {attempts: 0}",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "undici",
 		Models: "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
-		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md; no retry unless RetryHandler is opted into",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nretry: {attempts: 0}",
+		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "go-default",

@@ -55,6 +55,7 @@ type Client struct {
 	HonorHint         bool              `yaml:"honor_hint" json:"honor_hint"`
 	HintParser        string            `yaml:"hint_parser" json:"hint_parser"`
 	HintBuffer        Duration          `yaml:"hint_buffer" json:"hint_buffer"`
+	HintMax           Duration          `yaml:"hint_max" json:"hint_max"`
 	MaxConns          int               `yaml:"max_conns" json:"max_conns"`
 	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`

@@ -1,0 +1,151 @@
+package runner
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/server"
+)
+
+// scaler applies the time scale: every duration of the plan goes through it, and measured
+// times are divided back by the metrics package.
+type scaler float64
+
+func (s scaler) d(d scenario.Duration) time.Duration {
+	return time.Duration(float64(d) * float64(s))
+}
+
+func tlsVersion(v scenario.Version) uint16 {
+	if v == "1.2" {
+		return tls.VersionTLS12
+	}
+	return tls.VersionTLS13
+}
+
+func serverConfig(st scenario.Settings, sc scaler) server.Config {
+	s := st.Server
+	cfg := server.Config{
+		TLS:             s.TLS,
+		TLSVersion:      tlsVersion(s.TLSVersion),
+		SessionTickets:  s.SessionTickets,
+		HTTP2:           s.HTTP == "2",
+		IdleTimeout:     sc.d(s.IdleTimeout),
+		HintOnlyIfAsked: s.HintOnlyIfAsked,
+		MaxRequests:     s.MaxRequests,
+		CloseEvery:      s.CloseEvery,
+		Status:          s.Response.Status,
+		BodyBytes:       s.Response.BodyBytes,
+		Delay:           sc.d(s.Response.Delay),
+	}
+	// The hint is written in scenario seconds whatever the time scale, so that a client
+	// reads the same "timeout=N" at every scale; the client scales N back (hintUnit).
+	switch s.KeepaliveHint.Mode {
+	case scenario.HintOn:
+		if s.IdleTimeout > 0 {
+			cfg.Hint, cfg.HintDuration = server.HintDuration, s.IdleTimeout.D()
+		}
+	case scenario.HintDuration:
+		cfg.Hint, cfg.HintDuration = server.HintDuration, s.KeepaliveHint.Duration.D()
+	case scenario.HintRaw:
+		cfg.Hint, cfg.HintRaw = server.HintRaw, s.KeepaliveHint.Raw
+	}
+	return cfg
+}
+
+func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.CertPool, serverName string) client.Config {
+	c := st.Client
+	on := make([]client.ErrorClass, len(c.Retry.On))
+	for i, class := range c.Retry.On {
+		on[i] = client.ErrorClass(class)
+	}
+	cfg := client.Config{
+		Implementation:    c.Implementation,
+		Addr:              addr,
+		TLS:               st.Server.TLS,
+		RootCAs:           roots,
+		ServerName:        serverName,
+		SessionResumption: c.SessionResumption,
+		HTTP2:             st.Server.HTTP == "2",
+		Method:            c.Method,
+		Path:              c.Path,
+		Headers:           c.Headers,
+		KeepAlive:         c.KeepAlive,
+		IdleTimeout:       sc.d(c.IdleTimeout),
+		HonorHint:         c.HonorHint,
+		HintParser:        c.HintParser,
+		HintBuffer:        sc.d(c.HintBuffer),
+		HintMax:           sc.d(c.HintMax),
+		HintUnit:          sc.d(scenario.Duration(time.Second)),
+		MaxConns:          c.MaxConns,
+		MaxIdle:           c.MaxIdle,
+		Scheduling:        c.Scheduling,
+		LivenessCheck:     c.LivenessCheck,
+		Timeout:           sc.d(c.Timeout),
+		Retry: client.RetryPolicy{
+			Attempts:       c.Retry.Attempts,
+			On:             on,
+			IdempotentOnly: c.Retry.IdempotentOnly,
+			ReusedOnly:     c.Retry.ReusedOnly,
+			ZeroBytesOnly:  c.Retry.ZeroBytesOnly,
+		},
+	}
+	if cfg.Implementation == "go-net-http" {
+		// Go's Transport watches idle connections itself (its background read loop).
+		cfg.LivenessCheck = false
+	}
+	if cfg.HTTP2 {
+		// One multiplexed connection: there is no hint to read, no idle connection to choose
+		// or to check, whatever the preset says.
+		cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
+	}
+	return cfg
+}
+
+func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
+	return netsim.Config{
+		Upstream: upstream,
+		RTT:      sc.d(st.Network.RTT),
+		Jitter:   sc.d(st.Network.Jitter),
+		Seed:     st.Load.Seed,
+	}
+}
+
+func loadSpec(st scenario.Settings, sc scaler) load.Spec {
+	l := st.Load
+	return load.Spec{
+		Requests:    l.Requests,
+		Concurrency: l.Concurrency,
+		Burst:       l.Burst,
+		PauseMin:    sc.d(l.Pause.Min),
+		PauseMax:    sc.d(l.Pause.Max),
+		Rate:        l.Rate / float64(sc),
+		Poisson:     l.Arrival == "poisson",
+		Seed:        l.Seed,
+	}
+}
+
+// deadline bounds a run: a generous multiple of what its schedule should take, so a hung
+// run ends as an error instead of holding the invocation forever.
+func deadline(st scenario.Settings, sc scaler) time.Duration {
+	l, n := st.Load, st.Load.Requests
+	rtt := st.Network.RTT.D() + 2*st.Network.Jitter.D()
+	perRequest := 4*rtt + st.Server.Response.Delay.D() + 20*time.Millisecond
+	waves := (n + max(l.Concurrency, 1) - 1) / max(l.Concurrency, 1)
+	expected := time.Duration(waves) * perRequest
+	if l.Burst > 0 {
+		expected += time.Duration((n-1)/l.Burst) * l.Pause.Max.D()
+	}
+	if l.Rate > 0 {
+		expected += time.Duration(float64(n) / l.Rate * float64(time.Second))
+	}
+	d := time.Duration(float64(3*expected+30*time.Second) * float64(sc))
+	if d < 30*time.Second {
+		d = 30 * time.Second
+	}
+	return d
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/server"
+)
+
+// execute performs one run and returns its record; it never returns without one.
+func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options) *report.Run {
+	st := r.Settings
+	if opt.TimeScale > 0 {
+		st.TimeScale = opt.TimeScale
+	}
+	if opt.Seed != nil {
+		st.Load.Seed = *opt.Seed
+	}
+	scale := scaler(st.TimeScale)
+	rec := &report.Run{
+		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
+		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(st), TimeScale: st.TimeScale,
+		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{},
+	}
+	log := opt.Log.With().Str("scenario", sc.Name).Str("variant", r.Variant).Logger()
+	log.Info().Int("requests", st.Load.Requests).Float64("time_scale", st.TimeScale).Msg("run started")
+	if opt.Observer != nil {
+		opt.Observer.RunStarted(r, st.Load.Requests)
+	}
+	start := time.Now()
+	m, err := drive(ctx, w, sc, r, st, scale, opt)
+	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
+	rec.Metrics = m
+	switch {
+	case err != nil && ctx.Err() != nil:
+		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
+	case err != nil:
+		rec.Status, rec.Error = report.StatusError, err.Error()
+	default:
+		rec.Status = report.StatusPass
+		if !opt.SkipRequests {
+			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+		}
+	}
+	if rec.Status != report.StatusInterrupted && rec.Status != report.StatusError {
+		for _, a := range r.Expect {
+			res := a.Check(m)
+			c := report.Check{Kind: "expect", Expr: a.Source, Pass: res.Pass, Observed: res.Observed, File: a.File, Line: a.Line, Col: a.Col}
+			if res.Err != nil {
+				c.Error = res.Err.Error()
+			}
+			if !c.Pass {
+				rec.Status = report.StatusFail
+			}
+			rec.Checks = append(rec.Checks, c)
+		}
+	}
+	ev := log.Info()
+	if rec.Status == report.StatusError {
+		ev = log.Error().Str("error", rec.Error)
+	}
+	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
+		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
+	if opt.Observer != nil {
+		opt.Observer.RunEnded(r, rec)
+	}
+	return rec
+}
+
+// drive starts the topology, runs the schedule and gathers the metrics. Components are
+// stopped in reverse order whatever happens.
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, err error) {
+	limit := deadline(st, scale)
+	if opt.DeadlineScale > 0 {
+		limit = time.Duration(float64(limit) * opt.DeadlineScale)
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
+	defer cancel()
+
+	srv, err := server.Start(serverConfig(st, scale))
+	if err != nil {
+		return m, err
+	}
+	defer srv.Close()
+	proxy, err := netsim.Start(proxyConfig(st, scale, srv.Addr()))
+	if err != nil {
+		return m, err
+	}
+	defer proxy.Close()
+	cl, err := client.New(clientConfig(st, scale, proxy.Addr(), srv.RootCAs(), srv.ServerName()))
+	if err != nil {
+		return m, fmt.Errorf("client: %w", err)
+	}
+	defer cl.Close()
+
+	var reqs *report.RequestWriter
+	var reqMu sync.Mutex
+	if !opt.SkipRequests {
+		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
+			return m, err
+		}
+	}
+	agg := metrics.New()
+	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
+	start := time.Now()
+	loadErr := load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
+		ev := cl.Do(ctx, seq)
+		if !ev.OK() && ctx.Err() != nil {
+			return // cut short by an interrupt or the deadline: not a result of the scenario
+		}
+		agg.Add(ev)
+		if reqs != nil {
+			rq := requestRecord(ev, start, float64(scale))
+			reqMu.Lock()
+			reqs.Write(&rq)
+			reqMu.Unlock()
+		}
+		if opt.Observer != nil {
+			opt.Observer.RequestDone(r, ev.OK())
+		}
+	})
+	total := time.Since(start)
+	cpu, rss := probe.Stop()
+	if reqs != nil {
+		if err := reqs.Close(); err != nil && loadErr == nil {
+			loadErr = err
+		}
+	}
+	// Close the client first, so the server and proxy counters include its goodbyes.
+	cl.Close()
+	cs := cl.Stats()
+	ss := srv.Stats()
+	ps := proxy.Stats()
+
+	summary := agg.Summary(total, float64(scale))
+	flat := summary.Flat()
+	flat["connections"] = float64(cs.Connections)
+	flat["server_connections"] = float64(ss.Connections)
+	flat["proxy_connections"] = float64(ps.Accepted)
+	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
+	flat["tls_resumed"] = float64(ss.TLSResumed)
+	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
+	if n := summary.Requests; n > 0 {
+		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
+	}
+	flat["peak_rss_mb"] = float64(rss) / (1 << 20)
+	m = check.FromFlat(flat)
+	if loadErr != nil {
+		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+			return m, cause
+		}
+		return m, loadErr
+	}
+	return m, nil
+}
+
+func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
+	rq := report.Request{
+		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
+		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
+		Error: ev.Error, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+	}
+	if !ev.Start.IsZero() {
+		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
+	}
+	return rq
+}

@@ -1,0 +1,231 @@
+// Package runner executes a Plan: each run gets its own server, latency proxy and client on
+// fresh loopback ports, is driven by its load schedule, and ends as one result record with
+// its checks evaluated; compare checks run when a scenario's last run ends.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// ErrNoRuns means the filter left nothing to run.
+var ErrNoRuns = errors.New("no run matches the filter")
+
+// Options control an invocation.
+type Options struct {
+	Out           string         // results directory (results/)
+	RunID         string         // empty: a new one
+	Parallel      int            // runs at once; <= 0 means DefaultParallel
+	TimeScale     float64        // > 0 overrides every file's time_scale
+	Seed          *int64         // overrides every run's load.seed
+	Filter        *regexp.Regexp // keeps runs whose "scenario/variant" matches
+	KalabVersion  string
+	Log           zerolog.Logger
+	Observer      Observer // live progress; nil for none
+	SkipRequests  bool     // do not write per-request files
+	DeadlineScale float64  // multiplies each run's deadline (tests use < 1); 0 means 1
+}
+
+// DefaultParallel is how many runs overlap by default (see the README's performance
+// section for the measurement behind it).
+const DefaultParallel = 4
+
+// Observer is told about runs as they progress; the CLI draws progress bars with it.
+type Observer interface {
+	RunStarted(r *scenario.Run, total int)
+	RequestDone(r *scenario.Run, ok bool)
+	RunEnded(r *scenario.Run, rec *report.Run)
+}
+
+// Outcome is what an invocation produced.
+type Outcome struct {
+	Dir         string // results/<run-id>
+	Runs        []*report.Run
+	Scenarios   []*report.Scenario
+	Interrupted bool
+}
+
+// Failed reports whether any check failed or any run ended in error.
+func (o *Outcome) Failed() bool {
+	for _, r := range o.Runs {
+		if r.Status != report.StatusPass {
+			return true
+		}
+	}
+	for _, s := range o.Scenarios {
+		if s.Status != report.StatusPass {
+			return true
+		}
+	}
+	return false
+}
+
+// Errored reports whether a run could not complete (status error).
+func (o *Outcome) Errored() bool {
+	for _, r := range o.Runs {
+		if r.Status == report.StatusError {
+			return true
+		}
+	}
+	return false
+}
+
+type job struct {
+	sc  *scenario.Scenario
+	run *scenario.Run
+	idx int
+}
+
+// Execute runs the plan. It returns an error only when results cannot be written; a run
+// that fails is a record with status error. When ctx is cancelled, runs in flight end as
+// interrupted, runs not started are skipped, and Outcome.Interrupted is set.
+func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, error) {
+	if opt.Parallel <= 0 {
+		opt.Parallel = DefaultParallel
+	}
+	if opt.RunID == "" {
+		opt.RunID = report.NewRunID(time.Now())
+	}
+	var jobs []job
+	remaining := map[*scenario.Scenario]int{}
+	maxConc := 1
+	for _, sc := range plan.Scenarios {
+		for _, r := range sc.Runs {
+			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
+				continue
+			}
+			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs)})
+			remaining[sc]++
+			maxConc = max(maxConc, r.Settings.Load.Concurrency)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, ErrNoRuns
+	}
+	// Client, proxy (two sockets) and server each hold a descriptor per simulated
+	// connection when they share this process.
+	if err := netsim.RaiseFileLimit(uint64(4*maxConc*min(opt.Parallel, len(jobs)) + 256)); err != nil {
+		return nil, err
+	}
+	w, err := report.Create(opt.Out, opt.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+
+	out := &Outcome{Dir: w.Dir}
+	recs := make([]*report.Run, len(jobs))
+	byScenario := map[*scenario.Scenario]map[string]*report.Run{}
+	var mu sync.Mutex
+	var writeErr error
+	queue := make(chan job)
+	var wg sync.WaitGroup
+	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				rec := execute(ctx, w, j.sc, j.run, opt)
+				mu.Lock()
+				recs[j.idx] = rec
+				if err := w.WriteRun(rec); err != nil && writeErr == nil {
+					writeErr = err
+				}
+				if byScenario[j.sc] == nil {
+					byScenario[j.sc] = map[string]*report.Run{}
+				}
+				byScenario[j.sc][j.run.Variant] = rec
+				remaining[j.sc]--
+				if remaining[j.sc] == 0 {
+					srec := compare(j.sc, byScenario[j.sc], opt)
+					out.Scenarios = append(out.Scenarios, srec)
+					if err := w.WriteScenario(srec); err != nil && writeErr == nil {
+						writeErr = err
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case queue <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	for _, r := range recs {
+		if r != nil {
+			out.Runs = append(out.Runs, r)
+		}
+	}
+	out.Interrupted = ctx.Err() != nil
+	return out, writeErr
+}
+
+// compare evaluates a scenario's compare checks over the runs that ran.
+func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *report.Scenario {
+	rec := &report.Scenario{KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
+		Runs: len(runs), Status: report.StatusPass, Checks: []report.Check{}}
+	lookup := func(name string) (check.Metrics, bool) {
+		r, ok := runs[name]
+		if !ok {
+			return check.Metrics{}, false
+		}
+		return r.Metrics, true
+	}
+	for _, r := range runs {
+		if r.Status == report.StatusInterrupted {
+			rec.Status = report.StatusInterrupted
+		}
+	}
+	for _, a := range sc.Compare {
+		c := report.Check{Kind: "compare", Expr: a.Source, File: a.File, Line: a.Line, Col: a.Col}
+		missing := ""
+		for _, ref := range a.Variants {
+			if r, ok := runs[ref.Name]; !ok {
+				missing = fmt.Sprintf("variant %s did not run (filtered out)", ref.Name)
+			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted {
+				missing = fmt.Sprintf("variant %s did not complete (%s)", ref.Name, r.Status)
+			}
+		}
+		if missing != "" {
+			c.Skipped, c.Error, c.Pass, c.Observed = true, missing, true, map[string]float64{}
+			rec.Checks = append(rec.Checks, c)
+			continue
+		}
+		res := a.CheckCompare(lookup)
+		c.Pass, c.Observed = res.Pass, res.Observed
+		if res.Err != nil {
+			c.Error = res.Err.Error()
+		}
+		if !c.Pass && rec.Status == report.StatusPass {
+			rec.Status = report.StatusFail
+		}
+		rec.Checks = append(rec.Checks, c)
+	}
+	return rec
+}
+
+func paramsJSON(st scenario.Settings) json.RawMessage {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}

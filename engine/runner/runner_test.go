@@ -1,0 +1,237 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+func plan(t *testing.T, src string) *scenario.Plan {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.LoadFiles([]string{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func opts(t *testing.T) Options {
+	return Options{Out: t.TempDir(), KalabVersion: "test", Log: zerolog.Nop(), Parallel: 2}
+}
+
+func TestRunRecordsReuseAndNewConnections(t *testing.T) {
+	t.Parallel()
+	p := plan(t, `
+name: reuse
+network: {rtt: 20ms}
+server: {tls: true}
+load: {requests: 12, concurrency: 1}
+variants:
+  - name: reuse
+    expect: ["connections == 1", "reused_requests == 11"]
+  - name: new
+    client: {keepalive: false}
+    expect: ["connections == 12", "server_connections == 12", "tls_handshakes == 12"]
+compare:
+  - "variant('new').latency_ms.p50 > 2 * variant('reuse').latency_ms.p50"
+`)
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Runs) != 2 || len(out.Scenarios) != 1 {
+		t.Fatalf("%d runs, %d scenarios", len(out.Runs), len(out.Scenarios))
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		if r.Metrics.Requests != 12 || r.Metrics.Errors != 0 || r.Metrics.ProxyConnections != r.Metrics.Connections {
+			t.Errorf("%s metrics %+v", r.Variant, r.Metrics)
+		}
+		// A reused request costs one RTT; with the proxy's floor it cannot be faster.
+		if r.Metrics.LatencyMs.Min < 20 {
+			t.Errorf("%s: min latency %.2f ms below the 20 ms RTT", r.Variant, r.Metrics.LatencyMs.Min)
+		}
+	}
+	if s := out.Scenarios[0]; s.Status != report.StatusPass || len(s.Checks) != 1 || len(s.Checks[0].Observed) != 2 {
+		t.Errorf("scenario record %+v", s)
+	}
+	if out.Failed() || out.Errored() {
+		t.Error("outcome reports a failure")
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(out.Dir, "requests", "reuse", "new.jsonl"))
+	if n := strings.Count(string(data), "\n"); n != 12 {
+		t.Errorf("request file has %d lines; want 12", n)
+	}
+}
+
+func TestFailingExpectIsRecorded(t *testing.T) {
+	t.Parallel()
+	p := plan(t, "name: f\nload: {requests: 3}\nexpect: [\"connections == 3\"]\n")
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Runs[0]
+	if r.Status != report.StatusFail || r.Checks[0].Pass || r.Checks[0].Observed["connections"] != 1 {
+		t.Fatalf("record %+v", r)
+	}
+	if !out.Failed() || out.Errored() {
+		t.Error("a failed check must fail the outcome without being an engine error")
+	}
+}
+
+func TestSameSeedSameScheduleAndCounts(t *testing.T) {
+	t.Parallel()
+	src := `
+name: seeded
+server: {idle_timeout: 30ms}
+client: {idle_timeout: none}
+load: {requests: 40, burst: 4, pause: 10ms..50ms, seed: 11}
+`
+	var gaps [2][]float64
+	var conns [2]float64
+	for i := range gaps {
+		o := opts(t)
+		o.TimeScale = 1
+		out, err := Execute(context.Background(), plan(t, src), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = out.Runs[0].Metrics.Connections
+		data, _ := os.ReadFile(filepath.Join(out.Dir, out.Runs[0].RequestsFile))
+		var prev float64
+		for j, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var rq report.Request
+			json.Unmarshal([]byte(line), &rq)
+			if j%4 == 0 && j > 0 {
+				gaps[i] = append(gaps[i], rq.StartMs-prev)
+			}
+			prev = rq.StartMs + rq.LatencyMs
+		}
+	}
+	if len(gaps[0]) != 9 {
+		t.Fatalf("%d pauses; want 9", len(gaps[0]))
+	}
+	for j := range gaps[0] {
+		if d := gaps[0][j] - gaps[1][j]; d > 5 || d < -5 {
+			t.Errorf("pause %d: %.1f ms vs %.1f ms", j, gaps[0][j], gaps[1][j])
+		}
+	}
+	// Pauses of 10..50 ms against a 30 ms idle close: some connections close, and the same
+	// seed closes the same ones.
+	if conns[0] != conns[1] || conns[0] < 2 {
+		t.Errorf("connections %v; want equal and > 1", conns)
+	}
+}
+
+func TestDeadlineEndsARunAsError(t *testing.T) {
+	t.Parallel()
+	p := plan(t, "name: slow\nserver: {response: {delay: 2s}}\nload: {requests: 40}\n")
+	o := opts(t)
+	o.DeadlineScale = 0.01 // 30 s floor -> 300 ms
+	start := time.Now()
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Runs[0]
+	if r.Status != report.StatusError || !strings.Contains(r.Error, "deadline") {
+		t.Fatalf("status %s error %q", r.Status, r.Error)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the run took %v past its deadline", time.Since(start))
+	}
+	if !out.Errored() {
+		t.Error("Errored() is false")
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInterruptRecordsRunsInFlight(t *testing.T) {
+	t.Parallel()
+	p := plan(t, `
+name: long
+network: {rtt: 20ms}
+load: {requests: 1000}
+variants: [{name: a}, {name: b}, {name: c}]
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	o := opts(t)
+	o.Parallel = 1
+	out, err := Execute(ctx, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Interrupted || len(out.Runs) != 1 || out.Runs[0].Status != report.StatusInterrupted {
+		t.Fatalf("interrupted=%v runs=%d", out.Interrupted, len(out.Runs))
+	}
+	if n := out.Runs[0].Metrics.Requests; n == 0 || n >= 1000 {
+		t.Errorf("interrupted run counted %v requests", n)
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	t.Parallel()
+	p := plan(t, "name: filt\nload: {requests: 2}\nvariants: [{name: keep}, {name: drop}]\ncompare: [\"variant('drop').errors == 0\"]\n")
+	o := opts(t)
+	o.Filter = regexp.MustCompile(`/keep$`)
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Runs) != 1 || out.Runs[0].Variant != "keep" {
+		t.Fatalf("runs %+v", out.Runs)
+	}
+	if c := out.Scenarios[0].Checks[0]; !c.Skipped || !c.Pass {
+		t.Errorf("a compare over a filtered-out variant must be skipped: %+v", c)
+	}
+	o.Filter = regexp.MustCompile(`nothing`)
+	if _, err := Execute(context.Background(), p, o); err != ErrNoRuns {
+		t.Errorf("err = %v; want ErrNoRuns", err)
+	}
+}
+
+// Every client preset, resolved by the loader and mapped by the runner, is a Config the
+// client accepts, over HTTP/1.1 and HTTP/2.
+func TestEveryClientPresetMapsToAValidConfig(t *testing.T) {
+	t.Parallel()
+	for _, name := range scenario.PresetNames(scenario.ClientPresets) {
+		for _, http := range []string{"1.1", "2"} {
+			p := plan(t, "name: x\nserver: {http: \""+http+"\"}\nclient: {preset: "+name+"}\n")
+			st := p.Scenarios[0].Runs[0].Settings
+			cfg := clientConfig(st, 1, "127.0.0.1:1", nil, "")
+			c, err := client.New(cfg)
+			if err != nil {
+				t.Errorf("%s over HTTP/%s: %v", name, http, err)
+				continue
+			}
+			c.Close()
+		}
+	}
+}
