@@ -78,6 +78,10 @@ type Config struct {
 	Status int
 	// BodyBytes is the number of body bytes actually written in each response.
 	BodyBytes int
+	// MaxConcurrentStreams is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS the server
+	// advertises; 0 keeps net/http's default (250). A Go client opens another connection
+	// when a burst exceeds it.
+	MaxConcurrentStreams int
 	// Delay is how long the handler waits before responding.
 	Delay time.Duration
 	// Listen is the address to bind, "127.0.0.1:0" when empty. Only loopback addresses
@@ -123,6 +127,9 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	if cfg.Status < 200 || cfg.Status > 599 {
 		return cfg, fmt.Errorf("status %d: must be 200-599", cfg.Status)
+	}
+	if cfg.MaxConcurrentStreams < 0 {
+		return cfg, fmt.Errorf("max concurrent streams %d: must not be negative", cfg.MaxConcurrentStreams)
 	}
 	if cfg.BodyBytes < 0 || cfg.BodyBytes > maxBodyBytes {
 		return cfg, fmt.Errorf("body bytes %d: must be 0-%d", cfg.BodyBytes, maxBodyBytes)

@@ -115,6 +115,7 @@ func Start(cfg Config) (*Server, error) {
 		ConnContext: s.connContext,
 		ConnState:   s.connState,
 		Protocols:   &protos,
+		HTTP2:       &http.HTTP2Config{MaxConcurrentStreams: cfg.MaxConcurrentStreams},
 		// Handshake failures and client resets are part of the experiments; they are
 		// counted by the client, not printed by the server.
 		ErrorLog: log.New(io.Discard, "", 0),

@@ -496,3 +496,29 @@ func TestCloseWithActiveAndIdleConnections(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// A Go client opens another connection when a burst exceeds the streams the server allows,
+// so the stream limit decides whether an HTTP/2 burst shares one connection.
+func TestHTTP2StreamLimitSpreadsABurst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ limit, minConns, maxConns int64 }{{4, 3, 12}, {1000, 1, 1}} {
+		t.Run(fmt.Sprintf("limit=%d", tc.limit), func(t *testing.T) {
+			t.Parallel()
+			s := start(t, Config{HTTP2: true, MaxConcurrentStreams: int(tc.limit), Delay: 200 * time.Millisecond})
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			tr := &http.Transport{Protocols: &p}
+			defer tr.CloseIdleConnections()
+			cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			get(t, cl, "http://"+s.Addr()+"/") // one connection, limit known to the client
+			var wg sync.WaitGroup
+			for range 12 {
+				wg.Go(func() { get(t, cl, "http://"+s.Addr()+"/") })
+			}
+			wg.Wait()
+			if c := s.Stats().Connections; c < tc.minConns || c > tc.maxConns {
+				t.Errorf("%d connections for 12 concurrent streams with a limit of %d; want %d..%d", c, tc.limit, tc.minConns, tc.maxConns)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// TimeWait counts the sockets in TIME_WAIT whose local or remote port is port, read from
+// /proc/net/tcp and /proc/net/tcp6. A run's link between client and proxy has a port of its
+// own, so the count is that run's, even with runs in parallel.
+func TimeWait(port int) (int, error) {
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		c, err := countTimeWait(f, port)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+const tcpTimeWait = "06" // include/net/tcp_states.h: TCP_TIME_WAIT
+
+func countTimeWait(path string, port int) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		// sl local_address rem_address st ...: addresses are HEXIP:HEXPORT.
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 || fields[3] != tcpTimeWait {
+			continue
+		}
+		if hexPort(fields[1]) == port || hexPort(fields[2]) == port {
+			n++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return n, nil
+}
+
+func hexPort(addr string) int {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return -1
+	}
+	p, err := strconv.ParseUint(addr[i+1:], 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(p)
+}
