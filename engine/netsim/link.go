@@ -1,0 +1,267 @@
+package netsim
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const (
+	// bufSize is the read size per chunk. Buffers come from a pool and are
+	// taken only once a socket is readable, so an idle link holds none.
+	bufSize = 16 << 10
+	// smallChunk is the size up to which a chunk is copied out of its
+	// pooled buffer.
+	smallChunk = 2 << 10
+	// maxQueued bounds the bytes in flight per direction, like a TCP window:
+	// a fast sender waits instead of the proxy buffering without limit.
+	maxQueued = 4 << 20
+	// dialTimeout bounds the upstream connect; on loopback it either succeeds
+	// or is refused at once, so this only guards a wedged listener.
+	dialTimeout = 10 * time.Second
+)
+
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, bufSize)
+	return &b
+}}
+
+// link is one client connection and its upstream connection.
+type link struct {
+	p      *Proxy
+	client *net.TCPConn
+	t0     time.Time // when the client connected: the modeled SYN
+	done   chan struct{}
+
+	mu       sync.Mutex
+	upstream *net.TCPConn
+	closed   bool
+	finished int // directions whose FIN was delivered
+
+	up, down *direction
+	once     sync.Once
+}
+
+func newLink(p *Proxy, c *net.TCPConn, t0 time.Time) *link {
+	l := &link{p: p, client: c, t0: t0, done: make(chan struct{})}
+	rtt := p.cfg.RTT
+	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
+	// needs half a trip more; the server can answer no sooner than it
+	// accepted, so its first byte reaches the client at 2 RTT.
+	l.up = &direction{l: l, src: c, floor: t0.Add(rtt + rtt/2),
+		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
+	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
+		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
+	l.up.other, l.down.other = l.down, l.up
+	return l
+}
+
+// run dials the upstream, then starts one reader per direction. Writers
+// are started on demand by the queues.
+func (l *link) run() {
+	defer l.p.wg.Done()
+	d := net.Dialer{Timeout: dialTimeout}
+	conn, err := d.DialContext(l.p.ctx, "tcp", l.p.cfg.Upstream)
+	if err != nil {
+		// A refused SYN is answered by a reset that reaches the client one
+		// round trip after it connected.
+		l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
+		return
+	}
+	u := conn.(*net.TCPConn)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		_ = u.Close()
+		return
+	}
+	l.upstream = u
+	l.mu.Unlock()
+	l.up.dst = u
+	l.down.src = u
+	// Both readers start on fresh goroutines rather than this one, whose
+	// stack grew while dialing: an idle link then holds two small stacks.
+	l.p.wg.Add(2)
+	go l.up.readLoop()
+	go l.down.readLoop()
+}
+
+// dirFinished records a delivered FIN; when both directions are finished
+// the link is torn down.
+func (l *link) dirFinished() {
+	l.mu.Lock()
+	l.finished++
+	both := l.finished >= 2
+	l.mu.Unlock()
+	if both {
+		l.shutdown()
+	}
+}
+
+// shutdown closes both sockets and wakes every goroutine of the link.
+func (l *link) shutdown() {
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		u := l.upstream
+		l.mu.Unlock()
+		close(l.done)
+		_ = l.client.Close()
+		if u != nil {
+			_ = u.Close()
+		}
+		l.p.removeLink(l)
+	})
+}
+
+func (l *link) isDone() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// readLoop reads src until EOF, reset or teardown, stamping each chunk.
+func (d *direction) readLoop() {
+	defer d.l.p.wg.Done()
+	rc, err := d.src.SyscallConn()
+	if err != nil {
+		d.push(chunk{kind: evRst}, time.Now())
+		return
+	}
+	enableKernelStamps(rc)
+	for {
+		if !d.waitSpace() {
+			return
+		}
+		var (
+			buf     *[]byte
+			n, oobn int
+			rerr    error
+		)
+		err := rc.Read(func(fd uintptr) bool {
+			b := bufPool.Get().(*[]byte)
+			for {
+				n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), *b, d.oob[:], 0)
+				if rerr != syscall.EINTR {
+					break
+				}
+			}
+			if rerr == syscall.EAGAIN {
+				bufPool.Put(b)
+				return false
+			}
+			buf = b
+			return true
+		})
+		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
+		if err == nil {
+			err = rerr
+		}
+		if err != nil || n <= 0 {
+			if buf != nil {
+				bufPool.Put(buf)
+			}
+			if d.l.isDone() {
+				return
+			}
+			if err == nil {
+				d.srcEOF.Store(true)
+				d.push(chunk{kind: evFin}, stamp)
+				return
+			}
+			// ECONNRESET is the usual case; any other failure of a live
+			// socket also means the peer is gone abruptly, so model it the
+			// same way rather than as an orderly close.
+			d.push(chunk{kind: evRst}, stamp)
+			return
+		}
+		c := chunk{kind: evData, n: n}
+		if n <= smallChunk {
+			// Keep small chunks in their own allocation so thousands of
+			// connections each with a few bytes in flight do not each pin
+			// a whole pooled buffer for RTT/2.
+			c.data = append([]byte(nil), (*buf)[:n]...)
+			bufPool.Put(buf)
+		} else {
+			c.data, c.pool = (*buf)[:n], buf
+		}
+		d.push(c, stamp)
+	}
+}
+
+// waitSpace blocks while the direction has maxQueued bytes in flight.
+func (d *direction) waitSpace() bool {
+	for {
+		d.mu.Lock()
+		full := d.queued >= maxQueued
+		d.mu.Unlock()
+		if !full {
+			return true
+		}
+		select {
+		case <-d.space:
+		case <-d.l.done:
+			return false
+		}
+	}
+}
+
+// sockErrIsReset reports whether the kernel has recorded a reset on c. It
+// is used after writing to a peer that already sent FIN: on loopback the
+// peer's RST to that write arrives before Write returns, but no later read
+// or write would notice it.
+func sockErrIsReset(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var soErr int
+	if err := rc.Control(func(fd uintptr) {
+		soErr, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
+	}); err != nil {
+		return false
+	}
+	return syscall.Errno(soErr) == syscall.ECONNRESET || syscall.Errno(soErr) == syscall.EPIPE
+}
+
+// enableKernelStamps asks the kernel to report when data arrived
+// (SO_TIMESTAMPNS). Stamping chunks with that instead of the moment the
+// reader ran keeps goroutine wake-up latency, which reaches milliseconds
+// on a loaded machine, out of the modeled delay. Failure only costs that
+// precision, so it is ignored.
+func enableKernelStamps(rc syscall.RawConn) {
+	_ = rc.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	})
+}
+
+// arrival returns when the data just read reached the socket: the kernel's
+// receive timestamp from oob if there is a plausible one, else now. The
+// kernel reports wall-clock time, so it is turned into an age and taken off
+// now, which keeps the monotonic reading the delay queue relies on.
+func arrival(now time.Time, oob []byte) time.Time {
+	if len(oob) == 0 {
+		return now
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return now
+	}
+	for _, m := range msgs {
+		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS ||
+			len(m.Data) < int(unsafe.Sizeof(syscall.Timespec{})) {
+			continue
+		}
+		ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
+		age := now.Sub(time.Unix(ts.Unix()))
+		if age > 0 && age < time.Second {
+			return now.Add(-age)
+		}
+	}
+	return now
+}

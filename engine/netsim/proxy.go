@@ -1,0 +1,251 @@
+package netsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config describes one simulated link. Durations arrive already scaled by the
+// runner; netsim applies them as given.
+type Config struct {
+	// Upstream is the host:port of the server. It must be a loopback address.
+	Upstream string
+	// RTT is the full round trip; each direction is delayed RTT/2.
+	RTT time.Duration
+	// Jitter, when positive, adds a per-chunk delay drawn uniformly from
+	// [-Jitter, +Jitter]. It never reorders chunks: a chunk is never released
+	// before the one that arrived ahead of it.
+	Jitter time.Duration
+	// Seed seeds the jitter generator so a run can be repeated exactly.
+	Seed int64
+	// Listen is the address the proxy binds, "127.0.0.1:0" when empty. Any
+	// address that is not loopback is rejected.
+	Listen string
+	// SpinWindow is how long before a chunk is due its writer stops sleeping
+	// on a timer and yields in a loop instead, because Go timers on Linux
+	// fire up to about a millisecond late. Zero means DefaultSpinWindow; a
+	// negative value disables spinning, trading that precision for CPU.
+	SpinWindow time.Duration
+}
+
+// DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
+const DefaultSpinWindow = 1500 * time.Microsecond
+
+// Stats is a snapshot of a proxy's counters since Start.
+type Stats struct {
+	// Accepted counts client connections accepted.
+	Accepted int64
+	// Open is the number of links not yet torn down.
+	Open int64
+	// PeakOpen is the highest Open seen.
+	PeakOpen int64
+	// BytesUp counts bytes delivered to the upstream (client -> server).
+	BytesUp int64
+	// BytesDown counts bytes delivered to clients (server -> client).
+	BytesDown int64
+	// ResetsUp counts resets delivered to the upstream (client -> server).
+	ResetsUp int64
+	// ResetsDown counts resets delivered to clients, including refused
+	// upstream connections.
+	ResetsDown int64
+}
+
+// Proxy is a running latency proxy. Its methods are safe for concurrent use.
+type Proxy struct {
+	cfg    Config
+	ln     *net.TCPListener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	mu     sync.Mutex
+	closed bool
+	links  map[*link]struct{}
+
+	accepted, open, peakOpen atomic.Int64
+	bytesUp, bytesDown       atomic.Int64
+	resetsUp, resetsDown     atomic.Int64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start validates cfg, binds the listener and starts accepting connections.
+// Each accepted connection is paired with a fresh connection to cfg.Upstream.
+func Start(cfg Config) (*Proxy, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.RTT < 0 {
+		return nil, fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
+	}
+	if cfg.Jitter < 0 {
+		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
+	}
+	listen, err := loopbackAddr(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("netsim: checking listen address: %w", err)
+	}
+	upstream, err := loopbackAddr(cfg.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("netsim: checking upstream address: %w", err)
+	}
+	cfg.Listen, cfg.Upstream = listen, upstream
+	switch {
+	case cfg.SpinWindow == 0:
+		cfg.SpinWindow = DefaultSpinWindow
+	case cfg.SpinWindow < 0:
+		cfg.SpinWindow = 0
+	}
+
+	laddr, err := net.ResolveTCPAddr("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("netsim: resolving listen address %q: %w", cfg.Listen, err)
+	}
+	ln, err := net.ListenTCP("tcp", laddr)
+	if err != nil {
+		return nil, fmt.Errorf("netsim: listening on %s: %w", cfg.Listen, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		cfg:    cfg,
+		ln:     ln,
+		ctx:    ctx,
+		cancel: cancel,
+		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
+		links:  make(map[*link]struct{}),
+	}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// loopbackAddr accepts host:port where host is a loopback IP literal or
+// "localhost", and returns it with an IP literal so nothing resolves later.
+func loopbackAddr(hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", fmt.Errorf("parsing %q: %w", hostport, err)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("%q is not a loopback address; netsim only uses 127.0.0.0/8 or ::1", hostport)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// Addr returns the host:port clients dial to go through the simulated link.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Stats returns a snapshot of the counters.
+func (p *Proxy) Stats() Stats {
+	return Stats{
+		Accepted:   p.accepted.Load(),
+		Open:       p.open.Load(),
+		PeakOpen:   p.peakOpen.Load(),
+		BytesUp:    p.bytesUp.Load(),
+		BytesDown:  p.bytesDown.Load(),
+		ResetsUp:   p.resetsUp.Load(),
+		ResetsDown: p.resetsDown.Load(),
+	}
+}
+
+// Close stops accepting, tears down every link without waiting for queued
+// data, and returns once every goroutine the proxy started has ended.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		links := make([]*link, 0, len(p.links))
+		for l := range p.links {
+			links = append(links, l)
+		}
+		p.mu.Unlock()
+		p.cancel()
+		if err := p.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			p.closeErr = fmt.Errorf("netsim: closing listener: %w", err)
+		}
+		for _, l := range links {
+			l.shutdown()
+		}
+		p.wg.Wait()
+	})
+	return p.closeErr
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.AcceptTCP()
+		if err != nil {
+			if p.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors or a connection aborted while queued: the
+			// listener is still good, so back off briefly instead of giving up.
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			continue
+		}
+		t0 := time.Now()
+		p.accepted.Add(1)
+		l := newLink(p, c, t0)
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		p.links[l] = struct{}{}
+		p.wg.Add(1)
+		// Counted under the lock so a concurrent Close cannot remove the
+		// link before it was counted.
+		n := p.open.Add(1)
+		p.mu.Unlock()
+		for {
+			peak := p.peakOpen.Load()
+			if n <= peak || p.peakOpen.CompareAndSwap(peak, n) {
+				break
+			}
+		}
+		go l.run()
+	}
+}
+
+// removeLink forgets a link once it has been torn down.
+func (p *Proxy) removeLink(l *link) {
+	p.mu.Lock()
+	delete(p.links, l)
+	p.mu.Unlock()
+	p.open.Add(-1)
+}
+
+// oneWay returns the delay of one chunk in one direction: RTT/2 plus jitter,
+// never negative.
+func (p *Proxy) oneWay() time.Duration {
+	d := p.cfg.RTT / 2
+	if j := p.cfg.Jitter; j > 0 {
+		p.rngMu.Lock()
+		d += time.Duration(p.rng.Int64N(int64(2*j)+1)) - j
+		p.rngMu.Unlock()
+		if d < 0 {
+			d = 0
+		}
+	}
+	return d
+}

@@ -1,0 +1,272 @@
+package netsim
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// kind is what a queued chunk carries.
+type kind uint8
+
+const (
+	evData kind = iota // bytes to write
+	evFin              // the source half-closed: CloseWrite the destination
+	evRst              // the source reset: reset the destination
+)
+
+// chunk is one unit of the delay queue, released at due.
+type chunk struct {
+	kind kind
+	data []byte  // the bytes, for evData
+	pool *[]byte // the pooled buffer data lives in, or nil if it was copied out
+	n    int
+	due  time.Time
+}
+
+// release returns the chunk's pooled buffer, if it holds one.
+func (c *chunk) release() {
+	if c.pool != nil {
+		bufPool.Put(c.pool)
+		c.pool = nil
+	}
+}
+
+// direction is one way of a link: a reader stamps chunks from src into a
+// queue and a writer, started only while the queue is non-empty, releases
+// each one to dst at its due time. This is toxiproxy's latency pattern: the
+// delay counts from each chunk's arrival, so a queue flows as a pipeline.
+type direction struct {
+	l        *link
+	src, dst *net.TCPConn
+	other    *direction
+	floor    time.Time // nothing is released earlier (handshake cost)
+	bytes    *atomic.Int64
+	resets   *atomic.Int64
+	space    chan struct{} // signalled when queued bytes drop
+	srcEOF   atomic.Bool   // the reader saw FIN on src
+	oob      [64]byte      // control messages (arrival timestamps) for the reader
+
+	mu        sync.Mutex
+	q         []chunk
+	last      time.Time // due time of the newest chunk: keeps order under jitter
+	queued    int
+	writing   bool
+	rstQueued bool
+	broken    atomic.Bool // dst failed; later data is dropped
+	watching  atomic.Bool // a watchReset goroutine is running
+}
+
+// push queues c, stamped at arrival, for release one delayed trip later.
+func (d *direction) push(c chunk, stamp time.Time) {
+	due := stamp.Add(d.l.p.oneWay())
+	if due.Before(d.floor) {
+		due = d.floor
+	}
+	d.pushAt(c, due)
+}
+
+// pushAt queues c for release at due, or later if an earlier chunk is due
+// later, so chunks never overtake each other.
+func (d *direction) pushAt(c chunk, due time.Time) {
+	d.mu.Lock()
+	if c.kind == evRst {
+		if d.rstQueued {
+			d.mu.Unlock()
+			return
+		}
+		d.rstQueued = true
+	}
+	if due.Before(d.last) {
+		due = d.last
+	}
+	d.last = due
+	c.due = due
+	d.q = append(d.q, c)
+	d.queued += c.n
+	start := !d.writing
+	if start {
+		d.writing = true
+		// The caller is a goroutine the WaitGroup already counts, so this
+		// Add cannot race a Wait that has seen zero.
+		d.l.p.wg.Add(1)
+	}
+	d.mu.Unlock()
+	if start {
+		go d.writeLoop()
+	}
+}
+
+// writeLoop releases queued chunks at their due times and exits when the
+// queue is empty, so an idle direction costs no goroutine.
+func (d *direction) writeLoop() {
+	defer d.l.p.wg.Done()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		d.mu.Lock()
+		if len(d.q) == 0 {
+			d.writing = false
+			d.mu.Unlock()
+			return
+		}
+		c := d.q[0]
+		d.mu.Unlock()
+
+		if !sleepUntil(c.due, d.l.p.cfg.SpinWindow, d.l.done, &t) {
+			d.drop()
+			return
+		}
+		d.deliver(c)
+
+		d.mu.Lock()
+		d.q[0] = chunk{}
+		d.q = d.q[1:]
+		d.queued -= c.n
+		d.mu.Unlock()
+		select {
+		case d.space <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drop releases everything still queued after the link was torn down.
+func (d *direction) drop() {
+	d.mu.Lock()
+	for _, c := range d.q {
+		c.release()
+	}
+	d.q = nil
+	d.queued = 0
+	d.writing = false
+	d.mu.Unlock()
+}
+
+// deliver performs one chunk's effect on dst.
+func (d *direction) deliver(c chunk) {
+	switch c.kind {
+	case evData:
+		if d.broken.Load() {
+			c.release()
+			return
+		}
+		_, err := d.dst.Write(c.data)
+		c.release()
+		if err != nil {
+			d.writeFailed(err)
+			return
+		}
+		d.bytes.Add(int64(c.n))
+		if d.other.srcEOF.Load() {
+			d.watchReset()
+		}
+	case evFin:
+		if d.broken.Load() {
+			return
+		}
+		if err := d.dst.CloseWrite(); err != nil {
+			d.writeFailed(err)
+			return
+		}
+		d.l.dirFinished()
+	case evRst:
+		// SO_LINGER 0 makes Close send RST instead of FIN.
+		_ = d.dst.SetLinger(0)
+		d.resets.Add(1)
+		d.l.shutdown()
+	}
+}
+
+// writeFailed handles a failed write to dst. A reset there travels back to
+// the other side as a reset; anything else means the link is unusable.
+func (d *direction) writeFailed(err error) {
+	d.broken.Store(true)
+	if isReset(err) {
+		d.other.push(chunk{kind: evRst}, time.Now())
+		return
+	}
+	d.l.shutdown()
+}
+
+// resetWatch is how long watchReset waits for a closed peer's RST. It
+// checks at doubling intervals, so a long window costs a few wake-ups.
+const resetWatch = time.Second
+
+// watchReset waits briefly for the RST that a peer which already sent FIN
+// answers new data with. Nothing else would surface it: the reader stopped
+// at EOF, and often nothing more is written. On loopback the RST lands
+// within microseconds, later only when the machine is badly loaded.
+func (d *direction) watchReset() {
+	if !d.watching.CompareAndSwap(false, true) {
+		return
+	}
+	d.l.p.wg.Add(1) // the calling writer is counted, so this cannot race Wait
+	go func() {
+		defer d.l.p.wg.Done()
+		defer d.watching.Store(false)
+		deadline := time.Now().Add(resetWatch)
+		for wait := 500 * time.Microsecond; !d.broken.Load(); wait *= 2 {
+			if sockErrIsReset(d.dst) {
+				d.writeFailed(syscall.ECONNRESET)
+				return
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-d.l.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// isReset reports whether err means the peer reset the connection.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// sleepUntil waits until due, or returns false if done closes first. The
+// timer wakes spin early and the rest is spent yielding: Go timers on
+// Linux fire up to about a millisecond late, which alone would break a
+// +0.5% RTT budget at 50 ms. *t is a timer reused by one writer.
+func sleepUntil(due time.Time, spin time.Duration, done <-chan struct{}, t **time.Timer) bool {
+	if wait := time.Until(due) - spin; wait > 0 {
+		if *t == nil {
+			*t = time.NewTimer(wait)
+		} else {
+			(*t).Reset(wait)
+		}
+		select {
+		case <-(*t).C:
+		case <-done:
+			return false
+		}
+	}
+	for time.Now().Before(due) {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		runtime.Gosched()
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}

@@ -1,0 +1,40 @@
+package netsim
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// DescriptorsPerConn is how many file descriptors one simulated connection
+// uses when client, proxy and server share a process: the client socket,
+// the proxy's two sockets and the server's accepted socket.
+const DescriptorsPerConn = 4
+
+// RaiseFileLimit raises the soft RLIMIT_NOFILE toward need, capped at the
+// hard limit. It returns an error naming how many descriptors are needed
+// when the hard limit is lower than need; the soft limit is still raised as
+// far as it goes.
+func RaiseFileLimit(need uint64) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("netsim: reading the open-file limit: %w", err)
+	}
+	if lim.Cur >= need {
+		return nil
+	}
+	target := min(need, lim.Max)
+	if target > lim.Cur {
+		want := lim
+		want.Cur = target
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+			return fmt.Errorf("netsim: raising the open-file soft limit from %d to %d (need %d): %w",
+				lim.Cur, target, need, err)
+		}
+	}
+	if need > lim.Max {
+		return fmt.Errorf("netsim: need %d open file descriptors but the hard limit is %d; "+
+			"raise it (ulimit -Hn, or LimitNOFILE= for a service) or simulate fewer connections "+
+			"(each uses about %d)", need, lim.Max, DescriptorsPerConn)
+	}
+	return nil
+}
