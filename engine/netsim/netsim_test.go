@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -632,4 +633,31 @@ func refusingAddr(t *testing.T) string {
 		t.Fatalf("getsockname: %v", err)
 	}
 	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+}
+
+// Root may raise the hard limit: a 5,000-connection burst needs 20,256 descriptors where
+// the hard limit is often 20,000. Not parallel: it changes the process's limit.
+func TestRaiseFileLimitPastHardAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SYS_RESOURCE)")
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	need := lim.Max + 1000
+	if nrOpen, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		var n uint64
+		fmt.Sscan(string(nrOpen), &n)
+		if need > n {
+			t.Skipf("fs.nr_open %d is below %d", n, need)
+		}
+	}
+	if err := RaiseFileLimit(need); err != nil {
+		t.Fatalf("RaiseFileLimit(%d) as root: %v", need, err)
+	}
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	if lim.Cur < need {
+		t.Fatalf("soft limit %d after asking for %d", lim.Cur, need)
+	}
 }

@@ -22,6 +22,15 @@ func RaiseFileLimit(need uint64) error {
 	if lim.Cur >= need {
 		return nil
 	}
+	if need > lim.Max {
+		// Root (CAP_SYS_RESOURCE) may raise the hard limit too, up to fs.nr_open; a plain
+		// user gets EPERM and the clear error below.
+		raised := lim
+		raised.Max, raised.Cur = need, need
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			return nil
+		}
+	}
 	target := min(need, lim.Max)
 	if target > lim.Cur {
 		want := lim
