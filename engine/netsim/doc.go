@@ -32,16 +32,26 @@
 // # How it stays exact and small
 //
 // Chunks are stamped with the kernel's receive time (SO_TIMESTAMPNS), so
-// the proxy's own wake-up latency is not added to the delay. Writers sleep
-// on a timer until SpinWindow (1.5 ms by default) before a chunk is due and
-// yield in a loop for the rest, because Go timers on Linux fire up to about a
-// millisecond late; that spin is the proxy's main CPU cost and can be turned
-// off. An idle link holds two reader goroutines and no buffers: a writer
+// the proxy's own wake-up latency is not added to the delay. Go timers on
+// Linux fire up to about a millisecond late (the netpoller waits in whole
+// milliseconds), so a writer whose chunk is due within SpinWindow (1.5 ms
+// by default) hands its wait to one precise clock shared by every proxy in
+// the process. That clock's single goroutine blocks on a timerfd, a kernel
+// high-resolution timer the netpoller reports as soon as it expires, set
+// 250 µs before the earliest deadline, yields in a loop for those last
+// 250 µs (a vCPU woken from idle takes 100 to 250 µs to run it), and wakes
+// every writer whose deadline passed, in deadline order. However many
+// links are waiting, at most one goroutine spins, for at most 250 µs per
+// deadline; the goroutine exits when nothing is pending. Where no timerfd
+// is available it sleeps on a Go timer and spins the whole window. A
+// negative SpinWindow gives every writer a plain Go timer instead, which
+// now saves little CPU and is about a millisecond less exact. An idle link holds two reader goroutines and no buffers: a writer
 // goroutine exists only while its queue is non-empty, read buffers come
 // from a pool and are taken only once a socket is readable, and chunks of up
 // to 2 KiB are copied out of them. Each direction has at most 4 MiB in
 // flight, like a TCP window. Close tears every link down and waits for every
-// goroutine the proxy started.
+// goroutine the proxy started; the shared clock's goroutine belongs to no
+// proxy and ends by itself once no writer is waiting.
 //
 // A simulated connection needs DescriptorsPerConn (4) file descriptors when
 // client, proxy and server share a process; RaiseFileLimit raises the soft
@@ -54,26 +64,50 @@
 //	go test -run '^$' -bench . ./engine/netsim
 //
 // on a shared 2-vCPU VM (nproc 2; lscpu: AMD EPYC, "Oxide Virtual
-// Turin-like Processor", family 26; Linux, go1.26.8), while other test
-// suites ran on it (load average 0.7 to 2). Requests are net/http GETs
-// with a 11-byte body, client, server and proxy in one process. "direct" is
-// the same request sent straight to the server after an idle pause: on this
-// VM waking idle threads costs the endpoints 0.4 to 0.6 ms per request with
-// no proxy at all, and the proxy's share is the rest.
+// Turin-like Processor"; Linux, go1.26.8) while other work ran on it (load
+// average 0.6 to 2). Requests are net/http GETs with an 11-byte body,
+// client, server and proxy in one process. "direct" is the same request
+// sent straight to the server after an idle pause: on this VM waking idle
+// threads costs the endpoints 0.4 to 0.7 ms per request with no proxy at
+// all, and the proxy's share is the rest. CPU is the whole process's
+// (client, server and proxy) per request, from getrusage.
 //
-//	                           p50        vs model   proxy's share  p99-p50
-//	reused, RTT 50 ms          50.62 ms   +1.24%     +0.24%         2.7 ms
-//	reused, RTT 150 ms         150.6 ms   +0.41%     +0.06%         0.91 ms
-//	new plain TCP, RTT 150 ms  301.4 ms   +0.46%     +0.07%         1.3 ms
-//	new TLS 1.3, RTT 150 ms    454.8 ms   +1.06%     -0.21%         6.5 ms
-//	reused, 50 ms, no spin     52.11 ms   +4.2%      +3.3%          (noisy)
+//	                           p50        vs model   proxy's share  p99-p50  CPU/req
+//	reused, RTT 50 ms          50.53 ms   +1.06%     +0.11%         2.7 ms   1.35 ms
+//	reused, RTT 150 ms         150.6 ms   +0.42%     -0.03%         4.0 ms   1.55 ms
+//	new plain TCP, RTT 150 ms  301.2 ms   +0.39%     +0.09%         0.44 ms  3.2 ms
+//	new TLS 1.3, RTT 150 ms    453.4 ms   +0.76%     +0.24%         2.8 ms   7.3 ms
+//	reused, 50 ms, no spin     51.68 ms   +3.4%      +2.2%          3.8 ms   1.6 ms
 //
-// A quieter earlier run gave +0.04% as the proxy's share at both 50 and
-// 150 ms. Process CPU (client, server and proxy) was about 2.4 ms per reused
-// request with spinning and 0.8 to 1.2 ms without, on this VM.
+// Before the shared clock (a 1.5 ms yield loop in every waiting writer) the
+// same run gave, as vs model / proxy's share / CPU per request: reused
+// +1.45% / +0.15% / 2.8 ms at 50 ms and +0.46% / +0.10% / 2.7 ms at
+// 150 ms, new TCP +0.37% / +0.05% / 5.2 ms, new TLS +0.88% / +0.44% /
+// 10.9 ms.
+//
+// BenchmarkParallelReused is kalab's parallel load: several proxies at
+// once, each in front of its own server and carrying clients that send
+// sequential reused requests at 30 ms RTT. Median of three runs each, old
+// per-writer spin against the shared clock:
+//
+//	                           vs model          proxy's share    CPU/req
+//	                           before   after    before   after   before   after
+//	1 proxy, 1 client          +2.3%    +1.9%    +0.33%   +0.10%  2.9 ms   1.66 ms
+//	8 proxies, 1 client each   +3.0%    +1.96%   +1.9%    +1.1%   0.75 ms  0.51 ms
+//	8 proxies, 4 clients each  +7.7%    +2.4%    +6.1%    +0.37%  0.38 ms  0.41 ms
+//
+// With 32 links waiting at once the per-writer spinners crowded out the
+// endpoints and the proxy's share grew with the load; with one clock it
+// stays around 1% or below, and what is left of "vs model" is mostly the
+// endpoints' own cost (direct p50 0.3 to 0.8 ms here). Per-request CPU
+// under parallel load was lower than alone even before, because
+// concurrent spinners overlap and share the cores; alone, the clock saves
+// 1.2 to 1.4 ms of CPU per reused request.
 //
 // 5,000 idle connections held through one proxy (client and server ends in
 // a child process, so only the proxy is measured), each checked with one
-// byte each way: none lost, peak RSS growth 8.7 KiB per connection (4.4 KiB
-// goroutine stacks, 3.4 KiB heap), 2 goroutines per connection.
+// byte each way: none lost, peak RSS growth 6.6 to 9.6 KiB per connection
+// over four runs (4.2 to 5.1 KiB goroutine stacks, 3.4 to 3.8 KiB heap), 2
+// goroutines per connection, the same before and after the shared clock,
+// which idle links never touch.
 package netsim

@@ -27,10 +27,14 @@ type Config struct {
 	// Listen is the address the proxy binds, "127.0.0.1:0" when empty. Any
 	// address that is not loopback is rejected.
 	Listen string
-	// SpinWindow is how long before a chunk is due its writer stops sleeping
-	// on a timer and yields in a loop instead, because Go timers on Linux
-	// fire up to about a millisecond late. Zero means DefaultSpinWindow; a
-	// negative value disables spinning, trading that precision for CPU.
+	// SpinWindow is how long before a chunk is due its wait stops trusting
+	// Go timers, which on Linux fire up to about a millisecond late, and
+	// is handed to a precise clock shared by every proxy in the process.
+	// That clock blocks on a kernel high-resolution timer and yields in a
+	// loop only for the last min(SpinWindow, 250 µs); where the kernel
+	// offers no timerfd it yields for the whole window. Zero means
+	// DefaultSpinWindow; a negative value makes each writer wait on a plain
+	// Go timer, trading that precision for a little CPU.
 	SpinWindow time.Duration
 }
 

@@ -3,7 +3,6 @@ package netsim
 import (
 	"errors"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -105,7 +104,10 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 // queue is empty, so an idle direction costs no goroutine.
 func (d *direction) writeLoop() {
 	defer d.l.p.wg.Done()
-	var t *time.Timer
+	var (
+		t *time.Timer // timers-only waits
+		w waiter      // precise waits on the shared clock
+	)
 	defer func() {
 		if t != nil {
 			t.Stop()
@@ -121,7 +123,7 @@ func (d *direction) writeLoop() {
 		c := d.q[0]
 		d.mu.Unlock()
 
-		if !sleepUntil(c.due, d.l.p.cfg.SpinWindow, d.l.done, &t) {
+		if !d.l.p.waitUntil(c.due, d.l.done, &t, &w) {
 			d.drop()
 			return
 		}
@@ -238,12 +240,16 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// sleepUntil waits until due, or returns false if done closes first. The
-// timer wakes spin early and the rest is spent yielding: Go timers on
-// Linux fire up to about a millisecond late, which alone would break a
-// +0.5% RTT budget at 50 ms. *t is a timer reused by one writer.
-func sleepUntil(due time.Time, spin time.Duration, done <-chan struct{}, t **time.Timer) bool {
-	if wait := time.Until(due) - spin; wait > 0 {
+// waitUntil waits until due, or returns false if done closes first. With a
+// spin window the wait goes to the process-wide precise clock, which keeps
+// one goroutine awake near deadlines however many writers are waiting;
+// without one it is a plain timer, which Go on Linux fires up to about a
+// millisecond late. t and w belong to the calling writer and are reused.
+func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *waiter) bool {
+	if spin := p.cfg.SpinWindow; spin > 0 {
+		return preciseClock().wait(w, due, spin, done)
+	}
+	if wait := time.Until(due); wait > 0 {
 		if *t == nil {
 			*t = time.NewTimer(wait)
 		} else {
@@ -254,14 +260,6 @@ func sleepUntil(due time.Time, spin time.Duration, done <-chan struct{}, t **tim
 		case <-done:
 			return false
 		}
-	}
-	for time.Now().Before(due) {
-		select {
-		case <-done:
-			return false
-		default:
-		}
-		runtime.Gosched()
 	}
 	select {
 	case <-done:

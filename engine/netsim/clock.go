@@ -1,0 +1,302 @@
+package netsim
+
+import (
+	"container/heap"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const (
+	// spinTail is how long before a deadline the clock stops blocking on
+	// its kernel timer and yields instead. The timer itself is exact, but
+	// on a VM a goroutine parked on the netpoller takes 100 to 250 µs to
+	// run again once its vCPU went idle (measured here: p50 150 µs, p90
+	// 250 µs with no spin at all); yielding for the last 250 µs hides that
+	// for most wake-ups at a fraction of the CPU the old per-writer 1.5 ms
+	// spin cost.
+	spinTail = 250 * time.Microsecond
+)
+
+// preciseClock is the one clock every spinning writer in the process waits
+// on, however many proxies are running: kalab runs several scenarios at
+// once, and a spinner per waiting writer made CPU grow with the number of
+// links waiting, which saturated the cores and cost the timing it was for.
+// It is made on first use, so a program that never spins opens no timerfd.
+var preciseClock = sync.OnceValue(newClock)
+
+// clock wakes waiters at their deadlines with sub-millisecond precision
+// from a single goroutine, in deadline order. Go timers alone will not do:
+// on Linux they fire up to about a millisecond late, because the runtime's
+// netpoller waits in whole milliseconds. So the goroutine blocks on a
+// timerfd, a kernel high-resolution timer that the netpoller reports as
+// soon as it expires, set spinTail before the earliest deadline, and
+// yields in a loop for that last stretch. Blocking on the netpoller holds
+// neither a P nor a thread, unlike a sleeping syscall. Where no timerfd can
+// be had the goroutine sleeps on a Go timer until the waiter's spin window
+// opens and yields from there, which costs a core while it lasts but is
+// still one spinner for the whole process.
+//
+// The goroutine starts when the first waiter registers and exits as soon
+// as none is left, so an idle process holds none and nothing outlives the
+// proxies that used it.
+type clock struct {
+	tfd  *os.File      // the kernel timer, nil if unavailable
+	tfdn uintptr       // its descriptor; File.Fd would make it blocking
+	kick chan struct{} // buffered: a registration became the earliest of its heap
+
+	mu      sync.Mutex
+	pending waitHeap // waiters not yet inside their spin, by start
+	armed   waitHeap // waiters inside their spin, by due
+	running bool     // the run goroutine exists
+}
+
+func newClock() *clock {
+	tfd, tfdn := newTimerFD()
+	return &clock{
+		tfd:     tfd,
+		tfdn:    tfdn,
+		kick:    make(chan struct{}, 1),
+		pending: waitHeap{byStart: true},
+	}
+}
+
+// waiter is one writer's registration. A writer reuses its waiter for
+// every chunk, so waiting allocates nothing after the first chunk.
+type waiter struct {
+	due, start time.Time
+	ch         chan struct{} // receives one token when due has passed
+	in         *waitHeap     // the heap holding the waiter, nil when not registered
+	idx        int
+}
+
+// wait blocks until due, or returns false if done closes first (also when
+// both happened). spin is the window before due within which Go timers are
+// not trusted; it must be positive.
+func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan struct{}) bool {
+	if time.Now().Before(due) {
+		if w.ch == nil {
+			w.ch = make(chan struct{}, 1)
+		}
+		lead := spin
+		if c.tfd != nil {
+			lead = min(spin, spinTail)
+		}
+		w.due, w.start = due, due.Add(-lead)
+		c.add(w)
+		select {
+		case <-w.ch:
+		case <-done:
+			c.remove(w)
+			return false
+		}
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// add registers w and makes sure the run goroutine will see it in time.
+func (c *clock) add(w *waiter) {
+	c.mu.Lock()
+	// Every waiter enters pending; run moves it to armed once its start
+	// has passed, at once if it already has. A waiter that heads pending is
+	// the next thing run must act on, so only then is run told.
+	heap.Push(&c.pending, w)
+	if !c.running {
+		c.running = true
+		c.mu.Unlock()
+		go c.run()
+		return
+	}
+	if w.idx == 0 {
+		c.setTimer(w.start)
+		c.mu.Unlock()
+		// run may be yielding toward a later deadline, or, without a
+		// kernel timer, sleeping toward a later start.
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.mu.Unlock()
+}
+
+// remove unregisters w after its writer gave up waiting. If the clock had
+// already fired it, the token is drained so the channel can be reused.
+func (c *clock) remove(w *waiter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.in == nil {
+		select {
+		case <-w.ch:
+		default:
+		}
+		return
+	}
+	heap.Remove(w.in, w.idx)
+	if c.pending.Len() == 0 && c.armed.Len() == 0 {
+		// Wake run now so it exits instead of waiting for a deadline
+		// nobody is waiting for any more.
+		c.setTimer(time.Now())
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run is the clock's goroutine. Each pass moves waiters whose start has
+// passed into armed, fires those whose deadline passed, then waits for the
+// next instant that matters; it returns when no waiter is left. Every wait
+// in it is bounded by a deadline, a kick or an expiry of the kernel timer.
+func (c *clock) run() {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	var tick [8]byte
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		for c.pending.Len() > 0 && !c.pending.s[0].start.After(now) {
+			heap.Push(&c.armed, heap.Pop(&c.pending))
+		}
+		fired := false
+		for c.armed.Len() > 0 && !c.armed.s[0].due.After(now) {
+			w := heap.Pop(&c.armed).(*waiter)
+			w.ch <- struct{}{} // never blocks: one token per registration
+			fired = true
+		}
+		switch {
+		case fired:
+			c.mu.Unlock()
+			// Let the writers just woken run on this P first.
+			runtime.Gosched()
+		case c.armed.Len() > 0:
+			due := c.armed.s[0].due
+			c.mu.Unlock()
+			c.spin(due)
+		case c.pending.Len() > 0:
+			start := c.pending.s[0].start
+			c.setTimer(start)
+			c.mu.Unlock()
+			if c.tfd != nil {
+				// Parks on the netpoller until the timer expires; add
+				// moves the timer earlier if an earlier waiter arrives.
+				if _, err := c.tfd.Read(tick[:]); err == nil {
+					continue
+				}
+				// Not expected of a private timerfd. Sleeping on a Go
+				// timer for this pass keeps a broken one from turning
+				// the loop into a spin.
+			}
+			d := time.Until(start)
+			if t == nil {
+				t = time.NewTimer(d)
+			} else {
+				t.Reset(d)
+			}
+			select {
+			case <-t.C:
+			case <-c.kick:
+			}
+		default:
+			c.setTimer(time.Time{})
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+// spin yields until due, or returns early when a kick says a new waiter
+// may need to fire first.
+func (c *clock) spin(due time.Time) {
+	for time.Now().Before(due) {
+		select {
+		case <-c.kick:
+			return
+		default:
+		}
+		runtime.Gosched()
+	}
+}
+
+// setTimer arms the kernel timer to expire at `at`, or disarms it when at
+// is zero. Callers hold c.mu, so the timer always matches the heaps.
+func (c *clock) setTimer(at time.Time) {
+	if c.tfd == nil {
+		return
+	}
+	var its struct{ interval, value syscall.Timespec }
+	if !at.IsZero() {
+		// A zero value would disarm, so a past instant becomes 1 ns.
+		its.value = syscall.NsecToTimespec(max(int64(time.Until(at)), 1))
+	}
+	// The timerfd is never closed, so its number stays valid, and
+	// timerfd_settime does not block.
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, c.tfdn, 0,
+		uintptr(unsafe.Pointer(&its)), 0, 0, 0)
+}
+
+// newTimerFD opens a non-blocking CLOCK_MONOTONIC timerfd, wrapped so that
+// reads park on the netpoller, and returns it with its number; or nil if
+// the kernel refuses one. It is never closed: there is one per clock and
+// the process-wide clock lives as long as the process.
+func newTimerFD() (*os.File, uintptr) {
+	const (
+		clockMonotonic = 1
+		tfdNonblock    = syscall.O_NONBLOCK
+		tfdCloexec     = syscall.O_CLOEXEC
+	)
+	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
+	if errno != 0 {
+		return nil, 0
+	}
+	return os.NewFile(fd, "netsim-clock-timerfd"), fd
+}
+
+// waitHeap is a min-heap of waiters by due, or by start when byStart.
+type waitHeap struct {
+	s       []*waiter
+	byStart bool
+}
+
+func (h *waitHeap) Len() int { return len(h.s) }
+
+func (h *waitHeap) Less(i, j int) bool {
+	if h.byStart {
+		return h.s[i].start.Before(h.s[j].start)
+	}
+	return h.s[i].due.Before(h.s[j].due)
+}
+
+func (h *waitHeap) Swap(i, j int) {
+	h.s[i], h.s[j] = h.s[j], h.s[i]
+	h.s[i].idx, h.s[j].idx = i, j
+}
+
+func (h *waitHeap) Push(x any) {
+	w := x.(*waiter)
+	w.in, w.idx = h, len(h.s)
+	h.s = append(h.s, w)
+}
+
+func (h *waitHeap) Pop() any {
+	n := len(h.s) - 1
+	w := h.s[n]
+	h.s[n] = nil
+	h.s = h.s[:n]
+	w.in, w.idx = nil, -1
+	return w
+}

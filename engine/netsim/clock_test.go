@@ -1,0 +1,131 @@
+package netsim
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestClockWakesInOrder registers waiters with scattered deadlines on a
+// private clock, some of which give up early, and checks that none wakes
+// before its deadline or long after it, that the ones that gave up are
+// forgotten, and that the clock's goroutine exits once nothing is pending.
+func TestClockWakesInOrder(t *testing.T) {
+	t.Parallel()
+	t.Run("kernel timer", func(t *testing.T) {
+		t.Parallel()
+		c := newClock()
+		if c.tfd == nil {
+			t.Skip("no timerfd here")
+		}
+		testClockWakes(t, c)
+		_ = c.tfd.Close() // its goroutine has exited; a test clock is not reused
+	})
+	t.Run("go timer", func(t *testing.T) {
+		t.Parallel()
+		c := newClock()
+		if c.tfd != nil {
+			_ = c.tfd.Close()
+		}
+		c.tfd = nil // the fallback when the kernel gives no timerfd
+		testClockWakes(t, c)
+	})
+}
+
+func testClockWakes(t *testing.T, c *clock) {
+	const n = 60
+	r := rand.New(rand.NewPCG(1, 2))
+	// Deadlines start 50 ms out and cancellations come 20 ms before them,
+	// so even a late-starting goroutine under -race cancels in time.
+	base := time.Now().Add(50 * time.Millisecond)
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		due := base.Add(time.Duration(r.IntN(40_000)) * time.Microsecond)
+		done := make(chan struct{})
+		cancel := i%5 == 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w waiter
+			if cancel {
+				time.AfterFunc(time.Until(due)-20*time.Millisecond, func() { close(done) })
+			}
+			ok := c.wait(&w, due, DefaultSpinWindow, done)
+			woke := time.Now()
+			if ok == cancel {
+				t.Errorf("waiter %d: wait = %v, want %v", i, ok, !cancel)
+				return
+			}
+			if !ok {
+				return
+			}
+			if woke.Before(due) {
+				t.Errorf("waiter %d woke %v early", i, due.Sub(woke))
+			}
+			// Under -race on a loaded machine wake-ups can be late; this
+			// only catches a wait that missed its deadline outright.
+			if late := woke.Sub(due); late > 50*time.Millisecond {
+				t.Errorf("waiter %d woke %v late", i, late)
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(order) != n-n/5 {
+		t.Fatalf("%d waiters woke, want %d", len(order), n-n/5)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		running, left := c.running, c.pending.Len()+c.armed.Len()
+		c.mu.Unlock()
+		if !running && left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("clock still running with %d waiters after everyone left", left)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestClockFiresInDeadlineOrder checks the firing order itself, which
+// goroutine wake-ups in the test above could blur: waiters registered
+// latest deadline first must still be fired earliest first, none before
+// its deadline.
+func TestClockFiresInDeadlineOrder(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	const n = 20
+	ws := make([]*waiter, n)
+	base := time.Now().Add(10 * time.Millisecond)
+	for i := n - 1; i >= 0; i-- {
+		ws[i] = &waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 500 * time.Microsecond)}
+		ws[i].start = ws[i].due.Add(-DefaultSpinWindow)
+		c.add(ws[i])
+	}
+	for i, w := range ws {
+		select {
+		case <-w.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter %d never fired", i)
+		}
+		if now := time.Now(); now.Before(w.due) {
+			t.Fatalf("waiter %d fired %v early", i, w.due.Sub(now))
+		}
+		// Everything later must still be waiting when this one has fired;
+		// the one right after may already be due on a slow machine.
+		for j := i + 2; j < n; j++ {
+			if len(ws[j].ch) != 0 && time.Now().Before(ws[j].due) {
+				t.Fatalf("waiter %d fired before its deadline, ahead of %d", j, i)
+			}
+		}
+	}
+}
