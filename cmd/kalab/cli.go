@@ -46,14 +46,15 @@ const usage = `kalab - declarative HTTP connection-reuse scenarios
 Usage:
   kalab run [files or dirs...]        run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]   check scenario files without running them (default: scenarios/)
+  kalab diff OLD NEW                   compare two results files metric by metric, as --baseline does
   kalab schema                         print the scenario JSON Schema
   kalab version                        print the version
   kalab help [metrics|presets]         this help, the metric names, or the presets
 
 Run 'kalab COMMAND --help' for a command's flags.
 
-Exit codes: 0 every check passed; 1 a check failed; 2 the input is invalid (nothing ran);
-3 the engine failed; 130 interrupted.
+Exit codes: 0 every check passed; 1 a check failed or a baseline regressed; 2 the input is
+invalid (nothing ran); 3 the engine failed; 130 interrupted.
 `
 
 // Main is the whole CLI; it returns the process exit code.
@@ -68,6 +69,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "diff":
+		return cmdDiff(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version":

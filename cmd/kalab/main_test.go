@@ -24,7 +24,13 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			// The bundled suite, so scripts can validate it as a user would.
 			dir, err := filepath.Abs("../../scenarios")
+			if err != nil {
+				return err
+			}
 			env.Setenv("SCENARIOS", dir)
+			// The Jenkins JUnit schema, for scripts that check --junit with xmllint.
+			xsd, err := filepath.Abs("../../engine/report/testdata/junit-10.xsd")
+			env.Setenv("JUNIT_XSD", xsd)
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

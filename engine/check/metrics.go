@@ -52,6 +52,9 @@ type Metrics struct {
 	RPS               float64       `expr:"rps" json:"rps"`
 	CPUUsPerRequest   float64       `expr:"cpu_us_per_request" json:"cpu_us_per_request"`
 	PeakRSSMB         float64       `expr:"peak_rss_mb" json:"peak_rss_mb"`
+	// TimeWait is the sockets left in TIME_WAIT on the client-proxy link when the run
+	// ended (read from /proc/net/tcp): what a connection-churning client leaves behind.
+	TimeWait float64 `expr:"time_wait" json:"time_wait"`
 }
 
 // Names lists every metric name in dotted form, sorted.

@@ -1,5 +1,3 @@
-// Package report writes and reads kalab's result files (JSONL run, scenario and request
-// records) and renders them for people: the terminal summary table.
 package report
 
 import (
@@ -22,7 +20,7 @@ const (
 
 // Check is one evaluated assertion.
 type Check struct {
-	Kind     string             `json:"kind"` // expect | compare
+	Kind     string             `json:"kind"` // expect | compare | baseline
 	Expr     string             `json:"expr"`
 	Pass     bool               `json:"pass"`
 	Observed map[string]float64 `json:"observed"`
@@ -53,6 +51,19 @@ type Run struct {
 	Metrics       check.Metrics     `json:"metrics"`
 	Checks        []Check           `json:"checks"`
 	RequestsFile  string            `json:"requests_file,omitempty"` // relative to the run directory
+	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
+	Baseline *BaselineRef `json:"baseline,omitempty"`
+}
+
+// BaselineRef records how a run compared with the baseline it was run against. Each
+// regressed metric is also a failed check of kind "baseline" in the run's Checks.
+type BaselineRef struct {
+	File      string   `json:"file"`             // the baseline results.jsonl
+	RunID     string   `json:"run_id,omitempty"` // the baseline run compared with; empty when new
+	State     string   `json:"state"`            // compared | new | not-comparable
+	Note      string   `json:"note,omitempty"`   // e.g. a time scale that differs from the baseline
+	Regressed []string `json:"regressed,omitempty"`
+	Improved  []string `json:"improved,omitempty"`
 }
 
 // Scenario is the line written after the last run of a scenario: its compare checks.

@@ -30,17 +30,18 @@ func tlsVersion(v scenario.Version) uint16 {
 func serverConfig(st scenario.Settings, sc scaler) server.Config {
 	s := st.Server
 	cfg := server.Config{
-		TLS:             s.TLS,
-		TLSVersion:      tlsVersion(s.TLSVersion),
-		SessionTickets:  s.SessionTickets,
-		HTTP2:           s.HTTP == "2",
-		IdleTimeout:     sc.d(s.IdleTimeout),
-		HintOnlyIfAsked: s.HintOnlyIfAsked,
-		MaxRequests:     s.MaxRequests,
-		CloseEvery:      s.CloseEvery,
-		Status:          s.Response.Status,
-		BodyBytes:       s.Response.BodyBytes,
-		Delay:           sc.d(s.Response.Delay),
+		TLS:                  s.TLS,
+		TLSVersion:           tlsVersion(s.TLSVersion),
+		SessionTickets:       s.SessionTickets,
+		HTTP2:                s.HTTP == "2",
+		IdleTimeout:          sc.d(s.IdleTimeout),
+		HintOnlyIfAsked:      s.HintOnlyIfAsked,
+		MaxRequests:          s.MaxRequests,
+		CloseEvery:           s.CloseEvery,
+		MaxConcurrentStreams: s.HTTP2MaxStreams,
+		Status:               s.Response.Status,
+		BodyBytes:            s.Response.BodyBytes,
+		Delay:                sc.d(s.Response.Delay),
 	}
 	// The hint is written in scenario seconds whatever the time scale, so that a client
 	// reads the same "timeout=N" at every scale; the client scales N back (hintUnit).

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -25,17 +24,20 @@ var ErrNoRuns = errors.New("no run matches the filter")
 
 // Options control an invocation.
 type Options struct {
-	Out           string         // results directory (results/)
-	RunID         string         // empty: a new one
-	Parallel      int            // runs at once; <= 0 means DefaultParallel
-	TimeScale     float64        // > 0 overrides every file's time_scale
-	Seed          *int64         // overrides every run's load.seed
-	Filter        *regexp.Regexp // keeps runs whose "scenario/variant" matches
-	KalabVersion  string
-	Log           zerolog.Logger
-	Observer      Observer // live progress; nil for none
-	SkipRequests  bool     // do not write per-request files
-	DeadlineScale float64  // multiplies each run's deadline (tests use < 1); 0 means 1
+	Out          string         // results directory (results/)
+	RunID        string         // empty: a new one
+	Parallel     int            // runs at once; <= 0 means DefaultParallel
+	TimeScale    float64        // > 0 overrides every file's time_scale
+	Seed         *int64         // overrides every run's load.seed
+	Filter       *regexp.Regexp // keeps runs whose "scenario/variant" matches
+	KalabVersion string
+	Log          zerolog.Logger
+	Observer     Observer // live progress; nil for none
+	// Judge, when set, sees each run's record after its checks and before it is written,
+	// and may add checks (the baseline comparison does).
+	Judge         func(*report.Run)
+	SkipRequests  bool    // do not write per-request files
+	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 }
 
 // DefaultParallel is how many runs overlap by default (see the README's performance
@@ -83,9 +85,10 @@ func (o *Outcome) Errored() bool {
 }
 
 type job struct {
-	sc  *scenario.Scenario
-	run *scenario.Run
-	idx int
+	sc     *scenario.Scenario
+	run    *scenario.Run
+	idx    int
+	weight int // connections it may hold open at once
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -99,16 +102,24 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		opt.RunID = report.NewRunID(time.Now())
 	}
 	var jobs []job
+	var weights []int
 	remaining := map[*scenario.Scenario]int{}
-	maxConc := 1
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
 				continue
 			}
-			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs)})
+			l := r.Settings.Load
+			w := connWeight(runWeight{concurrency: l.Concurrency, requests: l.Requests})
+			if l.Rate == 0 && l.Concurrency <= 1 {
+				w = 2 // sequential: a connection, and one being replaced
+			}
+			if direct(r.Settings) {
+				w = (w + 1) / 2 // no proxy: two descriptors a connection instead of four
+			}
+			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w})
+			weights = append(weights, w)
 			remaining[sc]++
-			maxConc = max(maxConc, r.Settings.Load.Concurrency)
 		}
 	}
 	if len(jobs) == 0 {
@@ -116,9 +127,11 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	}
 	// Client, proxy (two sockets) and server each hold a descriptor per simulated
 	// connection when they share this process.
-	if err := netsim.RaiseFileLimit(uint64(4*maxConc*min(opt.Parallel, len(jobs)) + 256)); err != nil {
+	total, err := fileBudget(weights, opt.Parallel)
+	if err != nil {
 		return nil, err
 	}
+	conns := newBudget(total)
 	w, err := report.Create(opt.Out, opt.RunID)
 	if err != nil {
 		return nil, err
@@ -137,7 +150,14 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		go func() {
 			defer wg.Done()
 			for j := range queue {
-				rec := execute(ctx, w, j.sc, j.run, opt)
+				held := conns.acquire(ctx, j.weight)
+				var rec *report.Run
+				if held == 0 {
+					rec = notStarted(j.sc, j.run, opt)
+				} else {
+					rec = execute(ctx, w, j.sc, j.run, opt)
+					conns.release(held)
+				}
 				mu.Lock()
 				recs[j.idx] = rec
 				if err := w.WriteRun(rec); err != nil && writeErr == nil {
@@ -220,6 +240,14 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		rec.Checks = append(rec.Checks, c)
 	}
 	return rec
+}
+
+// notStarted records a run that was interrupted while waiting for its turn.
+func notStarted(sc *scenario.Scenario, r *scenario.Run, opt Options) *report.Run {
+	return &report.Run{KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
+		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(r.Settings), TimeScale: r.Settings.TimeScale,
+		Seed: r.Settings.Load.Seed, StartedAt: time.Now().UTC(), Status: report.StatusInterrupted,
+		Error: "interrupted before the run started", Checks: []report.Check{}}
 }
 
 func paramsJSON(st scenario.Settings) json.RawMessage {

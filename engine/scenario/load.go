@@ -46,6 +46,9 @@ type Scenario struct {
 	File        string
 	Runs        []*Run
 	Compare     []Assertion
+	// Baseline holds the file's baseline tolerance overrides, by metric name; nil when the
+	// file sets none.
+	Baseline map[string]Tolerance
 }
 
 // Run is one scenario x variant: resolved settings plus the checks it must pass.
@@ -189,6 +192,7 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	}
 	expect := l.assertions(root, "expect", check.Expect)
 	sc.Compare = l.assertions(root, "compare", check.Compare)
+	sc.Baseline = l.baseline(root)
 	// With schema errors the settings cannot be decoded, but run names can still be worked
 	// out, so that matrix, duplicate-name and compare errors are reported in the same pass.
 	sc.Runs = l.expand(sc.Name, expect, len(diags) == 0)
@@ -254,6 +258,58 @@ func exprPos(item *yaml.Node, offset int) (int, int) {
 		}
 	}
 	return item.Line, item.Column
+}
+
+// baseline reads the baseline tolerance overrides; keys must be metric names, so a typo is a
+// load error instead of a tolerance that silently never applies.
+func (l *loader) baseline(root *yaml.Node) map[string]Tolerance {
+	_, m := lookup(root, "baseline")
+	m = resolve(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil // absent, or the schema has reported the shape
+	}
+	out := map[string]Tolerance{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := resolve(m.Content[i]), resolve(m.Content[i+1])
+		if k == nil || v == nil || k.Kind != yaml.ScalarNode {
+			continue
+		}
+		if !check.IsName(k.Value) {
+			msg := fmt.Sprintf("unknown metric %q", k.Value)
+			if s := suggest.Closest(k.Value, check.Names()); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			} else {
+				msg += " (kalab help metrics lists them)"
+			}
+			l.add(k, "baseline", "%s", msg)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || !toleranceShape(v) {
+			continue // the schema has reported it
+		}
+		t, err := ParseTolerance(v.Value)
+		if err != nil {
+			l.add(v, "baseline."+k.Value, "%v", err)
+			continue
+		}
+		t.Line, t.Col = k.Line, k.Column
+		out[k.Value] = t
+	}
+	return out
+}
+
+var reTolerance = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?%|off)$`)
+
+// toleranceShape reports whether a value has the form the schema allows, so that a value the
+// schema rejected is not reported a second time.
+func toleranceShape(v *yaml.Node) bool {
+	switch v.ShortTag() {
+	case "!!int", "!!float":
+		return !strings.HasPrefix(strings.TrimSpace(v.Value), "-")
+	case "!!str":
+		return reTolerance.MatchString(v.Value)
+	}
+	return false
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
@@ -524,6 +580,9 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	}
 	if ld.Pause.Max > 0 && ld.Burst == 0 {
 		l.add(at("load.pause"), "load.pause", "a pause needs a burst: set load.burst to the requests sent between pauses%s", where)
+	}
+	if resp := r.Settings.Server.Response; resp.BodyBytes > 0 && (resp.Status == 204 || resp.Status == 304) {
+		l.add(at("server.response.body_bytes"), "server.response.body_bytes", "a %d response has no body; set body_bytes: 0%s", resp.Status, where)
 	}
 	c := r.Settings.Client
 	if c.Implementation == "go-net-http" {

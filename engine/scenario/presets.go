@@ -31,6 +31,7 @@ server:
   hint_only_if_asked: false
   max_requests: 0
   close_every: 0
+  http2_max_streams: 0
   response: {status: 200, body_bytes: 200, delay: 0}
 client:
   implementation: model

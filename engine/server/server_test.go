@@ -501,7 +501,7 @@ func TestCloseWithActiveAndIdleConnections(t *testing.T) {
 // so the stream limit decides whether an HTTP/2 burst shares one connection.
 func TestHTTP2StreamLimitSpreadsABurst(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ limit, minConns, maxConns int64 }{{4, 3, 12}, {1000, 1, 1}} {
+	for _, tc := range []struct{ limit, minConns, maxConns int64 }{{4, 3, 20}, {1000, 1, 1}} {
 		t.Run(fmt.Sprintf("limit=%d", tc.limit), func(t *testing.T) {
 			t.Parallel()
 			s := start(t, Config{HTTP2: true, MaxConcurrentStreams: int(tc.limit), Delay: 200 * time.Millisecond})

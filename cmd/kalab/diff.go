@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// cmdDiff compares two results files with the rules kalab run --baseline applies.
+func cmdDiff(args []string, stdout, stderr io.Writer) int {
+	fs, lo := flagSet("diff", "diff [flags] OLD NEW  (results.jsonl files or run directories)", stderr)
+	all := fs.Bool("all", false, "show every metric, not only the key ones and those that moved")
+	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
+	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")
+	noScenarios := fs.Bool("no-scenario-tolerances", false, "ignore the baseline: blocks of the scenario files NEW names")
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	if _, err := lo.logger(stderr); err != nil {
+		fmt.Fprintf(stderr, "kalab diff: %v\n", err)
+		return exitInvalid
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "kalab diff: want two results files, OLD and NEW (got %d arguments)\n", fs.NArg())
+		return exitInvalid
+	}
+	flagTols, err := parseTolerances(*tolFlags)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab diff: --tolerance %v\n", err)
+		return exitInvalid
+	}
+	// NEW goes through the same checks as a baseline: the same kinds of bad input apply.
+	old, oerr := report.LoadBaseline(fs.Arg(0))
+	cur, cerr := report.LoadBaseline(fs.Arg(1))
+	for _, e := range []struct {
+		role string
+		err  error
+	}{{"OLD", oerr}, {"NEW", cerr}} {
+		var be *report.BaselineError
+		switch {
+		case errors.As(e.err, &be):
+			fmt.Fprintf(stderr, "kalab diff: %s %s: %v\n", e.role, be.Path, be.Err)
+		case e.err != nil:
+			fmt.Fprintf(stderr, "kalab diff: %s: %v\n", e.role, e.err)
+		}
+	}
+	if oerr != nil || cerr != nil {
+		return exitInvalid
+	}
+	runs := make([]*report.Run, len(cur.Runs))
+	for i := range cur.Runs {
+		runs[i] = &cur.Runs[i]
+	}
+	tols := &report.Tolerances{Flags: flagTols, Scenarios: map[string]report.ScenarioTolerances{}}
+	if !*noScenarios {
+		scenarioTolerances(runs, tols, stderr)
+	}
+	cmp := &report.Comparer{Baseline: old, Tolerances: tols}
+	diffs := cmp.Diff(runs)
+	if err := report.DiffTable(stdout, diffs, *all); err != nil {
+		fmt.Fprintf(stderr, "kalab diff: %v\n", err)
+		return exitEngine
+	}
+	c := report.Count(diffs)
+	switch {
+	case c.Regressed > 0:
+		return exitCheckFailed
+	case *failMissing && c.Missing > 0:
+		return exitCheckFailed
+	}
+	return exitOK
+}
+
+// scenarioTolerances applies the baseline: blocks of the scenario files the runs name, as
+// kalab run would have. A file that is gone or no longer loads is reported and skipped: the
+// comparison then uses the defaults for its runs.
+func scenarioTolerances(runs []*report.Run, tols *report.Tolerances, stderr io.Writer) {
+	files := map[string]bool{}
+	for _, r := range runs {
+		if r.File != "" {
+			files[r.File] = true
+		}
+	}
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		if _, err := os.Stat(f); err != nil {
+			continue // results from another checkout: defaults apply
+		}
+		plan, err := scenario.LoadFiles([]string{f})
+		if err != nil {
+			fmt.Fprintf(stderr, "kalab diff: %s does not load, so its baseline tolerances are not applied:\n%v\n", f, err)
+			continue
+		}
+		for n, t := range report.PlanTolerances(plan, nil).Scenarios {
+			tols.Scenarios[n] = t
+		}
+	}
+}

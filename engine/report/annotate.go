@@ -1,0 +1,96 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// Annotations writes a GitHub Actions ::error workflow command for each failed check
+// (expect, compare and baseline regressions) and each run that could not complete, so the
+// failure shows on the scenario line in the pull request. workspace, when not empty, is
+// $GITHUB_WORKSPACE: absolute scenario paths under it are made relative, as GitHub expects.
+func Annotations(w io.Writer, runs []*Run, scenarios []*Scenario, workspace string) error {
+	var b strings.Builder
+	for _, r := range runs {
+		where := r.Scenario + " / " + r.Variant
+		for _, c := range r.Checks {
+			if !c.Pass {
+				annotate(&b, workspace, c.File, c.Line, c.Col, "kalab: "+where, checkText(c))
+			}
+		}
+		if r.Status == StatusError || r.Status == StatusInterrupted {
+			annotate(&b, workspace, r.File, 0, 0, "kalab: "+where, r.Status+": "+r.Error)
+		}
+	}
+	for _, s := range scenarios {
+		for _, c := range s.Checks {
+			if !c.Pass && !c.Skipped {
+				annotate(&b, workspace, c.File, c.Line, c.Col, "kalab: "+s.Scenario+" (compare)", checkText(c))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// AnnotateMissing writes a ::error (fail true) or ::warning for baseline runs that did not run.
+func AnnotateMissing(w io.Writer, missing []RunDiff, fail bool, workspace string) error {
+	var b strings.Builder
+	for _, m := range missing {
+		cmd := "warning"
+		if fail {
+			cmd = "error"
+		}
+		fmt.Fprintf(&b, "::%s file=%s,title=%s::%s\n", cmd, escapeProperty(relTo(workspace, m.File)),
+			escapeProperty("kalab: "+m.Scenario+" / "+m.Variant),
+			escapeData("in the baseline but did not run"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func annotate(b *strings.Builder, workspace, file string, line, col int, title, msg string) {
+	fmt.Fprintf(b, "::error file=%s", escapeProperty(relTo(workspace, file)))
+	if line > 0 {
+		fmt.Fprintf(b, ",line=%d", line)
+		if col > 0 {
+			fmt.Fprintf(b, ",col=%d", col)
+		}
+	}
+	fmt.Fprintf(b, ",title=%s::%s\n", escapeProperty(title), escapeData(msg))
+}
+
+// checkText is a failed check as one message: the expression, its observed values, its error.
+func checkText(c Check) string {
+	s := "FAIL " + c.Expr
+	if len(c.Observed) > 0 {
+		s += " (" + Observed(c.Observed) + ")"
+	}
+	if c.Error != "" {
+		s += ": " + c.Error
+	}
+	return s
+}
+
+func relTo(workspace, file string) string {
+	if workspace == "" || !filepath.IsAbs(file) {
+		return filepath.ToSlash(file)
+	}
+	if r, err := filepath.Rel(workspace, file); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return filepath.ToSlash(file)
+}
+
+// escapeData and escapeProperty follow the runner's workflow-command encoding: a newline in
+// a message would otherwise end the command, and a comma or colon in a property would end
+// the property.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

@@ -1,0 +1,554 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// Direction says which way a metric gets worse.
+type Direction int
+
+// Directions of the metric vocabulary.
+const (
+	HigherIsWorse Direction = iota // errors, connections, latencies, totals
+	LowerIsWorse                   // throughput, reuse
+	AnyChange                      // the request count: a change means the baseline is stale
+	Informational                  // shown by kalab diff, never a regression
+)
+
+// String names the direction as the diff table's reader thinks of it.
+func (d Direction) String() string {
+	switch d {
+	case HigherIsWorse:
+		return "up is worse"
+	case LowerIsWorse:
+		return "down is worse"
+	case AnyChange:
+		return "must not change"
+	}
+	return "informational"
+}
+
+// Rule is how one metric is compared with its baseline value.
+type Rule struct {
+	Worse     Direction
+	Tolerance scenario.Tolerance
+	// Floor is the least slack a default or relative tolerance allows, so that noise does
+	// not fail a build; its unit depends on the metric (see floorKind). An absolute
+	// tolerance written in a scenario file or a flag is used exactly, without a floor.
+	Floor float64
+	// Source says where the tolerance came from: "default", "flag" or the scenario file.
+	Source string
+	floor  floorKind
+}
+
+// floorKind says how a rule's Floor turns into slack for one run.
+type floorKind int
+
+const (
+	floorNone floorKind = iota
+	// floorCount: the larger of Floor and 3 standard deviations of a Poisson count (3*sqrt
+	// of the baseline value): a race that produced 16 errors may well produce 25 next time.
+	floorCount
+	// floorRealMs: Floor is milliseconds of real time, divided by the time scale, because
+	// scheduler noise does not shrink with the scale while the scenario-time figures grow
+	// by 1/scale.
+	floorRealMs
+	// floorPerRequest: Floor is real milliseconds per request, for totals of a run.
+	floorPerRequest
+	// floorThroughput: the drop in requests per second that the total_ms floor allows.
+	floorThroughput
+)
+
+// Slack is how far the metric may move in its worse direction from its baseline value:
+// the tolerance, widened to the noise floor for defaults and relative tolerances. old is
+// the baseline run's metrics and scale the smaller time scale of the two runs.
+func (r Rule) Slack(metric string, old map[string]float64, scale float64) float64 {
+	v := old[metric]
+	t := r.Tolerance
+	if t.Off {
+		return 0
+	}
+	slack := t.Value
+	if t.Relative {
+		slack = t.Value * math.Abs(v)
+	}
+	if !t.Relative && r.Source != "default" {
+		return slack
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	var floor float64
+	switch r.floor {
+	case floorCount:
+		floor = math.Max(r.Floor, 3*math.Sqrt(math.Abs(v)))
+	case floorRealMs:
+		floor = r.Floor / scale
+	case floorPerRequest:
+		floor = r.Floor * old["requests"] / scale
+	case floorThroughput:
+		total := old["total_ms"]
+		if total > 0 {
+			totalSlack := totalRule.Floor * old["requests"] / scale
+			floor = v * (1 - total/(total+totalSlack))
+		}
+	}
+	return math.Max(slack, floor)
+}
+
+func abs(v float64) scenario.Tolerance { return scenario.Tolerance{Value: v} }
+func rel(v float64) scenario.Tolerance { return scenario.Tolerance{Relative: true, Value: v} }
+
+// totalRule is the total_ms default; rps derives its floor from it.
+var totalRule = Rule{Worse: HigherIsWorse, Tolerance: rel(0.15), Floor: 5, floor: floorPerRequest}
+
+// off is the default of metrics that are shown but not gated unless a tolerance is set.
+var off = scenario.Tolerance{Off: true}
+
+// defaultRules are the tolerances a run gets unless a scenario file or a flag sets others.
+// Counts are absolute, latencies and totals relative and upward, throughput and reuse
+// downward; tail latencies, min/max and process-wide figures are shown but off unless a
+// tolerance is set. The figures were set from runs of the
+// default suite at --time-scale 0.1 with four runs in parallel on a 2-core machine, one of
+// them while other tests loaded both cores (see doc.go).
+var defaultRules = func() map[string]Rule {
+	count := func(worse Direction) Rule {
+		return Rule{Worse: worse, Tolerance: abs(2), Floor: 2, floor: floorCount}
+	}
+	lat := func(tol, floorMs float64) Rule {
+		return Rule{Worse: HigherIsWorse, Tolerance: rel(tol), Floor: floorMs, floor: floorRealMs}
+	}
+	r := map[string]Rule{
+		"requests":           {Worse: AnyChange, Tolerance: abs(0)},
+		"ok":                 {Worse: LowerIsWorse, Tolerance: off},
+		"errors":             count(HigherIsWorse),
+		"errors_per_1000":    {Worse: HigherIsWorse, Tolerance: off},
+		"retries":            count(HigherIsWorse),
+		"hidden_retries":     count(HigherIsWorse),
+		"connections":        count(HigherIsWorse),
+		"server_connections": count(HigherIsWorse),
+		"proxy_connections":  count(HigherIsWorse),
+		"tls_handshakes":     count(HigherIsWorse),
+		"reused_requests":    count(LowerIsWorse),
+		"reuse_ratio":        {Worse: LowerIsWorse, Tolerance: abs(0.02)},
+		"tls_resumed":        {Worse: Informational},
+		"latency_ms.p50":     lat(0.20, 3),
+		"latency_ms.mean":    lat(0.30, 5),
+		// Tails are shown, not gated: with reused (1 RTT) and new (3 RTT) requests in one
+		// run the distribution is bimodal, and p90-p99 jump between the modes when a few
+		// requests change sides. A file gates them where its distribution is unimodal.
+		"latency_ms.p90": {Worse: HigherIsWorse, Tolerance: off, Floor: 10, floor: floorRealMs},
+		"latency_ms.p95": {Worse: HigherIsWorse, Tolerance: off, Floor: 15, floor: floorRealMs},
+		"latency_ms.p99": {Worse: HigherIsWorse, Tolerance: off, Floor: 40, floor: floorRealMs},
+		"latency_ms.min": {Worse: HigherIsWorse, Tolerance: off, Floor: 3, floor: floorRealMs},
+		"latency_ms.max": {Worse: HigherIsWorse, Tolerance: off, Floor: 40, floor: floorRealMs},
+		"total_ms":       totalRule,
+		"rps":            {Worse: LowerIsWorse, Tolerance: rel(0.15), floor: floorThroughput},
+		// Process-wide figures: runs in parallel share the process, so by default they are
+		// shown, not gated; a tolerance in a file or a flag gates them (upward is worse).
+		"cpu_us_per_request": {Worse: HigherIsWorse, Tolerance: off},
+		"peak_rss_mb":        {Worse: HigherIsWorse, Tolerance: off},
+	}
+	for _, n := range check.Names() {
+		if strings.HasPrefix(n, "errors_by_class.") {
+			r[n] = count(HigherIsWorse)
+		}
+	}
+	for n, rule := range r {
+		rule.Source = "default"
+		r[n] = rule
+	}
+	return r
+}()
+
+// DefaultRule returns the default rule of a metric; ok is false for a name outside the
+// metric vocabulary.
+func DefaultRule(metric string) (Rule, bool) {
+	r, ok := defaultRules[metric]
+	if !ok && check.IsName(metric) {
+		// A metric added to the vocabulary after this table: compare it, loosely.
+		return Rule{Worse: Informational, Source: "default"}, true
+	}
+	return r, ok
+}
+
+// Tolerances layers the tolerance overrides on the defaults: a scenario file's baseline:
+// block overrides the defaults, and a --tolerance flag overrides both, as a command line
+// overrides configuration.
+type Tolerances struct {
+	Flags     map[string]scenario.Tolerance
+	Scenarios map[string]ScenarioTolerances // by scenario name
+}
+
+// ScenarioTolerances are one scenario file's overrides.
+type ScenarioTolerances struct {
+	File  string
+	Rules map[string]scenario.Tolerance
+}
+
+// ParseToleranceFlag reads METRIC=TOLERANCE, as given to --tolerance. METRIC may end in
+// ".*" to set every metric of a group (latency_ms.*, errors_by_class.*).
+func ParseToleranceFlag(s string) (map[string]scenario.Tolerance, error) {
+	name, val, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return nil, fmt.Errorf("%q: use METRIC=TOLERANCE, e.g. latency_ms.p50=5%%", s)
+	}
+	var names []string
+	if group, isGroup := strings.CutSuffix(name, ".*"); isGroup {
+		for _, n := range check.Names() {
+			if strings.HasPrefix(n, group+".") {
+				names = append(names, n)
+			}
+		}
+	} else if check.IsName(name) {
+		names = []string{name}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%q: unknown metric %q (kalab help metrics lists them)", s, name)
+	}
+	t, err := scenario.ParseTolerance(val)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out := make(map[string]scenario.Tolerance, len(names))
+	for _, n := range names {
+		out[n] = t
+	}
+	return out, nil
+}
+
+// PlanTolerances collects the baseline: overrides of every loaded scenario.
+func PlanTolerances(plan *scenario.Plan, flags map[string]scenario.Tolerance) *Tolerances {
+	t := &Tolerances{Flags: flags, Scenarios: map[string]ScenarioTolerances{}}
+	if plan != nil {
+		for _, s := range plan.Scenarios {
+			if len(s.Baseline) > 0 {
+				t.Scenarios[s.Name] = ScenarioTolerances{File: s.File, Rules: s.Baseline}
+			}
+		}
+	}
+	return t
+}
+
+// Rule returns the rule that applies to a metric of a scenario.
+func (t *Tolerances) Rule(scenarioName, metric string) Rule {
+	r, _ := DefaultRule(metric)
+	if t == nil {
+		return r
+	}
+	if st, ok := t.Scenarios[scenarioName]; ok {
+		if tol, ok := st.Rules[metric]; ok {
+			r.Tolerance, r.Source = tol, st.File
+		}
+	}
+	if tol, ok := t.Flags[metric]; ok {
+		r.Tolerance, r.Source = tol, "flag"
+	}
+	if r.Worse == Informational && r.Source != "default" {
+		// A metric with no better direction (tls_resumed): a tolerance bounds any change.
+		r.Worse = AnyChange
+	}
+	return r
+}
+
+// Baseline is a results.jsonl of an earlier run that later runs are compared with.
+type Baseline struct {
+	Path  string
+	Runs  []Run
+	index map[string]int
+}
+
+// BaselineError is bad baseline input: a file that cannot be read as kalab results.
+type BaselineError struct {
+	Path string
+	Err  error
+}
+
+// Error names the baseline file and what is wrong with it.
+func (e *BaselineError) Error() string {
+	return fmt.Sprintf("baseline %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *BaselineError) Unwrap() error { return e.Err }
+
+// LoadBaseline reads a results.jsonl (or a run directory holding one) as a baseline. It
+// rejects lines that are not JSON, that break schema/result.schema.json or that carry
+// another record version, a file without runs, and a scenario/variant seen twice; every
+// such error is a *BaselineError.
+func LoadBaseline(path string) (*Baseline, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "results.jsonl")
+	}
+	res, err := ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		} else {
+			err = fmt.Errorf("line %w", trimPathPrefix(err, path))
+		}
+		return nil, &BaselineError{Path: path, Err: err}
+	}
+	if len(res.Runs) == 0 {
+		return nil, &BaselineError{Path: path, Err: errors.New("holds no run records; write a baseline with kalab run --out DIR and copy DIR/latest/results.jsonl")}
+	}
+	if _, err := ValidateFile(path, false); err != nil {
+		return nil, &BaselineError{Path: path, Err: fmt.Errorf("does not match schema/result.schema.json: line %w", trimPathPrefix(err, path))}
+	}
+	b := &Baseline{Path: path, Runs: res.Runs, index: make(map[string]int, len(res.Runs))}
+	for i, r := range res.Runs {
+		k := runKey(r.Scenario, r.Variant)
+		if _, dup := b.index[k]; dup {
+			return nil, &BaselineError{Path: path, Err: fmt.Errorf("run %s / %s appears twice; a baseline is the results of one invocation", r.Scenario, r.Variant)}
+		}
+		b.index[k] = i
+	}
+	return b, nil
+}
+
+// trimPathPrefix drops the "path:" that ReadFile and ValidateFile put first, so the message
+// can say "line N" instead.
+func trimPathPrefix(err error, path string) error {
+	return errors.New(strings.TrimPrefix(err.Error(), path+":"))
+}
+
+// Run returns the baseline run of a scenario and variant, or nil.
+func (b *Baseline) Run(scenarioName, variant string) *Run {
+	if i, ok := b.index[runKey(scenarioName, variant)]; ok {
+		return &b.Runs[i]
+	}
+	return nil
+}
+
+func runKey(s, v string) string { return s + "\x00" + v }
+
+// Verdicts of a metric compared with its baseline.
+const (
+	VerdictSame      = "same"      // within tolerance
+	VerdictRegressed = "regressed" // worse by more than the tolerance
+	VerdictImproved  = "improved"  // better by more than the tolerance
+	VerdictChanged   = "changed"   // an informational metric that moved
+	VerdictOff       = "off"       // not compared (tolerance off)
+)
+
+// States of a run in a comparison.
+const (
+	StateCompared      = "compared"       // both runs completed; metrics compared
+	StateNew           = "new"            // not in the baseline
+	StateMissing       = "missing"        // in the baseline, not in this invocation
+	StateNotComparable = "not-comparable" // one side errored or was interrupted
+)
+
+// MetricDelta is one metric of a run next to its baseline value.
+type MetricDelta struct {
+	Metric   string
+	Old, New float64
+	Rule     Rule
+	Slack    float64 // how far it could move in its worse direction
+	Verdict  string
+}
+
+// Delta is New - Old.
+func (m MetricDelta) Delta() float64 { return m.New - m.Old }
+
+// Change renders the change: "+12.5%" against a non-zero baseline, else "+3".
+func (m MetricDelta) Change() string {
+	d := m.Delta()
+	if d == 0 {
+		return "0"
+	}
+	if m.Old != 0 {
+		return fmt.Sprintf("%+.1f%%", 100*d/math.Abs(m.Old))
+	}
+	if d > 0 {
+		return "+" + num(d)
+	}
+	return num(d)
+}
+
+// Expr renders the rule as the expression a failed check shows, e.g.
+// "latency_ms.p50 <= 170.5 (baseline 155 +10%)".
+func (m MetricDelta) Expr() string {
+	tol := m.Rule.Tolerance.String()
+	if m.Rule.Tolerance.Relative && m.Slack > m.Rule.Tolerance.Value*math.Abs(m.Old) {
+		tol = fmt.Sprintf("%s, at least %s", tol, num(m.Slack))
+	}
+	switch m.Rule.Worse {
+	case LowerIsWorse:
+		return fmt.Sprintf("%s >= %s (baseline %s -%s)", m.Metric, num(m.Old-m.Slack), num(m.Old), tol)
+	case AnyChange:
+		return fmt.Sprintf("%s == %s (baseline, ±%s)", m.Metric, num(m.Old), tol)
+	}
+	return fmt.Sprintf("%s <= %s (baseline %s +%s)", m.Metric, num(m.Old+m.Slack), num(m.Old), tol)
+}
+
+// RunDiff is one run compared with its baseline run.
+type RunDiff struct {
+	Scenario, Variant, File string
+	State                   string
+	Note                    string // why a run is not comparable, or a caveat such as a time scale change
+	BaselineRunID           string
+	Metrics                 []MetricDelta // sorted by metric name; empty unless compared
+}
+
+// With returns the metrics with the given verdict.
+func (d RunDiff) With(verdict string) []MetricDelta {
+	var out []MetricDelta
+	for _, m := range d.Metrics {
+		if m.Verdict == verdict {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Comparer compares runs with a baseline under a set of tolerances. It only reads its
+// fields, so runs may be compared from several goroutines at once.
+type Comparer struct {
+	Baseline   *Baseline
+	Tolerances *Tolerances
+}
+
+// CompareRun compares one run with its baseline run.
+func (c *Comparer) CompareRun(cur *Run) RunDiff {
+	d := RunDiff{Scenario: cur.Scenario, Variant: cur.Variant, File: cur.File}
+	old := c.Baseline.Run(cur.Scenario, cur.Variant)
+	if old == nil {
+		d.State = StateNew
+		return d
+	}
+	d.BaselineRunID = old.RunID
+	if !completed(cur.Status) {
+		d.State, d.Note = StateNotComparable, "this run ended "+cur.Status
+		return d
+	}
+	if !completed(old.Status) {
+		d.State, d.Note = StateNotComparable, "the baseline run ended "+old.Status
+		return d
+	}
+	d.State = StateCompared
+	if old.TimeScale != cur.TimeScale {
+		d.Note = fmt.Sprintf("time scale %s in the baseline, %s now", num(old.TimeScale), num(cur.TimeScale))
+	}
+	scale := cur.TimeScale
+	if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
+		scale = old.TimeScale
+	}
+	d.Metrics = compareMetrics(old.Metrics.Flat(), cur.Metrics.Flat(), scale, func(m string) Rule {
+		return c.Tolerances.Rule(cur.Scenario, m)
+	})
+	return d
+}
+
+func completed(status string) bool { return status == StatusPass || status == StatusFail }
+
+func compareMetrics(old, cur map[string]float64, scale float64, rule func(string) Rule) []MetricDelta {
+	names := make([]string, 0, len(cur))
+	for n := range cur {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]MetricDelta, 0, len(names))
+	for _, n := range names {
+		m := MetricDelta{Metric: n, Old: old[n], New: cur[n], Rule: rule(n)}
+		m.Slack = m.Rule.Slack(n, old, scale)
+		m.Verdict = verdict(m)
+		out = append(out, m)
+	}
+	return out
+}
+
+func verdict(m MetricDelta) string {
+	if m.Rule.Tolerance.Off {
+		return VerdictOff
+	}
+	// A tiny epsilon keeps "0.1 + 0.2" style float noise from deciding a verdict.
+	worse, better := m.New-m.Old, m.Old-m.New
+	if m.Rule.Worse == LowerIsWorse {
+		worse, better = better, worse
+	}
+	eps := 1e-9 * math.Max(1, math.Abs(m.Old))
+	switch m.Rule.Worse {
+	case Informational:
+		if math.Abs(m.New-m.Old) > eps {
+			return VerdictChanged
+		}
+		return VerdictSame
+	case AnyChange:
+		if math.Abs(m.New-m.Old) > m.Slack+eps {
+			return VerdictRegressed
+		}
+		return VerdictSame
+	}
+	switch {
+	case worse > m.Slack+eps:
+		return VerdictRegressed
+	case better > m.Slack+eps:
+		return VerdictImproved
+	}
+	return VerdictSame
+}
+
+// Apply compares a run that just ended with its baseline and records the outcome on it: a
+// failed check of kind "baseline" per regressed metric (which fails the run), and a
+// BaselineRef naming the baseline run, the regressions and the improvements.
+func (c *Comparer) Apply(cur *Run) RunDiff {
+	d := c.CompareRun(cur)
+	ref := &BaselineRef{File: c.Baseline.Path, RunID: d.BaselineRunID, State: d.State, Note: d.Note}
+	for _, m := range d.Metrics {
+		switch m.Verdict {
+		case VerdictRegressed:
+			ref.Regressed = append(ref.Regressed, m.Metric)
+			ch := Check{Kind: "baseline", Expr: m.Expr(), Pass: false,
+				Observed: map[string]float64{m.Metric: m.New, "baseline": m.Old},
+				File:     cur.File, Line: 1, Col: 1}
+			if t := m.Rule.Tolerance; t.Line > 0 {
+				ch.Line, ch.Col = t.Line, max(t.Col, 1)
+			}
+			cur.Checks = append(cur.Checks, ch)
+			cur.Status = StatusFail
+		case VerdictImproved:
+			ref.Improved = append(ref.Improved, m.Metric)
+		}
+	}
+	cur.Baseline = ref
+	return d
+}
+
+// Missing lists the baseline runs that are not among runs, in baseline order. keep, when
+// not nil, limits it to the runs the invocation meant to run (a --filter).
+func (b *Baseline) Missing(runs []*Run, keep func(scenario, variant string) bool) []RunDiff {
+	seen := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		seen[runKey(r.Scenario, r.Variant)] = true
+	}
+	var out []RunDiff
+	for _, r := range b.Runs {
+		if seen[runKey(r.Scenario, r.Variant)] || (keep != nil && !keep(r.Scenario, r.Variant)) {
+			continue
+		}
+		out = append(out, RunDiff{Scenario: r.Scenario, Variant: r.Variant, File: r.File, State: StateMissing, BaselineRunID: r.RunID})
+	}
+	return out
+}
+
+// Diff compares every run with the baseline: the runs in their order, then the baseline
+// runs that are missing.
+func (c *Comparer) Diff(runs []*Run) []RunDiff {
+	out := make([]RunDiff, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, c.CompareRun(r))
+	}
+	return append(out, c.Baseline.Missing(runs, nil)...)
+}

@@ -1,0 +1,69 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// BenchmarkCompareRun is the cost added to each run by --baseline: every metric of one run
+// against its baseline run.
+func BenchmarkCompareRun(b *testing.B) {
+	base := &Baseline{Path: "b", Runs: []Run{*baseRun("s", "v")}, index: map[string]int{runKey("s", "v"): 0}}
+	cmp := &Comparer{Baseline: base, Tolerances: &Tolerances{Flags: map[string]scenario.Tolerance{"errors": {Value: 1}}}}
+	cur := baseRun("s", "v")
+	cur.Metrics.Connections = 3
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := cmp.CompareRun(cur); d.State != StateCompared {
+			b.Fatal(d.State)
+		}
+	}
+}
+
+// BenchmarkLoadBaseline reads and schema-checks a 1,000-run baseline (a large suite).
+func BenchmarkLoadBaseline(b *testing.B) {
+	out := b.TempDir()
+	w, err := Create(out, "base")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := w.WriteRun(baseRun("s", fmt.Sprintf("v%d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	p := filepath.Join(out, "base", "results.jsonl")
+	st, _ := os.Stat(p)
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadBaseline(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJUnit writes the report of 1,000 runs, one in ten failing.
+func BenchmarkJUnit(b *testing.B) {
+	in := JUnitInput{}
+	for i := range 1000 {
+		r := baseRun(fmt.Sprintf("s%d", i/10), fmt.Sprintf("v%d", i))
+		if i%10 == 0 {
+			r.Status = StatusFail
+			r.Checks = []Check{{Kind: "expect", Expr: "errors == 0", Observed: map[string]float64{"errors": 3}, File: "s.yaml", Line: 4, Col: 5}}
+		}
+		in.Runs = append(in.Runs, r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := JUnit(io.Discard, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

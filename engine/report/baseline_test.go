@@ -1,0 +1,340 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// baseRun is a completed run with round figures, for comparisons.
+func baseRun(sc, variant string) *Run {
+	return &Run{
+		KalabVersion: "test", RunID: "base", Scenario: sc, File: sc + ".yaml", Variant: variant,
+		Params:    json.RawMessage(`{"network":{},"server":{},"client":{},"load":{},"time_scale":1}`),
+		TimeScale: 1, Seed: 7, StartedAt: time.Unix(0, 0).UTC(), WallMs: 1000, Status: StatusPass,
+		Metrics: check.Metrics{Requests: 200, OK: 200, Connections: 1, ReusedRequests: 199, ReuseRatio: 0.995,
+			LatencyMs: check.Latency{Min: 150, P50: 155, P90: 160, P95: 170, P99: 200, Max: 400, Mean: 156},
+			TotalMs:   31000, RPS: 6.45},
+		Checks: []Check{},
+	}
+}
+
+func writeResults(t *testing.T, runs ...*Run) string {
+	t.Helper()
+	out := t.TempDir()
+	w, err := Create(out, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if err := w.WriteRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(out, "base", "results.jsonl")
+}
+
+func loadBase(t *testing.T, runs ...*Run) *Baseline {
+	t.Helper()
+	b, err := LoadBaseline(writeResults(t, runs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseTolerance(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want scenario.Tolerance
+		bad  bool
+	}{
+		{in: "5%", want: scenario.Tolerance{Relative: true, Value: 0.05}},
+		{in: "0.5%", want: scenario.Tolerance{Relative: true, Value: 0.005}},
+		{in: "3", want: scenario.Tolerance{Value: 3}},
+		{in: "0", want: scenario.Tolerance{}},
+		{in: "1e1", want: scenario.Tolerance{Value: 10}},
+		{in: "off", want: scenario.Tolerance{Off: true}},
+		{in: "1000%", want: scenario.Tolerance{Relative: true, Value: 10}},
+		{in: "1001%", bad: true},
+		{in: "-1", bad: true},
+		{in: "-5%", bad: true},
+		{in: "NaN", bad: true},
+		{in: "inf", bad: true},
+		{in: "0x10", bad: true},
+		{in: "five", bad: true},
+		{in: "", bad: true},
+		{in: "%", bad: true},
+	} {
+		got, err := scenario.ParseTolerance(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseTolerance(%q) = %+v; want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got.Off != tc.want.Off || got.Relative != tc.want.Relative || math.Abs(got.Value-tc.want.Value) > 1e-12 {
+			t.Errorf("ParseTolerance(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+		if err == nil {
+			back, err := scenario.ParseTolerance(got.String())
+			if err != nil || back != got {
+				t.Errorf("%q renders as %q, which reads back as %+v, %v", tc.in, got.String(), back, err)
+			}
+		}
+	}
+}
+
+func TestParseToleranceFlag(t *testing.T) {
+	t.Parallel()
+	got, err := ParseToleranceFlag("latency_ms.p50=5%")
+	if err != nil || len(got) != 1 || !got["latency_ms.p50"].Relative || got["latency_ms.p50"].Value != 0.05 {
+		t.Fatalf("got %+v %v", got, err)
+	}
+	group, err := ParseToleranceFlag("latency_ms.*=off")
+	if err != nil || len(group) != 7 || !group["latency_ms.p99"].Off || !group["latency_ms.min"].Off {
+		t.Fatalf("group: %+v %v", group, err)
+	}
+	for _, bad := range []string{"latency_ms.p50", "=5%", "latency_ms.p5=5%", "errors=lots", "nope.*=1", "errors.*=1"} {
+		if _, err := ParseToleranceFlag(bad); err == nil {
+			t.Errorf("ParseToleranceFlag(%q) accepted", bad)
+		}
+	}
+	if _, err := ParseToleranceFlag("latency_ms.p5=5%"); err == nil || !strings.Contains(err.Error(), `unknown metric "latency_ms.p5"`) {
+		t.Errorf("unknown metric error = %v", err)
+	}
+}
+
+// TestVerdicts checks each direction, tolerance kind and floor against hand-worked figures.
+func TestVerdicts(t *testing.T) {
+	t.Parallel()
+	tols := &Tolerances{
+		Flags: map[string]scenario.Tolerance{"latency_ms.p95": {Value: 1}, "peak_rss_mb": {Relative: true, Value: 0.2}},
+		Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]scenario.Tolerance{
+			"latency_ms.p50": {Relative: true, Value: 0.05, Line: 4, Col: 3},
+			"latency_ms.p95": {Relative: true, Value: 0.5, Line: 5, Col: 3}, // the flag wins
+			"errors":         {Value: 0, Line: 6, Col: 3},
+		}}},
+	}
+	old := baseRun("s", "v").Metrics.Flat()
+	old["errors"] = 16
+	old["peak_rss_mb"] = 100
+	for _, tc := range []struct {
+		name     string
+		metric   string
+		scen     string
+		scale    float64
+		newValue float64
+		want     string
+		slack    float64
+	}{
+		// Latency p50: file override 5% of 155 = 7.75 beats the 3 ms floor at scale 1.
+		{name: "p50 within", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.75, want: VerdictSame, slack: 7.75},
+		{name: "p50 regressed", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.8, want: VerdictRegressed, slack: 7.75},
+		{name: "p50 improved", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 147, want: VerdictImproved, slack: 7.75},
+		// Default 20% of 155 = 31; at scale 0.01 the 3 ms real floor is 300 ms of scenario time.
+		{name: "p50 default", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186.1, want: VerdictRegressed, slack: 31},
+		{name: "p50 default within", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186, want: VerdictSame, slack: 31},
+		{name: "p50 floor at scale 0.01", metric: "latency_ms.p50", scen: "other", scale: 0.01, newValue: 450, want: VerdictSame, slack: 300},
+		// The flag's absolute 1 ms beats the file's 50%, and absolute means no floor.
+		{name: "flag wins", metric: "latency_ms.p95", scen: "s", scale: 0.1, newValue: 171.5, want: VerdictRegressed, slack: 1},
+		// Errors: the file's absolute 0 is exact; the default is 3*sqrt(16) = 12.
+		{name: "errors exact", metric: "errors", scen: "s", scale: 1, newValue: 17, want: VerdictRegressed, slack: 0},
+		{name: "errors default noise", metric: "errors", scen: "other", scale: 1, newValue: 28, want: VerdictSame, slack: 12},
+		{name: "errors default regressed", metric: "errors", scen: "other", scale: 1, newValue: 29, want: VerdictRegressed, slack: 12},
+		// Connections at 1: the absolute 2 beats 3*sqrt(1).
+		{name: "connections", metric: "connections", scen: "other", scale: 1, newValue: 5, want: VerdictRegressed, slack: 3},
+		// Throughput is worse downward.
+		// rps: 15% of 6.45 = 0.9675 beats the floor from total_ms (6.45 * (1 - 31000/32000)).
+		{name: "rps down", metric: "rps", scen: "other", scale: 1, newValue: 5.4, want: VerdictRegressed, slack: 0.9675},
+		{name: "rps up", metric: "rps", scen: "other", scale: 1, newValue: 8, want: VerdictImproved, slack: 0.9675},
+		{name: "rps floor at 0.1", metric: "rps", scen: "other", scale: 0.1, newValue: 5, want: VerdictSame, slack: 6.45 * (1 - 31000.0/41000)},
+		{name: "reuse down", metric: "reuse_ratio", scen: "other", scale: 1, newValue: 0.9, want: VerdictRegressed, slack: 0.02},
+		// total_ms: 15% of 31000 = 4650 beats 5 ms x 200 requests = 1000.
+		{name: "total", metric: "total_ms", scen: "other", scale: 1, newValue: 35700, want: VerdictRegressed, slack: 4650},
+		{name: "total floor at 0.01", metric: "total_ms", scen: "other", scale: 0.01, newValue: 35700, want: VerdictSame, slack: 100000},
+		// The request count must not change either way.
+		{name: "requests up", metric: "requests", scen: "other", scale: 1, newValue: 201, want: VerdictRegressed},
+		{name: "requests down", metric: "requests", scen: "other", scale: 1, newValue: 199, want: VerdictRegressed},
+		// Shown, never gated.
+		{name: "max", metric: "latency_ms.max", scen: "other", scale: 1, newValue: 4000, want: VerdictOff},
+		{name: "p99", metric: "latency_ms.p99", scen: "other", scale: 1, newValue: 4000, want: VerdictOff},
+		{name: "tls_resumed", metric: "tls_resumed", scen: "other", scale: 1, newValue: 4, want: VerdictChanged},
+		{name: "cpu off", metric: "cpu_us_per_request", scen: "other", scale: 1, newValue: 1e6, want: VerdictOff},
+		{name: "rss gated by flag", metric: "peak_rss_mb", scen: "other", scale: 1, newValue: 130, want: VerdictRegressed, slack: 20},
+	} {
+		rule := tols.Rule(tc.scen, tc.metric)
+		cur := map[string]float64{}
+		for k, v := range old {
+			cur[k] = v
+		}
+		cur[tc.metric] = tc.newValue
+		var got *MetricDelta
+		for _, m := range compareMetrics(old, cur, tc.scale, func(string) Rule { return rule }) {
+			if m.Metric == tc.metric {
+				got = &m
+			}
+		}
+		if got == nil {
+			t.Fatalf("%s: metric %s not compared", tc.name, tc.metric)
+		}
+		if got.Verdict != tc.want || math.Abs(got.Slack-tc.slack) > 1e-9*math.Max(1, tc.slack) {
+			t.Errorf("%s: %s %v -> %v: verdict %s slack %v (rule %+v); want %s slack %v",
+				tc.name, tc.metric, old[tc.metric], tc.newValue, got.Verdict, got.Slack, rule, tc.want, tc.slack)
+		}
+	}
+}
+
+func TestEveryMetricHasARule(t *testing.T) {
+	t.Parallel()
+	for _, n := range check.Names() {
+		if _, ok := DefaultRule(n); !ok {
+			t.Errorf("metric %s has no default rule", n)
+		}
+	}
+	if _, ok := DefaultRule("no_such_metric"); ok {
+		t.Error("DefaultRule accepted an unknown metric")
+	}
+}
+
+func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
+	t.Parallel()
+	b := loadBase(t, baseRun("s", "v"), baseRun("s", "w"))
+	tols := &Tolerances{Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]scenario.Tolerance{
+		"connections": {Value: 0, Line: 7, Col: 3},
+	}}}}
+	cmp := &Comparer{Baseline: b, Tolerances: tols}
+
+	cur := baseRun("s", "v")
+	cur.RunID = "now"
+	cur.Metrics.Connections = 200
+	cur.Metrics.LatencyMs.P50 = 120 // better by more than 10%
+	d := cmp.Apply(cur)
+	if d.State != StateCompared || cur.Status != StatusFail {
+		t.Fatalf("state %s, status %s; want compared and fail", d.State, cur.Status)
+	}
+	var bc []Check
+	for _, c := range cur.Checks {
+		if c.Kind == "baseline" {
+			bc = append(bc, c)
+		}
+	}
+	if len(bc) != 1 || bc[0].Pass || bc[0].Line != 7 || bc[0].Col != 3 || bc[0].File != "s.yaml" ||
+		bc[0].Observed["connections"] != 200 || bc[0].Observed["baseline"] != 1 || bc[0].Expr != "connections <= 1 (baseline 1 +0)" {
+		t.Fatalf("baseline checks %+v", bc)
+	}
+	if cur.Baseline == nil || cur.Baseline.RunID != "base" || strings.Join(cur.Baseline.Regressed, ",") != "connections" ||
+		strings.Join(cur.Baseline.Improved, ",") != "latency_ms.p50" {
+		t.Fatalf("baseline ref %+v", cur.Baseline)
+	}
+
+	// A new run, and a run that errored: recorded, never failed.
+	fresh := baseRun("s", "new")
+	cmp.Apply(fresh)
+	if fresh.Status != StatusPass || fresh.Baseline.State != StateNew {
+		t.Fatalf("new run: status %s, ref %+v", fresh.Status, fresh.Baseline)
+	}
+	broken := baseRun("s", "w")
+	broken.Status, broken.Error = StatusError, "server did not start"
+	if d := cmp.Apply(broken); d.State != StateNotComparable || broken.Status != StatusError {
+		t.Fatalf("errored run: %+v, status %s", d, broken.Status)
+	}
+
+	// Every record Apply touched still matches schema/result.schema.json.
+	if _, err := ValidateFile(writeResults(t, cur, fresh, broken), false); err != nil {
+		t.Fatal(err)
+	}
+	// Reading it as a baseline works too: the new fields round-trip.
+	back := loadBase(t, cur)
+	if got := back.Run("s", "v"); got == nil || got.Baseline == nil || got.Baseline.Regressed[0] != "connections" {
+		t.Fatalf("read back %+v", got)
+	}
+}
+
+func TestMissingAndNew(t *testing.T) {
+	t.Parallel()
+	b := loadBase(t, baseRun("s", "a"), baseRun("s", "b"), baseRun("t", "c"))
+	cmp := &Comparer{Baseline: b}
+	diffs := cmp.Diff([]*Run{baseRun("s", "a"), baseRun("s", "z")})
+	c := Count(diffs)
+	if c.Compared != 1 || c.New != 1 || c.Missing != 2 || c.Regressed != 0 {
+		t.Fatalf("counts %s", c)
+	}
+	only := b.Missing([]*Run{baseRun("s", "a")}, func(sc, v string) bool { return sc == "s" })
+	if len(only) != 1 || only[0].Variant != "b" || only[0].State != StateMissing {
+		t.Fatalf("filtered missing %+v", only)
+	}
+}
+
+func TestLoadBaselineRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	good, err := json.Marshal(func() *Run { r := baseRun("s", "v"); r.Record, r.RecordVersion = "run", RecordVersion; return r }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := strings.Replace(string(good), `"record_version":1`, `"record_version":2`, 1)
+	noStatus := strings.Replace(string(good), `"status":"pass",`, ``, 1)
+	badStatus := strings.Replace(string(good), `"status":"pass"`, `"status":"great"`, 1)
+	extra := strings.Replace(string(good), `{"record":"run"`, `{"record":"run","colour":"red"`, 1)
+	for _, tc := range []struct{ name, body, want string }{
+		{"not JSON", "SCENARIO VARIANT REQUESTS\n", "line 1: not a JSON object"},
+		{"CSV after a good line", string(good) + "\na,b,c\n", "line 2: not a JSON object"},
+		{"version", v2 + "\n", "line 1: record_version 2; this kalab reads version 1"},
+		{"unknown field", extra + "\n", `line 1: run record: json: unknown field "colour"`},
+		{"wrong schema: missing field", noStatus + "\n", "does not match schema/result.schema.json: line 1"},
+		{"wrong schema: bad value", badStatus + "\n", "does not match schema/result.schema.json: line 1"},
+		{"empty", "\n", "holds no run records"},
+		{"duplicate", string(good) + "\n" + string(good) + "\n", "run s / v appears twice"},
+		{"other JSON", `{"hello":"world"}` + "\n", "line 1: record_version 0"},
+	} {
+		p := filepath.Join(t.TempDir(), "results.jsonl")
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadBaseline(p)
+		var be *BaselineError
+		if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "baseline "+p+": ") {
+			t.Errorf("%s: err = %v; want a BaselineError containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := LoadBaseline(filepath.Join(t.TempDir(), "nope.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	// A run directory is read through its results.jsonl.
+	p := writeResults(t, baseRun("s", "v"))
+	if b, err := LoadBaseline(filepath.Dir(p)); err != nil || b.Run("s", "v") == nil {
+		t.Errorf("run directory: %v", err)
+	}
+}
+
+// FuzzParseTolerance: no input panics, and what parses renders back to the same value.
+func FuzzParseTolerance(f *testing.F) {
+	for _, s := range []string{"5%", "0", "off", "1e3", "1000%", "-1", "NaN", "0x1p3", "%", " 7 % "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tol, err := scenario.ParseTolerance(s)
+		if err != nil {
+			return
+		}
+		if tol.Value < 0 || tol.Value != tol.Value || math.IsInf(tol.Value, 0) {
+			t.Fatalf("%q parsed to %+v", s, tol)
+		}
+		back, err := scenario.ParseTolerance(tol.String())
+		if err != nil || back != tol {
+			t.Fatalf("%q -> %q -> %+v, %v", s, tol.String(), back, err)
+		}
+	})
+}

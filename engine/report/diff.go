@@ -1,0 +1,139 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// keyMetrics are always shown by the diff table, changed or not, so a reader sees the
+// figures that matter next to what moved.
+var keyMetrics = map[string]bool{
+	"requests": true, "errors": true, "connections": true, "latency_ms.p50": true,
+	"latency_ms.p95": true, "total_ms": true,
+}
+
+// DiffCounts tallies a comparison.
+type DiffCounts struct {
+	Compared, Regressed, Improved, New, Missing, NotComparable int
+}
+
+// Count tallies runs by state; a run counts as regressed or improved when any of its
+// metrics is (a run can be both).
+func Count(diffs []RunDiff) DiffCounts {
+	var c DiffCounts
+	for _, d := range diffs {
+		switch d.State {
+		case StateCompared:
+			c.Compared++
+			if len(d.With(VerdictRegressed)) > 0 {
+				c.Regressed++
+			}
+			if len(d.With(VerdictImproved)) > 0 {
+				c.Improved++
+			}
+		case StateNew:
+			c.New++
+		case StateMissing:
+			c.Missing++
+		case StateNotComparable:
+			c.NotComparable++
+		}
+	}
+	return c
+}
+
+// String renders the tally as the summary line of kalab diff and kalab run --baseline.
+func (c DiffCounts) String() string {
+	return fmt.Sprintf("%d compared, %d regressed, %d improved, %d new, %d missing, %d not comparable",
+		c.Compared, c.Regressed, c.Improved, c.New, c.Missing, c.NotComparable)
+}
+
+// DiffTable renders a comparison as a table: for each run, its key metrics and every metric
+// that regressed or improved (all: every metric), then new and missing runs.
+func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tMETRIC\tOLD\tNEW\tCHANGE\tTOLERANCE\tVERDICT")
+	for _, d := range diffs {
+		if d.State != StateCompared {
+			note := d.State
+			if d.Note != "" {
+				note += ": " + d.Note
+			}
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t%s\n", d.Scenario, d.Variant, note)
+			continue
+		}
+		if d.Note != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\tnote: %s\n", d.Scenario, d.Variant, d.Note)
+		}
+		for _, m := range d.Metrics {
+			if !all && !keyMetrics[m.Metric] && (m.Verdict == VerdictSame || m.Verdict == VerdictChanged || m.Verdict == VerdictOff) {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Scenario, d.Variant, m.Metric,
+				num(m.Old), num(m.New), m.Change(), toleranceText(m.Rule), verdictText(m.Verdict))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", Count(diffs))
+	return err
+}
+
+func toleranceText(r Rule) string {
+	switch r.Worse {
+	case Informational:
+		return "-"
+	case AnyChange:
+		return "±" + r.Tolerance.String()
+	case LowerIsWorse:
+		if r.Tolerance.Off {
+			return "off"
+		}
+		return "-" + r.Tolerance.String()
+	}
+	if r.Tolerance.Off {
+		return "off"
+	}
+	return "+" + r.Tolerance.String()
+}
+
+func verdictText(v string) string {
+	if v == VerdictRegressed {
+		return "REGRESSED"
+	}
+	return v
+}
+
+// BaselineSummary renders what a run against a baseline found beyond the failed checks the
+// summary table already lists: improvements, new runs, missing runs and notes.
+func BaselineSummary(w io.Writer, path string, diffs []RunDiff, failMissing bool) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nbaseline %s: %s\n", path, Count(diffs))
+	for _, d := range diffs {
+		where := d.Scenario + " / " + d.Variant
+		switch d.State {
+		case StateCompared:
+			for _, m := range d.With(VerdictImproved) {
+				fmt.Fprintf(&b, "  improved  %s: %s %s -> %s (%s)\n", where, m.Metric, num(m.Old), num(m.New), m.Change())
+			}
+			if d.Note != "" {
+				fmt.Fprintf(&b, "  note      %s: %s\n", where, d.Note)
+			}
+		case StateNew:
+			fmt.Fprintf(&b, "  new       %s: not in the baseline\n", where)
+		case StateMissing:
+			label := "missing "
+			if failMissing {
+				label = "MISSING "
+			}
+			fmt.Fprintf(&b, "  %s  %s: in the baseline but did not run\n", label, where)
+		case StateNotComparable:
+			fmt.Fprintf(&b, "  skipped   %s: not compared: %s\n", where, d.Note)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

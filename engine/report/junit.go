@@ -1,0 +1,245 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The JUnit XML elements kalab writes: the subset of the Ant/Jenkins format
+// (testdata/junit-10.xsd) that GitHub, GitLab and Jenkins test reports read.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	File       string          `xml:"file,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	File      string        `xml:"file,attr,omitempty"`
+	Line      string        `xml:"line,attr,omitempty"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitProblem `xml:"skipped,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+// junitText is element text written as CDATA, so multi-line text stays readable.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",cdata"`
+}
+
+// JUnitInput is what a JUnit report covers.
+type JUnitInput struct {
+	Runs      []*Run
+	Scenarios []*Scenario
+	// Missing are baseline runs that did not run; they are failures when FailMissing is
+	// set, else skipped test cases.
+	Missing     []RunDiff
+	FailMissing bool
+}
+
+// JUnit writes a JUnit XML report: one testsuite per scenario file, one testcase per
+// variant (plus one named "compare" for a scenario's compare checks), failures carrying
+// each failed check with its observed values.
+func JUnit(w io.Writer, in JUnitInput) error {
+	type suiteAcc struct {
+		suite junitSuite
+		start time.Time
+		wall  float64
+	}
+	var order []string
+	suites := map[string]*suiteAcc{}
+	get := func(name, file string) *suiteAcc {
+		if s, ok := suites[name]; ok {
+			return s
+		}
+		s := &suiteAcc{suite: junitSuite{Name: name, File: file}}
+		suites[name] = s
+		order = append(order, name)
+		return s
+	}
+	for _, r := range in.Runs {
+		s := get(r.Scenario, r.File)
+		if s.start.IsZero() || r.StartedAt.Before(s.start) {
+			s.start = r.StartedAt
+		}
+		s.wall += r.WallMs
+		if len(s.suite.Properties) == 0 {
+			s.suite.Properties = []junitProperty{
+				{Name: "run_id", Value: r.RunID},
+				{Name: "kalab_version", Value: r.KalabVersion},
+				{Name: "time_scale", Value: num(r.TimeScale)},
+			}
+		}
+		c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
+		var failed []Check
+		for _, ch := range r.Checks {
+			if !ch.Pass {
+				failed = append(failed, ch)
+			}
+		}
+		switch {
+		case r.Status == StatusError || r.Status == StatusInterrupted:
+			c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
+		case len(failed) > 0:
+			c.Line = strconv.Itoa(failed[0].Line)
+			c.Failure = failure(failed)
+		}
+		s.suite.Cases = append(s.suite.Cases, c)
+	}
+	for _, sc := range in.Scenarios {
+		if len(sc.Checks) == 0 {
+			continue
+		}
+		s := get(sc.Scenario, sc.File)
+		c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
+		var failed, skipped []Check
+		for _, ch := range sc.Checks {
+			switch {
+			case ch.Skipped:
+				skipped = append(skipped, ch)
+			case !ch.Pass:
+				failed = append(failed, ch)
+			}
+		}
+		switch {
+		case len(failed) > 0:
+			c.Line = strconv.Itoa(failed[0].Line)
+			c.Failure = failure(failed)
+		case len(skipped) == len(sc.Checks):
+			c.Skipped = &junitProblem{Message: "not evaluated: a run it reads did not run or complete"}
+		}
+		s.suite.Cases = append(s.suite.Cases, c)
+	}
+	for _, m := range in.Missing {
+		s := get(m.Scenario, m.File)
+		c := junitCase{Name: m.Variant, Classname: m.Scenario, Time: "0", File: m.File}
+		msg := "in the baseline (run " + m.BaselineRunID + ") but did not run"
+		if in.FailMissing {
+			c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
+		} else {
+			c.Skipped = &junitProblem{Message: msg}
+		}
+		s.suite.Cases = append(s.suite.Cases, c)
+	}
+
+	root := junitSuites{Name: "kalab"}
+	var total float64
+	for _, name := range order {
+		acc := suites[name]
+		s := acc.suite
+		for _, c := range s.Cases {
+			s.Tests++
+			switch {
+			case c.Failure != nil:
+				s.Failures++
+			case c.Error != nil:
+				s.Errors++
+			case c.Skipped != nil:
+				s.Skipped++
+			}
+		}
+		s.Time = seconds(acc.wall)
+		if !acc.start.IsZero() {
+			s.Timestamp = acc.start.UTC().Format("2006-01-02T15:04:05")
+		}
+		total += acc.wall
+		root.Tests += s.Tests
+		root.Failures += s.Failures
+		root.Errors += s.Errors
+		root.Suites = append(root.Suites, s)
+	}
+	root.Time = seconds(total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write JUnit report: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(root); err != nil {
+		return fmt.Errorf("write JUnit report: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("write JUnit report: %w", err)
+	}
+	return nil
+}
+
+// failure puts every failed check of a test case into one <failure>: most readers show
+// only the first failure element of a case.
+func failure(failed []Check) *junitProblem {
+	lines := make([]string, len(failed))
+	for i, c := range failed {
+		lines[i] = fmt.Sprintf("%s:%d:%d: [%s] %s", c.File, c.Line, c.Col, c.Kind, checkText(c))
+	}
+	msg := checkText(failed[0])
+	if len(failed) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(failed)-1)
+	}
+	return &junitProblem{Message: xmlSafe(msg), Type: failed[0].Kind, Text: xmlSafe(strings.Join(lines, "\n"))}
+}
+
+// runMetrics lists a run's metrics, one name=value a line, for the test case's output.
+func runMetrics(r *Run) string {
+	flat := r.Metrics.Flat()
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, num(flat[k]))
+	}
+	return b.String()
+}
+
+// xmlSafe replaces the characters XML 1.0 cannot hold (most control characters), which an
+// error message from the network could carry; CDATA sections are written unescaped.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r <= 0xDFFF:
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+func seconds(ms float64) string { return strconv.FormatFloat(ms/1000, 'f', 3, 64) }

@@ -1,0 +1,96 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	"github.com/kalab-dev/kalab/engine/netsim"
+)
+
+// budget shares the process's file descriptors among runs in parallel: a run holds as many
+// units as connections it can open at once, so two 5,000-connection bursts never overlap
+// while small runs still do.
+type budget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	free  int
+	total int
+}
+
+func newBudget(total int) *budget {
+	b := &budget{free: total, total: total}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits for n units (capped at the total, so a run larger than the budget runs
+// alone); it returns what it took, or 0 when ctx ended first.
+func (b *budget) acquire(ctx context.Context, n int) int {
+	n = min(max(n, 1), b.total)
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.free < n {
+		if ctx.Err() != nil {
+			return 0
+		}
+		b.cond.Wait()
+	}
+	b.free -= n
+	return n
+}
+
+func (b *budget) release(n int) {
+	b.mu.Lock()
+	b.free += n
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// connWeight is how many connections a run can hold open at once.
+func connWeight(r runWeight) int {
+	c := r.concurrency
+	if c <= 0 {
+		c = r.requests // an open model with no cap
+	}
+	return min(c, r.requests) + 1
+}
+
+type runWeight struct{ concurrency, requests int }
+
+// fileBudget raises the descriptor limit toward what the plan wants and returns how many
+// simulated connections may be open at once. It fails only when even the largest single run
+// cannot fit.
+func fileBudget(weights []int, parallel int) (int, error) {
+	const reserve = 256 // logs, result files, listeners
+	per := netsim.DescriptorsPerConn
+	largest, sum := 0, 0
+	sorted := append([]int(nil), weights...)
+	for i := range sorted { // the parallel largest runs could overlap
+		for j := i + 1; j < len(sorted); j++ {
+			if sorted[j] > sorted[i] {
+				sorted[i], sorted[j] = sorted[j], sorted[i]
+			}
+		}
+		if i < parallel {
+			sum += sorted[i]
+		}
+		largest = max(largest, sorted[i])
+	}
+	if err := netsim.RaiseFileLimit(uint64(per*sum + reserve)); err != nil {
+		if err := netsim.RaiseFileLimit(uint64(per*largest + reserve)); err != nil {
+			return 0, err
+		}
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	return max(int((lim.Cur-reserve)/uint64(per)), largest), nil
+}
