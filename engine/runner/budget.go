@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -54,15 +55,12 @@ func (b *budget) release(n int) {
 }
 
 // connWeight is how many connections a run can hold open at once.
-func connWeight(r runWeight) int {
-	c := r.concurrency
-	if c <= 0 {
-		c = r.requests // an open model with no cap
+func connWeight(concurrency, requests int) int {
+	if concurrency <= 0 {
+		concurrency = requests // an open model with no cap
 	}
-	return min(c, r.requests) + 1
+	return min(concurrency, requests) + 1
 }
-
-type runWeight struct{ concurrency, requests int }
 
 // fileBudget raises the descriptor limit toward what the plan wants and returns how many
 // simulated connections may be open at once. It fails only when even the largest single run
@@ -70,18 +68,12 @@ type runWeight struct{ concurrency, requests int }
 func fileBudget(weights []int, parallel int) (int, error) {
 	const reserve = 256 // logs, result files, listeners
 	per := netsim.DescriptorsPerConn
-	largest, sum := 0, 0
-	sorted := append([]int(nil), weights...)
-	for i := range sorted { // the parallel largest runs could overlap
-		for j := i + 1; j < len(sorted); j++ {
-			if sorted[j] > sorted[i] {
-				sorted[i], sorted[j] = sorted[j], sorted[i]
-			}
-		}
-		if i < parallel {
-			sum += sorted[i]
-		}
-		largest = max(largest, sorted[i])
+	sorted := slices.Clone(weights)
+	slices.SortFunc(sorted, func(a, b int) int { return b - a })
+	largest := sorted[0]
+	sum := 0 // the largest runs that could overlap
+	for _, w := range sorted[:min(parallel, len(sorted))] {
+		sum += w
 	}
 	if err := netsim.RaiseFileLimit(uint64(per*sum + reserve)); err != nil {
 		if err := netsim.RaiseFileLimit(uint64(per*largest + reserve)); err != nil {
