@@ -45,7 +45,7 @@ const exclusiveConns = 1000
 
 // DefaultParallel is how many runs overlap by default (see the README's performance
 // section for the measurement behind it).
-const DefaultParallel = 4
+const DefaultParallel = 8
 
 // Observer is told about runs as they progress; the CLI draws progress bars with it.
 type Observer interface {
