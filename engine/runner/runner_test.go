@@ -12,7 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -261,5 +263,16 @@ func TestBudgetKeepsLargeRunsApart(t *testing.T) {
 	}
 	if connWeight(5000, 5000) != 5001 || connWeight(0, 300) != 301 || connWeight(10, 3) != 4 {
 		t.Error("connWeight")
+	}
+}
+
+// The metrics package and the assertion vocabulary must agree on every name: a key the
+// aggregator emits under another name would silently read as 0 in every check.
+func TestMetricNamesAgree(t *testing.T) {
+	t.Parallel()
+	for _, k := range metrics.FlatKeys() {
+		if !check.IsName(k) {
+			t.Errorf("metrics emits %q, which assertions cannot read", k)
+		}
 	}
 }
