@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -104,18 +106,34 @@ func TestFailingExpectIsRecorded(t *testing.T) {
 
 func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 	t.Parallel()
-	src := `
-name: seeded
-server: {idle_timeout: 30ms}
-client: {idle_timeout: none}
-load: {requests: 40, burst: 4, pause: 10ms..50ms, seed: 11}
-`
+	// Pauses either well under or well over the server's 120 ms idle close: a connection
+	// survives a short pause and is replaced after a long one, so the seed alone decides
+	// the count. Pick a seed whose pauses all keep 40 ms clear of the close.
+	spec := load.Spec{Requests: 40, Burst: 4, PauseMin: 10 * time.Millisecond, PauseMax: 250 * time.Millisecond}
+	var pauses []time.Duration
+	for spec.Seed = 1; spec.Seed < 10000; spec.Seed++ {
+		pauses = load.Pauses(spec)
+		clear := true
+		for _, p := range pauses {
+			if p > 80*time.Millisecond && p < 160*time.Millisecond {
+				clear = false
+			}
+		}
+		if clear {
+			break
+		}
+	}
+	long := 0
+	for _, p := range pauses {
+		if p >= 160*time.Millisecond {
+			long++
+		}
+	}
+	src := fmt.Sprintf("name: seeded\nserver: {idle_timeout: 120ms}\nclient: {idle_timeout: none}\nload: {requests: 40, burst: 4, pause: 10ms..250ms, seed: %d}\n", spec.Seed)
 	var gaps [2][]float64
 	var conns [2]float64
 	for i := range gaps {
-		o := opts(t)
-		o.TimeScale = 1
-		out, err := Execute(context.Background(), plan(t, src), o)
+		out, err := Execute(context.Background(), plan(t, src), opts(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,18 +149,19 @@ load: {requests: 40, burst: 4, pause: 10ms..50ms, seed: 11}
 			prev = rq.StartMs + rq.LatencyMs
 		}
 	}
-	if len(gaps[0]) != 9 {
-		t.Fatalf("%d pauses; want 9", len(gaps[0]))
+	if len(gaps[0]) != len(pauses) {
+		t.Fatalf("%d pauses; want %d", len(gaps[0]), len(pauses))
 	}
 	for j := range gaps[0] {
-		if d := gaps[0][j] - gaps[1][j]; d > 5 || d < -5 {
-			t.Errorf("pause %d: %.1f ms vs %.1f ms", j, gaps[0][j], gaps[1][j])
+		want := float64(pauses[j]) / float64(time.Millisecond)
+		for i := range gaps {
+			if d := gaps[i][j] - want; d < -1 || d > 25 {
+				t.Errorf("run %d pause %d: %.1f ms; the seed drew %.1f ms", i, j, gaps[i][j], want)
+			}
 		}
 	}
-	// Pauses of 10..50 ms against a 30 ms idle close: some connections close, and the same
-	// seed closes the same ones.
-	if conns[0] != conns[1] || conns[0] < 2 {
-		t.Errorf("connections %v; want equal and > 1", conns)
+	if want := float64(1 + long); conns[0] != want || conns[1] != want {
+		t.Errorf("connections %v; want %v for both (1 + %d pauses past the idle close)", conns, want, long)
 	}
 }
 
