@@ -4,8 +4,8 @@ package check
 
 import (
 	"reflect"
+	"slices"
 	"sort"
-	"strings"
 )
 
 // Latency holds latency statistics in milliseconds (scenario time).
@@ -58,16 +58,11 @@ type Metrics struct {
 }
 
 // Names lists every metric name in dotted form, sorted.
-func Names() []string {
-	var out []string
-	walkFields(reflect.TypeOf(Metrics{}), "", func(name string, _ []int) { out = append(out, name) })
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return slices.Clone(names) }
 
 // IsName reports whether name is a metric of the vocabulary.
 func IsName(name string) bool {
-	_, ok := fieldIndex()[name]
+	_, ok := fieldIndex[name]
 	return ok
 }
 
@@ -75,7 +70,7 @@ func IsName(name string) bool {
 func FromFlat(flat map[string]float64) Metrics {
 	var m Metrics
 	v := reflect.ValueOf(&m).Elem()
-	for name, idx := range fieldIndex() {
+	for name, idx := range fieldIndex {
 		if x, ok := flat[name]; ok {
 			v.FieldByIndex(idx).SetFloat(x)
 		}
@@ -85,28 +80,18 @@ func FromFlat(flat map[string]float64) Metrics {
 
 // Flat returns the metrics keyed by dotted name.
 func (m Metrics) Flat() map[string]float64 {
-	out := make(map[string]float64, len(fieldIndex()))
+	out := make(map[string]float64, len(fieldIndex))
 	v := reflect.ValueOf(m)
-	for name, idx := range fieldIndex() {
+	for name, idx := range fieldIndex {
 		out[name] = v.FieldByIndex(idx).Float()
 	}
 	return out
 }
 
-var indexCache map[string][]int
-
-func fieldIndex() map[string][]int {
-	if indexCache == nil {
-		idx := map[string][]int{}
-		walkFields(reflect.TypeOf(Metrics{}), "", func(name string, index []int) { idx[name] = index })
-		indexCache = idx
-	}
-	return indexCache
-}
-
-func init() { fieldIndex() }
-
-func walkFields(t reflect.Type, prefix string, fn func(string, []int)) {
+// fieldIndex maps each dotted name to its field in Metrics; names is the same, sorted. Both
+// come from the expr tags, the one place the vocabulary is written.
+var fieldIndex, names = func() (map[string][]int, []string) {
+	idx := map[string][]int{}
 	var walk func(t reflect.Type, prefix string, index []int)
 	walk = func(t reflect.Type, prefix string, index []int) {
 		for i := 0; i < t.NumField(); i++ {
@@ -115,13 +100,19 @@ func walkFields(t reflect.Type, prefix string, fn func(string, []int)) {
 			if prefix != "" {
 				name = prefix + "." + name
 			}
-			idx := append(append([]int(nil), index...), i)
+			at := append(slices.Clone(index), i)
 			if f.Type.Kind() == reflect.Struct {
-				walk(f.Type, name, idx)
+				walk(f.Type, name, at)
 				continue
 			}
-			fn(name, idx)
+			idx[name] = at
 		}
 	}
-	walk(t, strings.TrimSuffix(prefix, "."), nil)
-}
+	walk(reflect.TypeOf(Metrics{}), "", nil)
+	sorted := make([]string, 0, len(idx))
+	for n := range idx {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	return idx, sorted
+}()

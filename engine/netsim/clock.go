@@ -94,12 +94,7 @@ func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan s
 			return false
 		}
 	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	return open(done)
 }
 
 // add registers w and makes sure the run goroutine will see it in time.

@@ -261,6 +261,12 @@ func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w
 			return false
 		}
 	}
+	return open(done)
+}
+
+// open reports whether done is still open: a wait that ended on time but after the link
+// closed must not write.
+func open(done <-chan struct{}) bool {
 	select {
 	case <-done:
 		return false

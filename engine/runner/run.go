@@ -102,9 +102,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	// 5,000-connection burst fit under a 20,000-descriptor limit.
 	target := srv.Addr()
 	var proxy *netsim.Proxy
-	if direct(st) {
-		proxy = nil
-	} else {
+	if !direct(st) {
 		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
 			return m, err
 		}
