@@ -17,6 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shard"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
@@ -28,6 +29,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	inv, code, ok := prepareRun(f, stderr)
 	if !ok {
 		return code
+	}
+	if inv.manifest != nil && inv.plan.Runs() == 0 {
+		return emptyShard(f, inv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -43,6 +47,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = rerr
 	}
+	if err == nil && inv.manifest != nil {
+		err = writeManifest(inv, outcome.Dir)
+	}
 	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
 	return runExitCode(f, outcome, missing, err, stderr)
 }
@@ -50,6 +57,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 // runFlags holds `kalab run`'s parsed flags.
 type runFlags struct {
 	fs           *pflag.FlagSet
+	name         string // the command, for messages: run, or merge when it gates merged results
 	log          zerolog.Logger
 	out          string
 	parallel     int
@@ -61,13 +69,14 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	junitPath    string
+	shardFlags
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
 func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
 	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
-	f = &runFlags{fs: fs}
+	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
@@ -78,6 +87,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -105,6 +115,9 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 			return invalid("--junit: %v", err)
 		}
 	}
+	if err := f.shardFlags.check(); err != nil {
+		return invalid("%v", err)
+	}
 	return f, 0, true
 }
 
@@ -114,6 +127,10 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	cmp  *report.Comparer
+	// selected says which baseline runs this invocation was meant to run (nil: all); a
+	// shard runs only its part of the plan.
+	selected func(scenario, variant string) bool
+	manifest *shard.Manifest // with --shard: what this part of the split holds
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -147,9 +164,15 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
-	inv.plan, _ = loadPlan(f.fs.Args(), stderr, f.log)
+	var files []string
+	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log)
 	if inv.plan == nil {
 		return nil, exitInvalid, false
+	}
+	if f.sharded() {
+		if err := applyShard(f, inv, files); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
@@ -189,9 +212,9 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
-			filter := inv.opt.Filter
+			filter, selected := inv.opt.Filter, inv.selected
 			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return filter == nil || filter.MatchString(sc+"/"+v)
+				return (filter == nil || filter.MatchString(sc+"/"+v)) && (selected == nil || selected(sc, v))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
@@ -212,17 +235,17 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
-		fmt.Fprintln(stderr, "kalab run: interrupted; the runs that ended are recorded")
+		fmt.Fprintf(stderr, "kalab %s: interrupted; the runs that ended are recorded\n", f.name)
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(stderr, "kalab run: %v\n", err)
+		fmt.Fprintf(stderr, "kalab %s: %v\n", f.name, err)
 		return exitEngine
 	case outcome.Errored():
 		return exitEngine
 	case outcome.Failed():
 		return exitCheckFailed
 	case f.failMissing && len(missing) > 0:
-		fmt.Fprintf(stderr, "kalab run: %d run%s of the baseline did not run (--fail-missing)\n", len(missing), plural(len(missing)))
+		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
 		return exitCheckFailed
 	}
 	return exitOK

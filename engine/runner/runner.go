@@ -267,3 +267,10 @@ func paramsJSON(st scenario.Settings) json.RawMessage {
 	}
 	return b
 }
+
+// CompareScenario evaluates a scenario's compare checks over runs, keyed by variant, as
+// Execute does when the scenario's last run ends; kalab merge uses it for the runs of
+// shards. A variant missing from runs makes the checks that read it skipped.
+func CompareScenario(sc *scenario.Scenario, runs map[string]*report.Run, kalabVersion, runID string) *report.Scenario {
+	return compare(sc, runs, Options{KalabVersion: kalabVersion, RunID: runID})
+}

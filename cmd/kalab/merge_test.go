@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/shard"
+)
+
+const shardSet = "testdata/shards"
+
+// kalab runs the CLI in-process and returns its exit code and output.
+func kalab(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := Main(append(args, "--log-level", "warn"), &out, &out)
+	return code, out.String()
+}
+
+// outcomeLines reduces results to what sharding must not change: each run's name, status
+// and checks, and each scenario's compare checks.
+func outcomeLines(t *testing.T, dir string) []string {
+	t.Helper()
+	res, err := report.ReadFile(filepath.Join(dir, "latest", "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	seen := map[string]bool{}
+	for _, r := range res.Runs {
+		k := r.Scenario + "/" + r.Variant
+		if seen[k] {
+			t.Errorf("%s: run %s twice", dir, k)
+		}
+		seen[k] = true
+		for _, c := range r.Checks {
+			lines = append(lines, fmt.Sprintf("run %s %s: %s %s pass=%v skipped=%v", k, r.Status, c.Kind, c.Expr, c.Pass, c.Skipped))
+		}
+		lines = append(lines, fmt.Sprintf("run %s %s", k, r.Status))
+	}
+	for _, s := range res.Scenarios {
+		for _, c := range s.Checks {
+			lines = append(lines, fmt.Sprintf("scenario %s %s: %s pass=%v skipped=%v", s.Scenario, s.Status, c.Expr, c.Pass, c.Skipped))
+		}
+		lines = append(lines, fmt.Sprintf("scenario %s %s runs=%d", s.Scenario, s.Status, s.Runs))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// TestMergeEqualsUnsharded runs a small scenario set whole and in 3 shards on real sockets,
+// merges the shards and compares: the same runs once each, the same statuses and checks
+// (the compare checks of a file split across shards included), the same exit code; then a
+// missing shard, a shard given twice, mixed kalab versions and another scenario set.
+func TestMergeEqualsUnsharded(t *testing.T) {
+	tmp := t.TempDir()
+	whole := filepath.Join(tmp, "whole")
+	wantCode, out := kalab(t, "run", "--out", whole, shardSet)
+	if wantCode != exitCheckFailed { // small-fails fails on purpose
+		t.Fatalf("unsharded run: exit %d, want 1\n%s", wantCode, out)
+	}
+	want := outcomeLines(t, whole)
+
+	const n = 3
+	shards := filepath.Join(tmp, "shards")
+	split := false
+	for i := 1; i <= n; i++ {
+		code, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/%d", i, n), "--out", filepath.Join(shards, fmt.Sprint(i)), shardSet)
+		if code != exitOK && code != exitCheckFailed {
+			t.Fatalf("shard %d/%d: exit %d\n%s", i, n, code, out)
+		}
+		m, err := shard.ReadManifest(filepath.Join(shards, fmt.Sprint(i), "latest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		split = split || len(m.SplitFiles) > 0
+	}
+	if !split {
+		t.Errorf("no file was split across the %d shards: the merge-time compare path is not exercised", n)
+	}
+
+	merged := filepath.Join(tmp, "merged")
+	code, out := kalab(t, "merge", shards, "--out", merged)
+	if code != wantCode {
+		t.Errorf("merge: exit %d, want %d as unsharded\n%s", code, wantCode, out)
+	}
+	if got := outcomeLines(t, merged); !slices.Equal(got, want) {
+		t.Errorf("merged outcome differs from the unsharded one:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	if err := report.ValidateRunDir(filepath.Join(merged, "latest")); err != nil {
+		t.Errorf("merged results do not match the schema: %v", err)
+	}
+	res, _ := report.ReadFile(filepath.Join(merged, "latest", "results.jsonl"))
+	for _, r := range res.Runs {
+		if _, err := os.Stat(filepath.Join(merged, "latest", r.RequestsFile)); err != nil {
+			t.Errorf("request file of %s/%s: %v", r.Scenario, r.Variant, err)
+		}
+	}
+
+	// Gated like a single run: the unsharded results as baseline, JUnit written.
+	junit := filepath.Join(tmp, "junit.xml")
+	code, out = kalab(t, "merge", shards, "--out", merged, "--baseline", filepath.Join(whole, "latest"), "--fail-missing", "--junit", junit)
+	if code != wantCode {
+		t.Errorf("merge --baseline: exit %d, want %d\n%s", code, wantCode, out)
+	}
+	if _, err := os.Stat(junit); err != nil {
+		t.Errorf("merge --junit: %v", err)
+	}
+
+	// A missing shard: named with its runs; exit 3 unless --allow-partial.
+	var some []string
+	for i := 1; i <= n; i++ {
+		if i != 2 {
+			some = append(some, filepath.Join(shards, fmt.Sprint(i)))
+		}
+	}
+	m2, _ := shard.ReadManifest(filepath.Join(shards, "2", "latest"))
+	code, out = kalab(t, append(append([]string{"merge"}, some...), "--out", filepath.Join(tmp, "partial"))...)
+	if len(m2.Mine()) > 0 {
+		if code != exitEngine || !strings.Contains(out, "shard 2/3 is missing") {
+			t.Errorf("merge without shard 2: exit %d, want 3 and shard 2/3 named\n%s", code, out)
+		}
+		for _, r := range m2.Mine() {
+			if !strings.Contains(out, r.Scenario+"/"+r.Variant) {
+				t.Errorf("merge without shard 2 does not name its run %s/%s\n%s", r.Scenario, r.Variant, out)
+			}
+		}
+		code, out = kalab(t, append(append([]string{"merge", "--allow-partial"}, some...), "--out", filepath.Join(tmp, "partial"))...)
+		if code == exitEngine || code == exitInvalid {
+			t.Errorf("merge --allow-partial without shard 2: exit %d\n%s", code, out)
+		}
+	} else {
+		t.Errorf("shard 2/3 has no runs; the missing-shard case is not exercised")
+	}
+
+	// The same shard twice.
+	if code, out := kalab(t, "merge", shards, filepath.Join(shards, "1"), "--out", filepath.Join(tmp, "dup")); code != exitInvalid || !strings.Contains(out, "shard 1/3 twice") {
+		t.Errorf("shard given twice: exit %d, want 2\n%s", code, out)
+	}
+
+	// Mixed kalab versions.
+	other := filepath.Join(tmp, "other")
+	code, out = kalab(t, "run", "--shard", "2/3", "--out", other, shardSet)
+	if code != exitOK && code != exitCheckFailed {
+		t.Fatalf("shard 2/3 again: exit %d\n%s", code, out)
+	}
+	mp := filepath.Join(other, "latest", shard.ManifestFile)
+	b, _ := os.ReadFile(mp)
+	os.WriteFile(mp, bytes.Replace(b, []byte(`"kalab_version": "dev"`), []byte(`"kalab_version": "v9.9.9"`), 1), 0o644)
+	if code, out := kalab(t, append(append([]string{"merge"}, some...), other, "--out", filepath.Join(tmp, "mixed"))...); code != exitInvalid || !strings.Contains(out, "v9.9.9") {
+		t.Errorf("mixed kalab versions: exit %d, want 2\n%s", code, out)
+	}
+
+	// Another scenario set: shard 2 of a plan without c-fails.yaml.
+	fewer := filepath.Join(tmp, "fewer")
+	kalab(t, "run", "--shard", "2/3", "--out", fewer, filepath.Join(shardSet, "a-reuse.yaml"), filepath.Join(shardSet, "b-direct.yaml"))
+	if code, out := kalab(t, append(append([]string{"merge"}, some...), fewer, "--out", filepath.Join(tmp, "fewer-merged"))...); code != exitInvalid || !strings.Contains(out, "different scenario sets") {
+		t.Errorf("different scenario sets: exit %d, want 2\n%s", code, out)
+	}
+}
