@@ -138,7 +138,11 @@ func findShards(args []string) ([]shardDir, error) {
 			return nil, fmt.Errorf("%s is not a directory", arg)
 		}
 		found := 0
-		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+		root, err := filepath.EvalSymlinks(arg) // a shard's latest link may be named itself
+		if err != nil {
+			return nil, err
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -168,6 +172,15 @@ func findShards(args []string) ([]shardDir, error) {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].man.Shard < out[j].man.Shard })
+	// The same invocation found twice (a copy made by an artifact upload that followed the
+	// latest link, or a directory named twice) is one shard, not an overlap.
+	seen := map[string]bool{}
+	out = slices.DeleteFunc(out, func(s shardDir) bool {
+		k := s.man.RunID + "\x00" + fmt.Sprint(s.man.Shard)
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
 	return out, nil
 }
 

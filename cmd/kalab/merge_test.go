@@ -139,8 +139,16 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 		t.Errorf("shard 2/3 has no runs; the missing-shard case is not exercised")
 	}
 
-	// The same shard twice.
-	if code, out := kalab(t, "merge", shards, filepath.Join(shards, "1"), "--out", filepath.Join(tmp, "dup")); code != exitInvalid || !strings.Contains(out, "shard 1/3 twice") {
+	// The same directory named twice, or found again through a copy of it, is one shard.
+	copyDir(t, filepath.Join(shards, "1", "latest"), filepath.Join(tmp, "copy", "run"))
+	if code, out := kalab(t, "merge", shards, filepath.Join(shards, "1"), filepath.Join(tmp, "copy"), "--out", filepath.Join(tmp, "same")); code != wantCode {
+		t.Errorf("one shard named twice: exit %d, want %d\n%s", code, wantCode, out)
+	}
+
+	// The same shard run twice: two invocations of one part overlap.
+	again := filepath.Join(tmp, "again")
+	kalab(t, "run", "--shard", "1/3", "--out", again, shardSet)
+	if code, out := kalab(t, "merge", shards, again, "--out", filepath.Join(tmp, "dup")); code != exitInvalid || !strings.Contains(out, "shard 1/3 twice") {
 		t.Errorf("shard given twice: exit %d, want 2\n%s", code, out)
 	}
 
@@ -162,5 +170,31 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	kalab(t, "run", "--shard", "2/3", "--out", fewer, filepath.Join(shardSet, "a-reuse.yaml"), filepath.Join(shardSet, "b-direct.yaml"))
 	if code, out := kalab(t, append(append([]string{"merge"}, some...), fewer, "--out", filepath.Join(tmp, "fewer-merged"))...); code != exitInvalid || !strings.Contains(out, "different scenario sets") {
 		t.Errorf("different scenario sets: exit %d, want 2\n%s", code, out)
+	}
+}
+
+// copyDir copies a directory tree of regular files.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	from, err := filepath.EvalSymlinks(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
