@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/runner"
+	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shard"
 )
 
@@ -67,45 +71,52 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	}
 	want := outcomeLines(t, whole)
 
+	// Merge 1, 3 and 7 shards of the set; keep the 3 for the cases below.
 	const n = 3
-	shards := filepath.Join(tmp, "shards")
-	split := false
-	for i := 1; i <= n; i++ {
-		code, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/%d", i, n), "--out", filepath.Join(shards, fmt.Sprint(i)), shardSet)
-		if code != exitOK && code != exitCheckFailed {
-			t.Fatalf("shard %d/%d: exit %d\n%s", i, n, code, out)
+	var shards string
+	for _, count := range []int{1, n, 7} {
+		dir := filepath.Join(tmp, fmt.Sprintf("shards-of-%d", count))
+		split := false
+		for i := 1; i <= count; i++ {
+			code, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/%d", i, count), "--out", filepath.Join(dir, fmt.Sprint(i)), shardSet)
+			if code != exitOK && code != exitCheckFailed {
+				t.Fatalf("shard %d/%d: exit %d\n%s", i, count, code, out)
+			}
+			m, err := shard.ReadManifest(filepath.Join(dir, fmt.Sprint(i), "latest"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			split = split || len(m.SplitFiles) > 0
 		}
-		m, err := shard.ReadManifest(filepath.Join(shards, fmt.Sprint(i), "latest"))
-		if err != nil {
-			t.Fatal(err)
+		if count == n && !split {
+			t.Errorf("no file was split across the %d shards: the merge-time compare path is not exercised", n)
 		}
-		split = split || len(m.SplitFiles) > 0
+		merged := filepath.Join(tmp, fmt.Sprintf("merged-%d", count))
+		code, out := kalab(t, "merge", dir, "--out", merged)
+		if code != wantCode {
+			t.Errorf("merge of %d: exit %d, want %d as unsharded\n%s", count, code, wantCode, out)
+		}
+		if got := outcomeLines(t, merged); !slices.Equal(got, want) {
+			t.Errorf("merge of %d: the outcome differs from the unsharded one:\n got %s\nwant %s", count, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+		}
+		if err := report.ValidateRunDir(filepath.Join(merged, "latest")); err != nil {
+			t.Errorf("merge of %d: the results do not match the schema: %v", count, err)
+		}
+		res, _ := report.ReadFile(filepath.Join(merged, "latest", "results.jsonl"))
+		for _, r := range res.Runs {
+			if _, err := os.Stat(filepath.Join(merged, "latest", r.RequestsFile)); err != nil {
+				t.Errorf("merge of %d: request file of %s/%s: %v", count, r.Scenario, r.Variant, err)
+			}
+		}
+		if count == n {
+			shards = dir
+		}
 	}
-	if !split {
-		t.Errorf("no file was split across the %d shards: the merge-time compare path is not exercised", n)
-	}
-
 	merged := filepath.Join(tmp, "merged")
-	code, out := kalab(t, "merge", shards, "--out", merged)
-	if code != wantCode {
-		t.Errorf("merge: exit %d, want %d as unsharded\n%s", code, wantCode, out)
-	}
-	if got := outcomeLines(t, merged); !slices.Equal(got, want) {
-		t.Errorf("merged outcome differs from the unsharded one:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
-	}
-	if err := report.ValidateRunDir(filepath.Join(merged, "latest")); err != nil {
-		t.Errorf("merged results do not match the schema: %v", err)
-	}
-	res, _ := report.ReadFile(filepath.Join(merged, "latest", "results.jsonl"))
-	for _, r := range res.Runs {
-		if _, err := os.Stat(filepath.Join(merged, "latest", r.RequestsFile)); err != nil {
-			t.Errorf("request file of %s/%s: %v", r.Scenario, r.Variant, err)
-		}
-	}
 
 	// Gated like a single run: the unsharded results as baseline, JUnit written.
 	junit := filepath.Join(tmp, "junit.xml")
-	code, out = kalab(t, "merge", shards, "--out", merged, "--baseline", filepath.Join(whole, "latest"), "--fail-missing", "--junit", junit)
+	code, out := kalab(t, "merge", shards, "--out", merged, "--baseline", filepath.Join(whole, "latest"), "--fail-missing", "--junit", junit)
 	if code != wantCode {
 		t.Errorf("merge --baseline: exit %d, want %d\n%s", code, wantCode, out)
 	}
@@ -196,5 +207,108 @@ func copyDir(t *testing.T, from, to string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergeBundledSuite is the acceptance check on the whole bundled suite without running
+// it: the records of a real unsharded run (the committed baseline) are dealt into 1, 3 and 7
+// shard directories exactly as kalab run --shard would split the suite, and merged. The
+// merged runs and their checks, and the compare checks re-evaluated at merge time (for the
+// files split across shards too), must equal the unsharded run's; each run must appear
+// once; and leaving a shard out must name it.
+func TestMergeBundledSuite(t *testing.T) {
+	files, err := scenario.FindFiles([]string{"../../scenarios"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scenario.LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := report.ReadFile("../../results/baseline.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The unsharded outcome: the baseline's runs, and each file's compare checks evaluated
+	// over all its runs in one place as kalab run does (the committed baseline may predate
+	// an edit of a compare expression, so its own scenario records are not used).
+	var scs []report.Scenario
+	for _, sc := range plan.Scenarios {
+		byVariant := map[string]*report.Run{}
+		for i := range base.Runs {
+			if base.Runs[i].Scenario == sc.Name {
+				byVariant[base.Runs[i].Variant] = &base.Runs[i]
+			}
+		}
+		srec := runner.CompareScenario(sc, byVariant, "dev", "whole")
+		srec.Record, srec.RecordVersion = "scenario", report.RecordVersion
+		scs = append(scs, *srec)
+	}
+	whole := t.TempDir()
+	writeResults(t, filepath.Join(whole, "run"), base.Runs, scs, nil)
+	os.Symlink("run", filepath.Join(whole, "latest"))
+	want := outcomeLines(t, whole)
+	opt := runner.Options{}
+	weight := func(_ *scenario.Scenario, r *scenario.Run) time.Duration { return runner.Expected(r, opt) }
+	for _, n := range []int{1, 3, 7} {
+		split := shard.Plan(plan, n, weight)
+		dir := t.TempDir()
+		for i := 1; i <= n; i++ {
+			m := shard.NewManifest(split, i)
+			m.KalabVersion, m.Files, m.Weights = "dev", files, "plan"
+			m.PlanHash = shard.PlanHash(plan, shard.Overrides{})
+			m.RunID = fmt.Sprintf("shard-%d", i)
+			var runs []report.Run
+			for _, r := range base.Runs {
+				for _, a := range m.Mine() {
+					if a.Scenario == r.Scenario && a.Variant == r.Variant {
+						runs = append(runs, r)
+					}
+				}
+			}
+			writeResults(t, filepath.Join(dir, m.RunID), runs, nil, m)
+		}
+		merged := filepath.Join(t.TempDir(), "merged")
+		code, out := kalab(t, "merge", dir, "--out", merged)
+		if code != exitOK {
+			t.Errorf("%d shards: merge exit %d\n%s", n, code, out)
+		}
+		if got := outcomeLines(t, merged); !slices.Equal(got, want) {
+			t.Errorf("%d shards: merged outcome differs from the unsharded one:\n got %s\nwant %s", n, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+		}
+		t.Logf("%d shards: split files %v, spread %.1f%%", n, split.SplitFiles, 100*split.Spread())
+		if n > 1 {
+			os.RemoveAll(filepath.Join(dir, "shard-2"))
+			code, out := kalab(t, "merge", dir, "--out", merged)
+			if code != exitEngine || !strings.Contains(out, fmt.Sprintf("shard 2/%d is missing", n)) {
+				t.Errorf("%d shards without shard 2: exit %d, want 3 naming it\n%s", n, code, out)
+			}
+		}
+	}
+}
+
+// writeResults writes a run directory from records, with a shard manifest when m is set.
+func writeResults(t *testing.T, dir string, runs []report.Run, scs []report.Scenario, m *shard.Manifest) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i := range runs {
+		r := runs[i]
+		r.RequestsFile = "" // the baseline was written with --no-requests
+		enc.Encode(&r)
+	}
+	for i := range scs {
+		enc.Encode(&scs[i])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m != nil {
+		if err := m.Write(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
