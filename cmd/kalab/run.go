@@ -28,6 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	junitPath := fs.String("junit", "", "also write a JUnit XML report to this file")
+	requireClients := fs.Bool("require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -36,7 +37,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		return exitInvalid
 	}
-	opt := runner.Options{Out: *out, Parallel: *parallel, KalabVersion: kalabVersion(), Log: log, SkipRequests: *noRequests}
+	opt := runner.Options{Out: *out, Parallel: *parallel, KalabVersion: kalabVersion(), Log: log, SkipRequests: *noRequests, RequireClients: *requireClients}
 	if fs.Changed("time-scale") {
 		if *timeScale <= 0 || *timeScale > 100 {
 			fmt.Fprintf(stderr, "kalab run: --time-scale must be more than 0 and at most 100\n")
