@@ -32,6 +32,14 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	var notes []string
 	var ex *execRun
+	if opt.NewClient != nil {
+		st.Client.Exec = nil // the caller's client replaces whatever the file names
+		if st.TimeScale != 1 {
+			notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
+			st.TimeScale = 1
+		}
+		notes = append(notes, "go-func client: the caller's Go client; of the file's client section only method, path, headers and timeout apply")
+	}
 	if st.Client.Exec != nil {
 		// A real program runs in real time: an exec run ignores the time scale.
 		if st.TimeScale != 1 {
@@ -152,7 +160,11 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	var cl client.Client
 	if ex == nil {
-		if cl, err = client.New(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())); err != nil {
+		newClient := client.New
+		if opt.NewClient != nil {
+			newClient = opt.NewClient
+		}
+		if cl, err = newClient(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())); err != nil {
 			return m, fmt.Errorf("client: %w", err)
 		}
 		defer cl.Close()
@@ -241,13 +253,15 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
 	}
-	if ex != nil {
-		// What kalab controls counts, not what the program says: the connections it opened
+	if ex != nil || opt.NewClient != nil {
+		// What kalab controls counts, not what the client says: the connections it opened
 		// are those the link (or the server, without a link) accepted.
 		flat["connections"] = float64(ps.Accepted)
 		if proxy == nil {
 			flat["connections"] = float64(ss.Connections)
 		}
+	}
+	if ex != nil {
 		flat["hidden_retries"] = float64(slog.hiddenResends(int(answered.Load())))
 		if !sawConn.Load() {
 			// The program did not echo the stamped headers: reuse as the server saw it.

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -40,7 +41,10 @@ type Options struct {
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// skipped (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
-	DeadlineScale  float64 // multiplies each run's deadline (tests use < 1); 0 means 1
+	// NewClient, when set, builds every run's client instead of the file's client section
+	// (kalabtest's go-func: the caller's own Go client). The runs then run at time scale 1.
+	NewClient     func(client.Config) (client.Client, error)
+	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
