@@ -73,9 +73,14 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 				return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH", ErrMissing, a.Name, a.Interpreter)
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Generous: a loaded machine can take seconds to start an interpreter.
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		out, err := exec.CommandContext(pctx, path, a.probe...).CombinedOutput()
+		if pctx.Err() != nil {
+			// Slow is not missing: this is an error, not a skip.
+			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
+		}
 		if err != nil {
 			return id, fmt.Errorf("%w: %s %s: %v: %s", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, firstLine(string(out)))
 		}
@@ -129,6 +134,9 @@ func nodeMajor(v string) int {
 	n, _ := strconv.Atoi(major)
 	return n
 }
+
+// probeTimeout bounds the version probe of a runtime.
+const probeTimeout = 60 * time.Second
 
 // stderrKeep is how much of a program's standard error a report keeps.
 const stderrKeep = 4 << 10
