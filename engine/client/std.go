@@ -107,6 +107,7 @@ func NewFunc(cfg Config, rt http.RoundTripper) (Client, error) {
 	}
 	cfg.Implementation, cfg.Retry = ImplGoNetHTTP, RetryPolicy{}
 	cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
+	cfg.KeepAliveHeader = false // the caller's client sends the headers it sends
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, fmt.Errorf("client config: %w", err)
@@ -241,6 +242,9 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 			continue
 		}
 		req.Header.Set(k, v)
+	}
+	if s.cfg.KeepAliveHeader && s.cfg.KeepAlive && !s.cfg.HTTP2 {
+		req.Header.Set("Connection", "keep-alive")
 	}
 	var rt http.RoundTripper = s.tr
 	if s.rt != nil {

@@ -28,9 +28,7 @@ type Adapter struct {
 	NoPause bool
 	// Sequential: it runs one request at a time.
 	Sequential bool
-	// HTTP2: it negotiates HTTP/2 when the server offers it by ALPN.
-	HTTP2 bool
-	probe []string // Runtime's arguments that print its versions (see identify)
+	probe      []string // Runtime's arguments that print its versions (see identify)
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -61,11 +59,13 @@ var adapters = map[string]*Adapter{
 			"timeout":            "a timer that destroys the request (ETIMEDOUT)",
 		},
 		Fixed: map[string]Fixed{
-			"honor_hint":     {"true", "Node's agent always reads Keep-Alive: timeout=N (lib/_http_agent.js keepSocketAlive)"},
-			"hint_parser":    {"node", "Node's agent reads the hint with ^timeout=(\\d+)"},
-			"hint_buffer":    {"1s", "Node's agent subtracts a fixed 1000 ms from the hint"},
-			"liveness_check": {"true", "Node drops a free socket as soon as its FIN arrives"},
-			"retry.attempts": {"0", "Node's http client never re-sends a request"},
+			"http2":            {"never", "Node's https.Agent offers only http/1.1 in ALPN"},
+			"keepalive_header": {"true", "Node's http client sends Connection: keep-alive"},
+			"honor_hint":       {"true", "Node's agent always reads Keep-Alive: timeout=N (lib/_http_agent.js keepSocketAlive)"},
+			"hint_parser":      {"node", "Node's agent reads the hint with ^timeout=(\\d+)"},
+			"hint_buffer":      {"1s", "Node's agent subtracts a fixed 1000 ms from the hint"},
+			"liveness_check":   {"true", "Node drops a free socket as soon as its FIN arrives"},
+			"retry.attempts":   {"0", "Node's http client never re-sends a request"},
 		},
 		probe: []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`},
 	},
@@ -82,10 +82,12 @@ var adapters = map[string]*Adapter{
 			"timeout":            "AbortSignal.timeout on each fetch",
 		},
 		Fixed: map[string]Fixed{
-			"honor_hint":     {"true", "undici always reads Keep-Alive: timeout=N"},
-			"hint_parser":    {"undici", "undici reads the hint with timeout=(\\d+) anywhere in the value"},
-			"liveness_check": {"true", "undici drops an idle socket as soon as its FIN arrives"},
-			"retry.attempts": {"0", "fetch does not re-send a failed request"},
+			"http2":            {"never", "undici 6 offers only http/1.1 in ALPN (allowH2 is off)"},
+			"keepalive_header": {"true", "undici sends Connection: keep-alive"},
+			"honor_hint":       {"true", "undici always reads Keep-Alive: timeout=N"},
+			"hint_parser":      {"undici", "undici reads the hint with timeout=(\\d+) anywhere in the value"},
+			"liveness_check":   {"true", "undici drops an idle socket as soon as its FIN arrives"},
+			"retry.attempts":   {"0", "fetch does not re-send a failed request"},
 		},
 		probe: []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`},
 	},
@@ -99,11 +101,13 @@ var adapters = map[string]*Adapter{
 			"timeout":   "timeout= on each request (urllib3 applies it to connect and each read)",
 		},
 		Fixed: map[string]Fixed{
-			"idle_timeout":   {"0s", "urllib3 has no idle timeout: a pooled connection stays until the server closes it"},
-			"honor_hint":     {"false", "urllib3 ignores the Keep-Alive header"},
-			"liveness_check": {"true", "urllib3 checks is_connection_dropped before reusing a connection"},
-			"scheduling":     {"lifo", "urllib3's pool is a LIFO queue"},
-			"retry.attempts": {"0", "requests' default HTTPAdapter is Retry(0, read=False)"},
+			"http2":            {"never", "urllib3 speaks HTTP/1.1 only"},
+			"keepalive_header": {"true", "requests sends Connection: keep-alive"},
+			"idle_timeout":     {"0s", "urllib3 has no idle timeout: a pooled connection stays until the server closes it"},
+			"honor_hint":       {"false", "urllib3 ignores the Keep-Alive header"},
+			"liveness_check":   {"true", "urllib3 checks is_connection_dropped before reusing a connection"},
+			"scheduling":       {"lifo", "urllib3's pool is a LIFO queue"},
+			"retry.attempts":   {"0", "requests' default HTTPAdapter is Retry(0, read=False)"},
 		},
 		probe: []string{"-c", "import sys, requests, urllib3, ssl; print('python', sys.version.split()[0], 'requests', requests.__version__, 'urllib3', urllib3.__version__, 'openssl', ssl.OPENSSL_VERSION.split()[1])"},
 	},
@@ -116,11 +120,13 @@ var adapters = map[string]*Adapter{
 			"session_resumption": "--no-sessionid when false",
 		},
 		Fixed: map[string]Fixed{
-			"honor_hint":     {"false", "curl ignores the Keep-Alive header"},
-			"idle_timeout":   {"1m58s", "curl's CURLOPT_MAXAGE_CONN (118 s) has no command-line option"},
-			"liveness_check": {"true", "curl checks a cached connection before reusing it"},
+			"http2":            {"tls", "curl negotiates h2 by ALPN over TLS, and HTTP/1.1 over plain TCP"},
+			"keepalive_header": {"false", "curl sends no Connection header"},
+			"honor_hint":       {"false", "curl ignores the Keep-Alive header"},
+			"idle_timeout":     {"1m58s", "curl's CURLOPT_MAXAGE_CONN (118 s) has no command-line option"},
+			"liveness_check":   {"true", "curl checks a cached connection before reusing it"},
 		},
-		NoPause: true, Sequential: true, HTTP2: true,
+		NoPause: true, Sequential: true,
 		probe: []string{"--version"},
 	},
 	"curl-loop": {
@@ -130,10 +136,12 @@ var adapters = map[string]*Adapter{
 			"timeout": "--max-time",
 		},
 		Fixed: map[string]Fixed{
-			"keepalive": {"false", "a process per request never reuses a connection"},
+			"http2":            {"tls", "curl negotiates h2 by ALPN over TLS, and HTTP/1.1 over plain TCP"},
+			"keepalive_header": {"false", "curl sends no Connection header"},
+			"keepalive":        {"false", "a process per request never reuses a connection"},
 		},
-		Sequential: true, HTTP2: true,
-		probe: []string{"--version"},
+		Sequential: true,
+		probe:      []string{"--version"},
 	},
 }
 

@@ -99,7 +99,9 @@ for i in 0 1 2; do echo "{\"index\": $i, \"status\": 200}"; done`, ""},
 			if err := os.WriteFile(filepath.Join(dir, "c.sh"), []byte("#!/bin/sh\n"+c.script+"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Command: []string{"./c.sh"}, Dir: dir, URL: "http://127.0.0.1:1/",
+			// Run through sh: exec-ing a file just written races the forks of parallel
+			// subtests (ETXTBSY, golang/go#22315).
+			cfg := Config{Command: []string{"sh", "./c.sh"}, Dir: dir, URL: "http://127.0.0.1:1/",
 				Plan: Plan{Method: "GET", Requests: 3, Concurrency: 1, Burst: 2, PausesMs: []float64{250}, Client: map[string]any{"timeout_ms": 1500.0}}}
 			id, err := Identify(context.Background(), cfg)
 			if err != nil {

@@ -344,7 +344,7 @@ done
 	src := `
 name: exec-resend
 load: {requests: 3}
-client: {exec: {command: [./twice.sh]}}
+client: {exec: {command: [sh, ./twice.sh]}}
 expect: ["hidden_retries == 1", "requests == 3", "errors == 0"]
 `
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -75,6 +74,10 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return b(c.SessionResumption)
 	case "timeout":
 		return dur(path, c.Timeout)
+	case "http2":
+		return s(c.HTTP2)
+	case "keepalive_header":
+		return b(c.KeepAliveHeader)
 	case "method":
 		return s(c.Method)
 	case "path":
@@ -163,12 +166,5 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	}
 	if a.NoPause && ld.Pause.Max > 0 {
 		l.add(at("load.pause"), "load.pause", "the %s adapter cannot pause between requests (%s); use curl-loop, or no pause%s", a.Name, a.Models, where)
-	}
-	if s := r.Settings.Server; s.HTTP == "2" && (!a.HTTP2 || !s.TLS) {
-		msg := fmt.Sprintf("the %s adapter speaks HTTP/1.1 only", a.Name)
-		if a.HTTP2 {
-			msg = fmt.Sprintf("the %s adapter negotiates HTTP/2 by ALPN only, which needs tls: true", a.Name)
-		}
-		l.add(at("server.http"), "server.http", "%s%s", msg, where)
 	}
 }
