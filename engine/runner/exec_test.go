@@ -368,3 +368,48 @@ expect: ["hidden_retries == 1", "requests == 3", "errors == 0"]
 		t.Errorf("server connections %.0f, want 4", rec.Metrics.ServerConnections)
 	}
 }
+
+// A response slower than the client's timeout: every adapter applies client.timeout, and
+// the failure keeps the runtime's own code (curl's exit 28 even from one process, whose
+// status for no response is 000).
+func TestExecTimeouts(t *testing.T) {
+	t.Parallel()
+	src := `
+name: exec-timeouts
+server: {tls: true, response: {delay: 400ms}}
+load: {requests: 3}
+client: {timeout: 150ms}
+variants:
+  - {name: node-agent, client: {exec: node-agent}}
+  - {name: node-fetch, client: {exec: node-fetch}}
+  - {name: python-requests, client: {exec: python-requests}}
+  - {name: curl, client: {exec: curl}}
+  - {name: curl-loop, client: {exec: curl-loop}}
+expect: ["errors_by_class.timeout == 3", "ok == 0"]
+`
+	codes := map[string]string{"node-agent": "ETIMEDOUT", "node-fetch": "TimeoutError", "python-requests": "TimeoutError", "curl": "28", "curl-loop": "28"}
+	o := opts(t)
+	o.Parallel = 5
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range out.Runs {
+		t.Run(rec.Variant, func(t *testing.T) {
+			needRuntime(t, rec)
+			if rec.Status != report.StatusPass {
+				t.Fatalf("status %s %s, checks %+v", rec.Status, rec.Error, rec.Checks)
+			}
+			for _, r := range requestLines(t, out.Dir, rec) {
+				if r.Code != codes[rec.Variant] || r.Error == "" {
+					t.Errorf("request %d: code %q, error %q; want code %s and the runtime's text", r.Seq, r.Code, r.Error, codes[rec.Variant])
+				}
+				// The client gave up at its timeout, not before (the code above says it did
+				// not wait for the response; how late its timer ran is the machine's).
+				if r.LatencyMs < 150 {
+					t.Errorf("request %d took %.1f ms, less than the 150 ms timeout", r.Seq, r.LatencyMs)
+				}
+			}
+		})
+	}
+}

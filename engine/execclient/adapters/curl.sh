@@ -28,6 +28,7 @@ done
 # kalab as its transfer ends, and awk turns curl's seconds into the protocol's latency_ms.
 # A failed transfer still writes its line; curl's exit status is that of the last one.
 stdbuf -oL curl -K "$cfg" | awk '{
+  sub(/"status":000/, "\"status\":0") # no response: curl writes 000, JSON wants 0
   if (match($0, /"time_total":[0-9.]+/)) {
     t = substr($0, RSTART + 13, RLENGTH - 13)
     $0 = substr($0, 1, RSTART - 1) "\"latency_ms\":" sprintf("%.3f", t * 1000) substr($0, RSTART + RLENGTH)

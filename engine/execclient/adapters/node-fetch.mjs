@@ -47,7 +47,9 @@ async function one(i) {
     const cause = err.cause;
     line.status = 0;
     line.error = cause ? `${err.message}: ${cause.message}` : err.message;
-    line.code = cause?.code ?? err.code ?? err.name;
+    // AbortSignal.timeout rejects with a DOMException whose code is the number 23: its
+    // name (TimeoutError) is the runtime's word for it.
+    line.code = cause?.code ?? (typeof err.code === 'string' ? err.code : err.name);
   }
   line.end = now();
   emit(line);
