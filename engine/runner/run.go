@@ -135,11 +135,11 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	defer cancel()
 
 	scfg := serverConfig(st, scale)
-	var slog *serverLog
+	var srvLog *serverLog
 	if ex != nil {
 		// Connection truth for a program kalab cannot trace comes from the server.
-		slog = newServerLog()
-		scfg.Stamp, scfg.OnRequest = true, slog.observe
+		srvLog = newServerLog()
+		scfg.Stamp, scfg.OnRequest = true, srvLog.observe
 	}
 	srv, err := server.Start(scfg)
 	if err != nil {
@@ -262,12 +262,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		}
 	}
 	if ex != nil {
-		flat["hidden_retries"] = float64(slog.hiddenResends(int(answered.Load())))
+		flat["hidden_retries"] = float64(srvLog.hiddenResends(int(answered.Load())))
 		if !sawConn.Load() {
 			// The program did not echo the stamped headers: reuse as the server saw it.
-			flat["reused_requests"] = float64(slog.reused)
+			flat["reused_requests"] = float64(srvLog.reused)
 			if n := summary.Requests; n > 0 {
-				flat["reuse_ratio"] = float64(slog.reused) / float64(n)
+				flat["reuse_ratio"] = float64(srvLog.reused) / float64(n)
 			}
 		}
 		flat["cpu_us_per_request"], flat["peak_rss_mb"] = ex.usage(int(summary.Requests))
