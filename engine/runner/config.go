@@ -90,6 +90,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
 		LivenessCheck:     c.LivenessCheck,
+		LivenessEOFOnly:   c.LivenessEOFOnly,
 		Timeout:           sc.d(c.Timeout),
 		Retry: client.RetryPolicy{
 			Attempts:       c.Retry.Attempts,
@@ -97,6 +98,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 			IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly:     c.Retry.ReusedOnly,
 			ZeroBytesOnly:  c.Retry.ZeroBytesOnly,
+			Hidden:         c.Retry.Hidden,
 		},
 	}
 	if cfg.Implementation == "go-net-http" {

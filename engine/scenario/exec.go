@@ -78,6 +78,10 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return s(c.HTTP2)
 	case "keepalive_header":
 		return b(c.KeepAliveHeader)
+	case "liveness_eof_only":
+		return b(c.LivenessEOFOnly)
+	case "retry.hidden":
+		return b(c.Retry.Hidden)
 	case "method":
 		return s(c.Method)
 	case "path":
