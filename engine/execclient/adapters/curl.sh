@@ -20,6 +20,8 @@ for ((i = 0; i < KALAB_REQUESTS; i++)); do
     [ "${KALAB_CLIENT_KEEPALIVE:-true}" = false ] && echo 'header = "Connection: close"'
     [ -n "${KALAB_CLIENT_TIMEOUT_MS:-}" ] && echo "max-time = $(awk "BEGIN{print $KALAB_CLIENT_TIMEOUT_MS/1000}")"
     [ "${KALAB_CLIENT_SESSION_RESUMPTION:-true}" = false ] && echo "no-sessionid"
+    # The \n stays literal: curl's config parser turns it into the newline.
+    # shellcheck disable=SC2028
     echo "write-out = \"{\\\"index\\\":$i,\\\"status\\\":%{http_code},\\\"code\\\":\\\"%{exitcode}\\\",\\\"error\\\":\\\"%{errormsg}\\\",\\\"bytes\\\":%{size_download},\\\"conn\\\":\\\"%header{kalab-conn}\\\",\\\"conn_request\\\":\\\"%header{kalab-conn-request}\\\",\\\"time_total\\\":%{time_total}}\\n\""
     if ((i + 1 < KALAB_REQUESTS)); then echo "next"; fi
   } >>"$cfg"
