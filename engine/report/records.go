@@ -66,6 +66,7 @@ type ClientRuntime struct {
 	Command    []string `json:"command"`
 	Executable string   `json:"executable"`        // the runtime, resolved on PATH
 	Version    string   `json:"version,omitempty"` // what the runtime says of itself
+	Stderr     string   `json:"stderr,omitempty"`  // its standard error, relative to the run directory
 }
 
 // BaselineRef records how a run compared with the baseline it was run against. Each

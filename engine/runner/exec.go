@@ -15,14 +15,15 @@ import (
 
 // execRun is what a run with a real client program carries through drive.
 type execRun struct {
-	cfg execclient.Config
-	id  execclient.Identity
-	rep execclient.Report
+	cfg    execclient.Config
+	id     execclient.Identity
+	rep    execclient.Report
+	stderr string // where its standard error was kept, relative to the run directory
 }
 
 // runtimeRecord is the run record's view of the program.
 func (x *execRun) runtimeRecord() *report.ClientRuntime {
-	return &report.ClientRuntime{Adapter: x.id.Adapter, Command: x.id.Command, Executable: x.id.Executable, Version: x.id.Version}
+	return &report.ClientRuntime{Adapter: x.id.Adapter, Command: x.id.Command, Executable: x.id.Executable, Version: x.id.Version, Stderr: x.stderr}
 }
 
 // serverLog counts, at the server, each request by the index its client put in the

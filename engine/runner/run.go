@@ -75,6 +75,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	if err == nil {
 		m, err = drive(ctx, w, sc, r, st, scale, opt, ex)
+		if ex != nil {
+			rec.Client = ex.runtimeRecord()
+		}
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
@@ -202,6 +205,11 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	var loadErr error
 	if ex != nil {
+		// The program's logs are kept beside its requests.
+		if f, err := w.ClientLog(sc.Name, r.Variant); err == nil {
+			defer f.Close()
+			ex.cfg.Stderr, ex.stderr = f, report.ClientLogPath(sc.Name, r.Variant)
+		}
 		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), record)
 	} else {
 		loadErr = load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
