@@ -235,6 +235,9 @@ func collect(shards []shardDir) (map[string]mergedRun, []string, error) {
 			if prev, dup := runs[k]; dup {
 				return nil, nil, fmt.Errorf("run %s / %s is in %s and in %s", r.Scenario, r.Variant, prev.dir, s.dir)
 			}
+			if owner[k] == 0 {
+				return nil, nil, fmt.Errorf("%s: run %s / %s is not in the plan the shards split", s.dir, r.Scenario, r.Variant)
+			}
 			if owner[k] != s.man.Shard {
 				return nil, nil, fmt.Errorf("%s: run %s / %s belongs to shard %d/%d, not %d", s.dir, r.Scenario, r.Variant, owner[k], first.Shards, s.man.Shard)
 			}
@@ -242,12 +245,12 @@ func collect(shards []shardDir) (map[string]mergedRun, []string, error) {
 		}
 		var lost []string
 		for _, r := range s.man.Mine() {
-			if _, ok := runs[r.Scenario+"/"+r.Variant]; !ok {
+			if m, ok := runs[r.Scenario+"/"+r.Variant]; !ok || m.rec.Status == report.StatusInterrupted {
 				lost = append(lost, r.Scenario+"/"+r.Variant)
 			}
 		}
 		if len(lost) > 0 {
-			gaps = append(gaps, fmt.Sprintf("shard %d/%d (%s) is incomplete: %d of its runs not recorded: %s", s.man.Shard, first.Shards, s.dir, len(lost), strings.Join(lost, ", ")))
+			gaps = append(gaps, fmt.Sprintf("shard %d/%d (%s) is incomplete: %d of its runs not recorded or interrupted: %s", s.man.Shard, first.Shards, s.dir, len(lost), strings.Join(lost, ", ")))
 		}
 	}
 	for i := 1; i <= first.Shards; i++ {

@@ -277,6 +277,20 @@ func TestMergeBundledSuite(t *testing.T) {
 			t.Errorf("%d shards: merged outcome differs from the unsharded one:\n got %s\nwant %s", n, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
 		}
 		t.Logf("%d shards: split files %v, spread %.1f%%", n, split.SplitFiles, 100*split.Spread())
+		if n == 3 {
+			// Shard 1 interrupted before its last run, and one of its runs interrupted.
+			m, _ := shard.ReadManifest(filepath.Join(dir, "shard-1"))
+			res, _ := report.ReadFile(filepath.Join(dir, "shard-1", "results.jsonl"))
+			runs := res.Runs[:len(res.Runs)-1]
+			runs[0].Status = report.StatusInterrupted
+			writeResults(t, filepath.Join(dir, "shard-1"), runs, nil, m)
+			code, out := kalab(t, "merge", dir, "--out", merged)
+			last, first := res.Runs[len(res.Runs)-1], res.Runs[0]
+			if code != exitEngine || !strings.Contains(out, "shard 1/3") || !strings.Contains(out, "2 of its runs not recorded or interrupted") ||
+				!strings.Contains(out, last.Scenario+"/"+last.Variant) || !strings.Contains(out, first.Scenario+"/"+first.Variant) {
+				t.Errorf("shard 1/3 incomplete: exit %d, want 3 naming its 2 runs\n%s", code, out)
+			}
+		}
 		if n > 1 {
 			os.RemoveAll(filepath.Join(dir, "shard-2"))
 			code, out := kalab(t, "merge", dir, "--out", merged)

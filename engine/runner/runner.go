@@ -236,7 +236,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		missing := ""
 		for _, ref := range a.Variants {
 			if r, ok := runs[ref.Name]; !ok {
-				missing = fmt.Sprintf("variant %s did not run (filtered out)", ref.Name)
+				missing = fmt.Sprintf("variant %s did not run here (filtered out, or in another shard)", ref.Name)
 			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted || r.Status == report.StatusSkipped {
 				missing = fmt.Sprintf("variant %s did not complete (%s)", ref.Name, r.Status)
 			}
