@@ -57,9 +57,13 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Errorf("the schema accepted a run without its shard")
 	}
 	for name, edit := range map[string]func([]byte) []byte{
-		"version":       func(b []byte) []byte { return bytes.Replace(b, []byte(`"record_version": 1`), []byte(`"record_version": 2`), 1) },
-		"unknown field": func(b []byte) []byte { return bytes.Replace(b, []byte(`"shard": 2,`), []byte(`"shard": 2, "shardz": 1,`), 1) },
-		"out of range":  func(b []byte) []byte { return bytes.Replace(b, []byte(`"shard": 2,`), []byte(`"shard": 3,`), 1) },
+		"version": func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"record_version": 1`), []byte(`"record_version": 2`), 1)
+		},
+		"unknown field": func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"shard": 2,`), []byte(`"shard": 2, "shardz": 1,`), 1)
+		},
+		"out of range": func(b []byte) []byte { return bytes.Replace(b, []byte(`"shard": 2,`), []byte(`"shard": 3,`), 1) },
 	} {
 		os.WriteFile(filepath.Join(dir, ManifestFile), edit(b), 0o644)
 		if _, err := ReadManifest(dir); err == nil {
