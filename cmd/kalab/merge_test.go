@@ -326,3 +326,47 @@ func writeResults(t *testing.T, dir string, runs []report.Run, scs []report.Scen
 		}
 	}
 }
+
+// TestShardWeights: --shard-weights balances by the wall times of a results file, scaled
+// by the ratio of time scales, and falls back to the plan's estimate for runs it lacks.
+func TestShardWeights(t *testing.T) {
+	files, _ := scenario.FindFiles([]string{"../../scenarios"})
+	base, err := report.ReadFile("../../results/baseline.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := map[string]float64{}
+	for _, r := range base.Runs {
+		wall[r.Scenario+"/"+r.Variant] = r.WallMs
+	}
+	for _, scale := range []float64{0, 0.05} {
+		plan, err := scenario.LoadFiles(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &runFlags{shardFlags: shardFlags{weights: "../../results/baseline.jsonl", parsed: shard.Spec{Index: 1, Count: 3}}}
+		inv := &invocation{plan: plan, opt: runner.Options{TimeScale: scale}}
+		if err := applyShard(f, inv, files); err != nil {
+			t.Fatal(err)
+		}
+		if inv.manifest.Weights != f.weights {
+			t.Errorf("weights %q, want the file", inv.manifest.Weights)
+		}
+		byName := map[string]*scenario.Run{}
+		for _, sc := range plan.Scenarios {
+			for _, r := range sc.Runs {
+				byName[sc.Name+"/"+r.Variant] = r
+			}
+		}
+		for _, r := range inv.manifest.Runs {
+			k := r.Scenario + "/" + r.Variant
+			want := wall[k]
+			if scale > 0 {
+				want *= scale / byName[k].Settings.TimeScale
+			}
+			if d := r.ExpectedMs - want; d < -1 || d > 1 {
+				t.Errorf("scale %v: %s weighed %.0f ms, the results file says %.0f ms", scale, k, r.ExpectedMs, want)
+			}
+		}
+	}
+}
