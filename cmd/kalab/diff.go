@@ -13,7 +13,7 @@ import (
 
 // cmdDiff compares two results files with the rules kalab run --baseline applies.
 func cmdDiff(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("diff", "diff [flags] OLD NEW  (results.jsonl files or run directories)", stderr)
+	fs, lo := flagSet("diff", "diff [flags] OLD NEW  (results.jsonl files or run directories)", stdout, stderr)
 	all := fs.Bool("all", false, "show every metric, not only the key ones and those that moved")
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")

@@ -21,7 +21,7 @@ import (
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	f, code, ok := parseRunFlags(args, stderr)
+	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -43,7 +43,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = rerr
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	// Always say where the results went: --out is relative to the working directory,
+	// which need not be the scenarios' project.
+	dir := outcome.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", dir)
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -65,8 +71,8 @@ type runFlags struct {
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
-func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	f = &runFlags{fs: fs}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")

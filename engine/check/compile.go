@@ -11,7 +11,7 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // Kind says where an assertion appears, which decides what it can see.
