@@ -163,11 +163,17 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// scenarioArgs is the files and directories a command was given, scenarios/ by default.
+func scenarioArgs(args []string) []string {
+	if len(args) == 0 {
+		return []string{"scenarios"}
+	}
+	return args
+}
+
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
 func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
-	if len(args) == 0 {
-		args = []string{"scenarios"}
-	}
+	args = scenarioArgs(args)
 	files, err := scenario.FindFiles(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)

@@ -195,9 +195,16 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
+			// Missing means missing among what was asked for: the selected files (a
+			// subset of the suite leaves the other files out) and the --filter.
 			filter := inv.opt.Filter
-			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return filter == nil || filter.MatchString(sc+"/"+v)
+			var loaded []string
+			for _, sc := range inv.plan.Scenarios {
+				loaded = append(loaded, sc.Name)
+			}
+			selected := report.Selected(loaded, scenarioArgs(f.fs.Args()))
+			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
