@@ -75,8 +75,16 @@ func Totals(runs []*Run, scenarios []*Scenario) string {
 	}
 	s := fmt.Sprintf("%d run%s: %d pass, %d fail, %d error", len(runs), plural(len(runs)),
 		status[StatusPass], status[StatusFail], status[StatusError])
-	if n := status[StatusInterrupted]; n > 0 {
-		s += fmt.Sprintf(", %d interrupted", n)
+	// Any other status (interrupted, or one added later) is named when it occurs.
+	others := make([]string, 0, len(status))
+	for st := range status {
+		if st != StatusPass && st != StatusFail && st != StatusError {
+			others = append(others, st)
+		}
+	}
+	sort.Strings(others)
+	for _, st := range others {
+		s += fmt.Sprintf(", %d %s", status[st], st)
 	}
 	var all []Check
 	for _, r := range runs {
