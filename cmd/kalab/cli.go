@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
@@ -45,12 +47,13 @@ func kalabVersion() string {
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
 Usage:
-  kalab run [files or dirs...]       run scenarios and check their results (default: scenarios/)
-  kalab validate [files or dirs...]  check scenario files without running them (default: scenarios/)
-  kalab diff OLD NEW                 compare two results files metric by metric, as --baseline does
-  kalab schema                       print the scenario JSON Schema
-  kalab version                      print the version
-  kalab help [metrics|presets]       this help, each metric's meaning and unit, or the presets
+  kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
+  kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
+  kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab schema                          print the scenario JSON Schema
+  kalab version                         print the version
+  kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
+                                        the real-client adapters (client.exec) and error table
 
 Run 'kalab COMMAND --help' for a command's flags.
 
@@ -273,15 +276,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 		}
 		return exitOK
+	case "clients":
+		helpClients(stdout)
+		return exitOK
 	}
 	if slices.Contains(commands, args[0]) {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets"}, commands...)); c != "" {
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients"}, commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, or a command)\n", args[0], hint)
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 
@@ -290,4 +296,34 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// helpClients lists the bundled adapters with what each honours, and the error table.
+func helpClients(w io.Writer) {
+	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
+	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	for _, name := range execclient.Names() {
+		a, _ := execclient.Lookup(name)
+		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)
+		keys := make([]string, 0, len(a.Knobs))
+		for k := range a.Knobs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s -> %s\n", k, a.Knobs[k])
+		}
+		keys = keys[:0]
+		for k := range a.Fixed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s: only %s (%s)\n", k, a.Fixed[k].Value, a.Fixed[k].Why)
+		}
+	}
+	fmt.Fprintln(w, "\nA runtime's error, as a client reports it, maps to a class by the first matching row:")
+	for _, r := range execclient.Rules() {
+		fmt.Fprintf(w, "  %-32s %-8s %s\n", r.Match, r.Class, r.Runtime)
+	}
 }

@@ -142,3 +142,35 @@ func (o schemaObject) flatten(prefix string, out map[string]string) {
 		out[name] = p.Description
 	}
 }
+
+// TestUsageAligned: in `kalab help`, every command's description starts in the same column,
+// and so do the lines that continue one.
+func TestUsageAligned(t *testing.T) {
+	col := -1
+	for _, line := range strings.Split(usage, "\n") {
+		var at int
+		switch {
+		case strings.HasPrefix(line, "  kalab "):
+			// The description starts after the first run of two or more spaces past the command.
+			i := strings.Index(line[2:], "  ")
+			if i < 0 {
+				t.Errorf("no description on %q", line)
+				continue
+			}
+			at = 2 + i + len(line[2+i:]) - len(strings.TrimLeft(line[2+i:], " "))
+		case strings.HasPrefix(line, "        ") && strings.TrimSpace(line) != "":
+			at = len(line) - len(strings.TrimLeft(line, " "))
+		default:
+			continue
+		}
+		if col < 0 {
+			col = at
+		}
+		if at != col {
+			t.Errorf("description at column %d, want %d: %q", at, col, line)
+		}
+	}
+	if col < 0 {
+		t.Fatal("no command lines in the usage text")
+	}
+}

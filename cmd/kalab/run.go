@@ -67,6 +67,8 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	junitPath    string
+	// requireClients: a run whose real client is not installed is an error, not skipped.
+	requireClients bool
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -84,6 +86,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -128,7 +131,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}
