@@ -29,7 +29,7 @@ type shardDir struct {
 // cmdMerge is `kalab merge DIR... --out DIR`: the results of the shards of one split, put
 // back together as one results directory and gated like a single kalab run.
 func cmdMerge(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("merge", "merge DIR... [--out DIR]  (shard run directories, or directories holding them)", stderr)
+	fs, lo := flagSet("merge", "merge DIR... [--out DIR]  (shard run directories, or directories holding them)", stdout, stderr)
 	f := &runFlags{fs: fs, name: "merge"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each merged run with the same scenario and variant in this results.jsonl (or run directory)")
@@ -86,6 +86,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return invalid("the scenario files here are not the ones the shards ran (plan hash %.12s, the shards' %.12s): merge in the same checkout", h, first.PlanHash)
 	}
 	inv.plan = plan
+	inv.paths = first.Paths
 	if f.baselinePath != "" {
 		flagTols, err := parseTolerances(f.tolerances)
 		if err != nil {

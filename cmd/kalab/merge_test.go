@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -122,6 +124,29 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	}
 	if _, err := os.Stat(junit); err != nil {
 		t.Errorf("merge --junit: %v", err)
+	}
+
+	// Missing baseline runs: a shard counts only its own part as missing, the merge the
+	// whole plan's paths, so a run of a scenario file deleted from the set is missing once,
+	// in the merge.
+	wholeRes, err := report.ReadFile(filepath.Join(whole, "latest", "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := wholeRes.Runs[0]
+	gone.Scenario, gone.File = "gone", filepath.Join(shardSet, "gone.yaml")
+	withGone := filepath.Join(tmp, "with-gone")
+	writeResults(t, withGone, append(wholeRes.Runs, gone), nil, nil)
+	for i := 1; i <= n; i++ {
+		_, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/%d", i, n), "--out", filepath.Join(tmp, "gated"), "--no-requests",
+			"--baseline", withGone, "--fail-missing", shardSet)
+		if !strings.Contains(out, " 0 missing") {
+			t.Errorf("shard %d/%d --baseline reports runs missing that are not its part:\n%s", i, n, out)
+		}
+	}
+	_, out = kalab(t, "merge", shards, "--out", merged, "--baseline", withGone, "--fail-missing")
+	if !strings.Contains(out, " 1 missing") || !strings.Contains(out, "gone") {
+		t.Errorf("merge --baseline: the run of a deleted file is not reported missing:\n%s", out)
 	}
 
 	// A missing shard: named with its runs; exit 3 unless --allow-partial.
@@ -255,7 +280,7 @@ func TestMergeBundledSuite(t *testing.T) {
 		dir := t.TempDir()
 		for i := 1; i <= n; i++ {
 			m := shard.NewManifest(split, i)
-			m.KalabVersion, m.Files, m.Weights = "dev", files, "plan"
+			m.KalabVersion, m.Paths, m.Files, m.Weights = "dev", []string{"../../scenarios"}, files, "plan"
 			m.PlanHash = shard.PlanHash(plan, shard.Overrides{})
 			m.RunID = fmt.Sprintf("shard-%d", i)
 			var runs []report.Run
@@ -344,7 +369,7 @@ func TestShardWeights(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &runFlags{shardFlags: shardFlags{weights: "../../results/baseline.jsonl", parsed: shard.Spec{Index: 1, Count: 3}}}
+		f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError), shardFlags: shardFlags{weights: "../../results/baseline.jsonl", parsed: shard.Spec{Index: 1, Count: 3}}}
 		inv := &invocation{plan: plan, opt: runner.Options{TimeScale: scale}}
 		if err := applyShard(f, inv, files); err != nil {
 			t.Fatal(err)

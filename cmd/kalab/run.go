@@ -22,7 +22,7 @@ import (
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	f, code, ok := parseRunFlags(args, stderr)
+	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -50,7 +50,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil && inv.manifest != nil {
 		err = writeManifest(inv, outcome.Dir)
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	// Always say where the results went: --out is relative to the working directory,
+	// which need not be the scenarios' project.
+	dir := outcome.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", dir)
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -76,8 +82,8 @@ type runFlags struct {
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
-func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
@@ -134,6 +140,9 @@ type invocation struct {
 	// shard runs only its part of the plan.
 	selected func(scenario, variant string) bool
 	manifest *shard.Manifest // with --shard: what this part of the split holds
+	// paths are the scenario files or directories asked for; nil: the command's arguments
+	// (kalab merge takes them from the shards' manifest).
+	paths []string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -215,9 +224,22 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
-			filter, selected := inv.opt.Filter, inv.selected
-			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return (filter == nil || filter.MatchString(sc+"/"+v)) && (selected == nil || selected(sc, v))
+			// Missing means missing among what was asked for: the selected files (a
+			// subset of the suite leaves the other files out), the --filter, and a
+			// shard's part of the plan.
+			filter, mine := inv.opt.Filter, inv.selected
+			var loaded []string
+			for _, sc := range inv.plan.Scenarios {
+				loaded = append(loaded, sc.Name)
+			}
+			paths := inv.paths
+			if paths == nil {
+				paths = scenarioArgs(f.fs.Args())
+			}
+			selected := report.Selected(loaded, paths)
+			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
+					(mine == nil || mine(r.Scenario, r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))

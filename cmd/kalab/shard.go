@@ -90,6 +90,7 @@ func applyShard(f *runFlags, inv *invocation, files []string) error {
 	inv.plan = split.Select(whole, spec.Index)
 	m := shard.NewManifest(split, spec.Index)
 	m.KalabVersion = inv.opt.KalabVersion
+	m.Paths = scenarioArgs(f.fs.Args())
 	m.Files = slices.Sorted(slices.Values(files))
 	m.TimeScale = inv.opt.TimeScale
 	m.Seed = inv.opt.Seed

@@ -27,7 +27,9 @@ type Manifest struct {
 	Shards        int    `json:"shards"` // how many parts
 	// PlanHash identifies the plan that was split (after --filter; see PlanHash).
 	PlanHash string `json:"plan_hash"`
-	// Files are the scenario files loaded, as named on the command line, in path order.
+	// Paths are the files or directories named on the command line (scenarios/ when none).
+	Paths []string `json:"paths"`
+	// Files are the scenario files loaded from them, in path order.
 	Files     []string `json:"files"`
 	Filter    string   `json:"filter,omitempty"`
 	TimeScale float64  `json:"time_scale,omitempty"` // --time-scale, when given

@@ -21,6 +21,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	seed := int64(7)
 	m := NewManifest(s, 2)
 	m.KalabVersion, m.RunID, m.Files, m.Weights = "dev", "20260101T000000Z-abcdef", []string{"a.yaml", "b.yaml"}, "plan"
+	m.Paths = []string{"."}
 	m.TimeScale, m.Seed, m.Filter = 0.5, &seed, "a|b"
 	m.PlanHash = PlanHash(plan, Overrides{TimeScale: 0.5, Seed: &seed})
 	dir := t.TempDir()
