@@ -116,7 +116,11 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	for _, g := range gaps {
 		fmt.Fprintf(stdout, "%s\n", g)
 	}
-	fmt.Fprintf(stdout, "results: %s\n", outcome.Dir)
+	dir := outcome.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "results: %s\n", dir)
 	code := runExitCode(f, outcome, missing, err, stderr)
 	if len(gaps) > 0 && !*allowPartial && (code == exitOK || code == exitCheckFailed) {
 		fmt.Fprintf(stderr, "kalab merge: the merged results are incomplete: %d shard%s or runs missing (--allow-partial gates them anyway)\n", len(gaps), plural(len(gaps)))

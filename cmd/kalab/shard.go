@@ -167,6 +167,10 @@ func emptyShard(f *runFlags, inv *invocation, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		return exitEngine
 	}
-	fmt.Fprintf(stdout, "shard %d/%d has no runs: the plan has fewer runs than shards\n\nresults: %s\n", inv.manifest.Shard, inv.manifest.Shards, w.Dir)
+	dir := w.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "shard %d/%d has no runs: the plan has fewer runs than shards\n\nresults: %s\n", inv.manifest.Shard, inv.manifest.Shards, dir)
 	return exitOK
 }
