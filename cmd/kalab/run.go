@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -44,6 +44,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		err = rerr
 	}
 	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	if inv := outcome.Invocation; inv != nil && !inv.Completed {
+		fmt.Fprintf(stdout, "incomplete: %s\n", inv.Describe())
+	}
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -60,6 +63,7 @@ type runFlags struct {
 	baselinePath string
 	tolerances   []string
 	failMissing  bool
+	allowPartial bool
 	junitPath    string
 }
 
@@ -77,7 +81,8 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
+	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -97,13 +102,18 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
 	}
-	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
-		return invalid("--tolerance and --fail-missing need --baseline")
+	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
+		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
 	}
+	// Every output is checked before the first run: a bad path is found now, not after the
+	// last run has ended.
 	if f.junitPath != "" {
-		if err := checkWritableDir(f.junitPath); err != nil {
+		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
 		}
+	}
+	if err := report.CheckOut(f.out); err != nil {
+		return invalid("--out: %v", err)
 	}
 	return f, 0, true
 }
@@ -144,6 +154,13 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		base, err := report.LoadBaseline(f.baselinePath)
 		if err != nil {
 			return fail("%v", err)
+		}
+		if legacy, err := base.Complete(); err != nil && !f.allowPartial {
+			return fail("%v", err)
+		} else if err != nil {
+			f.log.Warn().Str("baseline", base.Path).Str("invocation", base.Invocation.Describe()).Msg("comparing with a partial baseline (--allow-partial)")
+		} else if legacy {
+			f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
 		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
@@ -243,44 +260,12 @@ func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
 	return out, nil
 }
 
-// checkWritableDir fails early when a report file's directory does not exist, rather than
-// after every run has ended.
-func checkWritableDir(path string) error {
-	st, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Dir(path), unwrapPathErr(err))
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", filepath.Dir(path))
-	}
-	return nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// writeJUnit writes the report through a temporary file, so a reader never sees half of it.
+// writeJUnit writes the report through a temporary file beside it, renamed into place only
+// over a regular file, so a reader never sees half of it and a device is never replaced.
 func writeJUnit(path string, in report.JUnitInput) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
 	if err != nil {
-		return fmt.Errorf("write JUnit report: %w", err)
-	}
-	werr := report.JUnit(f, in)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write JUnit report %s: %w", path, werr)
+		return fmt.Errorf("JUnit report: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/load"
@@ -40,7 +42,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, err := drive(ctx, w, sc, r, st, scale, opt)
+	m, err := drive(ctx, w, sc, r, st, scale, opt, log)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	switch {
@@ -84,7 +86,15 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, log zerolog.Logger) (m check.Metrics, err error) {
+	// A component that does not close cleanly (connections still open after the server's
+	// grace period) does not change the run's figures, which are read before: it is a
+	// warning in the log, not a dropped error.
+	closeWarn := func(what string, c interface{ Close() error }) {
+		if err := c.Close(); err != nil {
+			log.Warn().Err(err).Str("component", what).Msg("close")
+		}
+	}
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -96,7 +106,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if err != nil {
 		return m, err
 	}
-	defer srv.Close()
+	defer closeWarn("server", srv)
 	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
 	// the proxy would add nothing but two descriptors per connection, which is what lets a
 	// 5,000-connection burst fit under a 20,000-descriptor limit.
@@ -106,14 +116,19 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
 			return m, err
 		}
-		defer proxy.Close()
+		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
 	}
 	cl, err := client.New(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName()))
 	if err != nil {
 		return m, fmt.Errorf("client: %w", err)
 	}
-	defer cl.Close()
+	clientOpen := true
+	defer func() {
+		if clientOpen {
+			closeWarn("client", cl)
+		}
+	}()
 
 	var reqs *report.RequestWriter
 	var reqMu sync.Mutex
@@ -150,7 +165,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	// Close the client first, so the server and proxy counters include its goodbyes, and
 	// let the last FINs cross the link before counting what they left in TIME_WAIT.
-	cl.Close()
+	clientOpen = false
+	closeWarn("client", cl)
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
 	for open(srv, proxy) > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
