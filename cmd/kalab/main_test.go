@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,6 +35,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("JUNIT_XSD", xsd)
 			return err
 		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "tmpfs":
+				return canMountTmpfs(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// sleep DURATION: wait, e.g. for a background run to get going.
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -52,4 +61,17 @@ func TestScripts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// canMountTmpfs reports whether a script can mount a tmpfs in a private mount namespace.
+func canMountTmpfs() bool {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return false
+	}
+	dir, err := os.MkdirTemp("", "kalab-tmpfs-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	return exec.Command("unshare", "-m", "--propagation", "private", "mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", dir).Run() == nil
 }
