@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"kalab": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"kalab": func() { os.Exit(entry(os.Args[1:])) },
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -133,6 +134,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		return nil, exitInvalid, false
 	}
 	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	// Under the supervising parent the run id is the parent's, so it can close the results
+	// of a child that died.
+	inv.opt.RunID = supervisedRunID()
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}
@@ -173,6 +177,23 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
+	}
+	if fault := os.Getenv(envTestFault); fault != "" {
+		// Tests only: fail while the second run is judged, after the first is recorded.
+		judge, n := inv.opt.Judge, 0
+		var mu sync.Mutex
+		inv.opt.Judge = func(rec *report.Run) {
+			mu.Lock()
+			n++
+			second := n == 2
+			mu.Unlock()
+			if second {
+				injectFault(fault)
+			}
+			if judge != nil {
+				judge(rec)
+			}
+		}
 	}
 	return inv, 0, true
 }

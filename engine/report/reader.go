@@ -83,5 +83,9 @@ func Read(r io.Reader) (*Results, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%d: %v", line+1, err)
 	}
+	if inv := res.Invocation; inv != nil && inv.State == InvocationStarted {
+		// Cut short before the closing record: count what the file holds.
+		inv.Tally(res.Runs)
+	}
 	return res, nil
 }
