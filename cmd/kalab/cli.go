@@ -167,19 +167,24 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 	}
 	plan, err := scenario.LoadFiles(files)
 	if err != nil {
-		var ds scenario.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d.String())
-			}
-			fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
-		} else {
-			fmt.Fprintf(stderr, "kalab: %v\n", err)
-		}
+		printDiagnostics(stderr, err)
 		return nil, files
 	}
 	log.Debug().Int("files", len(files)).Int("runs", plan.Runs()).Msg("loaded")
 	return plan, files
+}
+
+// printDiagnostics prints a load error: each diagnostic on its line, then the count.
+func printDiagnostics(stderr io.Writer, err error) {
+	var ds scenario.Diagnostics
+	if errors.As(err, &ds) {
+		for _, d := range ds {
+			fmt.Fprintln(stderr, d.String())
+		}
+		fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
+		return
+	}
+	fmt.Fprintf(stderr, "kalab: %v\n", err)
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {

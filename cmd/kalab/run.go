@@ -172,6 +172,14 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 	if inv.plan == nil {
 		return nil, exitInvalid, false
 	}
+	if inv.opt.TimeScale > 0 {
+		// The loader checked each file's durations at its own time scale; the flag's is
+		// checked here, before anything runs, with the same positions.
+		if err := inv.plan.CheckTimeScale(inv.opt.TimeScale); err != nil {
+			printDiagnostics(stderr, err)
+			return nil, exitInvalid, false
+		}
+	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the

@@ -97,7 +97,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
-		limit = time.Duration(float64(limit) * opt.DeadlineScale)
+		limit = satDuration(float64(limit) * opt.DeadlineScale)
 	}
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
