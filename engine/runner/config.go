@@ -2,8 +2,8 @@ package runner
 
 import (
 	"crypto/tls"
-	"math"
 	"crypto/x509"
+	"math"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
