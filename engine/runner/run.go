@@ -193,6 +193,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["peak_rss_mb"] = float64(rss) / (1 << 20)
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
+	} else {
+		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
 	m = check.FromFlat(flat)
 	if loadErr != nil {
