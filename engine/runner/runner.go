@@ -40,9 +40,6 @@ type Options struct {
 	Judge         func(*report.Run)
 	SkipRequests  bool    // do not write per-request files
 	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
-	// Started, when set, is called once results.jsonl exists and holds the opening
-	// invocation record; the CLI's crash test uses it to fail at a known point.
-	Started func(w *report.Writer)
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
@@ -165,9 +162,6 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	}
 	if err := w.WriteInvocation(inv); err != nil {
 		return nil, err
-	}
-	if opt.Started != nil {
-		opt.Started(w)
 	}
 	// The first write error stops the plan: runs in flight end, none starts, and the file
 	// keeps the whole lines written before it.
