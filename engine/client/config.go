@@ -45,6 +45,7 @@ type Config struct {
 	Path              string            // default "/"
 	Headers           map[string]string // extra request headers, e.g. Idempotency-Key
 	KeepAlive         bool              // reuse connections; false sends Connection: close and closes after each response
+	KeepAliveHeader   bool              // with KeepAlive, send "Connection: keep-alive" on HTTP/1.1 requests (Node, undici, requests)
 	IdleTimeout       time.Duration     // 0 = none; the clock starts when the response's last byte arrived
 	HonorHint         bool              // read the server's Keep-Alive: timeout=N hint
 	HintParser        string            // "node" (default) or "undici"; see HintNode and HintUndici

@@ -34,6 +34,7 @@ type Server struct {
 	IdleTimeout     Duration `yaml:"idle_timeout" json:"idle_timeout"`
 	KeepaliveHint   Hint     `yaml:"keepalive_hint" json:"keepalive_hint"`
 	HintOnlyIfAsked bool     `yaml:"hint_only_if_asked" json:"hint_only_if_asked"`
+	HintCountdown   bool     `yaml:"hint_countdown" json:"hint_countdown"`
 	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
@@ -62,6 +63,8 @@ type Client struct {
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
+	HTTP2             string            `yaml:"http2" json:"http2"`
+	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
 	Method            string            `yaml:"method" json:"method"`
 	Path              string            `yaml:"path" json:"path"`
