@@ -107,7 +107,10 @@ func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
 				}
 				contentLength = n
 			case asciiEqualFold(name, "transfer-encoding"):
-				chunked = containsFold(value, "chunked")
+				// Ignored in HTTP/1.0, which has no transfer codings, as net/http does
+				// (src/net/http/transfer.go, golang/go#12785); found by the differential
+				// fuzz against net/http.
+				chunked = line[7] == '1' && containsFold(value, "chunked")
 			case asciiEqualFold(name, "connection"):
 				if containsFold(value, "close") {
 					r.keepAlive = false

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"regexp"
 	"testing"
 )
 
@@ -61,6 +62,12 @@ func FuzzReadResponseVsNetHTTP(f *testing.F) {
 		if nerr != nil {
 			return // net/http refuses it; kalab may be lenient
 		}
+		if resp.ProtoMajor != 1 || resp.StatusCode < 100 || resp.StatusCode > 599 || !strictStatusLine.Match(data) {
+			// net/http also reads "HTTP/0.1 000" and "HTTP/1.0  200" (two spaces); kalab
+			// reads the status line of RFC 9112 section 4 (HTTP-version SP 3DIGIT SP
+			// reason) with a status from 100 to 599 (RFC 9110 section 15).
+			return
+		}
 		n, berr := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if berr != nil {
@@ -84,6 +91,9 @@ func FuzzReadResponseVsNetHTTP(f *testing.F) {
 		}
 	})
 }
+
+// strictStatusLine is the start of an RFC 9112 status line.
+var strictStatusLine = regexp.MustCompile(`^HTTP/1\.[0-9] [1-5][0-9][0-9](\r?\n| )`)
 
 // rest is how many bytes of the stream follow what has been read.
 func rest(br *bufio.Reader) int64 {
