@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,6 +50,27 @@ func TestScripts(t *testing.T) {
 				d, err := time.ParseDuration(args[0])
 				ts.Check(err)
 				time.Sleep(d)
+			},
+			// exits CODE PROG ARGS...: run PROG, which must exit with CODE; its output is
+			// kept for stdout and stderr as exec keeps it.
+			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 || neg {
+					ts.Fatalf("usage: exits CODE PROG ARGS...")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				err = ts.Exec(args[1], args[2:]...)
+				got := 0
+				var ee *exec.ExitError
+				switch {
+				case errors.As(err, &ee):
+					got = ee.ExitCode()
+				case err != nil:
+					ts.Fatalf("%s: %v", args[1], err)
+				}
+				if got != want {
+					ts.Fatalf("%s exited %d; want %d", args[1], got, want)
+				}
 			},
 			// validresults DIR: every line under DIR passes schema/result.schema.json.
 			"validresults": func(ts *testscript.TestScript, neg bool, args []string) {
