@@ -252,6 +252,27 @@ func RequestsPath(scenario, variant string) string {
 	return filepath.Join("requests", SafeName(scenario), SafeName(variant)+".jsonl")
 }
 
+// ClientLogPath is where a real client's standard error is kept, relative to the run
+// directory.
+func ClientLogPath(scenario, variant string) string {
+	return filepath.Join("clients", SafeName(scenario), SafeName(variant)+".stderr")
+}
+
+// ClientLog creates the file for a real client's standard error.
+func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
+	p := filepath.Join(w.Dir, ClientLogPath(scenario, variant))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("create client log directory: %w", err)
+	}
+	// Appended to by the client program as it runs, so not renamed into place: created
+	// exclusively in the new run directory instead, never replacing a file.
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create client log: %w", err)
+	}
+	return f, nil
+}
+
 // RequestWriter streams one run's request records through a buffer into a temporary file,
 // renamed into place by Close: a request file is whole or absent.
 type RequestWriter struct {

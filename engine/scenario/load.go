@@ -613,6 +613,10 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		}
 	}
 	c := r.Settings.Client
+	if c.Exec != nil {
+		l.checkExec(r, node, at, where)
+		return // implementation is ignored for an exec run
+	}
 	if c.Implementation == "go-net-http" {
 		switch {
 		case c.HonorHint:

@@ -46,13 +46,14 @@ client:
   max_idle: 0
   scheduling: lifo
   liveness_check: true
+  liveness_eof_only: false
   session_resumption: true
   http2: always
   keepalive_header: false
   timeout: 30s
   method: GET
   path: /
-  retry: {attempts: 0, on: [reset, eof], idempotent_only: true, reused_only: false, zero_bytes_only: false}
+  retry: {attempts: 0, on: [reset, eof], idempotent_only: true, reused_only: false, zero_bytes_only: false, hidden: false}
 load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: uniform, seed: 1}
 `
 
@@ -130,15 +131,15 @@ var ClientPresets = registry([]Preset{
 	},
 	{
 		Name:   "curl-loop",
-		Models: "curl 8.x, one process per request (a shell loop): never reuses",
+		Models: "curl 7.88-8.x, one process per request (a shell loop): never reuses",
 		Source: "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
 		YAML:   "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "curl-multi",
-		Models: "curl 8.x, one process with many URLs: reuse, max idle age 118 s, liveness check, re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/transfer.c (retry on a dead reused connection)",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true}",
+		Models: "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
 	},
 })
 

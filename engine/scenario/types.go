@@ -62,6 +62,7 @@ type Client struct {
 	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
+	LivenessEOFOnly   bool              `yaml:"liveness_eof_only" json:"liveness_eof_only"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
 	HTTP2             string            `yaml:"http2" json:"http2"`
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
@@ -70,6 +71,9 @@ type Client struct {
 	Path              string            `yaml:"path" json:"path"`
 	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Retry             Retry             `yaml:"retry" json:"retry"`
+	// Exec, when set, makes the run's client a real program (client.exec); the model's
+	// fields then apply only where the program has the knob (see engine/execclient).
+	Exec *Exec `yaml:"exec" json:"exec,omitempty"`
 }
 
 // Retry is the client's visible retry policy.
@@ -79,6 +83,7 @@ type Retry struct {
 	IdempotentOnly bool     `yaml:"idempotent_only" json:"idempotent_only"`
 	ReusedOnly     bool     `yaml:"reused_only" json:"reused_only"`
 	ZeroBytesOnly  bool     `yaml:"zero_bytes_only" json:"zero_bytes_only"`
+	Hidden         bool     `yaml:"hidden" json:"hidden"`
 }
 
 // Load is the request schedule.
