@@ -66,7 +66,21 @@ invalid (nothing ran); 3 the engine failed; 130 interrupted.
 var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
 
 // Main is the whole CLI; it returns the process exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic in this goroutine is a bug in kalab, not bad input: exit 3, with the stack
+		// in a file rather than on the terminal. (A crash elsewhere in kalab run is caught
+		// by the supervising parent, see supervise.go.)
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
+			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
+				fmt.Fprintf(f, "panic: %v\n\n%s", r, debug.Stack())
+				f.Close()
+				fmt.Fprintf(stderr, "kalab: the stack is in %s\n", f.Name())
+			}
+			code = exitEngine
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitInvalid
@@ -153,7 +167,10 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 	case "text":
 		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}
 	case "auto":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
+		// Under the supervisor stderr is a pipe to the parent, which says whether its own
+		// stderr is a terminal.
+		tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
 	}
@@ -187,19 +204,24 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 	}
 	plan, err := scenario.LoadFiles(files)
 	if err != nil {
-		var ds scenario.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d.String())
-			}
-			fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
-		} else {
-			fmt.Fprintf(stderr, "kalab: %v\n", err)
-		}
+		printDiagnostics(stderr, err)
 		return nil, files
 	}
 	log.Debug().Int("files", len(files)).Int("runs", plan.Runs()).Msg("loaded")
 	return plan, files
+}
+
+// printDiagnostics prints a load error: each diagnostic on its line, then the count.
+func printDiagnostics(stderr io.Writer, err error) {
+	var ds scenario.Diagnostics
+	if errors.As(err, &ds) {
+		for _, d := range ds {
+			fmt.Fprintln(stderr, d.String())
+		}
+		fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
+		return
+	}
+	fmt.Fprintf(stderr, "kalab: %v\n", err)
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {

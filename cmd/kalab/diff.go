@@ -18,6 +18,7 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")
 	noScenarios := fs.Bool("no-scenario-tolerances", false, "ignore the baseline: blocks of the scenario files NEW names")
+	allowPartial := fs.Bool("allow-partial", false, "accept an OLD whose invocation did not complete (interrupted, killed, stopped by an error)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -51,6 +52,25 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	if oerr != nil || cerr != nil {
 		return exitInvalid
+	}
+	// OLD plays the baseline: a partial one would make every run it lacks look new and
+	// hide regressions, so it is refused unless the user says so. NEW may be partial: the
+	// table shows what it has.
+	for _, e := range []struct {
+		role    string
+		b       *report.Baseline
+		partial bool
+	}{{"OLD", old, *allowPartial}, {"NEW", cur, true}} {
+		legacy, err := e.b.Complete()
+		switch {
+		case err != nil && !e.partial:
+			fmt.Fprintf(stderr, "kalab diff: %s %v\n", e.role, err)
+			return exitInvalid
+		case err != nil:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s did not complete: %s\n", e.role, e.b.Path, e.b.Invocation.Describe())
+		case legacy:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s has no invocation record (written by a kalab before invocation records): whether it completed is unknown\n", e.role, e.b.Path)
+		}
 	}
 	runs := make([]*report.Run, len(cur.Runs))
 	for i := range cur.Runs {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -36,7 +37,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline is not in the merged results")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
-	allowPartial := fs.Bool("allow-partial", false, "gate what the shards recorded even when a shard or some of its runs are missing (exit 3 otherwise)")
+	fs.BoolVar(&f.allowPartial, "allow-partial", false, "accept partial inputs: gate what the shards recorded when a shard or some of its runs are missing (exit 3 otherwise), and a baseline whose invocation did not complete")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -56,9 +57,12 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return invalid("--tolerance and --fail-missing need --baseline")
 	}
 	if f.junitPath != "" {
-		if err := checkWritableDir(f.junitPath); err != nil {
+		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
 		}
+	}
+	if err := report.CheckOut(f.out); err != nil {
+		return invalid("--out: %v", err)
 	}
 	shards, err := findShards(fs.Args())
 	if err != nil {
@@ -81,6 +85,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if plan == nil {
 		return invalid("cannot load the scenario files the shards ran (run kalab merge where kalab run --shard ran)")
 	}
+	inv.opt.TimeScale, inv.opt.Seed = first.TimeScale, first.Seed
+	inv.planHash = runner.PlanHash(plan, inv.opt) // before the filter, as each shard's invocation record has it
 	plan = filterPlan(plan, inv.opt.Filter)
 	if h := shard.PlanHash(plan, shard.Overrides{TimeScale: first.TimeScale, Seed: first.Seed}); h != first.PlanHash {
 		return invalid("the scenario files here are not the ones the shards ran (plan hash %.12s, the shards' %.12s): merge in the same checkout", h, first.PlanHash)
@@ -96,6 +102,9 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return invalid("%v", err)
 		}
+		if _, err := base.Complete(); err != nil && !f.allowPartial {
+			return invalid("%v", err)
+		}
 		inv.cmp = &report.Comparer{Baseline: base, Tolerances: report.PlanTolerances(plan, flagTols)}
 	}
 
@@ -103,7 +112,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	outcome, err := writeMerged(f.out, plan, inv, runs)
+	outcome, err := writeMerged(f.out, plan, inv, runs, gaps)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab merge: %v\n", err)
 		return exitEngine
@@ -122,7 +131,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "results: %s\n", dir)
 	code := runExitCode(f, outcome, missing, err, stderr)
-	if len(gaps) > 0 && !*allowPartial && (code == exitOK || code == exitCheckFailed) {
+	if len(gaps) > 0 && !f.allowPartial && (code == exitOK || code == exitCheckFailed) {
 		fmt.Fprintf(stderr, "kalab merge: the merged results are incomplete: %d shard%s or runs missing (--allow-partial gates them anyway)\n", len(gaps), plural(len(gaps)))
 		return exitEngine
 	}
@@ -137,7 +146,7 @@ func findShards(args []string) ([]shardDir, error) {
 	for _, arg := range args {
 		st, err := os.Stat(arg)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", arg, unwrapPathErr(err))
+			return nil, err
 		}
 		if !st.IsDir() {
 			return nil, fmt.Errorf("%s is not a directory", arg)
@@ -277,13 +286,22 @@ func collect(shards []shardDir) (map[string]mergedRun, []string, error) {
 // writeMerged writes the merged results directory: the run records in plan order (judged
 // against the baseline when there is one), their request files, and each scenario's compare
 // checks evaluated over the merged runs.
-func writeMerged(out string, plan *scenario.Plan, inv *invocation, runs map[string]mergedRun) (*runner.Outcome, error) {
+func writeMerged(out string, plan *scenario.Plan, inv *invocation, runs map[string]mergedRun, gaps []string) (*runner.Outcome, error) {
 	runID := report.NewRunID(time.Now())
 	w, err := report.Create(out, runID)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
+	started := time.Now().UTC()
+	rec := &report.Invocation{KalabVersion: inv.opt.KalabVersion, RunID: runID, State: report.InvocationStarted,
+		PlanHash: inv.planHash, Planned: plan.Runs(), StartedAt: started}
+	if inv.opt.Filter != nil {
+		rec.Filter = inv.opt.Filter.String()
+	}
+	if err := w.WriteInvocation(rec); err != nil {
+		return nil, err
+	}
 	outcome := &runner.Outcome{Dir: w.Dir}
 	var werr error
 	keep := func(e error) {
@@ -317,6 +335,21 @@ func writeMerged(out string, plan *scenario.Plan, inv *invocation, runs map[stri
 		keep(w.WriteScenario(srec))
 		outcome.Scenarios = append(outcome.Scenarios, srec)
 	}
+	// The closing record: complete when every run of the plan is here and none was
+	// interrupted; then latest points at the merged run.
+	end := time.Now().UTC()
+	rec.State, rec.EndedAt = report.InvocationEnded, &end
+	merged := make([]report.Run, len(outcome.Runs))
+	for i, r := range outcome.Runs {
+		merged[i] = *r
+	}
+	rec.Tally(merged)
+	rec.Completed = werr == nil && len(gaps) == 0 && rec.Recorded == rec.Planned && rec.Interrupted == 0
+	if len(gaps) > 0 {
+		rec.Reason = fmt.Sprintf("merged from shards with %d gap%s: %s", len(gaps), plural(len(gaps)), strings.Join(gaps, "; "))
+	}
+	keep(w.Finish(rec))
+	outcome.Invocation = rec
 	return outcome, werr
 }
 

@@ -90,6 +90,22 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 			}
 			split = split || len(m.SplitFiles) > 0
 		}
+		// Each shard's invocation record names its shard and the whole plan's hash.
+		hashes := map[string]bool{}
+		for i := 1; i <= count; i++ {
+			res, err := report.ReadFile(filepath.Join(dir, fmt.Sprint(i), "latest", "results.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv := res.Invocation; inv == nil || inv.Shard != fmt.Sprintf("%d/%d", i, count) || !inv.Completed {
+				t.Errorf("shard %d/%d: invocation record %+v", i, count, res.Invocation)
+			} else {
+				hashes[inv.PlanHash] = true
+			}
+		}
+		if len(hashes) != 1 {
+			t.Errorf("%d shards: %d different plan hashes in their invocation records", count, len(hashes))
+		}
 		if count == n && !split {
 			t.Errorf("no file was split across the %d shards: the merge-time compare path is not exercised", n)
 		}
@@ -105,6 +121,9 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 			t.Errorf("merge of %d: the results do not match the schema: %v", count, err)
 		}
 		res, _ := report.ReadFile(filepath.Join(merged, "latest", "results.jsonl"))
+		if inv := res.Invocation; inv == nil || !inv.Completed || inv.Planned != 7 || inv.Recorded != 7 || !hashes[inv.PlanHash] {
+			t.Errorf("merge of %d: invocation record %+v, want completed, 7 of 7 runs, the shards' plan hash", count, res.Invocation)
+		}
 		for _, r := range res.Runs {
 			if _, err := os.Stat(filepath.Join(merged, "latest", r.RequestsFile)); err != nil {
 				t.Errorf("merge of %d: request file of %s/%s: %v", count, r.Scenario, r.Variant, err)
@@ -161,6 +180,9 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	if len(m2.Mine()) > 0 {
 		if code != exitEngine || !strings.Contains(out, "shard 2/3 is missing") {
 			t.Errorf("merge without shard 2: exit %d, want 3 and shard 2/3 named\n%s", code, out)
+		}
+		if res, err := report.ReadFile(filepath.Join(tmp, "partial", "latest", "results.jsonl")); err != nil || res.Invocation == nil || res.Invocation.Completed {
+			t.Errorf("merge without shard 2: the merged invocation record says completed (%v)", err)
 		}
 		for _, r := range m2.Mine() {
 			if !strings.Contains(out, r.Scenario+"/"+r.Variant) {

@@ -9,11 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -47,9 +49,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = rerr
 	}
-	if err == nil && inv.manifest != nil {
-		err = writeManifest(inv, outcome.Dir)
-	}
 	// Always say where the results went: --out is relative to the working directory,
 	// which need not be the scenarios' project.
 	dir := outcome.Dir
@@ -57,6 +56,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		dir = abs
 	}
 	fmt.Fprintf(stdout, "\nresults: %s\n", dir)
+	if inv := outcome.Invocation; inv != nil && !inv.Completed {
+		fmt.Fprintf(stdout, "incomplete: %s\n", inv.Describe())
+	}
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -74,6 +76,7 @@ type runFlags struct {
 	baselinePath string
 	tolerances   []string
 	failMissing  bool
+	allowPartial bool
 	junitPath    string
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
@@ -94,7 +97,8 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
+	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
@@ -116,16 +120,21 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
 	}
-	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
-		return invalid("--tolerance and --fail-missing need --baseline")
+	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
+		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
 	}
+	// Every output is checked before the first run: a bad path is found now, not after the
+	// last run has ended.
 	if f.junitPath != "" {
-		if err := checkWritableDir(f.junitPath); err != nil {
+		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
 		}
 	}
 	if err := f.shardFlags.check(); err != nil {
 		return invalid("%v", err)
+	}
+	if err := report.CheckOut(f.out); err != nil {
+		return invalid("--out: %v", err)
 	}
 	return f, 0, true
 }
@@ -143,6 +152,8 @@ type invocation struct {
 	// paths are the scenario files or directories asked for; nil: the command's arguments
 	// (kalab merge takes them from the shards' manifest).
 	paths []string
+	// planHash identifies the whole plan in a merged invocation record (kalab merge).
+	planHash string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -152,6 +163,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		return nil, exitInvalid, false
 	}
 	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
+	// Under the supervising parent the run id is the parent's, so it can close the results
+	// of a child that died.
+	inv.opt.RunID = supervisedRunID()
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}
@@ -174,12 +188,27 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		if err != nil {
 			return fail("%v", err)
 		}
+		if legacy, err := base.Complete(); err != nil && !f.allowPartial {
+			return fail("%v", err)
+		} else if err != nil {
+			f.log.Warn().Str("baseline", base.Path).Str("invocation", base.Invocation.Describe()).Msg("comparing with a partial baseline (--allow-partial)")
+		} else if legacy {
+			f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
+		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
 	var files []string
 	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log)
 	if inv.plan == nil {
 		return nil, exitInvalid, false
+	}
+	if inv.opt.TimeScale > 0 {
+		// The loader checked each file's durations at its own time scale; the flag's is
+		// checked here, before anything runs, with the same positions.
+		if err := inv.plan.CheckTimeScale(inv.opt.TimeScale); err != nil {
+			printDiagnostics(stderr, err)
+			return nil, exitInvalid, false
+		}
 	}
 	if f.sharded() {
 		if err := applyShard(f, inv, files); err != nil {
@@ -191,6 +220,23 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
+	}
+	if fault := os.Getenv(envTestFault); fault != "" {
+		// Tests only: fail while the second run is judged, after the first is recorded.
+		judge, n := inv.opt.Judge, 0
+		var mu sync.Mutex
+		inv.opt.Judge = func(rec *report.Run) {
+			mu.Lock()
+			n++
+			second := n == 2
+			mu.Unlock()
+			if second {
+				injectFault(fault)
+			}
+			if judge != nil {
+				judge(rec)
+			}
+		}
 	}
 	return inv, 0, true
 }
@@ -291,44 +337,12 @@ func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
 	return out, nil
 }
 
-// checkWritableDir fails early when a report file's directory does not exist, rather than
-// after every run has ended.
-func checkWritableDir(path string) error {
-	st, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Dir(path), unwrapPathErr(err))
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", filepath.Dir(path))
-	}
-	return nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// writeJUnit writes the report through a temporary file, so a reader never sees half of it.
+// writeJUnit writes the report through a temporary file beside it, renamed into place only
+// over a regular file, so a reader never sees half of it and a device is never replaced.
 func writeJUnit(path string, in report.JUnitInput) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
 	if err != nil {
-		return fmt.Errorf("write JUnit report: %w", err)
-	}
-	werr := report.JUnit(f, in)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write JUnit report %s: %w", path, werr)
+		return fmt.Errorf("JUnit report: %w", err)
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func (s *shardFlags) sharded() bool { return s.parsed.Count > 0 }
 
 // applyShard splits the (filtered) plan and keeps this shard's part of it.
 func applyShard(f *runFlags, inv *invocation, files []string) error {
+	// The invocation record names the shard and the whole plan (before --filter, as
+	// runner.PlanHash hashes it), so every shard's record carries the same hash.
+	inv.opt.PlanHash = runner.PlanHash(inv.plan, inv.opt)
 	whole := filterPlan(inv.plan, inv.opt.Filter)
 	if whole.Runs() == 0 {
 		return runner.ErrNoRuns
@@ -100,6 +103,10 @@ func applyShard(f *runFlags, inv *invocation, files []string) error {
 	}
 	m.PlanHash = shard.PlanHash(whole, shard.Overrides{TimeScale: inv.opt.TimeScale, Seed: inv.opt.Seed})
 	inv.manifest = m
+	inv.opt.Shard = spec.String()
+	// The manifest goes in first, so a shard that crashes mid-way is still a shard to
+	// kalab merge (which then names the runs it lost).
+	inv.opt.Created = func(dir string) error { return writeManifest(inv, dir) }
 	mine := map[string]bool{}
 	for _, r := range m.Mine() {
 		mine[r.Scenario+"/"+r.Variant] = true
@@ -156,12 +163,23 @@ func writeManifest(inv *invocation, dir string) error {
 // emptyShard handles a shard the split left without runs (more shards than runs): it writes
 // an empty results directory with its manifest, so kalab merge sees the shard as present.
 func emptyShard(f *runFlags, inv *invocation, stdout, stderr io.Writer) int {
-	w, err := report.Create(f.out, report.NewRunID(time.Now()))
-	if err == nil {
-		err = w.Close()
+	runID := inv.opt.RunID
+	if runID == "" {
+		runID = report.NewRunID(time.Now())
 	}
+	w, err := report.Create(f.out, runID)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab run: %v\n", err)
+		return exitEngine
+	}
+	err = writeManifest(inv, w.Dir)
 	if err == nil {
-		err = writeManifest(inv, w.Dir)
+		now := time.Now().UTC()
+		err = w.Finish(&report.Invocation{KalabVersion: inv.opt.KalabVersion, RunID: runID, State: report.InvocationEnded,
+			Completed: true, PlanHash: inv.opt.PlanHash, Shard: inv.opt.Shard, StartedAt: now, EndedAt: &now})
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
