@@ -114,6 +114,41 @@ func RequestsPath(scenario, variant string) string {
 	return filepath.Join("requests", SafeName(scenario), SafeName(variant)+".jsonl")
 }
 
+// ConnectionsPath is the connection file of a run, relative to the run directory.
+func ConnectionsPath(scenario, variant string) string {
+	return filepath.Join("connections", SafeName(scenario), SafeName(variant)+".jsonl")
+}
+
+// WriteConns writes a run's connection records to connections/<scenario>/<variant>.jsonl.
+func (w *Writer) WriteConns(scenario, variant string, conns []Conn) error {
+	p := filepath.Join(w.Dir, ConnectionsPath(scenario, variant))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("create connection directory: %w", err)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return fmt.Errorf("create connection file: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	enc := json.NewEncoder(bw)
+	for i := range conns {
+		conns[i].Record = "conn"
+		if err == nil {
+			err = enc.Encode(&conns[i])
+		}
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write connection records: %w", err)
+	}
+	return nil
+}
+
 // RequestWriter streams one run's request records through a buffer.
 type RequestWriter struct {
 	f   *os.File

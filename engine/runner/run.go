@@ -40,7 +40,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, err := drive(ctx, w, sc, r, st, scale, opt)
+	m, conns, err := drive(ctx, w, sc, r, st, scale, opt)
+	rec.Closes = conns.closes
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	switch {
@@ -52,6 +53,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Status = report.StatusPass
 		if !opt.SkipRequests {
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+			if conns.written {
+				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
 		}
 	}
 	if rec.Status != report.StatusInterrupted && rec.Status != report.StatusError {
@@ -82,9 +86,15 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	return rec
 }
 
+// connOutcome is what a run recorded about its connections.
+type connOutcome struct {
+	closes  map[string]map[string]int // closed_by -> reason -> count
+	written bool                      // the connection file was written
+}
+
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, co connOutcome, err error) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -94,7 +104,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 
 	srv, err := server.Start(serverConfig(st, scale))
 	if err != nil {
-		return m, err
+		return m, co, err
 	}
 	defer srv.Close()
 	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
@@ -104,14 +114,14 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var proxy *netsim.Proxy
 	if !direct(st) {
 		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
-			return m, err
+			return m, co, err
 		}
 		defer proxy.Close()
 		target = proxy.Addr()
 	}
 	cl, err := client.New(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName()))
 	if err != nil {
-		return m, fmt.Errorf("client: %w", err)
+		return m, co, fmt.Errorf("client: %w", err)
 	}
 	defer cl.Close()
 
@@ -119,9 +129,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var reqMu sync.Mutex
 	if !opt.SkipRequests {
 		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
-			return m, err
+			return m, co, err
 		}
 	}
+	// Which server connection each client connection is, from the Kalab-Conn header of
+	// its responses: a failed request learns from it when the server closed its socket.
+	serverOf := map[uint64]uint64{}
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
@@ -131,17 +144,30 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			return // cut short by an interrupt or the deadline: not a result of the scenario
 		}
 		agg.Add(ev)
+		reqMu.Lock()
+		if ev.ServerConn != 0 && ev.ConnID != 0 {
+			serverOf[ev.ConnID] = ev.ServerConn
+		}
 		if reqs != nil {
 			rq := requestRecord(ev, start, float64(scale))
-			reqMu.Lock()
+			if !ev.OK() && rq.ServerConn == 0 {
+				rq.ServerConn = serverOf[ev.ConnID]
+			}
+			if rq.ServerConn != 0 && !ev.OK() {
+				if c, ok := srv.ConnClosed(rq.ServerConn); ok {
+					at := max(float64(c.Closed.Sub(start))/float64(time.Millisecond)/float64(scale), 0)
+					rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
+				}
+			}
 			reqs.Write(&rq)
-			reqMu.Unlock()
 		}
+		reqMu.Unlock()
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
 	})
 	total := time.Since(start)
+	loadEnd := time.Now()
 	cpu, rss := probe.Stop()
 	if reqs != nil {
 		if err := reqs.Close(); err != nil && loadErr == nil {
@@ -156,6 +182,17 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
+	reqMu.Lock()
+	conns := serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
+	reqMu.Unlock()
+	co.closes = closeCounts(conns)
+	if !opt.SkipRequests {
+		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
+			loadErr = err
+		} else if err == nil {
+			co.written = true
+		}
+	}
 	cs := cl.Stats()
 	ss := srv.Stats()
 	var ps netsim.Stats
@@ -181,11 +218,11 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-			return m, cause
+			return m, co, cause
 		}
-		return m, loadErr
+		return m, co, loadErr
 	}
-	return m, nil
+	return m, co, nil
 }
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
@@ -194,11 +231,53 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
 		Error: ev.Error, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		ServerConn: ev.ServerConn,
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
 	}
 	return rq
+}
+
+// serverConns turns the embedded server's connection records into result records:
+// times from the start of the run in scenario time, each named by its client connection
+// where a response said which it was. A close by the client after the load ended is the
+// client shutting down at the end of the run.
+func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, loadEnd time.Time, scale float64) []report.Conn {
+	clientOf := make(map[uint64]uint64, len(serverOf))
+	for c, s := range serverOf {
+		clientOf[s] = c
+	}
+	ms := func(t time.Time) float64 { return max(float64(t.Sub(start))/float64(time.Millisecond)/scale, 0) }
+	out := make([]report.Conn, 0, len(recs))
+	for _, c := range recs {
+		rc := report.Conn{Side: "server", ID: c.ID, ClientConn: clientOf[c.ID], OpenedMs: ms(c.Opened),
+			ClosedBy: c.ClosedBy, Reason: c.Reason, Requests: c.Requests}
+		if !c.Closed.IsZero() {
+			at := ms(c.Closed)
+			rc.ClosedMs = &at
+			if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
+				rc.Reason = server.ReasonEnd
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// closeCounts counts closed connections by who closed them and why.
+func closeCounts(conns []report.Conn) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, c := range conns {
+		if c.ClosedMs == nil {
+			continue
+		}
+		if out[c.ClosedBy] == nil {
+			out[c.ClosedBy] = map[string]int{}
+		}
+		out[c.ClosedBy][c.Reason]++
+	}
+	return out
 }
 
 func portOf(addr string) int {

@@ -44,6 +44,9 @@ type Server struct {
 	conns    sync.Map // underlying net.Conn -> *connInfo, while open
 	histMu   sync.Mutex
 	closedBy map[int64]int64 // closed connections: requests served -> count
+	closed   []ConnRecord    // closed connections in the order they closed, guarded by histMu
+	closedAt map[uint64]int  // connection id -> index in closed, guarded by histMu
+	nextConn atomic.Uint64
 
 	connWG    sync.WaitGroup // one per accepted connection, done at StateClosed
 	handlers  counter        // handler calls in flight
@@ -56,8 +59,12 @@ type Server struct {
 
 // connInfo is what the server remembers about one connection.
 type connInfo struct {
+	id        uint64
+	idText    string // id in decimal, for the ConnHeader of every response
+	opened    time.Time
 	requests  atomic.Int64
 	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
+	closing   atomic.Value // string: the reason the server put "Connection: close" on a response
 }
 
 type connKey struct{}
@@ -105,6 +112,7 @@ func Start(cfg Config) (*Server, error) {
 		status:    cfg.Status,
 		hint:      hintValue(cfg),
 		closedBy:  make(map[int64]int64),
+		closedAt:  make(map[uint64]int),
 		serveDone: make(chan struct{}),
 	}
 	var protos http.Protocols
@@ -286,7 +294,8 @@ func underlying(c net.Conn) net.Conn {
 
 // connContext runs once per accepted connection, before its goroutine starts.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{}
+	id := s.nextConn.Add(1)
+	ci := &connInfo{id: id, idText: strconv.FormatUint(id, 10), opened: time.Now()}
 	s.conns.Store(underlying(c), ci)
 	s.connWG.Add(1)
 	s.connections.Add(1)
@@ -312,12 +321,27 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			return
 		}
 		ci := v.(*connInfo)
-		if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 && !s.closing.Load() &&
-			time.Since(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
-			s.idleCloses.Add(1)
+		now := time.Now()
+		rec := ConnRecord{ID: ci.id, Opened: ci.opened, Closed: now, Requests: ci.requests.Load()}
+		switch reason, _ := ci.closing.Load().(string); {
+		case s.closing.Load():
+			rec.ClosedBy, rec.Reason = CloseByServer, ReasonEnd
+		case reason != "":
+			rec.ClosedBy, rec.Reason = CloseByServer, reason
+		default:
+			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
+				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
+				s.idleCloses.Add(1)
+				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
+			} else {
+				// net/http does not say whether the peer sent a FIN or a reset, or why.
+				rec.ClosedBy, rec.Reason = CloseByClient, ReasonUnknown
+			}
 		}
 		s.histMu.Lock()
-		s.closedBy[ci.requests.Load()]++
+		s.closedBy[rec.Requests]++
+		s.closedAt[rec.ID] = len(s.closed)
+		s.closed = append(s.closed, rec)
 		s.histMu.Unlock()
 		s.open.Add(-1)
 		s.connWG.Done()
@@ -330,7 +354,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	defer s.handlers.add(-1)
 	s.requests.Add(1)
 	n := int64(1)
-	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+	ci, _ := r.Context().Value(connKey{}).(*connInfo)
+	if ci != nil {
 		n = ci.requests.Add(1)
 		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
 		}
@@ -348,8 +373,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := w.Header()
+	if ci != nil {
+		h[ConnHeader] = []string{ci.idText}
+	}
 	if r.ProtoMajor == 1 {
-		s.connectionHeaders(h, r, n)
+		if reason := s.connectionHeaders(h, r, n); reason != "" && ci != nil {
+			ci.closing.Store(reason)
+		}
 	}
 	h["Content-Length"] = []string{s.bodyLen}
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"} // set, so net/http skips sniffing
@@ -361,32 +391,39 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 // connectionHeaders decides, for HTTP/1.1, whether this response closes the
 // connection and otherwise which Keep-Alive hint it carries. n is the request's
-// position on its connection, 1-based.
-func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
-	closeNow := false
+// position on its connection, 1-based. It returns why the response closes the
+// connection (a Reason), or "" when it does not.
+func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) string {
+	closeNow := ""
 	if s.cfg.MaxRequests > 0 && n >= int64(s.cfg.MaxRequests) {
-		closeNow = true
+		closeNow = ReasonMaxRequests
 	}
 	if s.cfg.CloseEvery > 0 && s.h1Responses.Add(1)%int64(s.cfg.CloseEvery) == 0 {
-		closeNow = true
+		closeNow = ReasonCloseEvery
 	}
-	if closeNow {
+	if closeNow != "" {
 		h["Connection"] = []string{"close"} // net/http then closes after the response
 		if !r.Close {
 			s.serverCloses.Add(1)
+		} else {
+			closeNow = ReasonRequested
 		}
-		return
+		return closeNow
 	}
-	if r.Close || s.hint == "" {
-		return // no hint on a response that ends the connection anyway
+	if r.Close {
+		return ReasonRequested // net/http closes after answering "Connection: close"
+	}
+	if s.hint == "" {
+		return "" // no hint on a response that ends the connection anyway
 	}
 	if s.cfg.HintOnlyIfAsked {
 		if !headerHasToken(r.Header["Connection"], "keep-alive") {
-			return
+			return ""
 		}
 		h["Connection"] = []string{"Keep-Alive"} // Apache answers the token in kind
 	}
 	h["Keep-Alive"] = []string{s.hint}
+	return ""
 }
 
 // headerHasToken reports whether a comma-separated header contains token,
