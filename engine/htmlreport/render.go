@@ -154,12 +154,22 @@ func buildRun(rd *RunData) *runView {
 	return rv
 }
 
+// ErrNotRegular is returned by WriteFile when the target exists and is not a regular file.
+var ErrNotRegular = errors.New("refusing to replace it with the report")
+
 // WriteFile renders res into path atomically: the page goes to a temporary file in the
 // same directory, which is renamed over path once complete, so a reader never sees half
 // a report. path must not be a directory, a symlink or any other non-regular file.
 func WriteFile(path string, res *Results, opt Options) (err error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%s); refusing to replace it", path, fi.Mode().Type())
+		kind := "not a regular file"
+		switch {
+		case fi.IsDir():
+			kind = "a directory"
+		case fi.Mode()&os.ModeSymlink != 0:
+			kind = "a symbolic link"
+		}
+		return fmt.Errorf("%s is %s; %w", path, kind, ErrNotRegular)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
