@@ -19,8 +19,8 @@ func writeResults(t *testing.T, reqs []report.Request, conns []report.Conn) stri
 	t.Helper()
 	dir := t.TempDir()
 	run := report.Run{Record: "run", RecordVersion: 1, RunID: "r1", Scenario: "s", File: "s.yaml", Variant: "v",
-		Params:          json.RawMessage(`{"network":{"rtt":"100ms"},"load":{"burst":2,"pause":"1s..2s"}}`),
-		Status:          report.StatusPass, RequestsFile: report.RequestsPath("s", "v"),
+		Params: json.RawMessage(`{"network":{"rtt":"100ms"},"load":{"burst":2,"pause":"1s..2s"}}`),
+		Status: report.StatusPass, RequestsFile: report.RequestsPath("s", "v"),
 		ConnectionsFile: report.ConnectionsPath("s", "v"), Checks: []report.Check{{Kind: "expect", Expr: "errors > 0", Pass: true}}}
 	var b bytes.Buffer
 	for _, v := range []any{run, map[string]any{"record": "invocation", "record_version": 1, "argv": []string{"kalab"}}} {
