@@ -101,7 +101,7 @@ func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 		{"retried bars", `class="bar retried"`, 1},
 		{"hidden re-send bars", `class="bar hidden"`, 1},
 		{"server close marks", `class="mark srvclose"`, 1},
-		{"FIN arrival marks", `class="mark fin"[^>]*data-t="1000"`, 1},
+		{"FIN arrival marks", `class="mark fin" d="M[\d.]+ -1v14" data-t="1000"`, 1},
 		{"the close on the failed bar", `data-sc="950,idle"`, 1},
 		{"the unknown phase", `data-ph="100,100,300,queue=1.5"`, 1},
 		{"the error text, escaped", `read: connection reset &lt;by&gt; &#34;peer&#34;`, 1},

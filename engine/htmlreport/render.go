@@ -77,6 +77,7 @@ type runView struct {
 	Expect       []report.Check
 	BaselineChk  []report.Check
 	Closes       string
+	Unused       int // connections the client opened that carried no request: no lane
 }
 
 // Render writes the page for res.
@@ -122,6 +123,7 @@ func buildRun(rd *RunData) *runView {
 	rv := &runView{RunData: rd, ID: "run-" + report.SafeName(rd.Scenario) + "--" + report.SafeName(rd.Variant),
 		Title: rd.Scenario + " / " + rd.Variant}
 	rv.Timeline = buildTimeline(rd, pl)
+	rv.Unused = max(int(rd.Metrics.Connections)-rv.Timeline.Lanes, 0)
 	rv.Hist = histogram(rd.Requests)
 	rv.PhaseRows = phaseSplit(rd.Requests)
 	rv.Phases = phaseChart(rv.PhaseRows)

@@ -136,7 +136,9 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	b = strconv.AppendInt(b, int64(tl.Height), 10)
 	b = append(b, `" data-span="`...)
 	b = f1(b, span)
-	b = append(b, `" data-laneh="`...)
+	b = append(b, `" style="--bar-h:`...)
+	b = f1(b, barH)
+	b = append(b, `px" data-laneh="`...)
 	b = f1(b, laneH)
 	b = append(b, `" data-gap="`...)
 	b = f1(b, gap)
@@ -199,7 +201,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 				if k == kindFailed {
 					tl.Failed++
 				}
-				b = appendBar(b, r, k, x, barH)
+				b = appendBar(b, r, k, x)
 			}
 		}
 		for _, c := range l.marks {
@@ -233,7 +235,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 // data attributes, so each bar costs about 100 bytes: data-start and data-end (ms from the
 // start of the run), data-ph (connect, TLS, first byte, then any phase a newer kalab
 // wrote), and for a failure data-err and the server's close of its connection (data-sc).
-func appendBar(b []byte, r *Request, kind string, x func(float64) float64, h float64) []byte {
+func appendBar(b []byte, r *Request, kind string, x func(float64) float64) []byte {
 	x0 := x(r.StartMs)
 	w := max(x(r.StartMs+r.LatencyMs)-x0, 0.8)
 	b = append(b, `<rect class="bar `...)
@@ -242,8 +244,6 @@ func appendBar(b []byte, r *Request, kind string, x func(float64) float64, h flo
 	b = f1(b, x0)
 	b = append(b, `" width="`...)
 	b = strconv.AppendFloat(b, math.Round(w*100)/100, 'f', -1, 64)
-	b = append(b, `" height="`...)
-	b = f1(b, h)
 	b = append(b, `" data-seq="`...)
 	b = strconv.AppendInt(b, int64(r.Seq), 10)
 	b = append(b, `" data-start="`...)
@@ -289,7 +289,7 @@ func appendBar(b []byte, r *Request, kind string, x func(float64) float64, h flo
 			b = append(b, template.HTMLEscapeString(r.ServerCloseReason)...)
 		}
 	}
-	b = append(b, `"></rect>`...)
+	b = append(b, `"/>`...) // self-closing is valid for SVG elements in HTML
 	return b
 }
 
@@ -300,38 +300,36 @@ func ms(v float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
 }
 
-// appendMark draws a server close on its lane, and for a close by the server the arrival
-// of its FIN at the client RTT/2 later (the link delays it like data).
+// appendMark draws a close on its lane: by the server (and the arrival of its FIN at the
+// client RTT/2 later, as the link delays it like data), or by the client. Marks are short
+// paths whose hover text the page's script writes from data-t and data-reason: a run of
+// 5,000 connections has 10,000 of them.
 func appendMark(b []byte, c report.Conn, pl plan, x func(float64) float64, gap, laneH float64) []byte {
 	t := *c.ClosedMs
-	line := func(cls string, at float64, tip string) {
-		b = append(b, `<line class="mark `...)
+	mark := func(cls string, at float64, reason bool) {
+		b = append(b, `<path class="mark `...)
 		b = append(b, cls...)
-		b = append(b, `" x1="`...)
+		b = append(b, `" d="M`...)
 		b = f1(b, x(at))
-		b = append(b, `" x2="`...)
-		b = f1(b, x(at))
-		b = append(b, `" y1="-`...)
+		b = append(b, ' ', '-')
 		b = f1(b, gap)
-		b = append(b, `" y2="`...)
-		b = f1(b, laneH-gap)
+		b = append(b, 'v')
+		b = f1(b, laneH)
 		b = append(b, `" data-t="`...)
 		b = f1(b, at)
-		b = append(b, `" data-reason="`...)
-		b = append(b, template.HTMLEscapeString(c.Reason)...)
-		b = append(b, `" data-tip="`...)
-		b = append(b, template.HTMLEscapeString(tip)...)
-		b = append(b, `"></line>`...)
+		if reason {
+			b = append(b, `" data-reason="`...)
+			b = append(b, template.HTMLEscapeString(c.Reason)...)
+		}
+		b = append(b, `"/>`...)
 	}
 	if c.ClosedBy == report.ClosedByServer {
-		line("srvclose", t, "the server closed connection "+strconv.FormatUint(c.ClientConn, 10)+" ("+c.Reason+") at "+ms(t)+
-			" after "+strconv.FormatInt(c.Requests, 10)+" request(s)")
+		mark("srvclose", t, true)
 		if pl.RTTMs > 0 {
-			line("fin", t+pl.RTTMs/2, "its FIN reaches the client at "+ms(t+pl.RTTMs/2)+" (RTT/2 after the close)")
+			mark("fin", t+pl.RTTMs/2, false)
 		}
 	} else {
-		line("cliclose", t, "the client's close of connection "+strconv.FormatUint(c.ClientConn, 10)+
-			" reached the server at "+ms(t)+" ("+c.Reason+")")
+		mark("cliclose", t, true)
 	}
 	return b
 }
