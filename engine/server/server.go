@@ -426,7 +426,7 @@ func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) stri
 		// Apache: left = MaxKeepAliveRequests - keep-alive responses so far
 		// (modules/http/http_protocol.c ap_set_keepalive).
 		h["Keep-Alive"] = []string{s.hint + ", max=" + strconv.FormatInt(int64(s.cfg.MaxRequests)-n, 10)}
-		return
+		return ""
 	}
 	h["Keep-Alive"] = []string{s.hint}
 	return ""
