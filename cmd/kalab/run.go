@@ -61,6 +61,7 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	junitPath    string
+	htmlPath     string
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -78,6 +79,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -103,6 +105,14 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	if f.junitPath != "" {
 		if err := checkWritableDir(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
+		}
+	}
+	if f.htmlPath != "" {
+		if err := checkWritableDir(f.htmlPath); err != nil {
+			return invalid("--html: %v", err)
+		}
+		if st, err := os.Lstat(f.htmlPath); err == nil && !st.Mode().IsRegular() {
+			return invalid("--html: %s is not a regular file; refusing to replace it with the report", f.htmlPath)
 		}
 	}
 	return f, 0, true
@@ -204,6 +214,13 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	if f.junitPath != "" {
 		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
 		keep(writeJUnit(f.junitPath, in))
+	}
+	if f.htmlPath != "" {
+		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, f.log); herr != nil {
+			keep(fmt.Errorf("--html: %w", herr))
+		} else {
+			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
+		}
 	}
 	return missing, err
 }
