@@ -58,6 +58,15 @@ func histogram(reqs []Request) template.HTML {
 	var b strings.Builder
 	b.WriteString(`<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 `)
 	b.WriteString(strconv.FormatFloat(w+left+10, 'f', -1, 64) + " " + strconv.FormatFloat(h+bottom+10, 'f', -1, 64) + `">`)
+	// Grid lines at the root scale's quarter marks, under the bars.
+	for _, q := range []int{2, 1} {
+		v := int(math.Round(float64(top) * float64(q*q) / 16)) // the root scale's quarter marks
+		y := h + 5 - float64(q)/4*h
+		if v > 0 && v < top {
+			b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(y+4) + `" text-anchor="end">` + strconv.Itoa(v) + `</text>`)
+			b.WriteString(`<line class="grid" x1="` + fmtf(left) + `" y1="` + fmtf(y) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(y) + `"></line>`)
+		}
+	}
 	bw := w / bins
 	names := [3]string{"reused", "new", "failed"}
 	for k, c := range counts {
@@ -81,14 +90,6 @@ func histogram(reqs []Request) template.HTML {
 	b.WriteString(`<line class="ax" x1="` + fmtf(left) + `" y1="` + fmtf(h+5) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(h+5) + `"></line>`)
 	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="12" text-anchor="end">` + strconv.Itoa(top) + `</text>`)
 	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(h+5) + `" text-anchor="end">0</text>`)
-	for _, q := range []int{2, 1} {
-		v := int(math.Round(float64(top) * float64(q*q) / 16)) // the root scale's quarter marks
-		y := h + 5 - float64(q)/4*h
-		if v > 0 && v < top {
-			b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(y+4) + `" text-anchor="end">` + strconv.Itoa(v) + `</text>`)
-			b.WriteString(`<line class="grid" x1="` + fmtf(left) + `" y1="` + fmtf(y) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(y) + `"></line>`)
-		}
-	}
 	for i := 0; i <= 6; i++ {
 		f := float64(i) / 6
 		anchor := "middle"
