@@ -61,6 +61,26 @@ variants:
 	if err := report.ValidateRunDir(out.Dir); err != nil {
 		t.Fatal(err)
 	}
+	// The verdicts hold while no gap inside a burst comes near the 100 ms idle close; a
+	// machine that stalls that long (the race detector on a loaded box) is reported, not
+	// failed.
+	for _, r := range out.Runs {
+		if r.Variant == "capped" || r.RequestsFile == "" {
+			continue
+		}
+		reqs := readLines[report.Request](t, filepath.Join(out.Dir, r.RequestsFile))
+		ends := map[int]float64{}
+		for _, rq := range reqs {
+			ends[rq.Seq] = rq.StartMs + rq.LatencyMs
+		}
+		for _, rq := range reqs {
+			if rq.Seq%3 != 0 {
+				if gap := rq.StartMs - ends[rq.Seq-1]; gap > 50 {
+					t.Skipf("%s: request %d started %.0f ms after the one before it in its burst; the machine is too busy for a 100 ms idle close", r.Variant, rq.Seq, gap)
+				}
+			}
+		}
+	}
 	want := map[string]map[string]map[string]int{
 		// The third connection is open when the load ends; the client closes it.
 		"checked": {"server": {"idle": 2}, "client": {"end": 1}},
