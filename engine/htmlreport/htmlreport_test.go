@@ -199,3 +199,41 @@ func TestWriteFileIsAtomicAndRefusesNonRegularTargets(t *testing.T) {
 		t.Errorf("%d entries in the target directory (a temporary file left?): %v", len(entries), entries)
 	}
 }
+
+// A run compared with a baseline shows the baseline run's figures beside its own.
+func TestBaselineFiguresAreLinked(t *testing.T) {
+	t.Parallel()
+	dir := writeResults(t, []report.Request{{Seq: 0, LatencyMs: 1, Conn: 1, Attempts: 1, Status: 200}}, nil)
+	// A schema-valid baseline run: the committed baseline's first, renamed.
+	committed, err := report.ReadFile(filepath.Join("..", "..", "results", "baseline.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := committed.Runs[0]
+	base.RunID, base.Scenario, base.Variant, base.Matrix = "b1", "s", "v", nil
+	base.Metrics.Errors, base.Metrics.Requests = 7, 1
+	line, _ := json.Marshal(base)
+	basePath := filepath.Join(t.TempDir(), "baseline.jsonl")
+	if err := os.WriteFile(basePath, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Runs[0].Baseline = &report.BaselineRef{File: basePath, RunID: "b1", State: "compared"}
+	if _, err := report.LoadBaseline(basePath); err != nil {
+		t.Fatal(err)
+	}
+	linkBaselines(res.Runs)
+	if res.Runs[0].BaselineRun == nil {
+		t.Fatal("baseline run not linked")
+	}
+	var out bytes.Buffer
+	if err := Render(&out, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`<tr class="base"><td class="l">↳ baseline</td><td></td><td>1</td><td>7</td>.*v in run b1`).MatchString(out.String()) {
+		t.Error("the baseline's figures are not on the page")
+	}
+}

@@ -31,6 +31,9 @@ type RunData struct {
 	Conns    []report.Conn
 	// Missing says why requests or connections could not be read ("" when they were).
 	Missing string
+	// BaselineRun is the run this one was compared with (kalab run --baseline), read from
+	// the baseline file the record names when it can still be read; nil otherwise.
+	BaselineRun *report.Run
 }
 
 // Request is a request line with the phase fields it carries, whatever their names.
@@ -112,7 +115,36 @@ func Load(dir string) (*Results, error) {
 		}
 		rd.Missing = strings.Join(missing, "; ")
 	}
+	linkBaselines(res.Runs)
 	return res, nil
+}
+
+// linkBaselines finds, for each run compared with a baseline, the baseline's run in the
+// file its record names. A baseline file that is gone or unreadable leaves the link out:
+// the record's verdicts are still shown.
+func linkBaselines(runs []*RunData) {
+	files := map[string]*report.Baseline{}
+	for _, rd := range runs {
+		b := rd.Baseline
+		if b == nil || b.File == "" || b.RunID == "" {
+			continue
+		}
+		base, seen := files[b.File]
+		if !seen {
+			base, _ = report.LoadBaseline(b.File)
+			files[b.File] = base
+		}
+		if base == nil {
+			continue
+		}
+		for i := range base.Runs {
+			br := &base.Runs[i]
+			if br.Scenario == rd.Scenario && br.Variant == rd.Variant && br.RunID == b.RunID {
+				rd.BaselineRun = br
+				break
+			}
+		}
+	}
 }
 
 // knownMs are the *_ms fields of a request line that are not phases or are drawn by name.
