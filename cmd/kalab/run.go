@@ -62,6 +62,8 @@ type runFlags struct {
 	failMissing  bool
 	junitPath    string
 	htmlPath     string
+	// requireClients: a run whose real client is not installed is an error, not skipped.
+	requireClients bool
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -80,6 +82,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -132,7 +135,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}

@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// ConnHeader is the response header that carries the server's id of the connection a
-// response went out on, so a client can tell which server connection each of its own
-// connections is (through a proxy the two sides have different ports).
-const ConnHeader = "Kalab-Conn"
-
 // Who closed a connection, as ConnRecord.ClosedBy says it.
 const (
 	CloseByServer = "server"
@@ -45,7 +40,7 @@ func (s *Server) Conns() []ConnRecord {
 	s.histMu.Unlock()
 	s.conns.Range(func(_, v any) bool {
 		ci := v.(*connInfo)
-		out = append(out, ConnRecord{ID: ci.id, Opened: ci.opened, Requests: ci.requests.Load()})
+		out = append(out, ConnRecord{ID: uint64(ci.id), Opened: ci.opened, Requests: ci.requests.Load()})
 		return true
 	})
 	slices.SortFunc(out, func(a, b ConnRecord) int { return cmp.Compare(a.ID, b.ID) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+)
+
+// Response headers written when Config.Stamp is set (canonical form, so they can be set
+// on the header map directly). Through a proxy the client and the server see different
+// ports; ConnHeader names the server's connection so a client can note the name (the
+// runner ties the server's close records to the client's connections with it).
+const (
+	ConnHeader        = "Kalab-Conn"         // the connection's id, 1-based in accept order
+	ConnRequestHeader = "Kalab-Conn-Request" // the request's 1-based index on its connection
 )
 
 // closeWait bounds how long Close waits for connections and handlers to end, so a
@@ -32,12 +42,14 @@ type Server struct {
 	ln      net.Listener
 	srv     *http.Server
 	rootCAs *x509.CertPool
+	caPEM   []byte
 	body    []byte
 	bodyLen string
 	status  int
 	hint    string // Keep-Alive value for responses that stay open; "" sends none
 
 	connections, open, requests, idleCloses atomic.Int64
+	nextConnID                              atomic.Int64
 	tlsHandshakes, tlsResumed, h2Streams    atomic.Int64
 	maxOnOneConn, serverCloses, h1Responses atomic.Int64
 
@@ -46,7 +58,6 @@ type Server struct {
 	closedBy map[int64]int64 // closed connections: requests served -> count
 	closed   []ConnRecord    // closed connections in the order they closed, guarded by histMu
 	closedAt map[uint64]int  // connection id -> index in closed, guarded by histMu
-	nextConn atomic.Uint64
 
 	connWG    sync.WaitGroup // one per accepted connection, done at StateClosed
 	handlers  counter        // handler calls in flight
@@ -59,7 +70,7 @@ type Server struct {
 
 // connInfo is what the server remembers about one connection.
 type connInfo struct {
-	id        uint64
+	id        int64  // 1-based, in accept order
 	idText    string // id in decimal, for the ConnHeader of every response
 	opened    time.Time
 	requests  atomic.Int64
@@ -134,6 +145,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
 		s.rootCAs = pool
+		s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 		s.srv.TLSConfig = &tls.Config{
 			Certificates:           []tls.Certificate{cert},
 			MinVersion:             cfg.TLSVersion,
@@ -211,6 +223,10 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // RootCAs returns a pool that trusts the server's in-memory certificate, or nil for a
 // plain-TCP server. Clients verify with it; nothing in kalab skips verification.
 func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
+
+// CAPEM returns the server's self-signed certificate in PEM form, for programs outside
+// the process (curl --cacert, NODE_EXTRA_CA_CERTS); nil for a plain-TCP server.
+func (s *Server) CAPEM() []byte { return s.caPEM }
 
 // ServerName is the name the certificate is valid for, to use as the TLS ServerName
 // (SNI). The certificate also covers 127.0.0.1 and ::1.
@@ -294,8 +310,8 @@ func underlying(c net.Conn) net.Conn {
 
 // connContext runs once per accepted connection, before its goroutine starts.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	id := s.nextConn.Add(1)
-	ci := &connInfo{id: id, idText: strconv.FormatUint(id, 10), opened: time.Now()}
+	id := s.nextConnID.Add(1)
+	ci := &connInfo{id: id, idText: strconv.FormatInt(id, 10), opened: time.Now()}
 	s.conns.Store(underlying(c), ci)
 	s.connWG.Add(1)
 	s.connections.Add(1)
@@ -322,7 +338,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		}
 		ci := v.(*connInfo)
 		now := time.Now()
-		rec := ConnRecord{ID: ci.id, Opened: ci.opened, Closed: now, Requests: ci.requests.Load()}
+		rec := ConnRecord{ID: uint64(ci.id), Opened: ci.opened, Closed: now, Requests: ci.requests.Load()}
 		switch reason, _ := ci.closing.Load().(string); {
 		case s.closing.Load():
 			rec.ClosedBy, rec.Reason = CloseByServer, ReasonEnd
@@ -353,15 +369,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.handlers.add(1)
 	defer s.handlers.add(-1)
 	s.requests.Add(1)
-	n := int64(1)
+	n, id := int64(1), int64(0)
 	ci, _ := r.Context().Value(connKey{}).(*connInfo)
 	if ci != nil {
+		id = ci.id
 		n = ci.requests.Add(1)
 		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
 		}
 	}
 	if r.ProtoMajor == 2 {
 		s.h2Streams.Add(1)
+	}
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(r, id, n)
 	}
 	if s.cfg.Delay > 0 {
 		t := time.NewTimer(s.cfg.Delay)
@@ -373,13 +393,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := w.Header()
-	if ci != nil {
-		h[ConnHeader] = []string{ci.idText}
-	}
 	if r.ProtoMajor == 1 {
 		if reason := s.connectionHeaders(h, r, n); reason != "" && ci != nil {
 			ci.closing.Store(reason)
 		}
+	}
+	if s.cfg.Stamp {
+		if ci != nil {
+			h[ConnHeader] = []string{ci.idText}
+		} else {
+			h[ConnHeader] = []string{strconv.FormatInt(id, 10)}
+		}
+		h[ConnRequestHeader] = []string{strconv.FormatInt(n, 10)}
 	}
 	h["Content-Length"] = []string{s.bodyLen}
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"} // set, so net/http skips sniffing
