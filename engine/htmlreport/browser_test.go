@@ -136,8 +136,10 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lag := startLagProbe()
 	out, err := runner.Execute(context.Background(), plan, runner.Options{Out: filepath.Join(dir, "results"),
 		KalabVersion: "test", Log: zerolog.Nop(), Parallel: 1})
+	maxLag := lag()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,11 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 	if !strings.Contains(dom, `data-ready="1"`) {
 		t.Fatalf("the page's script did not finish (no data-ready on <body>); DOM starts %.300q", dom)
 	}
-	rtt := 150.0
+	rtt, scale := 150.0, 0.1
+	// How late a timer fired while the run ran, in scenario time: a FIN the link delivers
+	// that late lets a request leave after the close by as much.
+	lagMs := float64(maxLag) / float64(time.Millisecond) / scale
+	t.Logf("timers were up to %v late during the run (%.0f ms of scenario time)", maxLag, lagMs)
 	var lanes, bars, failed int
 	closes := map[string][]float64{} // lane -> server close times
 	var failures []element
@@ -193,6 +199,10 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 			// Distance from the close to the bar's interval (0 when the close falls inside it).
 			best = min(best, max(start-c, c-end, 0))
 		}
+		if best > rtt && best <= rtt+lagMs {
+			t.Skipf("failed request %s sits %.0f ms from its lane's close, beyond one RTT (%v ms) by less than the timers' measured lateness (%.0f ms): the machine is too busy for this check",
+				f.attrs["data-seq"], best, rtt, lagMs)
+		}
 		if best > rtt {
 			t.Errorf("failed request %s on lane %s (%.1f-%.1f ms): nearest server close on its lane %.1f ms away (closes %v); want within one RTT (%v ms)",
 				f.attrs["data-seq"], f.lane, start, end, best, closes[f.lane], rtt)
@@ -207,6 +217,28 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 	headless(t, bin, "--window-size=1200,440", "--virtual-time-budget=3000", "--screenshot="+shot,
 		fmt.Sprintf("file://%s#run-stale-race--default@%.0f-%.0f", page, max(from, 0), to))
 	checkScreenshot(t, shot)
+}
+
+// startLagProbe samples how late a 2 ms sleep wakes until the returned function is called,
+// which reports the worst lateness seen.
+func startLagProbe() func() time.Duration {
+	stop := make(chan struct{})
+	res := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				res <- worst
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(2 * time.Millisecond)
+			worst = max(worst, time.Since(t0)-2*time.Millisecond)
+		}
+	}()
+	return func() time.Duration { close(stop); return <-res }
 }
 
 // checkScreenshot decodes the PNG and requires a picture: many colours, most of the
