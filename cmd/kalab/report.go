@@ -16,7 +16,7 @@ import (
 
 // cmdReport writes the HTML report of a results directory.
 func cmdReport(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stderr)
+	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
 	out := fs.StringP("out", "o", "", "the HTML file to write (default: report.html in RESULTS_DIR)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code

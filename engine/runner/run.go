@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -125,7 +126,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
-		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
+		Float64("connections", m.Connections).Float64("wall_s", math.Round(rec.WallMs)/1000).Msg("run ended")
 	if opt.Observer != nil {
 		opt.Observer.RunEnded(r, rec)
 	}

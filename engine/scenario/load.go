@@ -16,10 +16,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // MaxFileSize bounds a scenario file; real ones are a few kilobytes.
