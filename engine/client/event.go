@@ -29,6 +29,7 @@ type Event struct {
 	Start         time.Time     // when the client began the request (monotonic clock)
 	Latency       time.Duration // from Start to the last response byte, or to the failure
 	ConnID        uint64        // client-side id of the connection that carried the final attempt; 0 if none
+	ServerConn    uint64        // the server's id of that connection, from its Kalab-Conn response header; 0 if none
 	Reused        bool          // the final attempt went out on a connection that had served a request before
 	Attempts      int           // attempts the client made, >= 1 (visible retries = Attempts-1)
 	HiddenRetries int           // re-sends a real client did on its own (Go's Transport), detected by tracing

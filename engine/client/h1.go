@@ -17,6 +17,7 @@ type response struct {
 	keepAlive bool  // the server allows another request on this connection
 	hint      time.Duration
 	hasHint   bool
+	server    uint64 // the Kalab-Conn header: the embedded server's connection id
 }
 
 var errMalformed = errors.New("malformed response")
@@ -120,6 +121,9 @@ func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
 				} else if containsFold(value, "keep-alive") {
 					r.keepAlive = true
 				}
+			case asciiEqualFold(name, "kalab-conn"):
+				n, _ := parseUint(value)
+				r.server = uint64(n)
 			case asciiEqualFold(name, "keep-alive"):
 				if cfg.HonorHint {
 					r.hint, r.hasHint = parseHint(value, cfg.HintParser)

@@ -132,7 +132,7 @@ func (m *model) Do(ctx context.Context, seq int) Event {
 
 // attempt makes one try, overwriting the per-attempt fields of ev.
 func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
-	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead = 0, false, 0, 0
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
 	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
 	var deadline time.Time
 	if m.cfg.Timeout > 0 {
@@ -179,7 +179,7 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attempt
 	r.gotByte = true
 	ev.FirstByte = time.Since(start)
 	resp, err := readResponse(c.br, &m.cfg)
-	ev.Status, ev.BytesRead = resp.status, resp.body
+	ev.Status, ev.BytesRead, ev.ServerConn = resp.status, resp.body, resp.server
 	if err != nil {
 		m.put(c, false, 0)
 		return fail(r, fmt.Errorf("read response on connection %d: %w", c.id, err))

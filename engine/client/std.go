@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,7 +168,7 @@ type attemptTrace struct {
 }
 
 func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
-	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead = 0, false, 0, 0
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
 	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
 
 	var at attemptTrace
@@ -258,6 +259,8 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		return fail(r, fmt.Errorf("round trip: %w", err))
 	}
 	ev.Status = resp.StatusCode
+	// The embedded server's connection id (kalab's own header; see server.ConnHeader).
+	ev.ServerConn, _ = strconv.ParseUint(resp.Header.Get("Kalab-Conn"), 10, 64)
 	if resp.ProtoMajor == 2 {
 		s.stats.h2Streams.Add(1)
 	}
