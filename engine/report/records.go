@@ -96,4 +96,9 @@ type Request struct {
 	ConnectMs     float64 `json:"connect_ms,omitempty"`
 	TLSMs         float64 `json:"tls_ms,omitempty"`
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
+	// Set when the request crossed a balancer: its id of the backend connection of the
+	// final attempt, the attempts it made there, and whether that connection was reused.
+	BackendConn     uint64 `json:"backend_conn,omitempty"`
+	BackendAttempts int    `json:"backend_attempts,omitempty"`
+	BackendReused   bool   `json:"backend_reused,omitempty"`
 }

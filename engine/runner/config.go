@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -116,6 +117,47 @@ func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config
 	}
 }
 
+// backendProxyConfig is the balancer-server link; its jitter draws from its own stream of
+// the seed, so the two links do not jitter in step.
+func backendProxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
+	n := st.Balancer.BackendNetwork
+	return netsim.Config{
+		Upstream: upstream,
+		RTT:      sc.d(n.RTT),
+		Jitter:   sc.d(n.Jitter),
+		Seed:     st.Load.Seed ^ 0x6b616c6162, // "kalab"
+	}
+}
+
+// balancerConfig translates a scenario's balancer section; addr is what its backend pool
+// dials (the backend link, or the server itself).
+func balancerConfig(st scenario.Settings, sc scaler, addr string) balancer.Config {
+	b := st.Balancer
+	return balancer.Config{
+		IdleTimeout: sc.d(b.IdleTimeout),
+		Backend: client.Config{
+			Implementation: client.ImplModel,
+			Addr:           addr,
+			KeepAlive:      b.Backend.KeepAlive,
+			IdleTimeout:    sc.d(b.Backend.IdleTimeout),
+			MaxIdle:        b.Backend.MaxIdle,
+			MaxConns:       b.Backend.MaxConns,
+			Scheduling:     b.Backend.Scheduling,
+			LivenessCheck:  b.Backend.LivenessCheck,
+			Timeout:        sc.d(b.Backend.Timeout),
+		},
+		OnError:     balancer.Policy(b.OnBackendError),
+		Retries:     b.Retries,
+		ErrorStatus: b.ErrorStatus,
+		Reuse:       balancer.Reuse(b.Reuse),
+	}
+}
+
+// directBackend reports whether the balancer-server hop has no link to simulate.
+func directBackend(st scenario.Settings) bool {
+	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0)
+}
+
 func loadSpec(st scenario.Settings, sc scaler) load.Spec {
 	l := st.Load
 	return load.Spec{
@@ -135,6 +177,9 @@ func loadSpec(st scenario.Settings, sc scaler) load.Spec {
 func deadline(st scenario.Settings, sc scaler) time.Duration {
 	l, n := st.Load, st.Load.Requests
 	rtt := st.Network.RTT.D() + 2*st.Network.Jitter.D()
+	if b := st.Balancer; b != nil {
+		rtt += b.BackendNetwork.RTT.D() + 2*b.BackendNetwork.Jitter.D()
+	}
 	perRequest := 4*rtt + st.Server.Response.Delay.D() + 20*time.Millisecond
 	waves := (n + max(l.Concurrency, 1) - 1) / max(l.Concurrency, 1)
 	expected := time.Duration(waves) * perRequest
