@@ -84,33 +84,34 @@ func TestALBScenarioPrediction(t *testing.T) {
 }
 
 // End to end on real sockets: client -> link -> balancer -> link -> server, with a
-// backend that closes at 300 ms and pauses placed inside and outside the race window.
+// backend that closes at 600 ms and pauses placed inside and outside the race window.
 func TestBalancerTopologyEndToEnd(t *testing.T) {
 	t.Parallel()
 	const src = `
 name: two-hop
-network: {rtt: 10ms}
-server: {idle_timeout: 300ms}
+network: {rtt: 20ms}
+server: {idle_timeout: 600ms}
 balancer:
   preset: aws-alb
-  backend_network: {rtt: 80ms}
-load: {requests: 20, burst: 2, pause: 200ms..330ms, seed: %d}
+  backend_network: {rtt: 160ms}
+load: {requests: 20, burst: 2, pause: 400ms..660ms, seed: %d}
 variants:
   - name: alb
   - name: nginx
     balancer: {preset: nginx-proxy}
 `
-	// The first seed whose pauses keep 8 ms from both window edges, with some inside.
+	// The first seed whose pauses keep 24 ms from both window edges, with some inside.
 	var p *scenario.Plan
 	var inside, after int
+	var margin time.Duration
 	for seed := 1; p == nil; seed++ {
 		if seed > 500 {
 			t.Fatal("no seed keeps its pauses clear of the window edges")
 		}
 		cand := plan(t, fmt.Sprintf(src, seed))
-		in, aft, margin := racePrediction(cand.Scenarios[0].Runs[0].Settings)
-		if margin >= 8*time.Millisecond && in >= 2 && aft >= 1 {
-			p, inside, after = cand, in, aft
+		in, aft, m := racePrediction(cand.Scenarios[0].Runs[0].Settings)
+		if m >= 24*time.Millisecond && in >= 2 && aft >= 1 {
+			p, inside, after, margin = cand, in, aft, m
 		}
 	}
 	o := opts(t)
@@ -126,6 +127,17 @@ variants:
 	if got["alb"].Status == report.StatusError || got["nginx"].Status == report.StatusError {
 		t.Fatalf("runs ended in error: %s / %s", got["alb"].Error, got["nginx"].Error)
 	}
+	// A late delivery on this machine moves a pause's real geometry: judge the counts only
+	// if no request that reused both hops came back later than the margin allows.
+	model := 180 * time.Millisecond // network + backend RTT for a request reused on both hops
+	for _, v := range []string{"alb", "nginx"} {
+		for _, rq := range readRequests(t, filepath.Join(out.Dir, got[v].RequestsFile)) {
+			lag := time.Duration(rq.LatencyMs*float64(time.Millisecond)) - model
+			if rq.Reused && rq.BackendReused && rq.Status == 200 && rq.BackendAttempts == 1 && lag > margin/2 {
+				t.Skipf("%s request %d came back %v late (margin %v): this machine is too busy to judge the race counts", v, rq.Seq, lag.Round(time.Millisecond), margin)
+			}
+		}
+	}
 	if alb.Status5xx != float64(inside) || alb.BalancerErrors != float64(inside) || alb.BackendConnections != float64(1+inside+after) {
 		t.Errorf("alb: status_5xx %v, balancer_errors %v, backend_connections %v; the geometry predicts %d, %d, %d",
 			alb.Status5xx, alb.BalancerErrors, alb.BackendConnections, inside, inside, 1+inside+after)
@@ -137,18 +149,8 @@ variants:
 		t.Errorf("connection counts disagree across hops: %+v", alb)
 	}
 	// Every request record names its backend connection; the 502s name a reused one.
-	f, err := os.Open(filepath.Join(out.Dir, got["alb"].RequestsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	n502 := 0
-	for sc.Scan() {
-		var rq report.Request
-		if err := json.Unmarshal(sc.Bytes(), &rq); err != nil {
-			t.Fatal(err)
-		}
+	for _, rq := range readRequests(t, filepath.Join(out.Dir, got["alb"].RequestsFile)) {
 		if rq.BackendConn == 0 || rq.BackendAttempts != 1 {
 			t.Errorf("request %d: backend conn %d, attempts %d", rq.Seq, rq.BackendConn, rq.BackendAttempts)
 		}
@@ -162,4 +164,23 @@ variants:
 	if n502 != inside {
 		t.Errorf("%d request records with 502, want %d", n502, inside)
 	}
+}
+
+func readRequests(t *testing.T, path string) []report.Request {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []report.Request
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rq report.Request
+		if err := json.Unmarshal(sc.Bytes(), &rq); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rq)
+	}
+	return out
 }
