@@ -169,7 +169,7 @@ var BalancerPresets = registry([]Preset{
 	{
 		Name:   "haproxy",
 		Models: "HAProxy 2.x/3.x in mode http: http-reuse safe (the default), retry-on conn-failure only (an established connection that dies is not re-sent), 502 on a server that closed under the request",
-		Source: "HAProxy configuration manual: 'http-reuse safe: ... the recommended strategy. The first request of a session is always sent over its own connection, and only subsequent requests may be dispatched over other existing connections'; 'timeout http-keep-alive' has no default (falls back to timeout http-request, then timeout client): 10 s here is a common setting, not a default, so set yours; retries 3 with retry-on conn-failure by default; pool-purge-delay 5 s trims unused idle server connections, modelled as a 5 s backend idle timeout",
+		Source: "HAProxy configuration manual: 'http-reuse safe: ... the recommended strategy. The first request of a session is always sent over its own connection, and only subsequent requests may be dispatched over other existing connections'; 'timeout http-keep-alive' has no default (falls back to timeout http-request, then timeout client): 10 s here is a common setting, not a default, so set yours; retries 3 with retry-on conn-failure by default (an established connection that dies is not re-sent); pool-purge-delay (5 s by default, from memory of the manual and a third-party test script: not re-checked here) closes half of the unused idle server connections every interval, approximated as a 5 s backend idle timeout",
 		YAML:   "idle_timeout: 10s\nbackend: {keepalive: true, idle_timeout: 5s, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: error\nerror_status: 502\nreuse: safe",
 	},
 	{
