@@ -153,6 +153,23 @@ func balancerConfig(st scenario.Settings, sc scaler, addr string) balancer.Confi
 	}
 }
 
+// balancerHop is what the runner needs from the balancer in the middle of a two-hop
+// topology. The embedded proxy is the only one today; a real nginx or HAProxy taking its
+// place (once real servers can run in the topology) implements the same three methods:
+// started on a loopback port with a generated configuration, Stats filled from what kalab
+// controls (the links on both sides and the embedded server's counters), never from the
+// program's own report.
+type balancerHop interface {
+	Addr() string
+	Stats() balancer.Stats
+	Close() error
+}
+
+// startBalancer starts the balancer a run names, in front of addr.
+func startBalancer(st scenario.Settings, sc scaler, addr string) (balancerHop, error) {
+	return balancer.Start(balancerConfig(st, sc, addr))
+}
+
 // directBackend reports whether the balancer-server hop has no link to simulate.
 func directBackend(st scenario.Settings) bool {
 	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0)

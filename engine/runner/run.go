@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/load"
@@ -104,7 +103,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	target := srv.Addr()
 	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
 	// -> server, each link only when it has something to simulate.
-	var bal *balancer.Balancer
+	var bal balancerHop
 	var backendProxy *netsim.Proxy
 	if st.Balancer != nil {
 		if !directBackend(st) {
@@ -114,7 +113,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			defer backendProxy.Close()
 			target = backendProxy.Addr()
 		}
-		if bal, err = balancer.Start(balancerConfig(st, scale, target)); err != nil {
+		if bal, err = startBalancer(st, scale, target); err != nil {
 			return m, err
 		}
 		defer bal.Close()
