@@ -119,6 +119,10 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every line, the balancer's metrics and request fields included, fits the result schema.
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]*report.Run{}
 	for _, r := range out.Runs {
 		got[r.Variant] = r
