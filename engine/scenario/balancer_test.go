@@ -73,3 +73,34 @@ func TestBalancerErrors(t *testing.T) {
 		}
 	}
 }
+
+// A matrix may vary balancer fields, and may add the balancer to a single-hop file.
+func TestBalancerMatrix(t *testing.T) {
+	s, diags := Parse("m.yaml", []byte(`name: m
+matrix:
+  balancer.backend.idle_timeout: [5s, 65s]
+  balancer.preset: [aws-alb, envoy]
+`))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	if len(s.Runs) != 4 {
+		t.Fatalf("%d runs, want 4", len(s.Runs))
+	}
+	for _, r := range s.Runs {
+		b := r.Settings.Balancer
+		if b == nil {
+			t.Fatalf("run %s has no balancer", r.Variant)
+		}
+		want, err := ParseDuration(r.Matrix["balancer.backend.idle_timeout"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Backend.IdleTimeout != want {
+			t.Errorf("run %s: backend idle %v, want %s (the matrix wins over the preset)", r.Variant, b.Backend.IdleTimeout, want)
+		}
+		if wantStatus := map[string]int{"aws-alb": 502, "envoy": 503}[r.Matrix["balancer.preset"]]; b.ErrorStatus != wantStatus {
+			t.Errorf("run %s: error status %d, want %d", r.Variant, b.ErrorStatus, wantStatus)
+		}
+	}
+}
