@@ -196,22 +196,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
 	if bal != nil {
-		bs := bal.Stats()
-		flat["balancer_connections"] = float64(bs.Connections)
-		flat["balancer_requests"] = float64(bs.Requests)
-		flat["balancer_errors"] = float64(bs.ErrorResponses)
-		flat["balancer_retries"] = float64(bs.Retries)
-		flat["backend_connections"] = float64(bs.BackendConnections)
-		flat["backend_reused_requests"] = float64(bs.BackendReused)
-		var failed int64
-		for class, n := range bs.BackendErrors {
-			flat["backend_errors_by_class."+string(class)] = float64(n)
-			failed += n
-		}
-		flat["backend_errors"] = float64(failed)
-		if backendProxy != nil {
-			flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
-		}
+		balancerMetrics(flat, bal, backendProxy)
 	}
 	if n := summary.Requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
@@ -228,6 +213,27 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		return m, loadErr
 	}
 	return m, nil
+}
+
+// balancerMetrics adds the second hop's figures: the balancer's own counters and the
+// accepted connections of its backend link (nil when the hop has no link).
+func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *netsim.Proxy) {
+	bs := bal.Stats()
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+	if backendProxy != nil {
+		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
+	}
 }
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
