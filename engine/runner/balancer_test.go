@@ -77,6 +77,14 @@ func TestALBScenarioPrediction(t *testing.T) {
 			t.Errorf("variant %s does not check %q (the geometry predicts it)", want.variant, want.expr)
 		}
 	}
+	// The same file must give the same counts at any --time-scale (DESIGN.md "Time scale").
+	for _, scale := range []float64{0.5, 1} {
+		at := st
+		at.TimeScale = scale
+		if in, aft, _ := racePrediction(at); in != inside || aft != after {
+			t.Errorf("at --time-scale %v the geometry predicts %d races and %d pauses past the FIN, at the file's scale %d and %d", scale, in, aft, inside, after)
+		}
+	}
 	if in, _, _ := racePrediction(runs["alb-backend-65s"].Settings); in != 0 {
 		// 65 s closes never come inside a 6 s pause: the fix must predict 0 by construction.
 		t.Errorf("the fixed variant predicts %d races", in)
