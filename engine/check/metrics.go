@@ -64,6 +64,7 @@ type Metrics struct {
 	BalancerConnections     float64       `expr:"balancer_connections" json:"balancer_connections"`           // client-facing connections the balancer accepted
 	BalancerRequests        float64       `expr:"balancer_requests" json:"balancer_requests"`                 // requests it received
 	BalancerErrors          float64       `expr:"balancer_errors" json:"balancer_errors"`                     // answers it made itself (502, or Envoy's 503)
+	BalancerCloses          float64       `expr:"balancer_closes" json:"balancer_closes"`                     // client connections it closed with no response (HAProxy)
 	BalancerRetries         float64       `expr:"balancer_retries" json:"balancer_retries"`                   // backend re-sends the client never saw
 	BackendConnections      float64       `expr:"backend_connections" json:"backend_connections"`             // connections it opened to the server
 	BackendReusedRequests   float64       `expr:"backend_reused_requests" json:"backend_reused_requests"`     // final attempts on a reused backend connection

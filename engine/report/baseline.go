@@ -164,6 +164,7 @@ var defaultRules = func() map[string]Rule {
 		"balancer_connections":      count(HigherIsWorse),
 		"balancer_requests":         {Worse: Informational},
 		"balancer_errors":           count(HigherIsWorse),
+		"balancer_closes":           count(HigherIsWorse),
 		"balancer_retries":          count(HigherIsWorse),
 		"backend_connections":       count(HigherIsWorse),
 		"backend_reused_requests":   count(LowerIsWorse),

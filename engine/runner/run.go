@@ -222,6 +222,7 @@ func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *net
 	flat["balancer_connections"] = float64(bs.Connections)
 	flat["balancer_requests"] = float64(bs.Requests)
 	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
 	flat["balancer_retries"] = float64(bs.Retries)
 	flat["backend_connections"] = float64(bs.BackendConnections)
 	flat["backend_reused_requests"] = float64(bs.BackendReused)
