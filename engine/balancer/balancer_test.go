@@ -28,7 +28,10 @@ type backend struct {
 	// closeOn decides, for the n-th request (1-based) on a connection and the k-th
 	// request overall, whether to close instead of answering.
 	closeOn func(n, k int64) bool
-	wg      sync.WaitGroup
+	// idleClose, when set, closes a connection (a FIN) that stays idle this long after a
+	// response, as a server's idle timeout does.
+	idleClose time.Duration
+	wg        sync.WaitGroup
 }
 
 func startBackend(t *testing.T, closeOn func(n, k int64) bool) *backend {
@@ -60,6 +63,9 @@ func (b *backend) serve(c net.Conn) {
 	br := bufio.NewReader(c)
 	for n := int64(1); ; n++ {
 		length := 0
+		if b.idleClose > 0 && n > 1 {
+			c.SetReadDeadline(time.Now().Add(b.idleClose))
+		}
 		for {
 			line, err := br.ReadString('\n')
 			if err != nil {
@@ -68,6 +74,7 @@ func (b *backend) serve(c net.Conn) {
 			if line == "\r\n" {
 				break
 			}
+			c.SetReadDeadline(time.Time{})
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "content-length") {
 				length, _ = strconv.Atoi(strings.TrimSpace(v))
 			}

@@ -137,3 +137,39 @@ func TestNginxPolicyMatchesRealNginx(t *testing.T) {
 		})
 	}
 }
+
+// A cached connection whose FIN already arrived is not used: nginx's keepalive module
+// closes it on its read event, which the preset's liveness_check models. Even a POST then
+// goes out on a new connection without an error.
+func TestNginxDropsClosedCachedConnection(t *testing.T) {
+	t.Parallel()
+	bin := findNginx(t)
+	const idle = 100 * time.Millisecond
+	outcome := func(addr string, be *backend) (int, int64) {
+		c := modelClient(t, addr, "POST")
+		if ev := c.Do(context.Background(), 0); ev.Status != 200 {
+			t.Fatalf("first request: %+v", ev)
+		}
+		time.Sleep(4 * idle)
+		ev := c.Do(context.Background(), 1)
+		if !ev.OK() {
+			t.Fatalf("second request failed at the client: %s", ev.Error)
+		}
+		return ev.Status, be.conns.Load()
+	}
+	realBE := startBackend(t, nil)
+	realBE.idleClose = idle
+	realStatus, realConns := outcome(startNginx(t, bin, realBE.ln.Addr().String()), realBE)
+
+	ownBE := startBackend(t, nil)
+	ownBE.idleClose = idle
+	own := startBalancer(t, Config{OnError: PolicyRetryIdempotent, Retries: 16,
+		Backend: client.Config{Addr: ownBE.ln.Addr().String(), KeepAlive: true, LivenessCheck: true, MaxIdle: 16, Timeout: 5 * time.Second}})
+	ownStatus, ownConns := outcome(own.Addr(), ownBE)
+	if realStatus != 200 || realConns != 2 {
+		t.Errorf("real nginx: %d with %d backend connections; the preset assumes 200 on a new connection", realStatus, realConns)
+	}
+	if ownStatus != realStatus || ownConns != realConns {
+		t.Errorf("embedded balancer %d with %d backend connections, real nginx %d with %d", ownStatus, ownConns, realStatus, realConns)
+	}
+}
