@@ -36,11 +36,17 @@ type backend struct {
 
 func startBackend(t *testing.T, closeOn func(n, k int64) bool) *backend {
 	t.Helper()
+	return startIdleBackend(t, closeOn, 0)
+}
+
+// startIdleBackend starts a backend whose idle connections close after idleClose.
+func startIdleBackend(t *testing.T, closeOn func(n, k int64) bool, idleClose time.Duration) *backend {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &backend{ln: ln, closeOn: closeOn}
+	b := &backend{ln: ln, closeOn: closeOn, idleClose: idleClose}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()

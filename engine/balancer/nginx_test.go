@@ -157,12 +157,10 @@ func TestNginxDropsClosedCachedConnection(t *testing.T) {
 		}
 		return ev.Status, be.conns.Load()
 	}
-	realBE := startBackend(t, nil)
-	realBE.idleClose = idle
+	realBE := startIdleBackend(t, nil, idle)
 	realStatus, realConns := outcome(startNginx(t, bin, realBE.ln.Addr().String()), realBE)
 
-	ownBE := startBackend(t, nil)
-	ownBE.idleClose = idle
+	ownBE := startIdleBackend(t, nil, idle)
 	own := startBalancer(t, Config{OnError: PolicyRetryIdempotent, Retries: 16,
 		Backend: client.Config{Addr: ownBE.ln.Addr().String(), KeepAlive: true, LivenessCheck: true, MaxIdle: 16, Timeout: 5 * time.Second}})
 	ownStatus, ownConns := outcome(own.Addr(), ownBE)
