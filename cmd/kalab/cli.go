@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -13,7 +15,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -43,18 +47,22 @@ func kalabVersion() string {
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
 Usage:
-  kalab run [files or dirs...]        run scenarios and check their results (default: scenarios/)
-  kalab validate [files or dirs...]   check scenario files without running them (default: scenarios/)
-  kalab diff OLD NEW                   compare two results files metric by metric, as --baseline does
-  kalab schema                         print the scenario JSON Schema
-  kalab version                        print the version
-  kalab help [metrics|presets]         this help, the metric names, or the presets
+  kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
+  kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
+  kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab schema                          print the scenario JSON Schema
+  kalab version                         print the version
+  kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
+                                        the real-client adapters (client.exec) and error table
 
 Run 'kalab COMMAND --help' for a command's flags.
 
 Exit codes: 0 every check passed; 1 a check failed or a baseline regressed; 2 the input is
 invalid (nothing ran); 3 the engine failed; 130 interrupted.
 `
+
+// commands lists the commands Main knows, for did-you-mean.
+var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
 
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -78,19 +86,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		return cmdHelp(rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "kalab: unknown command %q\n\n%s", cmd, usage)
+	hint := ""
+	if c := suggest.Closest(cmd, commands); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	fmt.Fprintf(stderr, "kalab: unknown command %q%s\n\n%s", cmd, hint, usage)
 	return exitInvalid
 }
 
-// flagSet builds a command's flags with the logging flags every command shares.
-func flagSet(name, synopsis string, stderr io.Writer) (*pflag.FlagSet, *logOptions) {
+// flagSet builds a command's flags with the logging flags every command shares. --help
+// prints the usage on stdout (it was asked for); errors go to stderr.
+func flagSet(name, synopsis string, stdout, stderr io.Writer) (*pflag.FlagSet, *logOptions) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lo := &logOptions{}
 	fs.StringVar(&lo.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&lo.format, "log-format", "auto", "log format: auto (human on a terminal), text, json")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kalab %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+		fmt.Fprintf(stdout, "Usage: kalab %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
 	}
 	return fs, lo
 }
@@ -101,10 +114,25 @@ func parseFlags(fs *pflag.FlagSet, args []string) (ok bool, code int) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return false, exitOK
 		}
-		fmt.Fprintf(fs.Output(), "kalab %s: %v\n", fs.Name(), err)
+		fmt.Fprintf(fs.Output(), "kalab %s: %v%s\n", fs.Name(), err, flagHint(fs, err))
+		fmt.Fprintf(fs.Output(), "Run 'kalab %s --help' for its flags.\n", fs.Name())
 		return false, exitInvalid
 	}
 	return true, exitOK
+}
+
+// flagHint suggests the flag meant when err is pflag's "unknown flag: --NAME".
+func flagHint(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if c := suggest.Closest(name, names); c != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", c)
+	}
+	return ""
 }
 
 type logOptions struct{ level, format string }
@@ -138,11 +166,17 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// scenarioArgs is the files and directories a command was given, scenarios/ by default.
+func scenarioArgs(args []string) []string {
+	if len(args) == 0 {
+		return []string{"scenarios"}
+	}
+	return args
+}
+
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
 func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
-	if len(args) == 0 {
-		args = []string{"scenarios"}
-	}
+	args = scenarioArgs(args)
 	files, err := scenario.FindFiles(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -166,7 +200,7 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stderr)
+	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
@@ -197,7 +231,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
-	fs, _ := flagSet("schema", "schema", stderr)
+	fs, _ := flagSet("schema", "schema", stdout, stderr)
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -216,10 +250,15 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "metrics":
-		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read (times in milliseconds, scenario time):")
-		for _, n := range check.Names() {
-			fmt.Fprintf(stdout, "  %s\n", n)
+		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read, per run; times are in scenario time.")
+		fmt.Fprintln(stdout)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  METRIC\tUNIT\tMEANING")
+		for _, d := range check.Docs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Name, d.Unit, d.Meaning)
 		}
+		tw.Flush()
+		fmt.Fprintln(stdout, "\nA compare expression reads another run's metric as variant('NAME').METRIC.")
 		return exitOK
 	case "presets":
 		for _, sec := range []struct {
@@ -238,11 +277,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 		}
 		return exitOK
-	}
-	if code := Main([]string{args[0], "--help"}, stdout, stderr); code == exitOK {
+	case "clients":
+		helpClients(stdout)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, or a command)\n", args[0])
+	if slices.Contains(commands, args[0]) {
+		return Main([]string{args[0], "--help"}, stdout, stderr)
+	}
+	hint := ""
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients"}, commands...)); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 
@@ -251,4 +297,34 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// helpClients lists the bundled adapters with what each honours, and the error table.
+func helpClients(w io.Writer) {
+	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
+	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	for _, name := range execclient.Names() {
+		a, _ := execclient.Lookup(name)
+		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)
+		keys := make([]string, 0, len(a.Knobs))
+		for k := range a.Knobs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s -> %s\n", k, a.Knobs[k])
+		}
+		keys = keys[:0]
+		for k := range a.Fixed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s: only %s (%s)\n", k, a.Fixed[k].Value, a.Fixed[k].Why)
+		}
+	}
+	fmt.Fprintln(w, "\nA runtime's error, as a client reports it, maps to a class by the first matching row:")
+	for _, r := range execclient.Rules() {
+		fmt.Fprintf(w, "  %-32s %-8s %s\n", r.Match, r.Class, r.Runtime)
+	}
 }

@@ -21,7 +21,7 @@ import (
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	f, code, ok := parseRunFlags(args, stderr)
+	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -43,7 +43,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = rerr
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	// Always say where the results went: --out is relative to the working directory,
+	// which need not be the scenarios' project.
+	dir := outcome.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", dir)
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -61,12 +67,14 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	junitPath    string
+	// requireClients: a run whose real client is not installed is an error, not skipped.
+	requireClients bool
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
-func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	f = &runFlags{fs: fs}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
@@ -78,6 +86,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -122,7 +131,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}
@@ -189,9 +198,16 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
+			// Missing means missing among what was asked for: the selected files (a
+			// subset of the suite leaves the other files out) and the --filter.
 			filter := inv.opt.Filter
-			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return filter == nil || filter.MatchString(sc+"/"+v)
+			var loaded []string
+			for _, sc := range inv.plan.Scenarios {
+				loaded = append(loaded, sc.Name)
+			}
+			selected := report.Selected(loaded, scenarioArgs(f.fs.Args()))
+			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))

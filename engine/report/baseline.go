@@ -540,20 +540,54 @@ func (c *Comparer) Apply(cur *Run) RunDiff {
 }
 
 // Missing lists the baseline runs that are not among runs, in baseline order. keep, when
-// not nil, limits it to the runs the invocation meant to run (a --filter).
-func (b *Baseline) Missing(runs []*Run, keep func(scenario, variant string) bool) []RunDiff {
+// not nil, limits it to the runs the invocation meant to run (the files it selected, a
+// --filter).
+func (b *Baseline) Missing(runs []*Run, keep func(base *Run) bool) []RunDiff {
 	seen := make(map[string]bool, len(runs))
 	for _, r := range runs {
 		seen[runKey(r.Scenario, r.Variant)] = true
 	}
 	var out []RunDiff
-	for _, r := range b.Runs {
-		if seen[runKey(r.Scenario, r.Variant)] || (keep != nil && !keep(r.Scenario, r.Variant)) {
+	for i := range b.Runs {
+		r := &b.Runs[i]
+		if seen[runKey(r.Scenario, r.Variant)] || (keep != nil && !keep(r)) {
 			continue
 		}
 		out = append(out, RunDiff{Scenario: r.Scenario, Variant: r.Variant, File: r.File, State: StateMissing, BaselineRunID: r.RunID})
 	}
 	return out
+}
+
+// Selected returns the Missing filter for an invocation that loaded the scenarios named
+// and was given paths (files or directories): a baseline run counts when its scenario was
+// loaded, or when its file lies under one of the paths, so a file deleted from a selected
+// directory is still missing while the files a subset left out are not.
+func Selected(scenarios, paths []string) func(base *Run) bool {
+	loaded := make(map[string]bool, len(scenarios))
+	for _, s := range scenarios {
+		loaded[s] = true
+	}
+	var roots []string
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			roots = append(roots, abs)
+		}
+	}
+	return func(r *Run) bool {
+		if loaded[r.Scenario] {
+			return true
+		}
+		file, err := filepath.Abs(r.File)
+		if err != nil {
+			return false
+		}
+		for _, root := range roots {
+			if rel, err := filepath.Rel(root, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Diff compares every run with the baseline: the runs in their order, then the baseline

@@ -272,7 +272,7 @@ func TestMissingAndNew(t *testing.T) {
 	if c.Compared != 1 || c.New != 1 || c.Missing != 2 || c.Regressed != 0 {
 		t.Fatalf("counts %s", c)
 	}
-	only := b.Missing([]*Run{baseRun("s", "a")}, func(sc, v string) bool { return sc == "s" })
+	only := b.Missing([]*Run{baseRun("s", "a")}, func(r *Run) bool { return r.Scenario == "s" })
 	if len(only) != 1 || only[0].Variant != "b" || only[0].State != StateMissing {
 		t.Fatalf("filtered missing %+v", only)
 	}
@@ -337,4 +337,31 @@ func FuzzParseTolerance(f *testing.F) {
 			t.Fatalf("%q -> %q -> %+v, %v", s, tol.String(), back, err)
 		}
 	})
+}
+
+// TestSelectedLimitsMissing: running one file of a suite leaves the other files' baseline
+// runs out of "missing"; running the directory keeps a file deleted from it in.
+func TestSelectedLimitsMissing(t *testing.T) {
+	t.Parallel()
+	run := func(sc, file string) *Run { r := baseRun(sc, "v"); r.File = file; return r }
+	b := loadBase(t, run("one", "suite/01.yaml"), run("two", "suite/02.yaml"), run("gone", "suite/03.yaml"), run("else", "other/x.yaml"))
+	ran := []*Run{run("one", "suite/01.yaml")}
+	names := func(ds []RunDiff) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Scenario)
+		}
+		return out
+	}
+	if got := names(b.Missing(ran, Selected([]string{"one"}, []string{"suite/01.yaml"}))); len(got) != 0 {
+		t.Errorf("one file selected: missing %v, want none", got)
+	}
+	got := names(b.Missing(ran, Selected([]string{"one", "two"}, []string{"suite"})))
+	if strings.Join(got, ",") != "two,gone" {
+		t.Errorf("directory selected: missing %v, want [two gone] (other/ was not selected)", got)
+	}
+	// A renamed file: the scenario is loaded from elsewhere, so its baseline run counts.
+	if got := names(b.Missing(ran, Selected([]string{"one", "else"}, []string{"suite/01.yaml", "moved.yaml"}))); strings.Join(got, ",") != "else" {
+		t.Errorf("renamed file: missing %v, want [else]", got)
+	}
 }

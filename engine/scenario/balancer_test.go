@@ -65,6 +65,7 @@ func TestBalancerErrors(t *testing.T) {
 		{"name: t\nserver: {tls: true}\nbalancer: {preset: aws-alb}\n", "t.yaml:2:15: server.tls: the balancer speaks plain HTTP/1.1"},
 		{"name: t\nserver: {http: \"2\"}\nbalancer: {preset: aws-alb}\n", "t.yaml:2:16: server.http: the balancer speaks plain HTTP/1.1"},
 		{"name: t\nbalancer: {preset: aws-alb}\nclient: {http2_prior: true}\n", "unknown field"},
+		{"name: t\nbalancer: {preset: aws-alb}\nclient:\n  exec: {command: [./c]}\n", "t.yaml:4:9: client.exec: a real client behind the balancer is not supported yet"},
 	} {
 		_, diags := Parse("t.yaml", []byte(tc.src))
 		got := diags.Error()

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // MaxFileSize bounds a scenario file; real ones are a few kilobytes.
@@ -601,8 +601,17 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		if r.Settings.Server.HTTP == "2" {
 			l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
 		}
+		if r.Settings.Client.Exec != nil {
+			// A real client's connection truth comes from the server's stamps, which behind
+			// a balancer name the backend connections, not the client's.
+			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
+		}
 	}
 	c := r.Settings.Client
+	if c.Exec != nil {
+		l.checkExec(r, node, at, where)
+		return // implementation is ignored for an exec run
+	}
 	if c.Implementation == "go-net-http" {
 		switch {
 		case c.HonorHint:
