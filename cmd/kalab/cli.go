@@ -289,7 +289,8 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		for _, sec := range []struct {
 			title string
 			reg   map[string]*scenario.Preset
-		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets}} {
+		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets},
+			{"Balancer presets (balancer.preset)", scenario.BalancerPresets}} {
 			fmt.Fprintf(stdout, "%s:\n", sec.title)
 			for _, name := range scenario.PresetNames(sec.reg) {
 				p := sec.reg[name]

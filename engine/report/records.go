@@ -127,6 +127,11 @@ type Request struct {
 	// shows as a reset a fraction of a round trip after an idle close.
 	ServerClosedMs    *float64 `json:"server_closed_ms,omitempty"`
 	ServerCloseReason string   `json:"server_close_reason,omitempty"`
+	// Set when the request crossed a balancer: its id of the backend connection of the
+	// final attempt, the attempts it made there, and whether that connection was reused.
+	BackendConn     uint64 `json:"backend_conn,omitempty"`
+	BackendAttempts int    `json:"backend_attempts,omitempty"`
+	BackendReused   bool   `json:"backend_reused,omitempty"`
 }
 
 // Who closed a connection (Conn.ClosedBy).

@@ -178,9 +178,27 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	// the proxy would add nothing but two descriptors per connection, which is what lets a
 	// 5,000-connection burst fit under a 20,000-descriptor limit.
 	target := srv.Addr()
+	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
+	// -> server, each link only when it has something to simulate.
+	var bal balancerHop
+	var backendProxy *netsim.Proxy
+	if st.Balancer != nil {
+		if !directBackend(st) {
+			if backendProxy, err = netsim.Start(backendProxyConfig(st, scale, target)); err != nil {
+				return m, co, err
+			}
+			defer closeWarn("backend proxy", backendProxy)
+			target = backendProxy.Addr()
+		}
+		if bal, err = startBalancer(st, scale, target); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("balancer", bal)
+		target = bal.Addr()
+	}
 	var proxy *netsim.Proxy
 	if !direct(st) {
-		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
+		if proxy, err = netsim.Start(proxyConfig(st, scale, target)); err != nil {
 			return m, co, err
 		}
 		defer closeWarn("proxy", proxy)
@@ -285,7 +303,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
-	for open(srv, proxy) > 0 && time.Now().Before(settle) {
+	stillOpen := func() int64 {
+		if proxy == nil && bal != nil {
+			return bal.Stats().Open // the client's side ends at the balancer
+		}
+		return open(srv, proxy)
+	}
+	for stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
@@ -314,6 +338,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
+	if bal != nil {
+		balancerMetrics(flat, bal, backendProxy)
+	}
 	if n := summary.Requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
 	}
@@ -352,13 +379,36 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	return m, co, nil
 }
 
+// balancerMetrics adds the second hop's figures: the balancer's own counters and the
+// accepted connections of its backend link (nil when the hop has no link).
+func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *netsim.Proxy) {
+	bs := bal.Stats()
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+	if backendProxy != nil {
+		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
+	}
+}
+
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
 		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
-		ServerConn: ev.ServerConn,
+		ServerConn:  ev.ServerConn,
+		BackendConn: ev.BackendConn, BackendAttempts: ev.BackendAttempts, BackendReused: ev.BackendReused,
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
