@@ -50,6 +50,7 @@ Usage:
   kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
@@ -93,6 +94,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdValidate(rest, stdout, stderr)
 	case "diff":
 		return cmdDiff(rest, stdout, stderr)
+	case "report":
+		return cmdReport(rest, stdout, stderr)
 	case "merge":
 		return cmdMerge(rest, stdout, stderr)
 	case "schema":
@@ -289,7 +292,8 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		for _, sec := range []struct {
 			title string
 			reg   map[string]*scenario.Preset
-		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets}} {
+		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets},
+			{"Balancer presets (balancer.preset)", scenario.BalancerPresets}} {
 			fmt.Fprintf(stdout, "%s:\n", sec.title)
 			for _, name := range scenario.PresetNames(sec.reg) {
 				p := sec.reg[name]

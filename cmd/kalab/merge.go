@@ -37,6 +37,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline is not in the merged results")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) of the merged results to this file")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "accept partial inputs: gate what the shards recorded when a shard or some of its runs are missing (exit 3 otherwise), and a baseline whose invocation did not complete")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
@@ -59,6 +60,11 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if f.junitPath != "" {
 		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
+		}
+	}
+	if f.htmlPath != "" {
+		if err := atomicfile.Check(f.htmlPath); err != nil {
+			return invalid("--html: %v", err)
 		}
 	}
 	if err := report.CheckOut(f.out); err != nil {

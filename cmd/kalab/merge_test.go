@@ -144,6 +144,12 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	if _, err := os.Stat(junit); err != nil {
 		t.Errorf("merge --junit: %v", err)
 	}
+	html := filepath.Join(tmp, "report.html")
+	if code, out := kalab(t, "merge", shards, "--out", merged, "--html", html); code != wantCode {
+		t.Errorf("merge --html: exit %d, want %d\n%s", code, wantCode, out)
+	} else if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("small-reuse")) {
+		t.Errorf("merge --html: no report naming the merged scenarios (%v)", err)
+	}
 
 	// Missing baseline runs: a shard counts only its own part as missing, the merge the
 	// whole plan's paths, so a run of a scenario file deleted from the set is missing once,

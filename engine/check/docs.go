@@ -49,6 +49,23 @@ var Docs = []MetricDoc{
 	{"cpu_us_per_request", "µs of CPU", "process CPU (client, proxy and server together; parallel runs included) per request"},
 	{"peak_rss_mb", "MB", "the process's peak resident memory during the run (0 outside Linux)"},
 	{"time_wait", "sockets", "sockets in TIME_WAIT on the client-proxy link when the run ended (0 outside Linux)"},
+	{"status_5xx", "responses", "responses with a 5xx status at the client: a balancer's 502 is a response, so errors does not count it"},
+	// The balancer hop (a balancer: section); all 0 in a single-hop run.
+	{"balancer_connections", "connections", "client-facing connections the balancer accepted"},
+	{"balancer_requests", "requests", "requests the balancer received"},
+	{"balancer_errors", "responses", "answers the balancer made itself because the backend side failed (502; Envoy 503)"},
+	{"balancer_closes", "connections", "client connections the balancer closed with no response because a reused backend connection died (HAProxy)"},
+	{"balancer_retries", "attempts", "backend re-sends the balancer made that the client never saw"},
+	{"backend_connections", "connections", "connections the balancer opened to the server"},
+	{"backend_reused_requests", "requests", "requests whose final backend attempt reused a connection"},
+	{"backend_errors", "attempts", "failed backend attempts, retried ones included"},
+	{"backend_errors_by_class.reset", "attempts", "backend attempts that failed with a connection reset"},
+	{"backend_errors_by_class.eof", "attempts", "backend attempts that failed because the server closed the connection before answering"},
+	{"backend_errors_by_class.timeout", "attempts", "backend attempts that passed balancer.backend.timeout"},
+	{"backend_errors_by_class.refused", "attempts", "backend attempts whose connection was refused"},
+	{"backend_errors_by_class.tls", "attempts", "backend attempts that failed in a TLS handshake"},
+	{"backend_errors_by_class.other", "attempts", "backend attempts that failed for any other reason"},
+	{"backend_proxy_connections", "connections", "connections through the balancer-server link (0 when it has no rtt or jitter)"},
 }
 
 // Doc returns the description of the metric name.

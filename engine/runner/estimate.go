@@ -20,8 +20,8 @@ const (
 // Expected is how long a run of r should take in real time under opt (its --time-scale and
 // --seed overrides), predicted from its plan alone: the round trips each request pays (1 on
 // a reused connection, 2 on a new plain one, 3 with TLS 1.3, 4 with TLS 1.2), the server's
-// response delay, the seeded pauses between bursts, the arrival rate, and a fixed CPU cost
-// per request and per connection. A request opens a connection when the client keeps none
+// response delay, a balancer's backend round trip, the seeded pauses between bursts, the
+// arrival rate, and a fixed CPU cost per request and per connection. A request opens a connection when the client keeps none
 // (keepalive off, or a Keep-Alive hint it turns into an idle time of zero), when it is in
 // the first wave, or when the pause before its burst outlives the idle timeout. It is an
 // estimate for balancing shards, not a bound: races, retries and the machine's load are
@@ -51,6 +51,15 @@ func estimate(st scenario.Settings) time.Duration {
 		handshake += rtt
 		if st.Server.TLSVersion == "1.2" {
 			handshake += rtt
+		}
+	}
+	if b := st.Balancer; b != nil {
+		// Two hops: every request also crosses the backend link, and pays its handshake
+		// when the balancer keeps no backend connection (plain TCP to the server).
+		brtt := b.BackendNetwork.RTT.D() + b.BackendNetwork.Jitter.D()/2
+		reused += brtt
+		if !b.Backend.KeepAlive {
+			reused += brtt
 		}
 	}
 	fresh := reused + handshake
@@ -136,6 +145,9 @@ func pools(st scenario.Settings) bool {
 // the client's idle timeouts; 0 when neither closes one.
 func effectiveIdle(st scenario.Settings) time.Duration {
 	s, c := st.Server.IdleTimeout.D(), st.Client.IdleTimeout.D()
+	if st.Balancer != nil {
+		s = st.Balancer.IdleTimeout.D() // the client's connections end at the balancer
+	}
 	switch {
 	case s == 0:
 		return c

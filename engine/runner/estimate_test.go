@@ -53,6 +53,13 @@ func TestExpectedArithmetic(t *testing.T) {
 			st.Client.HonorHint, st.Client.HintBuffer = true, ms(1000)
 			st.Server.KeepaliveHint = scenario.Hint{Mode: scenario.HintDuration, Duration: ms(1000)}
 		}, 10*200*time.Millisecond + overhead(10, 10, 100*time.Millisecond)},
+		{"a balancer adds its backend round trip; its idle timeout is the client's", func(st *scenario.Settings) {
+			st.Server.IdleTimeout = ms(500) // behind the balancer: not what the client sees
+			st.Load.Burst, st.Load.Pause = 5, scenario.Range{Min: ms(1000), Max: ms(1000)}
+			st.Balancer = &scenario.Balancer{IdleTimeout: ms(60000)}
+			st.Balancer.BackendNetwork.RTT = ms(50)
+			st.Balancer.Backend.KeepAlive = true
+		}, 250*time.Millisecond + 9*150*time.Millisecond + time.Second + overhead(10, 1, 100*time.Millisecond)},
 		{"open model: arrivals at 10/s, the last one answered", func(st *scenario.Settings) { st.Load.Rate, st.Load.Concurrency = 10, 0 },
 			900*time.Millisecond + 100*time.Millisecond + 100*time.Millisecond + overhead(10, 10, 100*time.Millisecond)},
 	}

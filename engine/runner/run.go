@@ -67,6 +67,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	start := time.Now()
 	var m check.Metrics
+	var conns connOutcome
 	var err error
 	skipped := ""
 	if ex != nil {
@@ -77,7 +78,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
+		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
+		rec.Closes = conns.closes
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
@@ -97,6 +99,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Status = report.StatusPass
 		if !opt.SkipRequests {
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+			if conns.written {
+				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
 		}
 	}
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
@@ -130,9 +135,15 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	return rec
 }
 
+// connOutcome is what a run recorded about its connections.
+type connOutcome struct {
+	closes  map[string]map[string]int // closed_by -> reason -> count
+	written bool                      // the connection file was written
+}
+
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, co connOutcome, err error) {
 	// A component that does not close cleanly (connections still open after the server's
 	// grace period) does not change the run's figures, which are read before: it is a
 	// warning in the log, not a dropped error.
@@ -149,6 +160,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	defer cancel()
 
 	scfg := serverConfig(st, scale)
+	// The connection id on every response ties the server's close records to the
+	// client's connections (the proxy between them gives each side its own ports).
+	scfg.Stamp = true
 	var srvLog *serverLog
 	if ex != nil {
 		// Connection truth for a program kalab cannot trace comes from the server.
@@ -157,17 +171,35 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	srv, err := server.Start(scfg)
 	if err != nil {
-		return m, err
+		return m, co, err
 	}
 	defer closeWarn("server", srv)
 	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
 	// the proxy would add nothing but two descriptors per connection, which is what lets a
 	// 5,000-connection burst fit under a 20,000-descriptor limit.
 	target := srv.Addr()
+	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
+	// -> server, each link only when it has something to simulate.
+	var bal balancerHop
+	var backendProxy *netsim.Proxy
+	if st.Balancer != nil {
+		if !directBackend(st) {
+			if backendProxy, err = netsim.Start(backendProxyConfig(st, scale, target)); err != nil {
+				return m, co, err
+			}
+			defer closeWarn("backend proxy", backendProxy)
+			target = backendProxy.Addr()
+		}
+		if bal, err = startBalancer(st, scale, target); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("balancer", bal)
+		target = bal.Addr()
+	}
 	var proxy *netsim.Proxy
 	if !direct(st) {
-		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
-			return m, err
+		if proxy, err = netsim.Start(proxyConfig(st, scale, target)); err != nil {
+			return m, co, err
 		}
 		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
@@ -179,7 +211,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			newClient = opt.NewClient
 		}
 		if cl, err = newClient(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())); err != nil {
-			return m, fmt.Errorf("client: %w", err)
+			return m, co, fmt.Errorf("client: %w", err)
 		}
 	}
 	clientOpen := cl != nil
@@ -193,9 +225,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var reqMu sync.Mutex
 	if !opt.SkipRequests {
 		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
-			return m, err
+			return m, co, err
 		}
 	}
+	// Which server connection each client connection is, from the Kalab-Conn header of
+	// its responses: a failed request learns from it when the server closed its socket.
+	serverOf := map[uint64]uint64{}
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
@@ -209,12 +244,24 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			sawConn.Store(true)
 		}
 		agg.Add(ev)
+		reqMu.Lock()
+		if ev.ServerConn != 0 && ev.ConnID != 0 {
+			serverOf[ev.ConnID] = ev.ServerConn
+		}
 		if reqs != nil {
 			rq := requestRecord(ev, start, float64(scale))
-			reqMu.Lock()
+			if !ev.OK() && rq.ServerConn == 0 {
+				rq.ServerConn = serverOf[ev.ConnID]
+			}
+			if rq.ServerConn != 0 && !ev.OK() {
+				if c, ok := srv.ConnClosed(rq.ServerConn); ok {
+					at := max(float64(c.Closed.Sub(start))/float64(time.Millisecond)/float64(scale), 0)
+					rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
+				}
+			}
 			reqs.Write(&rq)
-			reqMu.Unlock()
 		}
+		reqMu.Unlock()
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
@@ -239,6 +286,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		})
 	}
 	total := time.Since(start)
+	loadEnd := time.Now()
 	cpu, rss := probe.Stop()
 	if reqs != nil {
 		if err := reqs.Close(); err != nil && loadErr == nil {
@@ -255,10 +303,27 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
-	for open(srv, proxy) > 0 && time.Now().Before(settle) {
+	stillOpen := func() int64 {
+		if proxy == nil && bal != nil {
+			return bal.Stats().Open // the client's side ends at the balancer
+		}
+		return open(srv, proxy)
+	}
+	for stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
+	reqMu.Lock()
+	conns := serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
+	reqMu.Unlock()
+	co.closes = closeCounts(conns)
+	if !opt.SkipRequests {
+		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
+			loadErr = err
+		} else if err == nil {
+			co.written = true
+		}
+	}
 	ss := srv.Stats()
 	var ps netsim.Stats
 	if proxy != nil {
@@ -273,6 +338,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
+	if bal != nil {
+		balancerMetrics(flat, bal, backendProxy)
+	}
 	if n := summary.Requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
 	}
@@ -304,11 +372,33 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-			return m, cause
+			return m, co, cause
 		}
-		return m, loadErr
+		return m, co, loadErr
 	}
-	return m, nil
+	return m, co, nil
+}
+
+// balancerMetrics adds the second hop's figures: the balancer's own counters and the
+// accepted connections of its backend link (nil when the hop has no link).
+func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *netsim.Proxy) {
+	bs := bal.Stats()
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+	if backendProxy != nil {
+		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
+	}
 }
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
@@ -317,11 +407,54 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
 		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		ServerConn:  ev.ServerConn,
+		BackendConn: ev.BackendConn, BackendAttempts: ev.BackendAttempts, BackendReused: ev.BackendReused,
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
 	}
 	return rq
+}
+
+// serverConns turns the embedded server's connection records into result records:
+// times from the start of the run in scenario time, each named by its client connection
+// where a response said which it was. A close by the client after the load ended is the
+// client shutting down at the end of the run.
+func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, loadEnd time.Time, scale float64) []report.Conn {
+	clientOf := make(map[uint64]uint64, len(serverOf))
+	for c, s := range serverOf {
+		clientOf[s] = c
+	}
+	ms := func(t time.Time) float64 { return max(float64(t.Sub(start))/float64(time.Millisecond)/scale, 0) }
+	out := make([]report.Conn, 0, len(recs))
+	for _, c := range recs {
+		rc := report.Conn{Side: "server", ID: c.ID, ClientConn: clientOf[c.ID], OpenedMs: ms(c.Opened),
+			ClosedBy: c.ClosedBy, Reason: c.Reason, Requests: c.Requests}
+		if !c.Closed.IsZero() {
+			at := ms(c.Closed)
+			rc.ClosedMs = &at
+			if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
+				rc.Reason = server.ReasonEnd
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// closeCounts counts closed connections by who closed them and why.
+func closeCounts(conns []report.Conn) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, c := range conns {
+		if c.ClosedMs == nil {
+			continue
+		}
+		if out[c.ClosedBy] == nil {
+			out[c.ClosedBy] = map[string]int{}
+		}
+		out[c.ClosedBy][c.Reason]++
+	}
+	return out
 }
 
 func portOf(addr string) int {
