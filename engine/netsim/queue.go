@@ -168,6 +168,12 @@ func (d *direction) deliver(c chunk) {
 			return
 		}
 		d.bytes.Add(int64(c.n))
+		if d == d.l.up {
+			d.l.truth.bytesUp.Add(int64(c.n))
+			d.l.upstreamActive(time.Now())
+		} else {
+			d.l.truth.bytesDown.Add(int64(c.n))
+		}
 		if d.other.srcEOF.Load() {
 			d.watchReset()
 		}
@@ -193,6 +199,7 @@ func (d *direction) deliver(c chunk) {
 func (d *direction) writeFailed(err error) {
 	d.broken.Store(true)
 	if isReset(err) {
+		d.l.closeSeen(d.other.srcSide(), true, time.Now())
 		d.other.push(chunk{kind: evRst}, time.Now())
 		return
 	}
@@ -273,4 +280,12 @@ func open(done <-chan struct{}) bool {
 	default:
 		return true
 	}
+}
+
+// srcSide is the end this direction reads from.
+func (d *direction) srcSide() Side {
+	if d == d.l.up {
+		return SideClient
+	}
+	return SideServer
 }
