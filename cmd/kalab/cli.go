@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -139,7 +140,9 @@ func isTerminal(w io.Writer) bool {
 }
 
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
-func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
+// The real servers a plan names are checked too: a field nginx, Node or HAProxy cannot
+// express is a load error like any other.
+func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string) {
 	if len(args) == 0 {
 		args = []string{"scenarios"}
 	}
@@ -149,6 +152,11 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 		return nil, nil
 	}
 	plan, err := scenario.LoadFiles(files)
+	if err == nil {
+		if ds := runner.Check(plan, chk); len(ds) > 0 {
+			err = ds
+		}
+	}
 	if err != nil {
 		var ds scenario.Diagnostics
 		if errors.As(err, &ds) {
@@ -168,6 +176,7 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
+	allowRemote := fs.Bool("allow-remote", false, "accept a server.url outside loopback (as kalab run --allow-remote)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -176,7 +185,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab validate: %v\n", err)
 		return exitInvalid
 	}
-	plan, files := loadPlan(fs.Args(), stderr, log)
+	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
 		return exitInvalid
 	}

@@ -28,6 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	junitPath := fs.String("junit", "", "also write a JUnit XML report to this file")
+	allowRemote := fs.Bool("allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -83,7 +84,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		cmp = &report.Comparer{Baseline: base}
 	}
-	plan, _ := loadPlan(fs.Args(), stderr, log)
+	opt.AllowRemote = *allowRemote
+	plan, _ := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote, TimeScale: opt.TimeScale})
 	if plan == nil {
 		return exitInvalid
 	}

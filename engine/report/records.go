@@ -51,6 +51,11 @@ type Run struct {
 	Metrics       check.Metrics     `json:"metrics"`
 	Checks        []Check           `json:"checks"`
 	RequestsFile  string            `json:"requests_file,omitempty"` // relative to the run directory
+	// ConnectionsFile holds one Connection per link of the run's proxy, relative to the run
+	// directory.
+	ConnectionsFile string `json:"connections_file,omitempty"`
+	// Server names the server the run talked to.
+	Server *Server `json:"server,omitempty"`
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
 }

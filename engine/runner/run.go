@@ -2,10 +2,13 @@ package runner
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
@@ -40,9 +44,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, err := drive(ctx, w, sc, r, st, scale, opt)
+	m, info, connFile, err := drive(ctx, w, sc, r, st, scale, opt)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
-	rec.Metrics = m
+	rec.Metrics, rec.Server, rec.ConnectionsFile = m, info, connFile
 	switch {
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
@@ -84,7 +88,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, info *report.Server, connFile string, err error) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -92,26 +96,65 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
 
-	srv, err := server.Start(serverConfig(st, scale))
-	if err != nil {
-		return m, err
+	// The server: the embedded one, or a real program (or URL) the proxy puts in front of.
+	var srv *server.Server
+	var real *realserver.Server
+	var up interface {
+		Addr() string
+		RootCAs() *x509.CertPool
+		ServerName() string
 	}
-	defer srv.Close()
-	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
-	// the proxy would add nothing but two descriptors per connection, which is what lets a
-	// 5,000-connection burst fit under a 20,000-descriptor limit.
-	target := srv.Addr()
+	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+		rc.LogDir = filepath.Join(w.Dir, report.ServerLogsPath(sc.Name, r.Variant))
+		if real, err = realserver.Start(runCtx, rc); err != nil {
+			return m, info, connFile, err
+		}
+		defer real.Close()
+		up = real
+		id := real.Identity()
+		info = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
+			URL: id.URL, ServerHeader: id.ServerHeader}
+		for _, l := range real.Logs() {
+			if rel, err := filepath.Rel(w.Dir, l); err == nil {
+				info.Logs = append(info.Logs, rel)
+			}
+		}
+	} else {
+		if srv, err = server.Start(serverConfig(st, scale)); err != nil {
+			return m, info, connFile, err
+		}
+		defer srv.Close()
+		up = srv
+		info = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
+	}
+	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
+	// directly: the proxy would add nothing but two descriptors per connection, which is
+	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
+	// always has the proxy: it is where its connections are seen.
+	target := up.Addr()
 	var proxy *netsim.Proxy
+	var conns connLog
 	if !direct(st) {
-		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
-			return m, err
+		pc := proxyConfig(st, scale, up.Addr())
+		pc.OnConn, pc.AllowRemoteUpstream = conns.add, opt.AllowRemote
+		if proxy, err = netsim.Start(pc); err != nil {
+			return m, info, connFile, err
 		}
 		defer proxy.Close()
 		target = proxy.Addr()
 	}
-	cl, err := client.New(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName()))
+	ccfg := clientConfig(st, scale, target, up.RootCAs(), up.ServerName())
+	if real != nil {
+		if real.Identity().Kind == realserver.URL {
+			ccfg.TLS = strings.HasPrefix(st.Server.URL, "https://")
+		}
+		if p := real.Path(); p != "" {
+			ccfg.Path = p
+		}
+	}
+	cl, err := client.New(ccfg)
 	if err != nil {
-		return m, fmt.Errorf("client: %w", err)
+		return m, info, connFile, fmt.Errorf("client: %w", err)
 	}
 	defer cl.Close()
 
@@ -119,7 +162,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var reqMu sync.Mutex
 	if !opt.SkipRequests {
 		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
-			return m, err
+			return m, info, connFile, err
 		}
 	}
 	agg := metrics.New()
@@ -157,10 +200,33 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
 	cs := cl.Stats()
-	ss := srv.Stats()
+	var ss server.Stats
+	if srv != nil {
+		ss = srv.Stats()
+	}
 	var ps netsim.Stats
+	var recs []netsim.ConnRecord
 	if proxy != nil {
+		// Closing the proxy now records the links still open as closed at the run's end.
+		_ = proxy.Close()
 		ps = proxy.Stats()
+		recs = conns.all()
+		if !opt.SkipRequests {
+			if err := w.WriteConnections(sc.Name, r.Variant, connectionRecords(recs, start, float64(scale))); err != nil && loadErr == nil {
+				loadErr = err
+			} else if err == nil {
+				connFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
+		}
+	}
+	if real != nil {
+		// A real server's own counters are not kalab's to read: its connections are the
+		// links that reached it.
+		for _, rec := range recs {
+			if rec.Connected > 0 {
+				ss.Connections++
+			}
+		}
 	}
 
 	summary := agg.Summary(total, float64(scale))
@@ -178,14 +244,15 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
 	}
+	idleCloseMetrics(flat, recs, float64(scale))
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-			return m, cause
+			return m, info, connFile, cause
 		}
-		return m, loadErr
+		return m, info, connFile, loadErr
 	}
-	return m, nil
+	return m, info, connFile, nil
 }
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
@@ -213,12 +280,15 @@ func portOf(addr string) int {
 	return n
 }
 
-// direct reports whether a run has no link to simulate.
-func direct(st scenario.Settings) bool { return st.Network.RTT == 0 && st.Network.Jitter == 0 }
+// direct reports whether a run has no link to simulate and the embedded server, so the
+// client can dial the server without the proxy.
+func direct(st scenario.Settings) bool {
+	return st.Network.RTT == 0 && st.Network.Jitter == 0 && realKind(st.Server) == ""
+}
 
 // open is how many connections are still open on the link (or at the server when direct).
 func open(srv *server.Server, proxy *netsim.Proxy) int64 {
-	if proxy != nil {
+	if proxy != nil || srv == nil {
 		return proxy.Stats().Open
 	}
 	return srv.Stats().Open

@@ -36,7 +36,8 @@ type Options struct {
 	// Judge, when set, sees each run's record after its checks and before it is written,
 	// and may add checks (the baseline comparison does).
 	Judge         func(*report.Run)
-	SkipRequests  bool    // do not write per-request files
+	SkipRequests  bool    // do not write per-request (and per-connection) files
+	AllowRemote   bool    // a server.url may name a host outside loopback
 	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 }
 
