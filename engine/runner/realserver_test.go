@@ -1,0 +1,148 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// need skips a test when a program is missing, except in CI (CI=true), where the
+// preamble installs it and a missing program is a failure.
+func need(t *testing.T, progs ...string) {
+	t.Helper()
+	for _, prog := range progs {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI installs it in .ci/preamble)", prog)
+			}
+			t.Skipf("%s is not installed", prog)
+		}
+	}
+}
+
+// TestStaleRaceRealServersMatchEmbedded is the stale-connection race of
+// scenarios/04-stale-race.yaml, short, against real nginx and real Node and against the
+// embedded server closing at the same time. With the client receiving a response at 0, a
+// server that closes idle connections at C after sending it (C = 2,000 ms for nginx and
+// the embedded server, 2,002 ms for Node's keepAliveTimeout 1000) sends a FIN that reaches
+// the client at C; a request sent after a pause p reaches the server at p + RTT after the
+// server's clock started. So a pause in (C - RTT, C) fails the burst's first request, a
+// longer one finds the FIN already there and opens a new connection, a shorter one reuses
+// the connection. The seed is chosen so every pause keeps 40 ms clear of both edges; the
+// errors and connections are then counted from the plan's pauses, and every server must
+// reach them.
+func TestStaleRaceRealServersMatchEmbedded(t *testing.T) {
+	t.Parallel()
+	need(t, "nginx", "node")
+	const (
+		rtt    = 150 * time.Millisecond
+		margin = 40 * time.Millisecond
+		lo     = 2000*time.Millisecond - rtt // the window's edges, widened by Node's 2 ms below
+		hi     = 2002 * time.Millisecond
+	)
+	spec := load.Spec{Requests: 14, Burst: 2, PauseMin: 1500 * time.Millisecond, PauseMax: 2500 * time.Millisecond}
+	var pauses []time.Duration
+	var inWindow, past int
+	for spec.Seed = 1; spec.Seed < 100000; spec.Seed++ {
+		pauses = load.Pauses(spec)
+		inWindow, past = 0, 0
+		clear := true
+		for _, p := range pauses {
+			switch {
+			case p > lo-margin && p < lo+margin, p > hi-margin-2*time.Millisecond && p < hi+margin:
+				clear = false
+			case p > lo && p < hi:
+				inWindow++
+			case p >= hi:
+				past++
+			}
+		}
+		if clear && inWindow >= 2 && past >= 1 && len(pauses)-inWindow-past >= 1 {
+			break
+		}
+	}
+	wantErrors, wantConns := inWindow, 1+inWindow+past
+	t.Logf("seed %d: pauses %v: %d in the race window, %d past it", spec.Seed, pauses, inWindow, past)
+	src := fmt.Sprintf(`
+name: stale-race-real
+network: {rtt: 150ms}
+server: {tls: true, idle_timeout: 2s, keepalive_hint: false}
+client: {preset: node-agent}
+load: {requests: 14, burst: 2, pause: 1.5s..2.5s, seed: %d}
+variants:
+  - name: embedded
+  - name: nginx
+    server: {exec: nginx}
+  - name: node
+    server: {exec: node}
+expect:
+  - errors == %d
+  - errors_by_class.reset + errors_by_class.eof == errors
+  - connections == %d
+compare:
+  - variant('nginx').errors == variant('embedded').errors
+  - variant('node').errors == variant('embedded').errors
+`, spec.Seed, wantErrors, wantConns)
+	o := opts(t)
+	o.Parallel = 3
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		m := r.Metrics
+		t.Logf("%s: %s, errors %v, connections %v, server idle closes %v at p50 %.1f ms; server %+v",
+			r.Variant, r.Status, m.Errors, m.Connections, m.ServerIdleCloses, m.ServerIdleCloseMs.P50, r.Server)
+		if r.Status != report.StatusPass {
+			for _, c := range r.Checks {
+				if !c.Pass {
+					t.Errorf("%s: %s failed: %v %s", r.Variant, c.Expr, c.Observed, c.Error)
+				}
+			}
+			if r.Error != "" {
+				t.Errorf("%s: %s", r.Variant, r.Error)
+			}
+		}
+		if r.Server == nil || (r.Variant != "embedded" && (r.Server.Kind != r.Variant || r.Server.Version == "")) {
+			t.Errorf("%s: server %+v: want the real server's kind and version", r.Variant, r.Server)
+		}
+		// Every pause past the close is an idle close by the server, seen at the proxy at
+		// the server's timeout.
+		want := map[string]float64{"embedded": 2000, "nginx": 2000, "node": 2002}[r.Variant]
+		if m.ServerIdleCloses < float64(past) || m.ServerIdleCloseMs.Min < want-50 || m.ServerIdleCloseMs.Max > want+50 {
+			t.Errorf("%s: %v server idle closes at %.1f..%.1f ms; want at least %d at %v ± 50 ms",
+				r.Variant, m.ServerIdleCloses, m.ServerIdleCloseMs.Min, m.ServerIdleCloseMs.Max, past, want)
+		}
+		if err := report.ValidateRunDir(out.Dir); err != nil {
+			t.Error(err)
+		}
+		data, err := os.ReadFile(filepath.Join(out.Dir, r.ConnectionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(string(data), "\n"); float64(lines) != m.ProxyConnections {
+			t.Errorf("%s: %d connection records for %v proxy connections", r.Variant, lines, m.ProxyConnections)
+		}
+		var first report.Connection
+		_ = json.Unmarshal(data[:strings.IndexByte(string(data), '\n')], &first)
+		if first.Conn != 1 || first.ClosedMs <= first.OpenedMs {
+			t.Errorf("%s: first connection record %+v", r.Variant, first)
+		}
+	}
+	for _, s := range out.Scenarios {
+		for _, c := range s.Checks {
+			if !c.Pass {
+				t.Errorf("compare %s failed: %v", c.Expr, c.Observed)
+			}
+		}
+	}
+}
