@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -144,5 +146,90 @@ compare:
 				t.Errorf("compare %s failed: %v", c.Expr, c.Observed)
 			}
 		}
+	}
+}
+
+// TestServerURLAndCommand: a server the user runs, reached by URL (its path becomes the
+// request path), and any server started by a command given a port, both behind the proxy.
+func TestServerURLAndCommand(t *testing.T) {
+	t.Parallel()
+	need(t, "python3")
+	paths := make(chan string, 10)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.URL.Path
+		w.Header().Set("Server", "usersrv/1.2")
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer ts.Close()
+	src := fmt.Sprintf(`
+name: own-servers
+network: {rtt: 10ms}
+load: {requests: 3}
+variants:
+  - name: url
+    server: {url: "%s/health"}
+    expect: ["errors == 0", "connections == 1", "proxy_connections == 1"]
+  - name: command
+    server: {command: "exec python3 -m http.server {port} --bind 127.0.0.1"}
+    expect: ["errors == 0", "connections == 3", "server_connections == 3"]
+`, ts.URL)
+	out, err := Execute(context.Background(), plan(t, src), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		switch r.Variant {
+		case "url":
+			if r.Server.Kind != "url" || r.Server.Name != "usersrv" || r.Server.Version != "1.2" {
+				t.Errorf("url server %+v: want usersrv 1.2 from its Server header", r.Server)
+			}
+		case "command":
+			if r.Server.Kind != "command" || r.Server.Name != "SimpleHTTP" || len(r.Server.Logs) == 0 {
+				t.Errorf("command server %+v: want SimpleHTTP and its log", r.Server)
+			}
+		}
+	}
+	close(paths)
+	for p := range paths {
+		if p != "/health" {
+			t.Errorf("the URL's server got path %q, want /health", p)
+		}
+	}
+}
+
+// TestCheckPointsAtTheField: what a real server cannot express is reported where the file
+// (or its variant) set it, before anything runs.
+func TestCheckPointsAtTheField(t *testing.T) {
+	t.Parallel()
+	p := plan(t, `name: bad
+server: {exec: nginx, idle_timeout: 2s}
+variants:
+  - name: delayed
+    server: {response: {delay: 5ms}}
+  - name: node-short
+    server: {exec: node, idle_timeout: 900ms}
+  - name: fine
+`)
+	var got []string
+	for _, d := range Check(p, CheckOptions{}) {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Line, d.Col, d.Path))
+	}
+	want := []string{"5:32 server.response.delay", "7:40 server.idle_timeout"}
+	if strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Errorf("diagnostics at %q, want %q", got, want)
+	}
+	// At a tenth of the time, Node cannot close at 2 s (200 ms) either.
+	if ds := Check(plan(t, "name: scaled\nserver: {exec: node, idle_timeout: 2s}\n"), CheckOptions{TimeScale: 0.1}); len(ds) != 1 {
+		t.Errorf("scaled Node: %v, want one diagnostic", ds)
+	}
+	ds := Check(plan(t, "name: remote\nserver: {url: \"http://192.0.2.1/\"}\n"), CheckOptions{})
+	if len(ds) != 1 || ds[0].Path != "server.url" {
+		t.Errorf("remote URL: %v, want one diagnostic on server.url", ds)
+	}
+	if ds := Check(plan(t, "name: remote\nserver: {url: \"http://192.0.2.1/\"}\n"), CheckOptions{AllowRemote: true}); len(ds) != 0 {
+		t.Errorf("remote URL with AllowRemote: %v", ds)
 	}
 }
