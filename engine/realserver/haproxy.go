@@ -2,6 +2,7 @@ package realserver
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,25 +37,32 @@ func (haproxyAdapter) version(out string) string {
 }
 
 func (haproxyAdapter) check(cfg Config) error {
-	switch {
-	case cfg.HTTP2:
-		return unsupported(HAProxy, "HTTP2", "kalab configures HAProxy for HTTP/1.1 only")
-	case cfg.MaxConcurrentStreams > 0:
-		return unsupported(HAProxy, "MaxConcurrentStreams", "kalab configures HAProxy for HTTP/1.1 only")
-	case cfg.MaxRequests > 0:
-		return unsupported(HAProxy, "MaxRequests", "HAProxy has no per-connection request limit on a frontend; set it to 0")
-	case cfg.CloseEvery > 0:
-		return unsupported(HAProxy, "CloseEvery", "HAProxy has no setting that closes every N-th response")
-	case cfg.HintOnlyIfAsked:
-		return unsupported(HAProxy, "HintOnlyIfAsked", "kalab's HAProxy configuration adds the hint to every response")
-	case cfg.Delay > 0:
-		return unsupported(HAProxy, "Delay", "HAProxy has no directive that delays every response by a fixed time without Lua; set it to 0")
-	case cfg.BodyBytes > haproxyMaxBody:
-		return unsupported(HAProxy, "BodyBytes", "http-request return answers from one buffer; at most %d bytes", haproxyMaxBody)
-	case strings.ContainsAny(cfg.Hint, `"\`):
-		return unsupported(HAProxy, "Hint", "the hint is written inside a quoted HAProxy string; quotes and backslashes are not supported")
+	var errs []error
+	if cfg.HTTP2 {
+		errs = append(errs, unsupported(HAProxy, "HTTP2", "kalab configures HAProxy for HTTP/1.1 only"))
 	}
-	return nil
+	if cfg.MaxConcurrentStreams > 0 {
+		errs = append(errs, unsupported(HAProxy, "MaxConcurrentStreams", "kalab configures HAProxy for HTTP/1.1 only"))
+	}
+	if cfg.MaxRequests > 0 {
+		errs = append(errs, unsupported(HAProxy, "MaxRequests", "HAProxy has no per-connection request limit on a frontend; set it to 0"))
+	}
+	if cfg.CloseEvery > 0 {
+		errs = append(errs, unsupported(HAProxy, "CloseEvery", "HAProxy has no setting that closes every N-th response"))
+	}
+	if cfg.HintOnlyIfAsked {
+		errs = append(errs, unsupported(HAProxy, "HintOnlyIfAsked", "kalab's HAProxy configuration adds the hint to every response"))
+	}
+	if cfg.Delay > 0 {
+		errs = append(errs, unsupported(HAProxy, "Delay", "HAProxy has no directive that delays every response by a fixed time without Lua; set it to 0"))
+	}
+	if cfg.BodyBytes > haproxyMaxBody {
+		errs = append(errs, unsupported(HAProxy, "BodyBytes", "http-request return answers from one buffer; at most %d bytes", haproxyMaxBody))
+	}
+	if strings.ContainsAny(cfg.Hint, `"\`) {
+		errs = append(errs, unsupported(HAProxy, "Hint", "the hint is written inside a quoted HAProxy string; quotes and backslashes are not supported"))
+	}
+	return errors.Join(errs...)
 }
 
 func (haproxyAdapter) prepare(cfg Config, dir string, port int, files certFiles) ([]string, string, error) {

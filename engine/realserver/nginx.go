@@ -2,6 +2,7 @@ package realserver
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,27 +40,32 @@ func (nginxAdapter) version(out string) string {
 }
 
 func (nginxAdapter) check(cfg Config) error {
-	switch {
-	case cfg.IdleTimeout <= 0:
-		return unsupported(Nginx, "IdleTimeout", "nginx never keeps idle connections forever (keepalive_timeout 0 turns keep-alive off); give a duration")
-	case cfg.Delay > 0:
-		return unsupported(Nginx, "Delay", "nginx has no directive that delays every response by a fixed time (echo_sleep is a third-party module); set it to 0")
-	case cfg.HintOnlyIfAsked:
-		return unsupported(Nginx, "HintOnlyIfAsked", "nginx sends its Keep-Alive header whatever the request asked")
-	case cfg.CloseEvery > 0:
-		return unsupported(Nginx, "CloseEvery", "nginx closes after keepalive_requests on one connection, not every N-th response across connections; use max_requests")
-	case cfg.Status >= 301 && cfg.Status <= 308 && cfg.Status != 304 && cfg.Status != 305 && cfg.Status != 306:
-		return unsupported(Nginx, "Status", "nginx's return %d takes a redirect URL, not a body", cfg.Status)
-	case cfg.BodyBytes > nginxInlineBody && cfg.Status != 200:
-		return unsupported(Nginx, "BodyBytes", "a body over %d bytes is served from a file, which nginx answers with status 200 only", nginxInlineBody)
+	var errs []error
+	if cfg.IdleTimeout <= 0 {
+		errs = append(errs, unsupported(Nginx, "IdleTimeout", "nginx never keeps idle connections forever (keepalive_timeout 0 turns keep-alive off); give a duration"))
+	}
+	if cfg.Delay > 0 {
+		errs = append(errs, unsupported(Nginx, "Delay", "nginx has no directive that delays every response by a fixed time (echo_sleep is a third-party module); set it to 0"))
+	}
+	if cfg.HintOnlyIfAsked {
+		errs = append(errs, unsupported(Nginx, "HintOnlyIfAsked", "nginx sends its Keep-Alive header whatever the request asked"))
+	}
+	if cfg.CloseEvery > 0 {
+		errs = append(errs, unsupported(Nginx, "CloseEvery", "nginx closes after keepalive_requests on one connection, not every N-th response across connections; use max_requests"))
+	}
+	if cfg.Status >= 301 && cfg.Status <= 308 && cfg.Status != 304 && cfg.Status != 305 && cfg.Status != 306 {
+		errs = append(errs, unsupported(Nginx, "Status", "nginx's return %d takes a redirect URL, not a body", cfg.Status))
+	}
+	if cfg.BodyBytes > nginxInlineBody && cfg.Status != 200 {
+		errs = append(errs, unsupported(Nginx, "BodyBytes", "a body over %d bytes is served from a file, which nginx answers with status 200 only", nginxInlineBody))
 	}
 	if cfg.Hint != "" {
 		m := reTimeoutHint.FindStringSubmatch(cfg.Hint)
 		if m == nil || m[1] == "0" {
-			return unsupported(Nginx, "Hint", "nginx sends only \"Keep-Alive: timeout=N\" with N of at least 1 (keepalive_timeout's second parameter), not %q", cfg.Hint)
+			errs = append(errs, unsupported(Nginx, "Hint", "nginx sends only \"Keep-Alive: timeout=N\" with N of at least 1 (keepalive_timeout's second parameter), not %q", cfg.Hint))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (nginxAdapter) prepare(cfg Config, dir string, port int, files certFiles) ([]string, string, error) {

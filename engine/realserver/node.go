@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,19 +54,23 @@ func nodeNativeHint(kat time.Duration) string {
 }
 
 func (nodeAdapter) check(cfg Config) error {
-	switch {
-	case cfg.IdleTimeout > 0 && NodeKeepAliveTimeout(cfg.IdleTimeout) <= 0:
-		return unsupported(Node, "IdleTimeout", "Node closes an idle socket %v after keepAliveTimeout, so it cannot close at %v; give more than %v (at this time scale)", NodeKeepAliveBuffer, cfg.IdleTimeout, NodeKeepAliveBuffer)
-	case cfg.HTTP2:
-		return unsupported(Node, "HTTP2", "the bundled Node server speaks HTTP/1.1 only")
-	case cfg.HintOnlyIfAsked:
-		return unsupported(Node, "HintOnlyIfAsked", "Node sends its Keep-Alive header whatever the request asked")
-	case cfg.CloseEvery > 0:
-		return unsupported(Node, "CloseEvery", "Node closes after maxRequestsPerSocket on one connection, not every N-th response; use max_requests")
-	case cfg.MaxConcurrentStreams > 0:
-		return unsupported(Node, "MaxConcurrentStreams", "the bundled Node server speaks HTTP/1.1 only")
+	var errs []error
+	if cfg.IdleTimeout > 0 && NodeKeepAliveTimeout(cfg.IdleTimeout) <= 0 {
+		errs = append(errs, unsupported(Node, "IdleTimeout", "Node closes an idle socket %v after keepAliveTimeout, so it cannot close at %v; give more than %v (at this time scale)", NodeKeepAliveBuffer, cfg.IdleTimeout, NodeKeepAliveBuffer))
 	}
-	return nil
+	if cfg.HTTP2 {
+		errs = append(errs, unsupported(Node, "HTTP2", "the bundled Node server speaks HTTP/1.1 only"))
+	}
+	if cfg.HintOnlyIfAsked {
+		errs = append(errs, unsupported(Node, "HintOnlyIfAsked", "Node sends its Keep-Alive header whatever the request asked"))
+	}
+	if cfg.CloseEvery > 0 {
+		errs = append(errs, unsupported(Node, "CloseEvery", "Node closes after maxRequestsPerSocket on one connection, not every N-th response; use max_requests"))
+	}
+	if cfg.MaxConcurrentStreams > 0 {
+		errs = append(errs, unsupported(Node, "MaxConcurrentStreams", "the bundled Node server speaks HTTP/1.1 only"))
+	}
+	return errors.Join(errs...)
 }
 
 func (nodeAdapter) prepare(cfg Config, dir string, port int, files certFiles) ([]string, string, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -193,8 +194,8 @@ func TestCheckRefusesWhatAServerCannotExpress(t *testing.T) {
 	}
 	for _, tc := range cases {
 		err := Check(tc.cfg)
-		fe, ok := err.(*FieldError)
-		if !ok || fe.Field != tc.field {
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("Check(%+v) = %v, want a FieldError on %s", tc.cfg, err, tc.field)
 		}
 	}
@@ -218,6 +219,11 @@ func TestCheckRefusesWhatAServerCannotExpress(t *testing.T) {
 		if err := Check(bad); err == nil {
 			t.Errorf("Check(%+v) = nil, want an error", bad)
 		}
+	}
+	// Every problem at once, not the first.
+	err := Check(Config{Kind: HAProxy, IdleTimeout: time.Second, MaxRequests: 3, Delay: time.Second, HTTP2: true})
+	if j, ok := err.(interface{ Unwrap() []error }); !ok || len(j.Unwrap()) != 3 {
+		t.Errorf("Check with three problems = %v, want all three", err)
 	}
 	if err := Check(Config{Kind: URL, URL: "http://192.0.2.1:8080/", AllowRemote: true}); err != nil {
 		t.Errorf("a remote URL with AllowRemote: %v", err)

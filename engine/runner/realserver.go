@@ -187,16 +187,22 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 		}
 	}
 	if err := realserver.Check(cfg); err != nil {
-		var fe *realserver.FieldError
-		if errors.As(err, &fe) && realFieldPaths[fe.Field] != "" {
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap() // every problem at once
+		}
+		for _, err := range errs {
+			var fe *realserver.FieldError
+			if !errors.As(err, &fe) || realFieldPaths[fe.Field] == "" {
+				diags = append(diags, at(kindPath, "server", "%v", err))
+				continue
+			}
 			path := realFieldPaths[fe.Field]
 			msg := fe.Msg
 			if _, _, ok := r.Position(path); !ok {
 				msg += fmt.Sprintf(" (the value comes from the defaults or the preset; set %s)", path)
 			}
 			diags = append(diags, at(path, kindPath, "%s: %s", kind, msg))
-		} else {
-			diags = append(diags, at(kindPath, "server", "%v", err))
 		}
 	}
 	return diags
