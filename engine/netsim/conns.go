@@ -55,9 +55,11 @@ type ConnRecord struct {
 	Reason Reason
 	// Closed is when the first close reached the proxy.
 	Closed time.Duration
-	// Idle is how long the upstream side had been silent when the first close came: since
-	// the later of the last byte read from the upstream and the last byte written to it
-	// (since Connected when no byte ever crossed). -1 when the upstream never connected.
+	// Idle is how long the connection had been idle when the first close came. For a
+	// server's close: since the last byte the server sent (its idle clock starts with its
+	// last response), not counting a TLS close_notify or HTTP/2 GOAWAY sent with the close.
+	// For a client's close: since the last byte either way on the upstream side. Since
+	// Connected when no byte crossed; -1 when the upstream never connected.
 	Idle time.Duration
 	// Ended is when both sockets were closed.
 	Ended time.Duration
@@ -72,9 +74,10 @@ type connTruth struct {
 	connected          atomic.Int64
 	lastUpstream       atomic.Int64 // last byte read from or written to the upstream
 	bytesUp, bytesDown atomic.Int64
-	// The upstream's latest chunk: when it came, its size, and lastUpstream before it.
-	// Only the reader of the upstream writes them.
-	lastRead, lastReadSize, beforeLastRead atomic.Int64
+	// The upstream's latest chunk: when it came and its size, and when the one before it
+	// came. Only the reader of the upstream writes them.
+	lastRead, lastReadSize, prevRead atomic.Int64
+	lastWrite                        atomic.Int64 // last byte written to the upstream
 
 	// Set once, under link.mu.
 	closedBy Side
@@ -91,6 +94,12 @@ const goodbyeSize = 64
 // since returns t as nanoseconds after the link opened, never negative.
 func (l *link) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
 
+// wroteUpstream notes a chunk written to the upstream at t.
+func (l *link) wroteUpstream(t time.Time) {
+	l.truth.lastWrite.Store(l.since(t))
+	l.upstreamActive(t)
+}
+
 // upstreamActive notes a byte crossing the upstream socket at t.
 func (l *link) upstreamActive(t time.Time) {
 	n := l.since(t)
@@ -104,7 +113,7 @@ func (l *link) upstreamActive(t time.Time) {
 
 // serverData notes a chunk of n bytes read from the upstream, stamped t.
 func (l *link) serverData(t time.Time, n int) {
-	l.truth.beforeLastRead.Store(l.truth.lastUpstream.Load())
+	l.truth.prevRead.Store(l.truth.lastRead.Load())
 	l.truth.lastRead.Store(l.since(t))
 	l.truth.lastReadSize.Store(int64(n))
 	l.upstreamActive(t)
@@ -120,23 +129,28 @@ func (l *link) closeSeen(by Side, rst bool, at time.Time) {
 	t := &l.truth
 	t.closedBy = by
 	t.closed = time.Duration(l.since(at))
+	// A server's idle clock starts when it sends its last response, so its close counts
+	// from the last byte it sent: a client's later control frames (an HTTP/2
+	// WINDOW_UPDATE, a TLS ticket acknowledgment) do not restart it. A client's close
+	// counts from the last byte either way.
 	last := t.lastUpstream.Load()
+	if by == SideServer {
+		last = t.lastRead.Load()
+		// A goodbye (close_notify, GOAWAY) just before the FIN belongs to the close; a
+		// small chunk that answers what the client just sent is a response.
+		if last > 0 && t.lastReadSize.Load() <= goodbyeSize && t.closed-time.Duration(last) < AfterResponseWindow &&
+			time.Duration(last-t.lastWrite.Load()) >= AfterResponseWindow {
+			last = t.prevRead.Load()
+		}
+	}
 	t.idleBase = time.Duration(last)
 	if last == 0 {
 		t.idleBase = time.Duration(t.connected.Load())
 	}
-	// A server's goodbye (close_notify, GOAWAY) just before its FIN belongs to the close:
-	// the idle time runs from what came before it.
-	if by == SideServer && last > 0 && t.lastRead.Load() == last && t.lastReadSize.Load() <= goodbyeSize &&
-		t.closed-time.Duration(last) < AfterResponseWindow {
-		if before := t.beforeLastRead.Load(); before > 0 {
-			t.idleBase = time.Duration(before)
-		}
-	}
 	switch {
 	case rst:
 		t.reason = ReasonReset
-	case by == SideServer && last > 0 && t.closed-t.idleBase < AfterResponseWindow:
+	case by == SideServer && t.lastRead.Load() > 0 && t.closed-t.idleBase < AfterResponseWindow:
 		t.reason = ReasonAfterResponse
 	default:
 		t.reason = ReasonIdle

@@ -170,7 +170,7 @@ func (d *direction) deliver(c chunk) {
 		d.bytes.Add(int64(c.n))
 		if d == d.l.up {
 			d.l.truth.bytesUp.Add(int64(c.n))
-			d.l.upstreamActive(time.Now())
+			d.l.wroteUpstream(time.Now())
 		} else {
 			d.l.truth.bytesDown.Add(int64(c.n))
 		}

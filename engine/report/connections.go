@@ -36,7 +36,7 @@ type Connection struct {
 	// refused or run-end.
 	Reason   string   `json:"reason"`
 	ClosedMs float64  `json:"closed_ms"`
-	IdleMs   *float64 `json:"idle_ms,omitempty"` // upstream side silent before the close
+	IdleMs   *float64 `json:"idle_ms,omitempty"` // idle before the close (see netsim.ConnRecord.Idle)
 	EndedMs  float64  `json:"ended_ms"`
 	BytesUp  int64    `json:"bytes_up"`
 	BytesDn  int64    `json:"bytes_down"`
