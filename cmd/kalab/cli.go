@@ -49,12 +49,45 @@ Usage:
   kalab diff OLD NEW                   compare two results files metric by metric, as --baseline does
   kalab schema                         print the scenario JSON Schema
   kalab version                        print the version
-  kalab help [metrics|presets]         this help, the metric names, or the presets
+  kalab help [metrics|presets|servers] this help, the metric names, the presets, or the real servers
 
 Run 'kalab COMMAND --help' for a command's flags.
 
 Exit codes: 0 every check passed; 1 a check failed or a baseline regressed; 2 the input is
 invalid (nothing ran); 3 the engine failed; 130 interrupted.
+`
+
+const serversHelp = `Real servers behind the proxy (instead of the embedded server):
+
+  server.exec: nginx     a generated nginx.conf on a free loopback port
+      idle_timeout -> keepalive_timeout (ms); keepalive_hint -> its second parameter
+      (timeout=N only); max_requests -> keepalive_requests (0: 2^30); tls -> the run's
+      certificate, ssl_protocols, ssl_session_tickets; http "2" -> listen ... http2;
+      http2_max_streams -> http2_max_concurrent_streams; response -> return STATUS "body"
+      (a static file above 3,000 bytes, status 200 only). Refused: idle_timeout none,
+      response.delay, close_every, hint_only_if_asked, a raw hint other than timeout=N.
+  server.exec: node      kalab's bundled http/https script (node on PATH)
+      idle_timeout -> keepAliveTimeout = idle_timeout - 1 s (Node closes an idle socket
+      1 s after keepAliveTimeout: 2,002 ms for 1000 on Node 20.20.2); max_requests ->
+      maxRequestsPerSocket; headersTimeout 60 s; the hint is Node's own when it matches
+      timeout=floor(keepAliveTimeout/1000), else written by the handler (false: none);
+      response status, body and delay. Refused: http "2", close_every, hint_only_if_asked,
+      an idle_timeout of 1 s or less (after the time scale).
+  server.exec: haproxy   a generated haproxy.cfg answering with http-request return
+      idle_timeout -> timeout http-keep-alive (timeout client: max(60 s, 2 x idle));
+      keepalive_hint -> an added Keep-Alive header; tls -> ssl crt, ssl-min/max-ver,
+      no-tls-tickets. Refused: http "2", max_requests, close_every, response.delay.
+  server.command: "CMD"  any server: {port} is its loopback port, {cert} and {key} the
+      run's certificate files; only tls and http apply.
+  server.url: URL        a server you run; the URL's path is the request path; loopback
+      only unless --allow-remote; https is verified with the system's roots.
+
+Each run's server is named (name and version) in its record; its generated configuration
+and logs are kept under results/<run-id>/servers/<scenario>/<variant>/. Every connection
+of the proxy is recorded in connections/<scenario>/<variant>.jsonl: who closed first
+(server, client, kalab), why (idle, after-response, reset, refused, run-end), when and
+after how long idle; server_idle_closes and server_idle_close_ms.{min,p50,max} sum them up.
+A field a server cannot express is a load error (file:line:col, exit 2).
 `
 
 // Main is the whole CLI; it returns the process exit code.
@@ -230,6 +263,9 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  %s\n", n)
 		}
 		return exitOK
+	case "servers":
+		fmt.Fprint(stdout, serversHelp)
+		return exitOK
 	case "presets":
 		for _, sec := range []struct {
 			title string
@@ -250,7 +286,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	if code := Main([]string{args[0], "--help"}, stdout, stderr); code == exitOK {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, or a command)\n", args[0])
+	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, servers, or a command)\n", args[0])
 	return exitInvalid
 }
 
