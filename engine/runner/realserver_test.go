@@ -15,6 +15,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // need skips a test when a program is missing, except in CI (CI=true), where the
@@ -231,5 +232,21 @@ variants:
 	}
 	if ds := Check(plan(t, "name: remote\nserver: {url: \"http://192.0.2.1/\"}\n"), CheckOptions{AllowRemote: true}); len(ds) != 0 {
 		t.Errorf("remote URL with AllowRemote: %v", ds)
+	}
+}
+
+// TestExamplesLoad: the files in examples/ load and pass Check, as the README shows them.
+func TestExamplesLoad(t *testing.T) {
+	t.Parallel()
+	files, err := scenario.FindFiles([]string{"../../examples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds := Check(p, CheckOptions{}); len(ds) > 0 {
+		t.Fatal(ds)
 	}
 }
