@@ -161,6 +161,11 @@ func (d *direction) deliver(c chunk) {
 			c.release()
 			return
 		}
+		if d == d.l.up {
+			// Noted before the write: the server's answer may be read (on another
+			// goroutine) before this one runs again, and must not look older than it.
+			d.l.wroteUpstream(time.Now())
+		}
 		_, err := d.dst.Write(c.data)
 		c.release()
 		if err != nil {
@@ -170,7 +175,6 @@ func (d *direction) deliver(c chunk) {
 		d.bytes.Add(int64(c.n))
 		if d == d.l.up {
 			d.l.truth.bytesUp.Add(int64(c.n))
-			d.l.wroteUpstream(time.Now())
 		} else {
 			d.l.truth.bytesDown.Add(int64(c.n))
 		}

@@ -119,11 +119,12 @@ compare:
 			t.Errorf("%s: server %+v: want the real server's kind and version", r.Variant, r.Server)
 		}
 		// Every pause past the close is an idle close by the server, seen at the proxy at
-		// the server's timeout.
+		// the server's timeout: never early, the median within 50 ms (a loaded machine makes
+		// single timers late, which the race's verdicts above already tolerate).
 		want := map[string]float64{"embedded": 2000, "nginx": 2000, "node": 2002}[r.Variant]
-		if m.ServerIdleCloses < float64(past) || m.ServerIdleCloseMs.Min < want-50 || m.ServerIdleCloseMs.Max > want+50 {
-			t.Errorf("%s: %v server idle closes at %.1f..%.1f ms; want at least %d at %v ± 50 ms",
-				r.Variant, m.ServerIdleCloses, m.ServerIdleCloseMs.Min, m.ServerIdleCloseMs.Max, past, want)
+		if m.ServerIdleCloses < float64(past) || m.ServerIdleCloseMs.Min < want-50 || m.ServerIdleCloseMs.P50 > want+50 {
+			t.Errorf("%s: %v server idle closes at %.1f..%.1f ms (p50 %.1f); want at least %d, none before %v - 50 ms, p50 within 50 ms",
+				r.Variant, m.ServerIdleCloses, m.ServerIdleCloseMs.Min, m.ServerIdleCloseMs.Max, m.ServerIdleCloseMs.P50, past, want)
 		}
 		if err := report.ValidateRunDir(out.Dir); err != nil {
 			t.Error(err)
