@@ -155,7 +155,7 @@ compare:
 // request path), and any server started by a command given a port, both behind the proxy.
 func TestServerURLAndCommand(t *testing.T) {
 	t.Parallel()
-	need(t, "python3")
+	need(t, "python3", "node")
 	paths := make(chan string, 10)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths <- r.URL.Path
@@ -174,6 +174,13 @@ variants:
   - name: command
     server: {command: "exec python3 -m http.server {port} --bind 127.0.0.1"}
     expect: ["errors == 0", "connections == 3", "server_connections == 3"]
+  - name: command-tls
+    server:
+      tls: true
+      command: >-
+        exec node -e "const fs = require('fs'); require('https').createServer({cert: fs.readFileSync('{cert}'),
+        key: fs.readFileSync('{key}')}, (q, r) => r.end('ok')).listen({port}, '127.0.0.1')"
+    expect: ["errors == 0", "connections == 1", "reused_requests == 2"]
 `, ts.URL)
 	out, err := Execute(context.Background(), plan(t, src), opts(t))
 	if err != nil {
@@ -249,5 +256,48 @@ func TestExamplesLoad(t *testing.T) {
 	}
 	if ds := Check(p, CheckOptions{}); len(ds) > 0 {
 		t.Fatal(ds)
+	}
+}
+
+// TestNginxHTTP2: nginx serves HTTP/2 over TLS (ALPN) and as h2c with prior knowledge,
+// with the stream limit the scenario sets.
+func TestNginxHTTP2(t *testing.T) {
+	t.Parallel()
+	need(t, "nginx")
+	p := plan(t, `
+name: nginx-h2
+network: {rtt: 10ms}
+server: {exec: nginx, http: "2", idle_timeout: 2s, http2_max_streams: 8, response: {body_bytes: 5000}}
+client: {implementation: go-net-http, max_conns: 1}
+load: {requests: 16, concurrency: 4}
+variants:
+  - name: tls
+    server: {tls: true}
+  - name: h2c
+expect: ["errors == 0", "connections == 1", "server_connections == 1"]
+`)
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		data, err := os.ReadFile(filepath.Join(out.Dir, r.RequestsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"bytes":5000`) {
+			t.Errorf("%s: no request read the 5,000-byte body", r.Variant)
+		}
+		// nginx's own access log says which protocol it served.
+		access, err := os.ReadFile(filepath.Join(out.Dir, report.ServerLogsPath("nginx-h2", r.Variant), "access.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(access), `HTTP/2.0" 200 5000`); n != 16+1 { // and the identity probe
+			t.Errorf("%s: nginx logged %d HTTP/2 requests, want 16 and the probe:\n%s", r.Variant, n, access)
+		}
 	}
 }
