@@ -318,8 +318,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
-	// Its own process group, so that stopping it stops its workers and children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", argv[0], err)
 	}

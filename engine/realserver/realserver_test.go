@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -62,16 +63,15 @@ func startBehindProxy(t *testing.T, cfg Config) (*Server, *netsim.Proxy, func() 
 	}
 }
 
-// oneRequest sends one HTTP/1.1 request through addr, returns the response and waits for
-// the server to close the connection.
-func oneRequest(t *testing.T, addr string, tlsOn bool, roots *tls.Config) *http.Response {
+// oneRequest sends one HTTP/1.1 request through addr and returns the response and the
+// connection, still open, so that the server's idle close is what ends it.
+func oneRequest(t *testing.T, addr string, tlsOn bool, roots *tls.Config) (*http.Response, net.Conn) {
 	t.Helper()
 	var c net.Conn
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	if tlsOn {
 		c = tls.Client(c, roots)
 	}
@@ -86,9 +86,7 @@ func oneRequest(t *testing.T, addr string, tlsOn bool, roots *tls.Config) *http.
 	}
 	n, _ := br.Discard(int(resp.ContentLength))
 	resp.ContentLength = int64(n)
-	// Read on until the server's close arrives.
-	_, _ = br.ReadByte()
-	return resp
+	return resp, c
 }
 
 // TestIdleCloseMatchesConfiguration is the acceptance test: for each real server,
@@ -121,32 +119,49 @@ func TestIdleCloseMatchesConfiguration(t *testing.T) {
 			if id := s.Identity(); id.Version == "" || id.Name != string(tc.cfg.Kind) {
 				t.Errorf("identity %+v: want name %s and a version", id, tc.cfg.Kind)
 			}
-			resp := oneRequest(t, p.Addr(), tc.cfg.TLS, &tls.Config{RootCAs: s.RootCAs(), ServerName: s.ServerName()})
-			if resp.StatusCode != 200 || resp.ContentLength != int64(tc.cfg.BodyBytes) {
-				t.Errorf("response %d with %d body bytes, want 200 with %d", resp.StatusCode, resp.ContentLength, tc.cfg.BodyBytes)
-			}
-			if got := resp.Header.Get("Keep-Alive"); got != tc.wantHint {
-				t.Errorf("Keep-Alive: %q, want %q", got, tc.wantHint)
-			}
-			// While waiting, measure how late this process's own timers fire: on a loaded
-			// machine the server's timers are late too, so the upper bound widens by it.
-			var lag time.Duration
-			deadline := time.Now().Add(5 * time.Second)
-			for len(recs()) == 0 && time.Now().Before(deadline) {
-				t0 := time.Now()
-				time.Sleep(10 * time.Millisecond)
-				lag = max(lag, time.Since(t0)-10*time.Millisecond)
-			}
-			rs := recs()
-			if len(rs) != 1 {
-				t.Fatalf("%d connection records, want 1", len(rs))
-			}
-			r := rs[0]
-			if r.ClosedBy != netsim.SideServer || r.Reason != netsim.ReasonIdle {
-				t.Fatalf("record %+v: want an idle close by the server", r)
-			}
-			if d := r.Idle - tc.wantIdle; d < -tolerance || d > tolerance+lag {
-				t.Errorf("the server closed after %v idle, want %v ± %v (+%v of measured timer lag)", r.Idle, tc.wantIdle, tolerance, lag)
+			// A loaded machine can only delay a server's timer, never advance it: up to
+			// three attempts, each on a new connection; an early close fails at once, and
+			// a configuration that is off fails all three.
+			var r netsim.ConnRecord
+			for attempt := 1; ; attempt++ {
+				resp, c := oneRequest(t, p.Addr(), tc.cfg.TLS, &tls.Config{RootCAs: s.RootCAs(), ServerName: s.ServerName()})
+				if resp.StatusCode != 200 || resp.ContentLength != int64(tc.cfg.BodyBytes) {
+					t.Errorf("response %d with %d body bytes, want 200 with %d", resp.StatusCode, resp.ContentLength, tc.cfg.BodyBytes)
+				}
+				if got := resp.Header.Get("Keep-Alive"); got != tc.wantHint {
+					t.Errorf("Keep-Alive: %q, want %q", got, tc.wantHint)
+				}
+				// The client answers the server's FIN with its own, as clients do.
+				go func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() }()
+				// While waiting, measure how late this process's own timers fire, and widen
+				// the upper bound by it.
+				var lag time.Duration
+				deadline := time.Now().Add(5 * time.Second)
+				for len(recs()) < attempt && time.Now().Before(deadline) {
+					t0 := time.Now()
+					time.Sleep(10 * time.Millisecond)
+					lag = max(lag, time.Since(t0)-10*time.Millisecond)
+				}
+				_ = c.Close()
+				rs := recs()
+				if len(rs) != attempt {
+					t.Fatalf("%d connection records after %d requests", len(rs), attempt)
+				}
+				r = rs[attempt-1]
+				if r.ClosedBy != netsim.SideServer || r.Reason != netsim.ReasonIdle {
+					t.Fatalf("record %+v: want an idle close by the server", r)
+				}
+				d := r.Idle - tc.wantIdle
+				if d < -tolerance {
+					t.Fatalf("the server closed after %v idle, before %v - %v", r.Idle, tc.wantIdle, tolerance)
+				}
+				if d <= tolerance+lag {
+					break
+				}
+				if attempt == 3 {
+					t.Fatalf("the server closed after %v idle, want %v ± %v (+%v of measured timer lag), three times", r.Idle, tc.wantIdle, tolerance, lag)
+				}
+				t.Logf("attempt %d: closed after %v idle, late; trying again", attempt, r.Idle)
 			}
 			t.Logf("%s %s: closed after %v idle", s.Identity().Name, s.Identity().Version, r.Idle)
 		})
