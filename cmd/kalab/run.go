@@ -62,6 +62,8 @@ type runFlags struct {
 	failMissing  bool
 	junitPath    string
 	allowRemote  bool
+	// requireClients: a run whose real client is not installed is an error, not skipped.
+	requireClients bool
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -80,6 +82,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -124,7 +127,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, AllowRemote: f.allowRemote}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests,
+		RequireClients: f.requireClients, AllowRemote: f.allowRemote}}
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}

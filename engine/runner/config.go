@@ -3,9 +3,11 @@ package runner
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"strings"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -36,6 +38,7 @@ func serverConfig(st scenario.Settings, sc scaler) server.Config {
 		HTTP2:                s.HTTP == "2",
 		IdleTimeout:          sc.d(s.IdleTimeout),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
+		HintCountdown:        s.HintCountdown,
 		MaxRequests:          s.MaxRequests,
 		CloseEvery:           s.CloseEvery,
 		MaxConcurrentStreams: s.HTTP2MaxStreams,
@@ -71,7 +74,8 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		RootCAs:           roots,
 		ServerName:        serverName,
 		SessionResumption: c.SessionResumption,
-		HTTP2:             st.Server.HTTP == "2",
+		HTTP2:             speaksHTTP2(st),
+		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
 		Path:              c.Path,
 		Headers:           c.Headers,
@@ -86,6 +90,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
 		LivenessCheck:     c.LivenessCheck,
+		LivenessEOFOnly:   c.LivenessEOFOnly,
 		Timeout:           sc.d(c.Timeout),
 		Retry: client.RetryPolicy{
 			Attempts:       c.Retry.Attempts,
@@ -93,6 +98,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 			IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly:     c.Retry.ReusedOnly,
 			ZeroBytesOnly:  c.Retry.ZeroBytesOnly,
+			Hidden:         c.Retry.Hidden,
 		},
 	}
 	if cfg.Implementation == "go-net-http" {
@@ -105,6 +111,22 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
 	}
 	return cfg
+}
+
+// speaksHTTP2 says whether the run's requests go over HTTP/2: the server must offer it and
+// the client must take it on this transport (an HTTP/1.1-only client offers only http/1.1 in
+// ALPN; curl and Go's DefaultTransport use h2 only when TLS negotiates it).
+func speaksHTTP2(st scenario.Settings) bool {
+	if st.Server.HTTP != "2" {
+		return false
+	}
+	switch st.Client.HTTP2 {
+	case "never":
+		return false
+	case "tls":
+		return st.Server.TLS
+	}
+	return true
 }
 
 func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
@@ -149,4 +171,61 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 		d = 30 * time.Second
 	}
 	return d
+}
+
+// execConfig is the exec client's side of a run: the program and its plan. The URL and
+// the CA are the topology's, filled in once it is up. Only the client fields the file
+// set reach the program (Exec.Fields); keepalive is always said.
+func execConfig(st scenario.Settings) execclient.Config {
+	c, l := st.Client, st.Load
+	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir}
+	if c.Exec.Adapter != "" {
+		cfg.Adapter, _ = execclient.Lookup(c.Exec.Adapter)
+	}
+	plan := execclient.Plan{
+		Method:      c.Method,
+		Headers:     c.Headers,
+		Requests:    l.Requests,
+		Concurrency: max(l.Concurrency, 1),
+		Burst:       l.Burst,
+		Client:      map[string]any{"keepalive": c.KeepAlive},
+	}
+	if l.Burst >= l.Requests {
+		plan.Burst = 0
+	}
+	plan.Pauses(load.Pauses(loadSpec(st, 1)))
+	for _, f := range c.Exec.Fields {
+		if f == "method" || f == "path" || f == "headers" || execclient.Ignored[f] {
+			continue
+		}
+		if key, _, v, ok := c.ClientField(f); ok {
+			plan.Client[key] = v
+		}
+	}
+	cfg.Plan = plan
+	return cfg
+}
+
+// execIgnored says which fields written for kalab's own clients an exec run ignored.
+func execIgnored(st scenario.Settings) string {
+	var names []string
+	for _, f := range st.Client.Exec.Fields {
+		if execclient.Ignored[f] {
+			names = append(names, "client."+f)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "exec client: ignored " + strings.Join(names, " and ") + " (they configure kalab's own clients)"
+}
+
+// execURL is what every request of an exec run asks for: the link's address (the
+// server's without one), with the scenario's path.
+func execURL(st scenario.Settings, target string) string {
+	scheme := "http"
+	if st.Server.TLS {
+		scheme = "https"
+	}
+	return scheme + "://" + target + st.Client.Path
 }

@@ -173,6 +173,9 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 	if set > 1 {
 		return append(diags, at(kindPath, "server", "server.exec, server.command and server.url are three ways to name the server: give one"))
 	}
+	if st.Client.Exec != nil {
+		diags = append(diags, at("client.exec", kindPath, "a real client (client.exec) needs kalab's embedded server, which stamps the connection ids it reports; it cannot run against %s", kindPath))
+	}
 	if kind == realserver.Command || kind == realserver.URL {
 		for _, f := range unconfigured {
 			if _, _, ok := r.Position("server." + f); ok {

@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -32,11 +34,32 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if opt.Seed != nil {
 		st.Load.Seed = *opt.Seed
 	}
+	var notes []string
+	var ex *execRun
+	if opt.NewClient != nil {
+		st.Client.Exec = nil // the caller's client replaces whatever the file names
+		if st.TimeScale != 1 {
+			notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
+			st.TimeScale = 1
+		}
+		notes = append(notes, "go-func client: the caller's Go client; of the file's client section only method, path, headers and timeout apply")
+	}
+	if st.Client.Exec != nil {
+		// A real program runs in real time: an exec run ignores the time scale.
+		if st.TimeScale != 1 {
+			notes = append(notes, fmt.Sprintf("exec client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
+			st.TimeScale = 1
+		}
+		ex = &execRun{cfg: execConfig(st)}
+		if ignored := execIgnored(st); ignored != "" {
+			notes = append(notes, ignored)
+		}
+	}
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
 		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(st), TimeScale: st.TimeScale,
-		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{},
+		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{}, Notes: notes,
 	}
 	log := opt.Log.With().Str("scenario", sc.Name).Str("variant", r.Variant).Logger()
 	log.Info().Int("requests", st.Load.Requests).Float64("time_scale", st.TimeScale).Msg("run started")
@@ -44,10 +67,31 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, info, connFile, err := drive(ctx, w, sc, r, st, scale, opt)
+	var m check.Metrics
+	var info *report.Server
+	var connFile string
+	var err error
+	skipped := ""
+	if ex != nil {
+		ex.id, err = execclient.Identify(ctx, ex.cfg)
+		rec.Client = ex.runtimeRecord()
+		if errors.Is(err, execclient.ErrMissing) {
+			skipped = err.Error()
+		}
+	}
+	if err == nil {
+		m, info, connFile, err = drive(ctx, w, sc, r, st, scale, opt, ex)
+		if ex != nil {
+			rec.Client = ex.runtimeRecord()
+		}
+	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics, rec.Server, rec.ConnectionsFile = m, info, connFile
 	switch {
+	case skipped != "" && opt.RequireClients:
+		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
+	case skipped != "":
+		rec.Status, rec.Reason = report.StatusSkipped, skipped
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
 	case err != nil:
@@ -58,7 +102,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
 		}
 	}
-	if rec.Status != report.StatusInterrupted && rec.Status != report.StatusError {
+	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		for _, a := range r.Expect {
 			res := a.Check(m)
 			c := report.Check{Kind: "expect", Expr: a.Source, Pass: res.Pass, Observed: res.Observed, File: a.File, Line: a.Line, Col: a.Col}
@@ -71,12 +115,15 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Checks = append(rec.Checks, c)
 		}
 	}
-	if opt.Judge != nil {
+	if opt.Judge != nil && rec.Status != report.StatusSkipped {
 		opt.Judge(rec)
 	}
 	ev := log.Info()
 	if rec.Status == report.StatusError {
 		ev = log.Error().Str("error", rec.Error)
+	}
+	if rec.Status == report.StatusSkipped {
+		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
 		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
@@ -88,7 +135,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, info *report.Server, connFile string, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun) (m check.Metrics, info *report.Server, connFile string, err error) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -99,12 +146,17 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	// The server: the embedded one, or a real program (or URL) the proxy puts in front of.
 	var srv *server.Server
 	var real *realserver.Server
+	var srvLog *serverLog
 	var up interface {
 		Addr() string
 		RootCAs() *x509.CertPool
 		ServerName() string
 	}
 	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+		if ex != nil {
+			// Check refuses this at load time; kept here so no path reaches a nil srvLog.
+			return m, info, connFile, errors.New("client.exec needs kalab's embedded server (it stamps the connection ids), not server." + string(rc.Kind))
+		}
 		rc.LogDir = filepath.Join(w.Dir, report.ServerLogsPath(sc.Name, r.Variant))
 		if real, err = realserver.Start(runCtx, rc); err != nil {
 			return m, info, connFile, err
@@ -120,7 +172,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			}
 		}
 	} else {
-		if srv, err = server.Start(serverConfig(st, scale)); err != nil {
+		scfg := serverConfig(st, scale)
+		if ex != nil {
+			// Connection truth for a program kalab cannot trace comes from the server.
+			srvLog = newServerLog()
+			scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+		}
+		if srv, err = server.Start(scfg); err != nil {
 			return m, info, connFile, err
 		}
 		defer srv.Close()
@@ -143,20 +201,26 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		defer proxy.Close()
 		target = proxy.Addr()
 	}
-	ccfg := clientConfig(st, scale, target, up.RootCAs(), up.ServerName())
-	if real != nil {
-		if real.Identity().Kind == realserver.URL {
-			ccfg.TLS = strings.HasPrefix(st.Server.URL, "https://")
+	var cl client.Client
+	if ex == nil {
+		newClient := client.New
+		if opt.NewClient != nil {
+			newClient = opt.NewClient
 		}
-		if p := real.Path(); p != "" {
-			ccfg.Path = p
+		ccfg := clientConfig(st, scale, target, up.RootCAs(), up.ServerName())
+		if real != nil {
+			if real.Identity().Kind == realserver.URL {
+				ccfg.TLS = strings.HasPrefix(st.Server.URL, "https://")
+			}
+			if p := real.Path(); p != "" {
+				ccfg.Path = p
+			}
 		}
+		if cl, err = newClient(ccfg); err != nil {
+			return m, info, connFile, fmt.Errorf("client: %w", err)
+		}
+		defer cl.Close()
 	}
-	cl, err := client.New(ccfg)
-	if err != nil {
-		return m, info, connFile, fmt.Errorf("client: %w", err)
-	}
-	defer cl.Close()
 
 	var reqs *report.RequestWriter
 	var reqMu sync.Mutex
@@ -168,10 +232,14 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
-	loadErr := load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
-		ev := cl.Do(ctx, seq)
-		if !ev.OK() && ctx.Err() != nil {
-			return // cut short by an interrupt or the deadline: not a result of the scenario
+	var answered atomic.Int64
+	var sawConn atomic.Bool
+	record := func(ev client.Event) {
+		if ev.Status > 0 {
+			answered.Add(1)
+		}
+		if ev.ConnID != 0 {
+			sawConn.Store(true)
 		}
 		agg.Add(ev)
 		if reqs != nil {
@@ -183,7 +251,24 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
-	})
+	}
+	var loadErr error
+	if ex != nil {
+		// The program's logs are kept beside its requests.
+		if f, err := w.ClientLog(sc.Name, r.Variant); err == nil {
+			defer f.Close()
+			ex.cfg.Stderr, ex.stderr = f, report.ClientLogPath(sc.Name, r.Variant)
+		}
+		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), record)
+	} else {
+		loadErr = load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
+			ev := cl.Do(ctx, seq)
+			if !ev.OK() && ctx.Err() != nil {
+				return // cut short by an interrupt or the deadline: not a result of the scenario
+			}
+			record(ev)
+		})
+	}
 	total := time.Since(start)
 	cpu, rss := probe.Stop()
 	if reqs != nil {
@@ -192,14 +277,18 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		}
 	}
 	// Close the client first, so the server and proxy counters include its goodbyes, and
-	// let the last FINs cross the link before counting what they left in TIME_WAIT.
-	cl.Close()
+	// let the last FINs cross the link before counting what they left in TIME_WAIT. (A
+	// program has exited by now.)
+	var cs client.Stats
+	if cl != nil {
+		cl.Close()
+		cs = cl.Stats()
+	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
 	for open(srv, proxy) > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
-	cs := cl.Stats()
 	var ss server.Stats
 	if srv != nil {
 		ss = srv.Stats()
@@ -245,6 +334,25 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		flat["time_wait"] = float64(timeWait)
 	}
 	idleCloseMetrics(flat, recs, float64(scale))
+	if ex != nil || opt.NewClient != nil {
+		// What kalab controls counts, not what the client says: the connections it opened
+		// are those the link (or the server, without a link) accepted.
+		flat["connections"] = float64(ps.Accepted)
+		if proxy == nil {
+			flat["connections"] = float64(ss.Connections)
+		}
+	}
+	if ex != nil {
+		flat["hidden_retries"] = float64(srvLog.hiddenResends(int(answered.Load())))
+		if !sawConn.Load() {
+			// The program did not echo the stamped headers: reuse as the server saw it.
+			flat["reused_requests"] = float64(srvLog.reused)
+			if n := summary.Requests; n > 0 {
+				flat["reuse_ratio"] = float64(srvLog.reused) / float64(n)
+			}
+		}
+		flat["cpu_us_per_request"], flat["peak_rss_mb"] = ex.usage(int(summary.Requests))
+	}
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
@@ -260,7 +368,7 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
-		Error: ev.Error, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+)
+
+// Response headers written when Config.Stamp is set (canonical form, so they can be set
+// on the header map directly).
+const (
+	ConnHeader        = "Kalab-Conn"         // the connection's id, 1-based in accept order
+	ConnRequestHeader = "Kalab-Conn-Request" // the request's 1-based index on its connection
 )
 
 // closeWait bounds how long Close waits for connections and handlers to end, so a
@@ -32,12 +40,14 @@ type Server struct {
 	ln      net.Listener
 	srv     *http.Server
 	rootCAs *x509.CertPool
+	caPEM   []byte
 	body    []byte
 	bodyLen string
 	status  int
 	hint    string // Keep-Alive value for responses that stay open; "" sends none
 
 	connections, open, requests, idleCloses atomic.Int64
+	nextConnID                              atomic.Int64
 	tlsHandshakes, tlsResumed, h2Streams    atomic.Int64
 	maxOnOneConn, serverCloses, h1Responses atomic.Int64
 
@@ -56,6 +66,7 @@ type Server struct {
 
 // connInfo is what the server remembers about one connection.
 type connInfo struct {
+	id        int64 // 1-based, in accept order
 	requests  atomic.Int64
 	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
 }
@@ -126,6 +137,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
 		s.rootCAs = pool
+		s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 		s.srv.TLSConfig = &tls.Config{
 			Certificates:           []tls.Certificate{cert},
 			MinVersion:             cfg.TLSVersion,
@@ -190,7 +202,7 @@ func hintValue(cfg Config) string {
 	default:
 		return ""
 	}
-	if cfg.MaxRequests > 0 {
+	if cfg.MaxRequests > 0 && !cfg.HintCountdown {
 		// Node appends the configured maxRequestsPerSocket unchanged on every response.
 		v += ", max=" + strconv.Itoa(cfg.MaxRequests)
 	}
@@ -203,6 +215,10 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // RootCAs returns a pool that trusts the server's in-memory certificate, or nil for a
 // plain-TCP server. Clients verify with it; nothing in kalab skips verification.
 func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
+
+// CAPEM returns the server's self-signed certificate in PEM form, for programs outside
+// the process (curl --cacert, NODE_EXTRA_CA_CERTS); nil for a plain-TCP server.
+func (s *Server) CAPEM() []byte { return s.caPEM }
 
 // ServerName is the name the certificate is valid for, to use as the TLS ServerName
 // (SNI). The certificate also covers 127.0.0.1 and ::1.
@@ -286,7 +302,7 @@ func underlying(c net.Conn) net.Conn {
 
 // connContext runs once per accepted connection, before its goroutine starts.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{}
+	ci := &connInfo{id: s.nextConnID.Add(1)}
 	s.conns.Store(underlying(c), ci)
 	s.connWG.Add(1)
 	s.connections.Add(1)
@@ -329,14 +345,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.handlers.add(1)
 	defer s.handlers.add(-1)
 	s.requests.Add(1)
-	n := int64(1)
+	n, id := int64(1), int64(0)
 	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+		id = ci.id
 		n = ci.requests.Add(1)
 		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
 		}
 	}
 	if r.ProtoMajor == 2 {
 		s.h2Streams.Add(1)
+	}
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(r, id, n)
 	}
 	if s.cfg.Delay > 0 {
 		t := time.NewTimer(s.cfg.Delay)
@@ -350,6 +370,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	if r.ProtoMajor == 1 {
 		s.connectionHeaders(h, r, n)
+	}
+	if s.cfg.Stamp {
+		h[ConnHeader] = []string{strconv.FormatInt(id, 10)}
+		h[ConnRequestHeader] = []string{strconv.FormatInt(n, 10)}
 	}
 	h["Content-Length"] = []string{s.bodyLen}
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"} // set, so net/http skips sniffing
@@ -385,6 +409,12 @@ func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
 			return
 		}
 		h["Connection"] = []string{"Keep-Alive"} // Apache answers the token in kind
+	}
+	if s.cfg.HintCountdown && s.cfg.MaxRequests > 0 && s.cfg.Hint != HintRaw {
+		// Apache: left = MaxKeepAliveRequests - keep-alive responses so far
+		// (modules/http/http_protocol.c ap_set_keepalive).
+		h["Keep-Alive"] = []string{s.hint + ", max=" + strconv.FormatInt(int64(s.cfg.MaxRequests)-n, 10)}
+		return
 	}
 	h["Keep-Alive"] = []string{s.hint}
 }
