@@ -150,9 +150,10 @@ func (d *direction) readLoop() {
 			return
 		}
 		var (
-			buf     *[]byte
-			n, oobn int
-			rerr    error
+			buf        *[]byte
+			n, oobn    int
+			rerr       error
+			finPending bool
 		)
 		err := rc.Read(func(fd uintptr) bool {
 			b := bufPool.Get().(*[]byte)
@@ -167,9 +168,20 @@ func (d *direction) readLoop() {
 				return false
 			}
 			buf = b
+			if rerr == nil && n > 0 && d == d.l.down {
+				// Is the server's FIN already queued behind this data? Then it came with
+				// the data (a close straight after a response, or after a TLS
+				// close_notify), whenever this goroutine gets to read it.
+				finPending = peekEOF(fd)
+			}
 			return true
 		})
 		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
+		if finPending {
+			d.finAt = stamp
+		} else if n <= 0 && !d.finAt.IsZero() {
+			stamp = d.finAt
+		}
 		if err == nil {
 			err = rerr
 		}
@@ -280,4 +292,12 @@ func arrival(now time.Time, oob []byte) time.Time {
 		}
 	}
 	return now
+}
+
+// peekEOF reports whether the socket's next read would return end of file: the peer's FIN
+// is already queued.
+func peekEOF(fd uintptr) bool {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err == nil && n == 0
 }

@@ -49,6 +49,7 @@ type direction struct {
 	space    chan struct{} // signalled when queued bytes drop
 	srcEOF   atomic.Bool   // the reader saw FIN on src
 	oob      [64]byte      // control messages (arrival timestamps) for the reader
+	finAt    time.Time     // the reader found the FIN queued behind data that arrived then
 
 	mu        sync.Mutex
 	q         []chunk

