@@ -55,10 +55,11 @@ func ServerLogsPath(scenario, variant string) string {
 
 // WriteConnections writes a run's connection records in one go.
 func (w *Writer) WriteConnections(scenario, variant string, conns []Connection) error {
-	p := filepath.Join(w.Dir, ConnectionsPath(scenario, variant))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	dir, err := w.Subdir(filepath.Dir(ConnectionsPath(scenario, variant)))
+	if err != nil {
 		return fmt.Errorf("create connections directory: %w", err)
 	}
+	p := filepath.Join(dir, SafeName(variant)+".jsonl")
 	f, err := os.Create(p)
 	if err != nil {
 		return fmt.Errorf("create connections file: %w", err)
@@ -81,4 +82,18 @@ func (w *Writer) WriteConnections(scenario, variant string, conns []Connection) 
 		return fmt.Errorf("write connection records: %w", err)
 	}
 	return nil
+}
+
+// Subdir creates a directory under the run directory (rel is relative to it) and returns
+// its path. It never recreates a run directory that was removed while kalab ran: the
+// results are gone, and writing part of them again would pass for a whole.
+func (w *Writer) Subdir(rel string) (string, error) {
+	if st, err := os.Stat(w.Dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("the results directory %s is gone", w.Dir)
+	}
+	dir := filepath.Join(w.Dir, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
 }

@@ -63,6 +63,8 @@ type Run struct {
 	Server *Server `json:"server,omitempty"`
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
+
+	line int // the line it was read from, for messages about a file
 }
 
 // ClientRuntime is the real program that was the client of a run.

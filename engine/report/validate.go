@@ -73,6 +73,9 @@ func validateLines(path string, s *jsonschema.Schema) (lines int, err error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
 		lines++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue // as Read does
+		}
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.UseNumber()
 		var v any

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"syscall"
 
 	"github.com/kalab-dev/kalab/engine/netsim"
 )
@@ -80,9 +79,9 @@ func fileBudget(weights []int, parallel int) (int, error) {
 			return 0, err
 		}
 	}
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+	cur, err := netsim.FileLimit()
+	if err != nil {
 		return 0, err
 	}
-	return max(int((lim.Cur-reserve)/uint64(per)), largest), nil
+	return max(int((cur-reserve)/uint64(per)), largest), nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
@@ -80,7 +83,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, info, connFile, err = drive(ctx, w, sc, r, st, scale, opt, ex)
+		m, info, connFile, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
@@ -126,7 +129,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
-		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
+		Float64("connections", m.Connections).Float64("wall_s", math.Round(rec.WallMs)/1000).Msg("run ended")
 	if opt.Observer != nil {
 		opt.Observer.RunEnded(r, rec)
 	}
@@ -135,10 +138,18 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun) (m check.Metrics, info *report.Server, connFile string, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, info *report.Server, connFile string, err error) {
+	// A component that does not close cleanly (connections still open after the server's
+	// grace period) does not change the run's figures, which are read before: it is a
+	// warning in the log, not a dropped error.
+	closeWarn := func(what string, c interface{ Close() error }) {
+		if err := c.Close(); err != nil {
+			log.Warn().Err(err).Str("component", what).Msg("close")
+		}
+	}
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
-		limit = time.Duration(float64(limit) * opt.DeadlineScale)
+		limit = satDuration(float64(limit) * opt.DeadlineScale)
 	}
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
@@ -157,11 +168,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			// Check refuses this at load time; kept here so no path reaches a nil srvLog.
 			return m, info, connFile, errors.New("client.exec needs kalab's embedded server (it stamps the connection ids), not server." + string(rc.Kind))
 		}
-		rc.LogDir = filepath.Join(w.Dir, report.ServerLogsPath(sc.Name, r.Variant))
+		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
+			return m, info, connFile, err
+		}
 		if real, err = realserver.Start(runCtx, rc); err != nil {
 			return m, info, connFile, err
 		}
-		defer real.Close()
+		defer closeWarn("real server", real)
 		up = real
 		id := real.Identity()
 		info = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
@@ -181,7 +194,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if srv, err = server.Start(scfg); err != nil {
 			return m, info, connFile, err
 		}
-		defer srv.Close()
+		defer closeWarn("server", srv)
 		up = srv
 		info = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
 	}
@@ -198,7 +211,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if proxy, err = netsim.Start(pc); err != nil {
 			return m, info, connFile, err
 		}
-		defer proxy.Close()
+		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
 	}
 	var cl client.Client
@@ -219,8 +232,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if cl, err = newClient(ccfg); err != nil {
 			return m, info, connFile, fmt.Errorf("client: %w", err)
 		}
-		defer cl.Close()
 	}
+	clientOpen := cl != nil
+	defer func() {
+		if clientOpen {
+			closeWarn("client", cl)
+		}
+	}()
 
 	var reqs *report.RequestWriter
 	var reqMu sync.Mutex
@@ -256,8 +274,10 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if ex != nil {
 		// The program's logs are kept beside its requests.
 		if f, err := w.ClientLog(sc.Name, r.Variant); err == nil {
-			defer f.Close()
+			defer closeWarn("client log", f)
 			ex.cfg.Stderr, ex.stderr = f, report.ClientLogPath(sc.Name, r.Variant)
+		} else {
+			log.Warn().Err(err).Msg("the client's standard error is not kept")
 		}
 		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), record)
 	} else {
@@ -281,7 +301,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	// program has exited by now.)
 	var cs client.Stats
 	if cl != nil {
-		cl.Close()
+		clientOpen = false
+		closeWarn("client", cl)
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
@@ -332,6 +353,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["peak_rss_mb"] = float64(rss) / (1 << 20)
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
+	} else {
+		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
 	idleCloseMetrics(flat, recs, float64(scale))
 	if ex != nil || opt.NewClient != nil {
