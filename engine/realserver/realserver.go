@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/server"
@@ -486,17 +485,16 @@ const stopGrace = 5 * time.Second
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.cmd != nil {
-			pgid := s.cmd.Process.Pid
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			terminate(s.cmd.Process)
 			select {
 			case <-s.exited:
 			case <-time.After(stopGrace):
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				kill(s.cmd.Process)
 				<-s.exited
 				s.closeErr = fmt.Errorf("%s: did not stop within %v of SIGTERM; killed", s.cfg.Kind, stopGrace)
 			}
 			// Children that outlived the leader (a shell's server) go with the group.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			kill(s.cmd.Process)
 		}
 		if s.logFile != nil {
 			_ = s.logFile.Close()
