@@ -51,6 +51,7 @@ Usage:
   kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
@@ -127,6 +128,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdValidate(rest, stdout, stderr)
 	case "diff":
 		return cmdDiff(rest, stdout, stderr)
+	case "report":
+		return cmdReport(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version":
@@ -329,7 +332,8 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		for _, sec := range []struct {
 			title string
 			reg   map[string]*scenario.Preset
-		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets}} {
+		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets},
+			{"Balancer presets (balancer.preset)", scenario.BalancerPresets}} {
 			fmt.Fprintf(stdout, "%s:\n", sec.title)
 			for _, name := range scenario.PresetNames(sec.reg) {
 				p := sec.reg[name]

@@ -73,6 +73,7 @@ type runFlags struct {
 	failMissing  bool
 	allowPartial bool
 	junitPath    string
+	htmlPath     string
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
 	allowRemote    bool
@@ -94,6 +95,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	if ok, code := parseFlags(fs, args); !ok {
@@ -123,6 +125,11 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	if f.junitPath != "" {
 		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
+		}
+	}
+	if f.htmlPath != "" {
+		if err := atomicfile.Check(f.htmlPath); err != nil {
+			return invalid("--html: %v", err)
 		}
 	}
 	if err := report.CheckOut(f.out); err != nil {
@@ -270,6 +277,13 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	if f.junitPath != "" {
 		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
 		keep(writeJUnit(f.junitPath, in))
+	}
+	if f.htmlPath != "" {
+		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, f.log); herr != nil {
+			keep(fmt.Errorf("--html: %w", herr))
+		} else {
+			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
+		}
 	}
 	return missing, err
 }

@@ -55,6 +55,22 @@ type Metrics struct {
 	// TimeWait is the sockets left in TIME_WAIT on the client-proxy link when the run
 	// ended (read from /proc/net/tcp): what a connection-churning client leaves behind.
 	TimeWait float64 `expr:"time_wait" json:"time_wait"`
+
+	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
+	// response (the request did not fail at the socket), so errors does not count it.
+	Status5xx float64 `expr:"status_5xx" json:"status_5xx"`
+
+	// Balancer hop (topology v2); all 0 in a single-hop run.
+	BalancerConnections     float64       `expr:"balancer_connections" json:"balancer_connections"`           // client-facing connections the balancer accepted
+	BalancerRequests        float64       `expr:"balancer_requests" json:"balancer_requests"`                 // requests it received
+	BalancerErrors          float64       `expr:"balancer_errors" json:"balancer_errors"`                     // answers it made itself (502, or Envoy's 503)
+	BalancerCloses          float64       `expr:"balancer_closes" json:"balancer_closes"`                     // client connections it closed with no response (HAProxy)
+	BalancerRetries         float64       `expr:"balancer_retries" json:"balancer_retries"`                   // backend re-sends the client never saw
+	BackendConnections      float64       `expr:"backend_connections" json:"backend_connections"`             // connections it opened to the server
+	BackendReusedRequests   float64       `expr:"backend_reused_requests" json:"backend_reused_requests"`     // final attempts on a reused backend connection
+	BackendErrors           float64       `expr:"backend_errors" json:"backend_errors"`                       // failed backend attempts, retried ones included
+	BackendErrorsByClass    ErrorsByClass `expr:"backend_errors_by_class" json:"backend_errors_by_class"`     // the same by class: reset and eof are a dying connection
+	BackendProxyConnections float64       `expr:"backend_proxy_connections" json:"backend_proxy_connections"` // accepted by the balancer-server link
 	// ServerIdleCloses counts connections the server closed first after an idle period, as
 	// the proxy saw them on its upstream side (connection truth for any server).
 	ServerIdleCloses float64 `expr:"server_idle_closes" json:"server_idle_closes"`

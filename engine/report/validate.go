@@ -54,8 +54,8 @@ func ValidateFile(path string, requests bool) (lines int, err error) {
 	return validateLines(path, s)
 }
 
-// ValidateConnectionsFile checks every line of a connections file against
-// #/$defs/connection of schema/result.schema.json.
+// ValidateConnectionsFile checks every line of a connection file against
+// #/$defs/connection.
 func ValidateConnectionsFile(path string) (lines int, err error) {
 	if _, _, err := resultSchemas(); err != nil {
 		return 0, err
@@ -89,37 +89,28 @@ func validateLines(path string, s *jsonschema.Schema) (lines int, err error) {
 	return lines, sc.Err()
 }
 
-// ValidateRunDir validates results.jsonl and every request and connections file under a
+// ValidateRunDir validates results.jsonl and every request and connection file under a
 // run directory.
 func ValidateRunDir(dir string) error {
 	if _, err := ValidateFile(filepath.Join(dir, "results.jsonl"), false); err != nil {
 		return err
 	}
-	err := filepath.WalkDir(filepath.Join(dir, "connections"), func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
+	walk := func(sub string, validate func(string) (int, error)) error {
+		return filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			if !d.IsDir() {
+				_, err = validate(p)
 			}
 			return err
-		}
-		if !d.IsDir() {
-			_, err = ValidateConnectionsFile(p)
-		}
-		return err
-	})
-	if err != nil {
+		})
+	}
+	if err := walk("requests", func(p string) (int, error) { return ValidateFile(p, true) }); err != nil {
 		return err
 	}
-	return filepath.WalkDir(filepath.Join(dir, "requests"), func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		if !d.IsDir() {
-			_, err = ValidateFile(p, true)
-		}
-		return err
-	})
+	return walk("connections", ValidateConnectionsFile)
 }

@@ -173,6 +173,9 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 	if set > 1 {
 		return append(diags, at(kindPath, "server", "server.exec, server.command and server.url are three ways to name the server: give one"))
 	}
+	if st.Balancer != nil {
+		diags = append(diags, at("balancer", kindPath, "a real server behind the balancer is not supported yet: the balancer-server link would have to carry its connection truth; use the embedded server there"))
+	}
 	if st.Client.Exec != nil {
 		diags = append(diags, at("client.exec", kindPath, "a real client (client.exec) needs kalab's embedded server, which stamps the connection ids it reports; it cannot run against %s", kindPath))
 	}
@@ -231,18 +234,20 @@ func (c *connLog) all() []netsim.ConnRecord {
 	return out
 }
 
-// connectionRecords converts the proxy's records to result lines in scenario time.
-func connectionRecords(recs []netsim.ConnRecord, runStart time.Time, scale float64) []report.Connection {
+// proxyConns converts the proxy's records to result lines (side "proxy") in scenario time:
+// the connection truth for a server kalab does not control.
+func proxyConns(recs []netsim.ConnRecord, runStart time.Time, scale float64) []report.Conn {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
-	out := make([]report.Connection, 0, len(recs))
+	reasons := map[netsim.Reason]string{netsim.ReasonIdle: "idle", netsim.ReasonAfterResponse: "after_response",
+		netsim.ReasonReset: "reset", netsim.ReasonRefused: "refused", netsim.ReasonRunEnd: "end"}
+	out := make([]report.Conn, 0, len(recs))
 	for _, r := range recs {
 		opened := max(r.Opened.Sub(runStart), 0)
-		c := report.Connection{
-			Conn: r.ID, OpenedMs: ms(opened), ClosedBy: string(r.ClosedBy), Reason: string(r.Reason),
-			ClosedMs: ms(opened + r.Closed), EndedMs: ms(opened + r.Ended), BytesUp: r.BytesUp, BytesDn: r.BytesDown,
-		}
-		if r.Connected > 0 {
-			c.ConnectedMs = ms(opened + r.Connected)
+		closed := ms(opened + r.Closed)
+		c := report.Conn{Side: "proxy", ID: r.ID, OpenedMs: ms(opened), ClosedMs: &closed,
+			Reason: reasons[r.Reason], BytesUp: r.BytesUp, BytesDown: r.BytesDown}
+		if r.ClosedBy == netsim.SideServer || r.ClosedBy == netsim.SideClient {
+			c.ClosedBy = string(r.ClosedBy)
 		}
 		if r.Idle >= 0 {
 			idle := ms(r.Idle)

@@ -148,13 +148,13 @@ expect:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lines := strings.Count(string(data), "\n"); float64(lines) != m.ProxyConnections {
+		if lines := strings.Count(string(data), "\n"); r.Variant != "embedded" && float64(lines) != m.ProxyConnections {
 			t.Errorf("%s: %d connection records for %v proxy connections", r.Variant, lines, m.ProxyConnections)
 		}
-		var first report.Connection
+		var first report.Conn
 		_ = json.Unmarshal(data[:strings.IndexByte(string(data), '\n')], &first)
-		if first.Conn != 1 || first.ClosedMs <= first.OpenedMs {
-			t.Errorf("%s: first connection record %+v", r.Variant, first)
+		if r.Variant != "embedded" && (first.Side != "proxy" || first.ID != 1 || first.ClosedMs == nil || *first.ClosedMs <= first.OpenedMs || first.IdleMs == nil) {
+			t.Errorf("%s: first connection record %+v: want the proxy's record of connection 1, closed, with its idle time", r.Variant, first)
 		}
 	}
 }

@@ -71,8 +71,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	start := time.Now()
 	var m check.Metrics
-	var info *report.Server
-	var connFile string
+	var conns connOutcome
 	var err error
 	skipped := ""
 	if ex != nil {
@@ -83,13 +82,14 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, info, connFile, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
+		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
+		rec.Closes, rec.Server = conns.closes, conns.server
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
-	rec.Metrics, rec.Server, rec.ConnectionsFile = m, info, connFile
+	rec.Metrics = m
 	switch {
 	case skipped != "" && opt.RequireClients:
 		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
@@ -103,6 +103,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Status = report.StatusPass
 		if !opt.SkipRequests {
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+			if conns.written {
+				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
 		}
 	}
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
@@ -136,9 +139,16 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	return rec
 }
 
+// connOutcome is what a run recorded about its connections.
+type connOutcome struct {
+	closes  map[string]map[string]int // closed_by -> reason -> count
+	written bool                      // the connection file was written
+	server  *report.Server            // the server the run talked to
+}
+
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, info *report.Server, connFile string, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, co connOutcome, err error) {
 	// A component that does not close cleanly (connections still open after the server's
 	// grace period) does not change the run's figures, which are read before: it is a
 	// warning in the log, not a dropped error.
@@ -164,52 +174,76 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		ServerName() string
 	}
 	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
-		if ex != nil {
-			// Check refuses this at load time; kept here so no path reaches a nil srvLog.
-			return m, info, connFile, errors.New("client.exec needs kalab's embedded server (it stamps the connection ids), not server." + string(rc.Kind))
+		if ex != nil || st.Balancer != nil {
+			// Check refuses these at load time; kept here so no path reaches a nil server.
+			return m, co, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
 		}
 		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
-			return m, info, connFile, err
+			return m, co, err
 		}
 		if real, err = realserver.Start(runCtx, rc); err != nil {
-			return m, info, connFile, err
+			return m, co, err
 		}
 		defer closeWarn("real server", real)
 		up = real
 		id := real.Identity()
-		info = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
+		co.server = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
 			URL: id.URL, ServerHeader: id.ServerHeader}
 		for _, l := range real.Logs() {
 			if rel, err := filepath.Rel(w.Dir, l); err == nil {
-				info.Logs = append(info.Logs, rel)
+				co.server.Logs = append(co.server.Logs, rel)
 			}
 		}
 	} else {
 		scfg := serverConfig(st, scale)
+		// The connection id on every response ties the server's close records to the
+		// client's connections (the proxy between them gives each side its own ports).
+		scfg.Stamp = true
 		if ex != nil {
 			// Connection truth for a program kalab cannot trace comes from the server.
 			srvLog = newServerLog()
 			scfg.Stamp, scfg.OnRequest = true, srvLog.observe
 		}
 		if srv, err = server.Start(scfg); err != nil {
-			return m, info, connFile, err
+			return m, co, err
 		}
 		defer closeWarn("server", srv)
 		up = srv
-		info = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
+		co.server = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
 	}
 	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
 	// directly: the proxy would add nothing but two descriptors per connection, which is
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
 	target := up.Addr()
+	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
+	// -> server, each link only when it has something to simulate.
+	var bal balancerHop
+	var backendProxy *netsim.Proxy
+	if st.Balancer != nil {
+		if !directBackend(st) {
+			if backendProxy, err = netsim.Start(backendProxyConfig(st, scale, target)); err != nil {
+				return m, co, err
+			}
+			defer closeWarn("backend proxy", backendProxy)
+			target = backendProxy.Addr()
+		}
+		if bal, err = startBalancer(st, scale, target); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("balancer", bal)
+		target = bal.Addr()
+	}
 	var proxy *netsim.Proxy
-	var conns connLog
+	var proxyLog connLog
 	if !direct(st) {
-		pc := proxyConfig(st, scale, up.Addr())
-		pc.OnConn, pc.AllowRemoteUpstream = conns.add, opt.AllowRemote
+		pc := proxyConfig(st, scale, target)
+		if st.Balancer == nil {
+			// The proxy's upstream side is the server's: its closes are the server's.
+			pc.OnConn, pc.AllowRemoteUpstream = proxyLog.add, opt.AllowRemote
+		}
 		if proxy, err = netsim.Start(pc); err != nil {
-			return m, info, connFile, err
+			return m, co, err
 		}
 		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
@@ -230,7 +264,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			}
 		}
 		if cl, err = newClient(ccfg); err != nil {
-			return m, info, connFile, fmt.Errorf("client: %w", err)
+			return m, co, fmt.Errorf("client: %w", err)
 		}
 	}
 	clientOpen := cl != nil
@@ -244,9 +278,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var reqMu sync.Mutex
 	if !opt.SkipRequests {
 		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
-			return m, info, connFile, err
+			return m, co, err
 		}
 	}
+	// Which server connection each client connection is, from the Kalab-Conn header of
+	// its responses: a failed request learns from it when the server closed its socket.
+	serverOf := map[uint64]uint64{}
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
@@ -260,12 +297,24 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			sawConn.Store(true)
 		}
 		agg.Add(ev)
+		reqMu.Lock()
+		if ev.ServerConn != 0 && ev.ConnID != 0 {
+			serverOf[ev.ConnID] = ev.ServerConn
+		}
 		if reqs != nil {
 			rq := requestRecord(ev, start, float64(scale))
-			reqMu.Lock()
+			if !ev.OK() && rq.ServerConn == 0 {
+				rq.ServerConn = serverOf[ev.ConnID]
+			}
+			if rq.ServerConn != 0 && !ev.OK() && srv != nil {
+				if c, ok := srv.ConnClosed(rq.ServerConn); ok {
+					at := max(float64(c.Closed.Sub(start))/float64(time.Millisecond)/float64(scale), 0)
+					rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
+				}
+			}
 			reqs.Write(&rq)
-			reqMu.Unlock()
 		}
+		reqMu.Unlock()
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
@@ -290,6 +339,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		})
 	}
 	total := time.Since(start)
+	loadEnd := time.Now()
 	cpu, rss := probe.Stop()
 	if reqs != nil {
 		if err := reqs.Close(); err != nil && loadErr == nil {
@@ -306,37 +356,54 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
-	for open(srv, proxy) > 0 && time.Now().Before(settle) {
+	stillOpen := func() int64 {
+		if proxy == nil && bal != nil {
+			return bal.Stats().Open // the client's side ends at the balancer
+		}
+		return open(srv, proxy)
+	}
+	for stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
+	var conns []report.Conn
+	var proxyRecs []netsim.ConnRecord
+	if proxy != nil && st.Balancer == nil {
+		// Closing the proxy now records the links still open as closed at the run's end.
+		_ = proxy.Close()
+		proxyRecs = proxyLog.all()
+	}
+	if srv != nil {
+		reqMu.Lock()
+		conns = serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
+		reqMu.Unlock()
+	} else {
+		// A real server: the proxy's upstream side is the only connection truth.
+		conns = proxyConns(proxyRecs, start, float64(scale))
+	}
+	co.closes = closeCounts(conns)
+	if !opt.SkipRequests {
+		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
+			loadErr = err
+		} else if err == nil {
+			co.written = true
+		}
+	}
 	var ss server.Stats
 	if srv != nil {
 		ss = srv.Stats()
-	}
-	var ps netsim.Stats
-	var recs []netsim.ConnRecord
-	if proxy != nil {
-		// Closing the proxy now records the links still open as closed at the run's end.
-		_ = proxy.Close()
-		ps = proxy.Stats()
-		recs = conns.all()
-		if !opt.SkipRequests {
-			if err := w.WriteConnections(sc.Name, r.Variant, connectionRecords(recs, start, float64(scale))); err != nil && loadErr == nil {
-				loadErr = err
-			} else if err == nil {
-				connFile = report.ConnectionsPath(sc.Name, r.Variant)
-			}
-		}
-	}
-	if real != nil {
+	} else {
 		// A real server's own counters are not kalab's to read: its connections are the
 		// links that reached it.
-		for _, rec := range recs {
+		for _, rec := range proxyRecs {
 			if rec.Connected > 0 {
 				ss.Connections++
 			}
 		}
+	}
+	var ps netsim.Stats
+	if proxy != nil {
+		ps = proxy.Stats()
 	}
 
 	summary := agg.Summary(total, float64(scale))
@@ -347,6 +414,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
+	if bal != nil {
+		balancerMetrics(flat, bal, backendProxy)
+	}
 	if n := summary.Requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
 	}
@@ -356,7 +426,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	} else {
 		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
-	idleCloseMetrics(flat, recs, float64(scale))
+	idleCloseMetrics(flat, proxyRecs, float64(scale))
 	if ex != nil || opt.NewClient != nil {
 		// What kalab controls counts, not what the client says: the connections it opened
 		// are those the link (or the server, without a link) accepted.
@@ -379,11 +449,33 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-			return m, info, connFile, cause
+			return m, co, cause
 		}
-		return m, info, connFile, loadErr
+		return m, co, loadErr
 	}
-	return m, info, connFile, nil
+	return m, co, nil
+}
+
+// balancerMetrics adds the second hop's figures: the balancer's own counters and the
+// accepted connections of its backend link (nil when the hop has no link).
+func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *netsim.Proxy) {
+	bs := bal.Stats()
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+	if backendProxy != nil {
+		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
+	}
 }
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
@@ -392,11 +484,54 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
 		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		ServerConn:  ev.ServerConn,
+		BackendConn: ev.BackendConn, BackendAttempts: ev.BackendAttempts, BackendReused: ev.BackendReused,
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
 	}
 	return rq
+}
+
+// serverConns turns the embedded server's connection records into result records:
+// times from the start of the run in scenario time, each named by its client connection
+// where a response said which it was. A close by the client after the load ended is the
+// client shutting down at the end of the run.
+func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, loadEnd time.Time, scale float64) []report.Conn {
+	clientOf := make(map[uint64]uint64, len(serverOf))
+	for c, s := range serverOf {
+		clientOf[s] = c
+	}
+	ms := func(t time.Time) float64 { return max(float64(t.Sub(start))/float64(time.Millisecond)/scale, 0) }
+	out := make([]report.Conn, 0, len(recs))
+	for _, c := range recs {
+		rc := report.Conn{Side: "server", ID: c.ID, ClientConn: clientOf[c.ID], OpenedMs: ms(c.Opened),
+			ClosedBy: c.ClosedBy, Reason: c.Reason, Requests: c.Requests}
+		if !c.Closed.IsZero() {
+			at := ms(c.Closed)
+			rc.ClosedMs = &at
+			if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
+				rc.Reason = server.ReasonEnd
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// closeCounts counts closed connections by who closed them and why.
+func closeCounts(conns []report.Conn) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, c := range conns {
+		if c.ClosedMs == nil {
+			continue
+		}
+		if out[c.ClosedBy] == nil {
+			out[c.ClosedBy] = map[string]int{}
+		}
+		out[c.ClosedBy][c.Reason]++
+	}
+	return out
 }
 
 func portOf(addr string) int {

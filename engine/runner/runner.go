@@ -132,6 +132,9 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 			if direct(r.Settings) {
 				w = (w + 1) / 2 // no proxy: two descriptors a connection instead of four
 			}
+			if r.Settings.Balancer != nil {
+				w *= 2 // a second hop: the balancer's backend connections and their link
+			}
 			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w})
 			weights = append(weights, w)
 			remaining[sc]++

@@ -350,7 +350,7 @@ func toleranceShape(v *yaml.Node) bool {
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
-var settingsKeys = []string{"time_scale", "network", "server", "client", "load"}
+var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "load"}
 
 // settingsNode extracts the overridable sections of a mapping.
 func settingsNode(m *yaml.Node) *yaml.Node {
@@ -557,11 +557,20 @@ func valueLabel(n *yaml.Node) string {
 // decode resolves presets and decodes a merged settings node onto the defaults.
 func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	s := defaultSettings()
-	for _, sec := range []struct {
+	type section struct {
 		key string
 		reg map[string]*Preset
 		dst any
-	}{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}} {
+	}
+	sections := []section{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}}
+	// A balancer section turns the topology into two hops; its defaults exist only then,
+	// and the decode below fills the same struct (yaml.v3 decodes into a set pointer).
+	if _, b := lookup(node, "balancer"); b != nil && resolve(b).Kind == yaml.MappingNode {
+		bd := balancerDefaults
+		s.Balancer = &bd
+		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
+	}
+	for _, sec := range sections {
 		_, section := lookup(node, sec.key)
 		if _, p := lookup(section, "preset"); p != nil {
 			preset, ok := sec.reg[p.Value]
@@ -635,6 +644,20 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	if scale := r.Settings.TimeScale; scale > 0 {
 		for _, d := range scaleProblems(r.durations, scale) {
 			l.add(at(d.path), d.path, "%s", scaleMessage(d, scale, where))
+		}
+	}
+	if r.Settings.Balancer != nil {
+		// The balancer is plain HTTP/1.1 on both sides; refusing beats measuring something else.
+		if r.Settings.Server.TLS {
+			l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
+		}
+		if r.Settings.Server.HTTP == "2" {
+			l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
+		}
+		if r.Settings.Client.Exec != nil {
+			// A real client's connection truth comes from the server's stamps, which behind
+			// a balancer name the backend connections, not the client's.
+			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
 		}
 	}
 	c := r.Settings.Client
@@ -719,7 +742,7 @@ func FindFiles(args []string) ([]string, error) {
 	return out, nil
 }
 
-var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|load)\.[a-z_]+(\.[a-z_]+)?)$`)
+var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|balancer|load)\.[a-z_]+(\.[a-z_]+)?)$`)
 
 var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

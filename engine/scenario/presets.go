@@ -143,6 +143,55 @@ var ClientPresets = registry([]Preset{
 	},
 })
 
+// balancerDefaultsYAML is what a balancer section gets when neither it nor a preset sets a
+// field: a generic proxy with the ALB's 60 s on both sides and an immediate 502.
+const balancerDefaultsYAML = `
+idle_timeout: 60s
+backend_network: {rtt: 0, jitter: 0}
+backend: {keepalive: true, idle_timeout: 60s, max_idle: 0, max_conns: 0, scheduling: lifo, liveness_check: true, timeout: 30s}
+on_backend_error: error
+retries: 1
+error_status: 502
+reuse: always
+`
+
+// BalancerPresets model real load balancers and reverse proxies, each value checked against
+// the vendor's documentation or source (cited in Source).
+var BalancerPresets = registry([]Preset{
+	{
+		Name:   "aws-alb",
+		Models: "AWS Application Load Balancer: connection idle timeout 60 s on the client and the target side, 502 when the target closed the connection",
+		Source: "AWS ELB docs, Application Load Balancers, 'Edit attributes' > 'Connection idle timeout': 'an existing client or target connection', default 60 seconds; 'configure the idle timeout of your application to be larger than the idle timeout configured for the load balancer. Otherwise ... the load balancer might send a request to the application before it receives the packet indicating that the connection is closed ... then the load balancer sends an HTTP 502 Bad Gateway error to the client' (so a FIN that already arrived is honoured: liveness_check true); no Keep-Alive hint",
+		YAML:   "idle_timeout: 60s\nbackend: {keepalive: true, idle_timeout: 60s, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: error\nerror_status: 502\nreuse: always",
+	},
+	{
+		Name:   "nginx-proxy",
+		Models: "nginx 1.26 proxy_pass to an upstream with keepalive: client keepalive_timeout 75 s, upstream keepalive_timeout 60 s, proxy_next_upstream error timeout (non-idempotent requests not re-sent since 1.9.13)",
+		Source: "nginx docs: ngx_http_core_module keepalive_timeout default 75s; ngx_http_upstream_module keepalive_timeout default 60s (1.15.3), keepalive has no default (16 is the docs' example); ngx_http_proxy_module proxy_next_upstream default 'error timeout', non_idempotent: 'requests with a non-idempotent method (POST, LOCK, PATCH) are not passed to the next server if a request has been sent to an upstream server (1.9.13)' (CHANGES 1.9.13); src/http/ngx_http_upstream.c ngx_http_upstream_next: 'if (u->peer.cached && ft_type == NGX_HTTP_UPSTREAM_FT_ERROR) u->peer.tries++', so with one server only a cached connection's failure is re-sent; the keepalive module closes a cached connection on its read event (a FIN that arrived) and reuses the cache head (lifo); answers 502 when no try is left; measured against nginx 1.22.1 in engine/balancer TestNginxPolicyMatchesRealNginx (GET and PUT re-sent, POST 502)",
+		YAML:   "idle_timeout: 75s\nbackend: {keepalive: true, idle_timeout: 60s, max_idle: 16, scheduling: lifo, liveness_check: true}\non_backend_error: retry_idempotent\nretries: 16\nerror_status: 502\nreuse: always",
+	},
+	{
+		Name:   "haproxy",
+		Models: "HAProxy 2.6 in mode http with its defaults: http-reuse safe, retry-on conn-failure only (an established connection that dies is not re-sent); a reused server connection that dies under a later request closes the client connection without a response, a first request's fresh one gets 502",
+		Source: "HAProxy configuration manual: 'http-reuse safe: ... the recommended strategy. The first request of a session is always sent over its own connection, and only subsequent requests may be dispatched over other existing connections. This ensures that in case the server closes the connection when the request is being sent, the browser can decide to silently retry it'; measured against HAProxy 2.6.12 (Debian 12) in engine/balancer TestHAProxyPolicyMatchesRealHAProxy: client connection closed with no response on a reused server connection, 502 on a fresh one; 'timeout http-keep-alive' has no default (falls back to timeout http-request, then timeout client): 10 s here is a common setting, not a default, so set yours; retries 3 with retry-on conn-failure by default (an established connection that dies is not re-sent); pool-purge-delay (5 s by default, from memory of the manual and a third-party test script: not re-checked here) closes half of the unused idle server connections every interval, approximated as a 5 s backend idle timeout",
+		YAML:   "idle_timeout: 10s\nbackend: {keepalive: true, idle_timeout: 5s, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: close\nerror_status: 502\nreuse: safe",
+	},
+	{
+		Name:   "envoy",
+		Models: "Envoy 1.3x HTTP connection manager and cluster: idle_timeout 1 h on both sides, no retry policy unless a route sets one, 503 on an upstream reset before headers",
+		Source: "Envoy docs, FAQ 'How do I configure timeouts?': the HTTP protocol idle_timeout 'is defined in a generic message used by both the HTTP connection manager as well as upstream cluster HTTP connections ... The default idle timeout if not otherwise specified is 1 hour'; retries come from a route's retry_policy (none by default); the local reply is 503 'upstream connect error or disconnect/reset before headers' (response flag UC, envoyproxy/envoy#14981)",
+		YAML:   "idle_timeout: 1h\nbackend: {keepalive: true, idle_timeout: 1h, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: error\nretries: 0\nerror_status: 503\nreuse: always",
+	},
+})
+
+var balancerDefaults = func() Balancer {
+	var b Balancer
+	if err := mustNode("balancer defaults", balancerDefaultsYAML).Decode(&b); err != nil {
+		panic(fmt.Sprintf("scenario: built-in balancer defaults: %v", err))
+	}
+	return b
+}()
+
 var defaults = func() Settings {
 	var s Settings
 	if err := mustNode("defaults", defaultsYAML).Decode(&s); err != nil {
