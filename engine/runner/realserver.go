@@ -235,8 +235,9 @@ func (c *connLog) all() []netsim.ConnRecord {
 }
 
 // proxyConns converts the proxy's records to result lines (side "proxy") in scenario time:
-// the connection truth for a server kalab does not control.
-func proxyConns(recs []netsim.ConnRecord, runStart time.Time, scale float64) []report.Conn {
+// the connection truth for a server kalab does not control. A client's close after the
+// load ended is the client closing its pool: reason end, as the embedded server says it.
+func proxyConns(recs []netsim.ConnRecord, runStart, loadEnd time.Time, scale float64) []report.Conn {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
 	reasons := map[netsim.Reason]string{netsim.ReasonIdle: "idle", netsim.ReasonAfterResponse: "after_response",
 		netsim.ReasonReset: "reset", netsim.ReasonRefused: "refused", netsim.ReasonRunEnd: "end"}
@@ -248,6 +249,9 @@ func proxyConns(recs []netsim.ConnRecord, runStart time.Time, scale float64) []r
 			Reason: reasons[r.Reason], BytesUp: r.BytesUp, BytesDown: r.BytesDown}
 		if r.ClosedBy == netsim.SideServer || r.ClosedBy == netsim.SideClient {
 			c.ClosedBy = string(r.ClosedBy)
+		}
+		if r.ClosedBy == netsim.SideClient && r.Reason == netsim.ReasonIdle && !r.Opened.Add(r.Closed).Before(loadEnd) {
+			c.Reason = "end"
 		}
 		if r.Idle >= 0 {
 			idle := ms(r.Idle)

@@ -379,7 +379,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		reqMu.Unlock()
 	} else {
 		// A real server: the proxy's upstream side is the only connection truth.
-		conns = proxyConns(proxyRecs, start, float64(scale))
+		conns = proxyConns(proxyRecs, start, loadEnd, float64(scale))
 	}
 	co.closes = closeCounts(conns)
 	if !opt.SkipRequests {
