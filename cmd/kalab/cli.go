@@ -94,9 +94,11 @@ const serversHelp = `Real servers behind the proxy (instead of the embedded serv
 
 Each run's server is named (name and version) in its record; its generated configuration
 and logs are kept under results/<run-id>/servers/<scenario>/<variant>/. Every connection
-of the proxy is recorded in connections/<scenario>/<variant>.jsonl: who closed first
-(server, client, kalab), why (idle, after-response, reset, refused, run-end), when and
-after how long idle; server_idle_closes and server_idle_close_ms.{min,p50,max} sum them up.
+of the proxy is recorded in connections/<scenario>/<variant>.jsonl ("side": "proxy"): who
+closed first (server or client; none when the run ended it), why (idle, after_response,
+reset, refused, end), when, and after how long idle (idle_ms). server_idle_closes and
+server_idle_close_ms.{min,p50,max} sum up the server's idle closes for every run, the
+embedded server's too.
 A field a server cannot express is a load error (file:line:col, exit 2).
 `
 
