@@ -52,6 +52,7 @@ Usage:
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
+  kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
@@ -132,6 +133,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdDiff(rest, stdout, stderr)
 	case "report":
 		return cmdReport(rest, stdout, stderr)
+	case "merge":
+		return cmdMerge(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version":

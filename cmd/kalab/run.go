@@ -19,6 +19,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shard"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
@@ -30,6 +31,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	inv, code, ok := prepareRun(f, stderr)
 	if !ok {
 		return code
+	}
+	if inv.manifest != nil && inv.plan.Runs() == 0 {
+		return emptyShard(f, inv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,6 +65,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 // runFlags holds `kalab run`'s parsed flags.
 type runFlags struct {
 	fs           *pflag.FlagSet
+	name         string // the command, for messages: run, or merge when it gates merged results
 	log          zerolog.Logger
 	out          string
 	parallel     int
@@ -77,13 +82,14 @@ type runFlags struct {
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
 	allowRemote    bool
+	shardFlags
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
 func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
 	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
-	f = &runFlags{fs: fs}
+	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
@@ -98,6 +104,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
+	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -132,6 +139,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 			return invalid("--html: %v", err)
 		}
 	}
+	if err := f.shardFlags.check(); err != nil {
+		return invalid("%v", err)
+	}
 	if err := report.CheckOut(f.out); err != nil {
 		return invalid("--out: %v", err)
 	}
@@ -144,6 +154,15 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	cmp  *report.Comparer
+	// selected says which baseline runs this invocation was meant to run (nil: all); a
+	// shard runs only its part of the plan.
+	selected func(scenario, variant string) bool
+	manifest *shard.Manifest // with --shard: what this part of the split holds
+	// paths are the scenario files or directories asked for; nil: the command's arguments
+	// (kalab merge takes them from the shards' manifest).
+	paths []string
+	// planHash identifies the whole plan in a merged invocation record (kalab merge).
+	planHash string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -188,7 +207,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
-	inv.plan, _ = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
+	var files []string
+	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
 	if inv.plan == nil {
 		return nil, exitInvalid, false
 	}
@@ -198,6 +218,11 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		if err := inv.plan.CheckTimeScale(inv.opt.TimeScale); err != nil {
 			printDiagnostics(stderr, err)
 			return nil, exitInvalid, false
+		}
+	}
+	if f.sharded() {
+		if err := applyShard(f, inv, files); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if inv.cmp != nil {
@@ -256,15 +281,21 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		}
 		if !outcome.Interrupted {
 			// Missing means missing among what was asked for: the selected files (a
-			// subset of the suite leaves the other files out) and the --filter.
-			filter := inv.opt.Filter
+			// subset of the suite leaves the other files out), the --filter, and a
+			// shard's part of the plan.
+			filter, mine := inv.opt.Filter, inv.selected
 			var loaded []string
 			for _, sc := range inv.plan.Scenarios {
 				loaded = append(loaded, sc.Name)
 			}
-			selected := report.Selected(loaded, scenarioArgs(f.fs.Args()))
+			paths := inv.paths
+			if paths == nil {
+				paths = scenarioArgs(f.fs.Args())
+			}
+			selected := report.Selected(loaded, paths)
 			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
-				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant))
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
+					(mine == nil || mine(r.Scenario, r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
@@ -292,17 +323,17 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
-		fmt.Fprintln(stderr, "kalab run: interrupted; the runs that ended are recorded")
+		fmt.Fprintf(stderr, "kalab %s: interrupted; the runs that ended are recorded\n", f.name)
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(stderr, "kalab run: %v\n", err)
+		fmt.Fprintf(stderr, "kalab %s: %v\n", f.name, err)
 		return exitEngine
 	case outcome.Errored():
 		return exitEngine
 	case outcome.Failed():
 		return exitCheckFailed
 	case f.failMissing && len(missing) > 0:
-		fmt.Fprintf(stderr, "kalab run: %d run%s of the baseline did not run (--fail-missing)\n", len(missing), plural(len(missing)))
+		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
 		return exitCheckFailed
 	}
 	return exitOK
