@@ -295,12 +295,13 @@ variants:
 	}
 }
 
-// TestExamplesLoad: the files in examples/ load and pass Check, as the README shows them.
+// TestExamplesLoad: the scenario files in examples/ (its top level; the subdirectories hold
+// CI and Kubernetes files) load and pass Check, as the README shows them.
 func TestExamplesLoad(t *testing.T) {
 	t.Parallel()
-	files, err := scenario.FindFiles([]string{"../../examples"})
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples/*.yaml: %v, %v", files, err)
 	}
 	p, err := scenario.LoadFiles(files)
 	if err != nil {
