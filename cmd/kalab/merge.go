@@ -87,7 +87,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 			return invalid("%s: filter: %v", shards[0].dir, err)
 		}
 	}
-	plan, _ := loadPlan(first.Files, stderr, log)
+	// Nothing runs here: the shards ran (and were checked) with their own --allow-remote.
+	plan, _ := loadPlan(first.Files, stderr, log, runner.CheckOptions{AllowRemote: true})
 	if plan == nil {
 		return invalid("cannot load the scenario files the shards ran (run kalab merge where kalab run --shard ran)")
 	}

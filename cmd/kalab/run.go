@@ -81,6 +81,7 @@ type runFlags struct {
 	htmlPath     string
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
+	allowRemote    bool
 	shardFlags
 }
 
@@ -101,6 +102,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
@@ -169,7 +171,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients,
+		AllowRemote: f.allowRemote}}
 	// Under the supervising parent the run id is the parent's, so it can close the results
 	// of a child that died.
 	inv.opt.RunID = supervisedRunID()
@@ -205,7 +208,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
 	var files []string
-	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log)
+	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
 	if inv.plan == nil {
 		return nil, exitInvalid, false
 	}

@@ -71,6 +71,19 @@ type Metrics struct {
 	BackendErrors           float64       `expr:"backend_errors" json:"backend_errors"`                       // failed backend attempts, retried ones included
 	BackendErrorsByClass    ErrorsByClass `expr:"backend_errors_by_class" json:"backend_errors_by_class"`     // the same by class: reset and eof are a dying connection
 	BackendProxyConnections float64       `expr:"backend_proxy_connections" json:"backend_proxy_connections"` // accepted by the balancer-server link
+	// ServerIdleCloses counts connections the server closed first after an idle period, as
+	// the proxy saw them on its upstream side (connection truth for any server).
+	ServerIdleCloses float64 `expr:"server_idle_closes" json:"server_idle_closes"`
+	// ServerIdleCloseMs is how long those connections had been idle when the server closed
+	// them; 0 when there were none.
+	ServerIdleCloseMs IdleClose `expr:"server_idle_close_ms" json:"server_idle_close_ms"`
+}
+
+// IdleClose summarises idle times before a close, in milliseconds (scenario time).
+type IdleClose struct {
+	Min float64 `expr:"min" json:"min"`
+	P50 float64 `expr:"p50" json:"p50"`
+	Max float64 `expr:"max" json:"max"`
 }
 
 // Names lists every metric name in dotted form, sorted.

@@ -61,6 +61,8 @@ type Run struct {
 	// Closes counts the run's connection closes by who closed and why, e.g.
 	// {"server": {"idle": 97, "end": 3}, "client": {"end": 1}}; nil when not recorded.
 	Closes map[string]map[string]int `json:"closes,omitempty"`
+	// Server names the server the run talked to.
+	Server *Server `json:"server,omitempty"`
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
 
@@ -163,4 +165,12 @@ type Conn struct {
 	// the observer cannot tell why).
 	Reason   string `json:"reason,omitempty"`
 	Requests int64  `json:"requests"` // requests the observer saw on it
+	// IdleMs is how long the connection had been idle when it closed, where the observer
+	// can tell (the proxy: since the server's last byte for a server's close, since the
+	// last byte either way for a client's).
+	IdleMs *float64 `json:"idle_ms,omitempty"`
+	// BytesUp and BytesDown are the bytes the proxy delivered to the server and to the
+	// client (side "proxy" only).
+	BytesUp   int64 `json:"bytes_up,omitempty"`
+	BytesDown int64 `json:"bytes_down,omitempty"`
 }

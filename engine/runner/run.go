@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
@@ -79,7 +83,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	if err == nil {
 		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
-		rec.Closes = conns.closes
+		rec.Closes, rec.Server = conns.closes, conns.server
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
@@ -139,6 +143,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 type connOutcome struct {
 	closes  map[string]map[string]int // closed_by -> reason -> count
 	written bool                      // the connection file was written
+	server  *report.Server            // the server the run talked to
 }
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
@@ -159,25 +164,58 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
 
-	scfg := serverConfig(st, scale)
-	// The connection id on every response ties the server's close records to the
-	// client's connections (the proxy between them gives each side its own ports).
-	scfg.Stamp = true
+	// The server: the embedded one, or a real program (or URL) the proxy puts in front of.
+	var srv *server.Server
+	var real *realserver.Server
 	var srvLog *serverLog
-	if ex != nil {
-		// Connection truth for a program kalab cannot trace comes from the server.
-		srvLog = newServerLog()
-		scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+	var up interface {
+		Addr() string
+		RootCAs() *x509.CertPool
+		ServerName() string
 	}
-	srv, err := server.Start(scfg)
-	if err != nil {
-		return m, co, err
+	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+		if ex != nil || st.Balancer != nil {
+			// Check refuses these at load time; kept here so no path reaches a nil server.
+			return m, co, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
+		}
+		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
+			return m, co, err
+		}
+		if real, err = realserver.Start(runCtx, rc); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("real server", real)
+		up = real
+		id := real.Identity()
+		co.server = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
+			URL: id.URL, ServerHeader: id.ServerHeader}
+		for _, l := range real.Logs() {
+			if rel, err := filepath.Rel(w.Dir, l); err == nil {
+				co.server.Logs = append(co.server.Logs, rel)
+			}
+		}
+	} else {
+		scfg := serverConfig(st, scale)
+		// The connection id on every response ties the server's close records to the
+		// client's connections (the proxy between them gives each side its own ports).
+		scfg.Stamp = true
+		if ex != nil {
+			// Connection truth for a program kalab cannot trace comes from the server.
+			srvLog = newServerLog()
+			scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+		}
+		if srv, err = server.Start(scfg); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("server", srv)
+		up = srv
+		co.server = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
 	}
-	defer closeWarn("server", srv)
-	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
-	// the proxy would add nothing but two descriptors per connection, which is what lets a
-	// 5,000-connection burst fit under a 20,000-descriptor limit.
-	target := srv.Addr()
+	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
+	// directly: the proxy would add nothing but two descriptors per connection, which is
+	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
+	// always has the proxy: it is where its connections are seen.
+	target := up.Addr()
 	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
 	// -> server, each link only when it has something to simulate.
 	var bal balancerHop
@@ -197,8 +235,14 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		target = bal.Addr()
 	}
 	var proxy *netsim.Proxy
+	var proxyLog connLog
 	if !direct(st) {
-		if proxy, err = netsim.Start(proxyConfig(st, scale, target)); err != nil {
+		pc := proxyConfig(st, scale, target)
+		if st.Balancer == nil {
+			// The proxy's upstream side is the server's: its closes are the server's.
+			pc.OnConn, pc.AllowRemoteUpstream = proxyLog.add, opt.AllowRemote
+		}
+		if proxy, err = netsim.Start(pc); err != nil {
 			return m, co, err
 		}
 		defer closeWarn("proxy", proxy)
@@ -210,7 +254,16 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if opt.NewClient != nil {
 			newClient = opt.NewClient
 		}
-		if cl, err = newClient(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())); err != nil {
+		ccfg := clientConfig(st, scale, target, up.RootCAs(), up.ServerName())
+		if real != nil {
+			if real.Identity().Kind == realserver.URL {
+				ccfg.TLS = strings.HasPrefix(st.Server.URL, "https://")
+			}
+			if p := real.Path(); p != "" {
+				ccfg.Path = p
+			}
+		}
+		if cl, err = newClient(ccfg); err != nil {
 			return m, co, fmt.Errorf("client: %w", err)
 		}
 	}
@@ -253,7 +306,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			if !ev.OK() && rq.ServerConn == 0 {
 				rq.ServerConn = serverOf[ev.ConnID]
 			}
-			if rq.ServerConn != 0 && !ev.OK() {
+			if rq.ServerConn != 0 && !ev.OK() && srv != nil {
 				if c, ok := srv.ConnClosed(rq.ServerConn); ok {
 					at := max(float64(c.Closed.Sub(start))/float64(time.Millisecond)/float64(scale), 0)
 					rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
@@ -313,9 +366,21 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		time.Sleep(5 * time.Millisecond)
 	}
 	timeWait, twErr := metrics.TimeWait(portOf(target))
-	reqMu.Lock()
-	conns := serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
-	reqMu.Unlock()
+	var conns []report.Conn
+	var proxyRecs []netsim.ConnRecord
+	if proxy != nil && st.Balancer == nil {
+		// Closing the proxy now records the links still open as closed at the run's end.
+		_ = proxy.Close()
+		proxyRecs = proxyLog.all()
+	}
+	if srv != nil {
+		reqMu.Lock()
+		conns = serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
+		reqMu.Unlock()
+	} else {
+		// A real server: the proxy's upstream side is the only connection truth.
+		conns = proxyConns(proxyRecs, start, loadEnd, float64(scale))
+	}
 	co.closes = closeCounts(conns)
 	if !opt.SkipRequests {
 		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
@@ -324,7 +389,18 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			co.written = true
 		}
 	}
-	ss := srv.Stats()
+	var ss server.Stats
+	if srv != nil {
+		ss = srv.Stats()
+	} else {
+		// A real server's own counters are not kalab's to read: its connections are the
+		// links that reached it.
+		for _, rec := range proxyRecs {
+			if rec.Connected > 0 {
+				ss.Connections++
+			}
+		}
+	}
 	var ps netsim.Stats
 	if proxy != nil {
 		ps = proxy.Stats()
@@ -350,6 +426,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	} else {
 		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
+	idleCloseMetrics(flat, proxyRecs, float64(scale))
 	if ex != nil || opt.NewClient != nil {
 		// What kalab controls counts, not what the client says: the connections it opened
 		// are those the link (or the server, without a link) accepted.
@@ -469,12 +546,15 @@ func portOf(addr string) int {
 	return n
 }
 
-// direct reports whether a run has no link to simulate.
-func direct(st scenario.Settings) bool { return st.Network.RTT == 0 && st.Network.Jitter == 0 }
+// direct reports whether a run has no link to simulate and the embedded server, so the
+// client can dial the server without the proxy.
+func direct(st scenario.Settings) bool {
+	return st.Network.RTT == 0 && st.Network.Jitter == 0 && realKind(st.Server) == ""
+}
 
 // open is how many connections are still open on the link (or at the server when direct).
 func open(srv *server.Server, proxy *netsim.Proxy) int64 {
-	if proxy != nil {
+	if proxy != nil || srv == nil {
 		return proxy.Stats().Open
 	}
 	return srv.Stats().Open

@@ -39,7 +39,8 @@ type Options struct {
 	// Judge, when set, sees each run's record after its checks and before it is written,
 	// and may add checks (the baseline comparison does).
 	Judge        func(*report.Run)
-	SkipRequests bool // do not write per-request files
+	SkipRequests bool // do not write per-request (and per-connection) files
+	AllowRemote  bool // a server.url may name a host outside loopback
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// skipped (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool

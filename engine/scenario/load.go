@@ -62,6 +62,30 @@ type Run struct {
 	Matrix map[string]string
 
 	durations []durationAt // every duration of Settings and where it was set
+	node      *yaml.Node   // the merged settings, for Position
+}
+
+// Position returns where the run's settings set a dotted field path (server.idle_timeout),
+// through the file, its variant or its matrix; ok is false when the file does not set it
+// (the value comes from a default or a preset).
+func (r *Run) Position(path string) (line, col int, ok bool) {
+	n := r.node
+	var key *yaml.Node
+	for _, part := range strings.Split(path, ".") {
+		key, n = lookup(n, part)
+		if n == nil {
+			return 0, 0, false
+		}
+	}
+	// A variant's value replaces the file's under the file's key, so a scalar's own
+	// position is where it was set.
+	if n = resolve(n); n != nil && n.Kind == yaml.ScalarNode && n.Line > 0 {
+		return n.Line, n.Column, true
+	}
+	if key != nil && key.Line > 0 {
+		return key.Line, key.Column, true
+	}
+	return 0, 0, false
 }
 
 // Assertion is a compiled expression and where it was written.
@@ -417,6 +441,7 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 				continue
 			}
 			r.Settings = settings
+			r.node = node
 			l.semantic(r, node)
 		}
 	}

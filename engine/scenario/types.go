@@ -65,6 +65,10 @@ type Server struct {
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
 	Response        Response `yaml:"response" json:"response"`
+	// Exec, Command and URL put a real server behind the proxy instead of the embedded one.
+	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
+	Command string `yaml:"command" json:"command,omitempty"` // a shell command with {port}
+	URL     string `yaml:"url" json:"url,omitempty"`         // a server the user runs
 }
 
 // Response is what the server answers to every request.
