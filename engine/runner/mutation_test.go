@@ -51,8 +51,12 @@ func TestSuiteFindingsCanFail(t *testing.T) {
 	dir := filepath.Join(filepath.Dir(self), "..", "..", "scenarios")
 	covered := map[string]bool{}
 	var table []string
+	only := os.Getenv("KALAB_MUTATION_FILE") // one file, e.g. 04-stale-race.yaml
 	for _, m := range mutations {
 		covered[m.file] = true
+		if only != "" && m.file != only {
+			continue
+		}
 		p, err := scenario.LoadFiles([]string{filepath.Join(dir, m.file)})
 		if err != nil {
 			t.Fatal(err)
@@ -85,11 +89,17 @@ func TestSuiteFindingsCanFail(t *testing.T) {
 		row := fmt.Sprintf("| `%s` | %s | %d | %s |", m.file, m.name, len(failed), firstOf(failed))
 		table = append(table, row)
 		t.Log(row)
+		for _, f := range failed {
+			t.Logf("  %s: %s", m.name, f)
+		}
 		if len(failed) == 0 {
 			t.Errorf("%s with %s: every check still passed", m.file, m.name)
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if only != "" {
+		files = nil
+	}
 	for _, f := range files {
 		if !covered[filepath.Base(f)] {
 			t.Errorf("%s has no mutation: add one that breaks its finding", filepath.Base(f))
