@@ -56,6 +56,16 @@ func newStdClient(cfg Config) *stdClient {
 		MaxIdleConnsPerHost: cfg.MaxIdle,
 		DisableCompression:  true, // count the bytes the server sent
 	}
+	if cfg.HTTP2 && cfg.Implementation != ImplGoNetHTTP && cfg.MaxConns == 0 {
+		// The model multiplexes: a burst of concurrent requests waits for the connection
+		// being dialed instead of dialing one each. Go's Transport dials once per waiting
+		// request until the first HTTP/2 connection is up (golang/go#13957, #27753, and
+		// #81646 for the wrapped implementation): 10,000 at once made 19,741 connections
+		// here. For HTTP/2, MaxConnsPerHost bounds the dials in progress, not the
+		// connections (net/http Transport docs), so a second connection still opens when
+		// the first one's streams are all in use. go-net-http keeps Go's own behaviour.
+		tr.MaxConnsPerHost = 1
+	}
 	if cfg.MaxIdle == 0 {
 		// kalab's 0 means unlimited; the Transport's 0 means 2.
 		tr.MaxIdleConnsPerHost = 1 << 30
