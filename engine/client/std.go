@@ -41,9 +41,25 @@ func newStdClient(cfg Config) *stdClient {
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			t0 := time.Now()
 			nc, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
+			}
+			if h := cfg.Handshake; h != nil {
+				if err := h(ctx, t0); err != nil {
+					nc.Close()
+					return nil, err
+				}
+				// httptrace's ConnectDone fired when the kernel connected; the request
+				// that started this dial books the simulated handshake as connect time.
+				if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
+					at.mu.Lock()
+					if !at.connectStart.IsZero() {
+						at.connect = time.Since(at.connectStart)
+					}
+					at.mu.Unlock()
+				}
 			}
 			s.stats.connections.Add(1)
 			return &idConn{Conn: nc, id: s.nextID.Add(1)}, nil
@@ -106,6 +122,9 @@ func (s *stdClient) Do(ctx context.Context, seq int) Event {
 	ev.Latency = time.Since(start)
 	return ev
 }
+
+// attemptKey carries a request's *attemptTrace to the dial it starts.
+type attemptKey struct{}
 
 // attemptTrace collects what httptrace reports during one RoundTrip.
 // Hooks of a dial the Transport started for this request may still run after RoundTrip
@@ -172,7 +191,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 			at.mu.Unlock()
 		},
 	}
-	actx := httptrace.WithClientTrace(ctx, trace)
+	actx := httptrace.WithClientTrace(context.WithValue(ctx, attemptKey{}, &at), trace)
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(actx, s.cfg.Timeout)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // Config describes one simulated link. Durations arrive already scaled by the
@@ -36,6 +38,9 @@ type Config struct {
 	// DefaultSpinWindow; a negative value makes each writer wait on a plain
 	// Go timer, trading that precision for a little CPU.
 	SpinWindow time.Duration
+	// Lag, when set, receives how late each chunk was released against its due time:
+	// the link's own measure of whether the machine kept its timing.
+	Lag *lag.Recorder
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
@@ -152,6 +157,31 @@ func loopbackAddr(hostport string) (string, error) {
 
 // Addr returns the host:port clients dial to go through the simulated link.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Handshake waits until a connection whose connect started at start would have its SYN-ACK
+// back: one RTT later. A client that calls it after connecting to Addr sees the simulated
+// TCP handshake as its connect time; its first bytes then reach the link when the link's
+// own model lets them through (1.5 RTT after the connect), so nothing else changes. The
+// wait goes through the same precise clock as the link, and its lateness is recorded in
+// Config.Lag like a chunk's.
+func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
+	due := start.Add(p.cfg.RTT)
+	var (
+		t *time.Timer
+		w waiter
+	)
+	if !p.waitUntil(due, ctx.Done(), &t, &w) {
+		if t != nil {
+			t.Stop()
+		}
+		return fmt.Errorf("simulated TCP handshake: %w", context.Cause(ctx))
+	}
+	if t != nil {
+		t.Stop()
+	}
+	p.cfg.Lag.Since(due)
+	return nil
+}
 
 // Stats returns a snapshot of the counters.
 func (p *Proxy) Stats() Stats {

@@ -17,6 +17,7 @@ type budget struct {
 	cond  *sync.Cond
 	free  int
 	total int
+	alone int // reruns waiting for the whole budget; nothing else starts meanwhile
 }
 
 func newBudget(total int) *budget {
@@ -37,7 +38,7 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 	defer stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.free < n {
+	for b.free < n || b.alone > 0 {
 		if ctx.Err() != nil {
 			return 0
 		}
@@ -45,6 +46,30 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 	}
 	b.free -= n
 	return n
+}
+
+// acquireAll waits until no run holds any unit and takes them all, so that a run is alone in
+// the process; runs asking for less wait behind it. It returns what it took, or 0 when ctx
+// ended first.
+func (b *budget) acquireAll(ctx context.Context) int {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alone++
+	defer func() { b.alone--; b.cond.Broadcast() }()
+	for b.free < b.total {
+		if ctx.Err() != nil {
+			return 0
+		}
+		b.cond.Wait()
+	}
+	b.free = 0
+	return b.total
 }
 
 func (b *budget) release(n int) {

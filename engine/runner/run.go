@@ -19,8 +19,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
-// execute performs one run and returns its record; it never returns without one.
-func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options) *report.Run {
+// settings are a run's settings with the invocation's overrides applied.
+func settings(r *scenario.Run, opt Options) scenario.Settings {
 	st := r.Settings
 	if opt.TimeScale > 0 {
 		st.TimeScale = opt.TimeScale
@@ -28,6 +28,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if opt.Seed != nil {
 		st.Load.Seed = *opt.Seed
 	}
+	return st
+}
+
+// execute performs one run and returns its record; it never returns without one. Its
+// timers report to tm, judged against tol.
+func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, tol map[string]time.Duration) *report.Run {
+	st := settings(r, opt)
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
@@ -40,12 +47,17 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, err := drive(ctx, w, sc, r, st, scale, opt)
+	m, err := drive(ctx, w, sc, r, st, scale, opt, tm)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
+	rec.Timing = judgeTiming(tm, tol)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
+	case rec.Timing.Noisy:
+		// Not a result: its checks are not evaluated, so it can neither pass nor fail. The
+		// scheduler reruns it alone, or ends it as an engine error.
+		rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
 	case err != nil:
 		rec.Status, rec.Error = report.StatusError, err.Error()
 	default:
@@ -67,7 +79,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Checks = append(rec.Checks, c)
 		}
 	}
-	if opt.Judge != nil {
+	if opt.Judge != nil && !rec.Timing.Noisy {
 		opt.Judge(rec)
 	}
 	ev := log.Info()
@@ -84,7 +96,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, tm *timers) (m check.Metrics, err error) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -92,7 +104,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
 
-	srv, err := server.Start(serverConfig(st, scale))
+	scfg := serverConfig(st, scale)
+	scfg.Lag = &tm.idle
+	srv, err := server.Start(scfg)
 	if err != nil {
 		return m, err
 	}
@@ -103,13 +117,19 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	target := srv.Addr()
 	var proxy *netsim.Proxy
 	if !direct(st) {
-		if proxy, err = netsim.Start(proxyConfig(st, scale, srv.Addr())); err != nil {
+		pcfg := proxyConfig(st, scale, srv.Addr())
+		pcfg.Lag = &tm.link
+		if proxy, err = netsim.Start(pcfg); err != nil {
 			return m, err
 		}
 		defer proxy.Close()
 		target = proxy.Addr()
 	}
-	cl, err := client.New(clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName()))
+	ccfg := clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())
+	if proxy != nil {
+		ccfg.Handshake = proxy.Handshake
+	}
+	cl, err := client.New(ccfg)
 	if err != nil {
 		return m, fmt.Errorf("client: %w", err)
 	}
@@ -125,14 +145,18 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
-	loadErr := load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
+	spec := loadSpec(st, scale)
+	spec.Lag = &tm.schedule
+	loadErr := load.Run(runCtx, spec, func(ctx context.Context, seq int) {
 		ev := cl.Do(ctx, seq)
 		if !ev.OK() && ctx.Err() != nil {
 			return // cut short by an interrupt or the deadline: not a result of the scenario
 		}
+		planned, ok := load.Scheduled(ctx)
+		planned = tm.queueWait(planned, ok, ev.Start)
 		agg.Add(ev)
 		if reqs != nil {
-			rq := requestRecord(ev, start, float64(scale))
+			rq := requestRecord(ev, start, planned, float64(scale))
 			reqMu.Lock()
 			reqs.Write(&rq)
 			reqMu.Unlock()
@@ -178,6 +202,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
 	}
+	tm.addMetrics(flat, float64(scale))
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
@@ -188,7 +213,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	return m, nil
 }
 
-func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
+func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) report.Request {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
@@ -197,6 +222,10 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
+	}
+	if !planned.IsZero() {
+		rq.ScheduledMs = max(ms(planned.Sub(runStart)), 0)
+		rq.QueueWaitMs = max(ms(ev.Start.Sub(planned)), 0)
 	}
 	return rq
 }

@@ -142,6 +142,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		}
 	}
 	conns := newBudget(total)
+	adm := newAdmission()
 	w, err := report.Create(opt.Out, opt.RunID)
 	if err != nil {
 		return nil, err
@@ -160,14 +161,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		go func() {
 			defer wg.Done()
 			for j := range queue {
-				held := conns.acquire(ctx, j.weight)
-				var rec *report.Run
-				if held == 0 {
-					rec = notStarted(j.sc, j.run, opt)
-				} else {
-					rec = execute(ctx, w, j.sc, j.run, opt)
-					conns.release(held)
-				}
+				rec := attempts(ctx, w, j, opt, conns, adm)
 				mu.Lock()
 				recs[j.idx] = rec
 				if err := w.WriteRun(rec); err != nil && writeErr == nil {
@@ -206,6 +200,61 @@ feed:
 	}
 	out.Interrupted = ctx.Err() != nil
 	return out, writeErr
+}
+
+// MaxAttempts bounds how often a noisy run is tried: once among the others, then once alone
+// (each rerun costs the whole machine for the run's length, so CI time stays bounded).
+const MaxAttempts = 2
+
+// attempts runs a job until it is not noisy or MaxAttempts is reached. The first attempt
+// is admitted by measured headroom among the runs in flight; a rerun waits until it has the
+// process to itself. A run still noisy alone ends as an engine error: the machine could not
+// hold its timing, and no verdict is given.
+func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *budget, adm *admission) *report.Run {
+	st := settings(j.run, opt)
+	tol := tolerances(st, scaler(st.TimeScale))
+	var reruns []string
+	for attempt := 1; ; attempt++ {
+		tm := &timers{}
+		var held int
+		if attempt == 1 {
+			held = conns.acquire(ctx, j.weight)
+			if held > 0 {
+				if ok, _ := adm.admit(ctx, tm, tol); !ok {
+					conns.release(held)
+					held = 0
+				}
+			}
+		} else {
+			held = conns.acquireAll(ctx)
+			if held > 0 {
+				adm.add(tm, tol)
+			}
+		}
+		if held == 0 {
+			return notStarted(j.sc, j.run, opt)
+		}
+		rec := execute(ctx, w, j.sc, j.run, opt, tm, tol)
+		adm.remove(tm)
+		conns.release(held)
+		if rec.Timing == nil {
+			return rec
+		}
+		rec.Timing.Attempt, rec.Timing.Reruns = attempt, reruns
+		if !rec.Timing.Noisy || ctx.Err() != nil {
+			return rec
+		}
+		reruns = append(reruns, fmt.Sprintf("attempt %d: %s", attempt, rec.Timing.Reason))
+		if attempt >= MaxAttempts {
+			rec.Timing.Reruns = reruns
+			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempts were noisy, %d of them alone (%s); "+
+				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
+				attempt, attempt-1, rec.Timing.Reason)
+			return rec
+		}
+		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
+			Str("reason", rec.Timing.Reason).Msg("run was noisy; rerunning it alone")
+	}
 }
 
 // compare evaluates a scenario's compare checks over the runs that ran.

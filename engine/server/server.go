@@ -312,9 +312,11 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			return
 		}
 		ci := v.(*connInfo)
-		if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 && !s.closing.Load() &&
-			time.Since(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
-			s.idleCloses.Add(1)
+		if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 && !s.closing.Load() {
+			if idle := time.Since(time.Unix(0, since)); idle >= s.cfg.IdleTimeout-idleSlack {
+				s.idleCloses.Add(1)
+				s.cfg.Lag.Add(idle - s.cfg.IdleTimeout)
+			}
 		}
 		s.histMu.Lock()
 		s.closedBy[ci.requests.Load()]++
