@@ -131,4 +131,3 @@ func TestSummaryCountsReruns(t *testing.T) {
 		}
 	}
 }
-
