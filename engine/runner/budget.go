@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -88,9 +90,12 @@ func connWeight(concurrency, requests int) int {
 }
 
 // fileBudget raises the descriptor limit toward what the plan wants and returns how many
-// simulated connections may be open at once. It fails only when even the largest single run
-// cannot fit.
-func fileBudget(weights []int, parallel int) (int, error) {
+// simulated connections may be open at once. The descriptors already open (inherited from
+// the parent process, or held by the program embedding kalab) count against the limit, so a
+// run is never started with fewer descriptors than it needs, which would surface as request
+// errors (resets, refused connects) indistinguishable from the races kalab measures. A run
+// larger than the budget is not started: tooBig says why, and it ends as an engine error.
+func fileBudget(weights []int, parallel int) (total int, tooBig func(weight int) string, err error) {
 	const reserve = 256 // logs, result files, listeners
 	per := netsim.DescriptorsPerConn
 	sorted := slices.Clone(weights)
@@ -100,14 +105,35 @@ func fileBudget(weights []int, parallel int) (int, error) {
 	for _, w := range sorted[:min(parallel, len(sorted))] {
 		sum += w
 	}
-	if err := netsim.RaiseFileLimit(uint64(per*sum + reserve)); err != nil {
-		if err := netsim.RaiseFileLimit(uint64(per*largest + reserve)); err != nil {
-			return 0, err
-		}
+	inUse := openDescriptors()
+	if err := netsim.RaiseFileLimit(uint64(per*sum + reserve + inUse)); err != nil {
+		// As far as it goes: the runs that do not fit say so one by one.
+		_ = netsim.RaiseFileLimit(uint64(per*largest + reserve + inUse))
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return max(int((lim.Cur-reserve)/uint64(per)), largest), nil
+	free := max(int(lim.Cur)-reserve-inUse, 0)
+	total = max(free/per, 1)
+	tooBig = func(weight int) string {
+		if per*weight <= free {
+			return ""
+		}
+		return fmt.Sprintf("not started: the run needs %d file descriptors (%d connections, %d each) but only %d are free: "+
+			"the limit is %d (hard %d) and %d are already open, most likely inherited from the parent process; "+
+			"close them (or start kalab from a shell that does not pass them on), raise the limit (ulimit -n), or simulate fewer connections",
+			per*weight, weight, per, free, lim.Cur, lim.Max, inUse)
+	}
+	return total, tooBig, nil
+}
+
+// openDescriptors counts the process's open file descriptors (/proc/self/fd); 0 where that
+// cannot be read, which leaves the budget as it was before this count existed.
+func openDescriptors() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return max(len(ents)-1, 0) // the directory's own descriptor while it is read
 }

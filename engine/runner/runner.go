@@ -91,7 +91,8 @@ type job struct {
 	sc     *scenario.Scenario
 	run    *scenario.Run
 	idx    int
-	weight int // connections it may hold open at once
+	weight int    // connections it may hold open at once
+	tooBig string // why the run cannot get its descriptors; empty when it can
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -130,9 +131,12 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	}
 	// Client, proxy (two sockets) and server each hold a descriptor per simulated
 	// connection when they share this process.
-	total, err := fileBudget(weights, opt.Parallel)
+	total, tooBig, err := fileBudget(weights, opt.Parallel)
 	if err != nil {
 		return nil, err
+	}
+	for i := range jobs {
+		jobs[i].tooBig = tooBig(jobs[i].weight)
 	}
 	// A burst of thousands of connections keeps both cores busy for a second or two, long
 	// enough to delay a neighbour's timers by tens of milliseconds: such runs run alone.
@@ -211,6 +215,11 @@ const MaxAttempts = 2
 // process to itself. A run still noisy alone ends as an engine error: the machine could not
 // hold its timing, and no verdict is given.
 func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *budget, adm *admission) *report.Run {
+	if j.tooBig != "" {
+		rec := notStarted(j.sc, j.run, opt)
+		rec.Status, rec.Error = report.StatusError, j.tooBig
+		return rec
+	}
 	st := settings(j.run, opt)
 	tol := tolerances(st, scaler(st.TimeScale))
 	var reruns []string
