@@ -54,6 +54,9 @@ type Metrics struct {
 	PeakRSSMB         float64       `expr:"peak_rss_mb" json:"peak_rss_mb"`
 	// TimeWait is the sockets left in TIME_WAIT on the client-proxy link when the run
 	// ended (read from /proc/net/tcp): what a connection-churning client leaves behind.
+	// Only the run's own sockets count: the link's port paired with a client port the link
+	// accepted, at whichever end closed first (the client's socket when the client closes,
+	// the link's server-side socket when the server does).
 	TimeWait float64 `expr:"time_wait" json:"time_wait"`
 	// LagMs is how late the timers that carry the model fired against their plan, per
 	// source: the machine's own account of whether it kept the scenario's timing.

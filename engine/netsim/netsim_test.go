@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -556,7 +557,7 @@ func TestJitterSeeded(t *testing.T) {
 		out := make([]time.Duration, 50)
 		for i := range out {
 			out[i] = p.oneWay()
-			within(t, "one-way delay", out[i], 40*time.Millisecond, 60*time.Millisecond)
+			within(t, "one-way delay", out[i], 50*time.Millisecond, 60*time.Millisecond)
 		}
 		return out
 	}
@@ -566,6 +567,40 @@ func TestJitterSeeded(t *testing.T) {
 	}
 	if fmt.Sprint(a) == fmt.Sprint(c) {
 		t.Error("different seeds gave the same jitter")
+	}
+}
+
+// TestJitterIsOneSidedUniform checks the jitter model of Config.Jitter on 20,000 draws:
+// never below RTT/2 nor above RTT/2+Jitter, mean RTT/2+Jitter/2, and each quarter of the
+// range drawn a quarter of the time (a chi-square test at 3 degrees of freedom, p = 0.001).
+func TestJitterIsOneSidedUniform(t *testing.T) {
+	t.Parallel()
+	const half, j, n = 50 * time.Millisecond, 10 * time.Millisecond, 20000
+	p, err := Start(Config{Upstream: "127.0.0.1:9", RTT: 2 * half, Jitter: j, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var sum float64
+	var quarters [4]float64
+	for range n {
+		d := p.oneWay()
+		if d < half || d > half+j {
+			t.Fatalf("one-way delay %v outside [%v, %v]", d, half, half+j)
+		}
+		x := float64(d - half)
+		sum += x
+		quarters[min(int(4*x/float64(j)), 3)]++
+	}
+	if mean := sum / n; math.Abs(mean-float64(j)/2) > 0.02*float64(j) {
+		t.Errorf("mean extra delay %v, want %v", time.Duration(mean), j/2)
+	}
+	chi := 0.0
+	for _, q := range quarters {
+		chi += (q - n/4) * (q - n/4) / (n / 4)
+	}
+	if chi > 16.27 {
+		t.Errorf("quarters %v: chi-square %.1f > 16.27, not uniform", quarters, chi)
 	}
 }
 

@@ -20,9 +20,12 @@ type Config struct {
 	Upstream string
 	// RTT is the full round trip; each direction is delayed RTT/2.
 	RTT time.Duration
-	// Jitter, when positive, adds a per-chunk delay drawn uniformly from
-	// [-Jitter, +Jitter]. It never reorders chunks: a chunk is never released
-	// before the one that arrived ahead of it.
+	// Jitter, when positive, adds to each chunk's one-way delay an extra delay
+	// drawn uniformly from [0, Jitter]: one-sided, because a path's propagation
+	// delay is a floor that queueing only adds to, and a scenario's rtt stays
+	// the fastest a round trip can be. A round trip then takes RTT plus the sum
+	// of two draws (mean RTT+Jitter, at most RTT+2*Jitter). It never reorders
+	// chunks: a chunk is never released before the one that arrived ahead of it.
 	Jitter time.Duration
 	// Seed seeds the jitter generator so a run can be repeated exactly.
 	Seed int64
@@ -79,6 +82,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	links  map[*link]struct{}
+	peers  map[int]struct{} // client ports of every accepted connection
 
 	accepted, open, peakOpen atomic.Int64
 	bytesUp, bytesDown       atomic.Int64
@@ -132,6 +136,7 @@ func Start(cfg Config) (*Proxy, error) {
 		cancel: cancel,
 		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
 		links:  make(map[*link]struct{}),
+		peers:  make(map[int]struct{}),
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -181,6 +186,15 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 	}
 	p.cfg.Lag.Since(due)
 	return nil
+}
+
+// AcceptedFrom reports whether the proxy accepted a connection from the client port peer:
+// what tells this link's sockets from another's that reuse its port numbers.
+func (p *Proxy) AcceptedFrom(peer int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.peers[peer]
+	return ok
 }
 
 // Stats returns a snapshot of the counters.
@@ -246,6 +260,9 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.links[l] = struct{}{}
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			p.peers[a.Port] = struct{}{}
+		}
 		p.wg.Add(1)
 		// Counted under the lock so a concurrent Close cannot remove the
 		// link before it was counted.
@@ -269,17 +286,14 @@ func (p *Proxy) removeLink(l *link) {
 	p.open.Add(-1)
 }
 
-// oneWay returns the delay of one chunk in one direction: RTT/2 plus jitter,
-// never negative.
+// oneWay returns the delay of one chunk in one direction: RTT/2 plus a jitter
+// drawn uniformly from [0, Jitter].
 func (p *Proxy) oneWay() time.Duration {
 	d := p.cfg.RTT / 2
 	if j := p.cfg.Jitter; j > 0 {
 		p.rngMu.Lock()
-		d += time.Duration(p.rng.Int64N(int64(2*j)+1)) - j
+		d += time.Duration(p.rng.Int64N(int64(j) + 1))
 		p.rngMu.Unlock()
-		if d < 0 {
-			d = 0
-		}
 	}
 	return d
 }

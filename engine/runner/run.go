@@ -179,7 +179,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	for open(srv, proxy) > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	timeWait, twErr := metrics.TimeWait(portOf(target))
+	// Only this run's sockets: the link's port and the client ports it accepted.
+	own := srv.AcceptedFrom
+	if proxy != nil {
+		own = proxy.AcceptedFrom
+	}
+	timeWait, twErr := metrics.TimeWaitOwn(portOf(target), own)
 	cs := cl.Stats()
 	ss := srv.Stats()
 	var ps netsim.Stats

@@ -42,6 +42,7 @@ type Server struct {
 	maxOnOneConn, serverCloses, h1Responses atomic.Int64
 
 	conns    sync.Map // underlying net.Conn -> *connInfo, while open
+	peers    sync.Map // int client port of every accepted connection -> struct{}
 	histMu   sync.Mutex
 	closedBy map[int64]int64 // closed connections: requests served -> count
 
@@ -200,6 +201,12 @@ func hintValue(cfg Config) string {
 // Addr is the host:port the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// AcceptedFrom reports whether the server accepted a connection from the client port peer.
+func (s *Server) AcceptedFrom(peer int) bool {
+	_, ok := s.peers.Load(peer)
+	return ok
+}
+
 // RootCAs returns a pool that trusts the server's in-memory certificate, or nil for a
 // plain-TCP server. Clients verify with it; nothing in kalab skips verification.
 func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
@@ -288,6 +295,9 @@ func underlying(c net.Conn) net.Conn {
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	ci := &connInfo{}
 	s.conns.Store(underlying(c), ci)
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		s.peers.Store(a.Port, struct{}{})
+	}
 	s.connWG.Add(1)
 	s.connections.Add(1)
 	s.open.Add(1)
