@@ -164,3 +164,6 @@ func (p *Probe) Stop() Summary {
 	<-p.done
 	return p.rec.Summary()
 }
+
+// Summary returns what the probe measured so far, without stopping it.
+func (p *Probe) Summary() Summary { return p.rec.Summary() }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/lag"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -96,6 +97,8 @@ func TestRoundTripCosts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, pool := httpServer(t, tc.tls)
 			p := startProxy(t, addr, rtt)
+			probe := lag.StartProbe(time.Millisecond)
+			defer probe.Stop()
 			c := httpClient(t, pool, tc.keepAlive)
 			scheme := "http"
 			if tc.tls {
@@ -106,7 +109,7 @@ func TestRoundTripCosts(t *testing.T) {
 			get(t, httpClient(t, pool, false), scheme, addr)
 			if tc.keepAlive {
 				// The first request opens the connection; later ones reuse it.
-				within(t, "first request", get(t, c, scheme, p.Addr()), 2*rtt, 2*rtt+slack)
+				within(t, "first request", get(t, c, scheme, p.Addr()), 2*rtt, 2*rtt+slack+4*lateness(p, probe))
 			}
 			want := time.Duration(tc.rtts * float64(rtt))
 			var lat []time.Duration
@@ -123,7 +126,18 @@ func TestRoundTripCosts(t *testing.T) {
 				// Under -race a handshake costs tens of milliseconds of CPU.
 				margin += rtt / 4
 			}
-			within(t, "median request", lat[1], want, want+margin)
+			// A busy machine makes every modeled trip later by up to what the link and a
+			// probe goroutine measured: widen by that, once per one-way trip, rather than
+			// fail because other work held the CPU; skip when it swamps the model.
+			late := lateness(p, probe)
+			if late > rtt/4 {
+				t.Skipf("timers ran up to %v late on this machine; a %v round trip cannot be judged", late, rtt)
+			}
+			extra := time.Duration(2*tc.rtts) * late
+			if extra > slack {
+				t.Logf("widening the bound by %v: timers ran up to %v late", extra, late)
+			}
+			within(t, "median request", lat[1], want, want+margin+extra)
 			st := p.Stats()
 			wantConns := int64(3)
 			if tc.keepAlive {
