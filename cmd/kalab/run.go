@@ -11,102 +11,27 @@ import (
 	"regexp"
 	"syscall"
 
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
+// cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
-	out := fs.String("out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
-	parallel := fs.IntP("parallel", "p", runner.DefaultParallel, "runs at once")
-	timeScale := fs.Float64("time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
-	seed := fs.Int64("seed", 0, "override every run's load.seed")
-	filter := fs.String("filter", "", "run only runs whose scenario/variant matches this regular expression")
-	noRequests := fs.Bool("no-requests", false, "do not write per-request files")
-	baselinePath := fs.String("baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
-	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
-	failMissing := fs.Bool("fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
-	junitPath := fs.String("junit", "", "also write a JUnit XML report to this file")
-	if ok, code := parseFlags(fs, args); !ok {
+	f, code, ok := parseRunFlags(args, stderr)
+	if !ok {
 		return code
 	}
-	log, err := lo.logger(stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "kalab run: %v\n", err)
-		return exitInvalid
+	inv, code, ok := prepareRun(f, stderr)
+	if !ok {
+		return code
 	}
-	opt := runner.Options{Out: *out, Parallel: *parallel, KalabVersion: kalabVersion(), Log: log, SkipRequests: *noRequests}
-	if fs.Changed("time-scale") {
-		if *timeScale <= 0 || *timeScale > 100 {
-			fmt.Fprintf(stderr, "kalab run: --time-scale must be more than 0 and at most 100\n")
-			return exitInvalid
-		}
-		opt.TimeScale = *timeScale
-	}
-	if fs.Changed("seed") {
-		opt.Seed = seed
-	}
-	if *parallel < 1 {
-		fmt.Fprintf(stderr, "kalab run: --parallel must be at least 1\n")
-		return exitInvalid
-	}
-	if *filter != "" {
-		re, err := regexp.Compile(*filter)
-		if err != nil {
-			fmt.Fprintf(stderr, "kalab run: --filter: %v\n", err)
-			return exitInvalid
-		}
-		opt.Filter = re
-	}
-	flagTols, err := parseTolerances(*tolFlags)
-	if err != nil {
-		fmt.Fprintf(stderr, "kalab run: --tolerance %v\n", err)
-		return exitInvalid
-	}
-	if (len(flagTols) > 0 || *failMissing) && *baselinePath == "" {
-		fmt.Fprintf(stderr, "kalab run: --tolerance and --fail-missing need --baseline\n")
-		return exitInvalid
-	}
-	if *junitPath != "" {
-		if err := checkWritableDir(*junitPath); err != nil {
-			fmt.Fprintf(stderr, "kalab run: --junit: %v\n", err)
-			return exitInvalid
-		}
-	}
-	var cmp *report.Comparer
-	if *baselinePath != "" {
-		base, err := report.LoadBaseline(*baselinePath)
-		if err != nil {
-			fmt.Fprintf(stderr, "kalab run: %v\n", err)
-			return exitInvalid
-		}
-		cmp = &report.Comparer{Baseline: base}
-	}
-	plan, _ := loadPlan(fs.Args(), stderr, log)
-	if plan == nil {
-		return exitInvalid
-	}
-	if cmp != nil {
-		cmp.Tolerances = report.PlanTolerances(plan, flagTols)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var progress *bars
-	if isTerminal(stdout) {
-		progress = newBars(stdout)
-		opt.Observer = progress
-	}
-	if cmp != nil {
-		// Each run is compared as it ends, before its record is written, so that the
-		// regressions are in results.jsonl as failed checks of kind baseline.
-		opt.Judge = func(rec *report.Run) { cmp.Apply(rec) }
-	}
-	outcome, err := runner.Execute(ctx, plan, opt)
-	if progress != nil {
-		progress.Wait()
-	}
+	outcome, err := executeRun(ctx, inv, stdout)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		if errors.Is(err, runner.ErrNoRuns) {
@@ -114,40 +39,177 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitEngine
 	}
-	if serr := report.Summary(stdout, outcome.Runs, outcome.Scenarios); serr != nil && err == nil {
-		err = serr
+	missing, rerr := reportRun(f, inv, outcome, stdout)
+	if err == nil {
+		err = rerr
 	}
-	var missing []report.RunDiff
-	if cmp != nil {
+	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	return runExitCode(f, outcome, missing, err, stderr)
+}
+
+// runFlags holds `kalab run`'s parsed flags.
+type runFlags struct {
+	fs           *pflag.FlagSet
+	log          zerolog.Logger
+	out          string
+	parallel     int
+	timeScale    float64
+	seed         int64
+	filter       string
+	noRequests   bool
+	baselinePath string
+	tolerances   []string
+	failMissing  bool
+	junitPath    string
+}
+
+// parseRunFlags reads the flags and checks each on its own; ok is false when the command
+// must end with code.
+func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
+	f = &runFlags{fs: fs}
+	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
+	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
+	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
+	fs.Int64Var(&f.seed, "seed", 0, "override every run's load.seed")
+	fs.StringVar(&f.filter, "filter", "", "run only runs whose scenario/variant matches this regular expression")
+	fs.BoolVar(&f.noRequests, "no-requests", false, "do not write per-request files")
+	fs.StringVar(&f.baselinePath, "baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
+	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
+	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
+	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	if ok, code := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	log, err := lo.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab run: %v\n", err)
+		return nil, exitInvalid, false
+	}
+	f.log = log
+	invalid := func(format string, a ...any) (*runFlags, int, bool) {
+		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
+		return nil, exitInvalid, false
+	}
+	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
+		return invalid("--time-scale must be more than 0 and at most 100")
+	}
+	if f.parallel < 1 {
+		return invalid("--parallel must be at least 1")
+	}
+	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
+		return invalid("--tolerance and --fail-missing need --baseline")
+	}
+	if f.junitPath != "" {
+		if err := checkWritableDir(f.junitPath); err != nil {
+			return invalid("--junit: %v", err)
+		}
+	}
+	return f, 0, true
+}
+
+// invocation is what one `kalab run` executes: the runner's options, the plan and the
+// baseline it is judged against (nil without --baseline).
+type invocation struct {
+	opt  runner.Options
+	plan *scenario.Plan
+	cmp  *report.Comparer
+}
+
+// prepareRun turns the flags into runner options, loads the baseline and the plan.
+func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bool) {
+	fail := func(format string, a ...any) (*invocation, int, bool) {
+		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
+		return nil, exitInvalid, false
+	}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	if f.fs.Changed("time-scale") {
+		inv.opt.TimeScale = f.timeScale
+	}
+	if f.fs.Changed("seed") {
+		inv.opt.Seed = &f.seed
+	}
+	if f.filter != "" {
+		re, err := regexp.Compile(f.filter)
+		if err != nil {
+			return fail("--filter: %v", err)
+		}
+		inv.opt.Filter = re
+	}
+	flagTols, err := parseTolerances(f.tolerances)
+	if err != nil {
+		return fail("--tolerance %v", err)
+	}
+	if f.baselinePath != "" {
+		base, err := report.LoadBaseline(f.baselinePath)
+		if err != nil {
+			return fail("%v", err)
+		}
+		inv.cmp = &report.Comparer{Baseline: base}
+	}
+	inv.plan, _ = loadPlan(f.fs.Args(), stderr, f.log)
+	if inv.plan == nil {
+		return nil, exitInvalid, false
+	}
+	if inv.cmp != nil {
+		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
+		// Each run is compared as it ends, before its record is written, so that the
+		// regressions are in results.jsonl as failed checks of kind baseline.
+		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
+	}
+	return inv, 0, true
+}
+
+// executeRun runs the plan, with progress bars on a terminal.
+func executeRun(ctx context.Context, inv *invocation, stdout io.Writer) (*runner.Outcome, error) {
+	var progress *bars
+	if isTerminal(stdout) {
+		progress = newBars(stdout)
+		inv.opt.Observer = progress
+	}
+	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
+	if progress != nil {
+		progress.Wait()
+	}
+	return outcome, err
+}
+
+// reportRun prints the summary and the baseline verdicts, writes annotations and JUnit, and
+// returns the baseline runs that did not run.
+func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []report.RunDiff, err error) {
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
+	if cmp := inv.cmp; cmp != nil {
 		diffs := make([]report.RunDiff, 0, len(outcome.Runs))
 		for _, r := range outcome.Runs {
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
+			filter := inv.opt.Filter
 			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return opt.Filter == nil || opt.Filter.MatchString(sc+"/"+v)
+				return filter == nil || filter.MatchString(sc+"/"+v)
 			})
 		}
-		if serr := report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), *failMissing); serr != nil && err == nil {
-			err = serr
-		}
+		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		ws := os.Getenv("GITHUB_WORKSPACE")
-		if aerr := report.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws); aerr != nil && err == nil {
-			err = aerr
-		}
-		if aerr := report.AnnotateMissing(stdout, missing, *failMissing, ws); aerr != nil && err == nil {
-			err = aerr
-		}
+		keep(report.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
+		keep(report.AnnotateMissing(stdout, missing, f.failMissing, ws))
 	}
-	if *junitPath != "" {
-		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: *failMissing}
-		if jerr := writeJUnit(*junitPath, in); jerr != nil && err == nil {
-			err = jerr
-		}
+	if f.junitPath != "" {
+		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
+		keep(writeJUnit(f.junitPath, in))
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	return missing, err
+}
+
+// runExitCode maps the outcome to the exit code, most serious first.
+func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
 		fmt.Fprintln(stderr, "kalab run: interrupted; the runs that ended are recorded")
@@ -159,7 +221,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitEngine
 	case outcome.Failed():
 		return exitCheckFailed
-	case *failMissing && len(missing) > 0:
+	case f.failMissing && len(missing) > 0:
 		fmt.Fprintf(stderr, "kalab run: %d run%s of the baseline did not run (--fail-missing)\n", len(missing), plural(len(missing)))
 		return exitCheckFailed
 	}

@@ -51,6 +51,7 @@ type Config struct {
 	Path              string            // default "/"
 	Headers           map[string]string // extra request headers, e.g. Idempotency-Key
 	KeepAlive         bool              // reuse connections; false sends Connection: close and closes after each response
+	KeepAliveHeader   bool              // with KeepAlive, send "Connection: keep-alive" on HTTP/1.1 requests (Node, undici, requests)
 	IdleTimeout       time.Duration     // 0 = none; the clock starts when the response's last byte arrived
 	HonorHint         bool              // read the server's Keep-Alive: timeout=N hint
 	HintParser        string            // "node" (default) or "undici"; see HintNode and HintUndici
@@ -61,6 +62,7 @@ type Config struct {
 	MaxIdle           int               // idle connections kept; 0 = unlimited (the go-default preset sets 2)
 	Scheduling        string            // "lifo" (default) or "fifo"
 	LivenessCheck     bool              // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
+	LivenessEOFOnly   bool              // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
 	Timeout           time.Duration     // per attempt, from its start to the response's last byte; 0 = none
 	Retry             RetryPolicy       // visible retries; each attempt is counted in Event.Attempts
 }
@@ -73,6 +75,7 @@ type RetryPolicy struct {
 	IdempotentOnly bool         // only GET HEAD OPTIONS TRACE, or a request with an Idempotency-Key header
 	ReusedOnly     bool         // retry only when the failed attempt was on a reused connection
 	ZeroBytesOnly  bool         // curl: re-send only if a reused connection died before any response byte
+	Hidden         bool         // the re-send is the library's own (libcurl): counted in Stats.HiddenRetries and Event.HiddenRetries, not Retries or Attempts
 }
 
 // New builds the client the Config names. It validates the Config and returns an error

@@ -45,6 +45,8 @@ func buildRequest(cfg *Config) []byte {
 	}
 	if !cfg.KeepAlive {
 		b.WriteString("Connection: close\r\n")
+	} else if cfg.KeepAliveHeader {
+		b.WriteString("Connection: keep-alive\r\n")
 	}
 	b.WriteString("\r\n")
 	return []byte(b.String())

@@ -59,8 +59,14 @@ func pooledLifetime(cfg *Config, hint time.Duration, hasHint bool) (life time.Du
 		}
 		return h, true
 	}
-	// Node: the hint only shortens the agent timeout; with none, the hint rules.
-	if base == 0 || h < base {
+	// Node: the hint only ever shortens the agent's own timeout. An agent without one
+	// (new Agent({keepAlive: true}): timeout 0) keeps the socket until the server closes it,
+	// whatever the hint says, as long as hint - buffer > 0. lib/_http_agent.js
+	// keepSocketAlive (Node 20.20.2, printed by
+	// `node -e "console.log(require('http').Agent.prototype.keepSocketAlive.toString())"`):
+	//   if (serverHintTimeout === 0) canKeepSocketAlive = false;
+	//   else if (serverHintTimeout < agentTimeout) agentTimeout = serverHintTimeout;
+	if base > 0 && h < base {
 		return h, true
 	}
 	return base, true

@@ -3,17 +3,20 @@ package client
 import "syscall"
 
 // alive peeks at an idle socket without blocking, as urllib3 and curl do before reuse.
-// Nothing to read means alive; a FIN (0 bytes), an error such as ECONNRESET, or stray
-// bytes (a TLS close_notify, a late response) mean the connection must not be reused.
-func alive(rc syscall.RawConn) bool {
+// Nothing to read means alive; a FIN (0 bytes) or an error such as ECONNRESET means the
+// connection must not be reused. Stray bytes (a TLS close_notify, a late response) mean it
+// is gone too, unless eofOnly: libcurl's OpenSSL check (ossl_check_cxn in
+// lib/vtls/openssl.c: recv(MSG_PEEK) of 1 byte returns "connection still in place") takes
+// waiting bytes for a live connection, so a server's close_notify hides its close.
+func alive(rc syscall.RawConn, eofOnly bool) bool {
 	if rc == nil {
 		return true
 	}
 	var buf [1]byte
 	ok := false
 	err := rc.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		ok = err == syscall.EAGAIN
+		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = err == syscall.EAGAIN || (eofOnly && err == nil && n > 0)
 		return true // never wait for readiness: this is a peek
 	})
 	return err == nil && ok

@@ -116,7 +116,15 @@ func (m *model) Do(ctx context.Context, seq int) Event {
 		if !shouldRetry(m.cfg.Retry, idem, ev.Attempts, r) {
 			break
 		}
-		m.stats.retries.Add(1)
+		if m.cfg.Retry.Hidden {
+			m.stats.hiddenRetries.Add(1)
+		} else {
+			m.stats.retries.Add(1)
+		}
+	}
+	if m.cfg.Retry.Hidden {
+		// The caller of a library that re-sends on its own sees one attempt.
+		ev.HiddenRetries, ev.Attempts = ev.Attempts-1, 1
 	}
 	ev.Latency = time.Since(start)
 	return ev
@@ -208,7 +216,7 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event) (*pconn,
 	now := time.Now()
 	for len(m.idle) > 0 {
 		c := m.popIdle()
-		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !alive(c.raw)) {
+		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !alive(c.raw, m.cfg.LivenessEOFOnly)) {
 			m.open--
 			dead = append(dead, c)
 			continue

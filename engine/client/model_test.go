@@ -93,7 +93,8 @@ func TestHintPerprofile(t *testing.T) {
 	}{
 		{"node-agent", "timeout=1", 0, false, 0},
 		{"undici", "timeout=2", 0, false, 0},
-		{"node-agent", "timeout=5", 0, true, 4 * time.Second},
+		{"node-agent", "timeout=5", 0, true, 0}, // no agent timeout: the hint cannot shorten it
+		{"node-global-agent", "timeout=5", 0, true, 4 * time.Second},
 		{"node-agent", "max=100, timeout=5", 0, true, 0}, // anchored regex: not read
 		{"undici", "max=100, timeout=5", 0, true, 3 * time.Second},
 		{"undici", "timeout=10", 0, true, 8 * time.Second},            // replaces the 4 s default
@@ -333,20 +334,29 @@ func Exampleprofile() {
 	// Output: 4s undici 2s
 }
 
-// TestHintLifetimeInRealTime: Keep-Alive: timeout=2 with a 1 s buffer pools a connection
-// for 1 s from the response: reused at once, replaced after 1.6 s.
+// TestHintLifetimeInRealTime: Keep-Alive: timeout=2 with a 1 s buffer shortens the global
+// agent's 5 s timeout to 1 s from the response: reused at once, replaced after 1.6 s. An
+// agent with no timeout of its own (new Agent({keepAlive: true})) keeps the same socket.
 func TestHintLifetimeInRealTime(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, func(s *serverConn) bool { return s.reply("Keep-Alive: timeout=2\r\n", "ok") == nil })
-	cfg, _ := profile("node-agent")
-	cfg.Addr = srv.addr
-	c := mustNew(t, cfg)
-	wantOK(t, do(t, c, 0))
-	if ev := do(t, c, 1); !ev.Reused {
-		t.Fatalf("%+v: want reuse inside the hinted lifetime", ev)
-	}
-	time.Sleep(1600 * time.Millisecond)
-	if ev := do(t, c, 2); ev.Reused || ev.ConnID != 2 {
-		t.Fatalf("%+v: want a new connection after the hinted lifetime", ev)
+	for _, tc := range []struct {
+		preset      string
+		reusedAfter bool
+	}{{"node-global-agent", false}, {"node-agent", true}} {
+		t.Run(tc.preset, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, 0, func(s *serverConn) bool { return s.reply("Keep-Alive: timeout=2\r\n", "ok") == nil })
+			cfg, _ := profile(tc.preset)
+			cfg.Addr = srv.addr
+			c := mustNew(t, cfg)
+			wantOK(t, do(t, c, 0))
+			if ev := do(t, c, 1); !ev.Reused {
+				t.Fatalf("%+v: want reuse inside the hinted lifetime", ev)
+			}
+			time.Sleep(1600 * time.Millisecond)
+			if ev := do(t, c, 2); ev.Reused != tc.reusedAfter {
+				t.Fatalf("%+v after 1.6 s: reused %v, want %v", ev, ev.Reused, tc.reusedAfter)
+			}
+		})
 	}
 }

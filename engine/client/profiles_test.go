@@ -30,8 +30,10 @@ var profiles = map[string]Config{
 	// libcurl, one process: CURLOPT_MAXAGE_CONN 118 s, liveness check before reuse, re-send
 	// (any method, up to 5 times) when a reused connection died before any response byte.
 	// Which idle connection curl picks first is unverified; lifo is assumed.
-	"curl-multi": {KeepAlive: true, IdleTimeout: 118 * time.Second, LivenessCheck: true, Scheduling: LIFO,
-		Retry: RetryPolicy{Attempts: 5, On: []ErrorClass{ClassReset, ClassEOF}, ReusedOnly: true, ZeroBytesOnly: true}},
+	// The check takes a waiting TLS close_notify for a live connection, and the re-sends
+	// are libcurl's own, invisible to the caller.
+	"curl-multi": {KeepAlive: true, IdleTimeout: 118 * time.Second, LivenessCheck: true, LivenessEOFOnly: true, Scheduling: LIFO,
+		Retry: RetryPolicy{Attempts: 5, On: []ErrorClass{ClassReset, ClassEOF}, ReusedOnly: true, ZeroBytesOnly: true, Hidden: true}},
 }
 
 // profile returns a copy of the named profile.

@@ -216,6 +216,9 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		}
 		req.Header.Set(k, v)
 	}
+	if s.cfg.KeepAliveHeader && s.cfg.KeepAlive && !s.cfg.HTTP2 {
+		req.Header.Set("Connection", "keep-alive")
+	}
 	resp, err := s.tr.RoundTrip(req)
 	// The trace hooks may still run on Transport goroutines for an abandoned dial, but
 	// every hook for this request's tries has run once RoundTrip returns.

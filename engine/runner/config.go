@@ -36,6 +36,7 @@ func serverConfig(st scenario.Settings, sc scaler) server.Config {
 		HTTP2:                s.HTTP == "2",
 		IdleTimeout:          sc.d(s.IdleTimeout),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
+		HintCountdown:        s.HintCountdown,
 		MaxRequests:          s.MaxRequests,
 		CloseEvery:           s.CloseEvery,
 		MaxConcurrentStreams: s.HTTP2MaxStreams,
@@ -71,7 +72,8 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		RootCAs:           roots,
 		ServerName:        serverName,
 		SessionResumption: c.SessionResumption,
-		HTTP2:             st.Server.HTTP == "2",
+		HTTP2:             speaksHTTP2(st),
+		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
 		Path:              c.Path,
 		Headers:           c.Headers,
@@ -86,6 +88,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
 		LivenessCheck:     c.LivenessCheck,
+		LivenessEOFOnly:   c.LivenessEOFOnly,
 		Timeout:           sc.d(c.Timeout),
 		Retry: client.RetryPolicy{
 			Attempts:       c.Retry.Attempts,
@@ -93,6 +96,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 			IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly:     c.Retry.ReusedOnly,
 			ZeroBytesOnly:  c.Retry.ZeroBytesOnly,
+			Hidden:         c.Retry.Hidden,
 		},
 	}
 	if cfg.Implementation == "go-net-http" {
@@ -105,6 +109,22 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
 	}
 	return cfg
+}
+
+// speaksHTTP2 says whether the run's requests go over HTTP/2: the server must offer it and
+// the client must take it on this transport (an HTTP/1.1-only client offers only http/1.1 in
+// ALPN; curl and Go's DefaultTransport use h2 only when TLS negotiates it).
+func speaksHTTP2(st scenario.Settings) bool {
+	if st.Server.HTTP != "2" {
+		return false
+	}
+	switch st.Client.HTTP2 {
+	case "never":
+		return false
+	case "tls":
+		return st.Server.TLS
+	}
+	return true
 }
 
 func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {

@@ -34,6 +34,7 @@ type Server struct {
 	IdleTimeout     Duration `yaml:"idle_timeout" json:"idle_timeout"`
 	KeepaliveHint   Hint     `yaml:"keepalive_hint" json:"keepalive_hint"`
 	HintOnlyIfAsked bool     `yaml:"hint_only_if_asked" json:"hint_only_if_asked"`
+	HintCountdown   bool     `yaml:"hint_countdown" json:"hint_countdown"`
 	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
@@ -61,7 +62,10 @@ type Client struct {
 	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
+	LivenessEOFOnly   bool              `yaml:"liveness_eof_only" json:"liveness_eof_only"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
+	HTTP2             string            `yaml:"http2" json:"http2"`
+	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
 	Method            string            `yaml:"method" json:"method"`
 	Path              string            `yaml:"path" json:"path"`
@@ -76,6 +80,7 @@ type Retry struct {
 	IdempotentOnly bool     `yaml:"idempotent_only" json:"idempotent_only"`
 	ReusedOnly     bool     `yaml:"reused_only" json:"reused_only"`
 	ZeroBytesOnly  bool     `yaml:"zero_bytes_only" json:"zero_bytes_only"`
+	Hidden         bool     `yaml:"hidden" json:"hidden"`
 }
 
 // Load is the request schedule.

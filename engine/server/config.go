@@ -70,6 +70,10 @@ type Config struct {
 	// HintOnlyIfAsked sends the hint only when the request carried
 	// "Connection: keep-alive", as Apache httpd does.
 	HintOnlyIfAsked bool
+	// HintCountdown makes the hint's max= the number of requests the connection will still
+	// take after this response (MaxRequests - n), as Apache httpd's ap_set_keepalive does,
+	// instead of repeating MaxRequests (Node).
+	HintCountdown bool
 	// MaxRequests caps requests per connection (0 = unlimited). It adds "max=N" to a
 	// timeout hint, and the last allowed response carries "Connection: close".
 	MaxRequests int

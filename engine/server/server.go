@@ -191,7 +191,7 @@ func hintValue(cfg Config) string {
 	default:
 		return ""
 	}
-	if cfg.MaxRequests > 0 {
+	if cfg.MaxRequests > 0 && !cfg.HintCountdown {
 		// Node appends the configured maxRequestsPerSocket unchanged on every response.
 		v += ", max=" + strconv.Itoa(cfg.MaxRequests)
 	}
@@ -397,6 +397,12 @@ func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
 			return
 		}
 		h["Connection"] = []string{"Keep-Alive"} // Apache answers the token in kind
+	}
+	if s.cfg.HintCountdown && s.cfg.MaxRequests > 0 && s.cfg.Hint != HintRaw {
+		// Apache: left = MaxKeepAliveRequests - keep-alive responses so far
+		// (modules/http/http_protocol.c ap_set_keepalive).
+		h["Keep-Alive"] = []string{s.hint + ", max=" + strconv.FormatInt(int64(s.cfg.MaxRequests)-n, 10)}
+		return
 	}
 	h["Keep-Alive"] = []string{s.hint}
 }

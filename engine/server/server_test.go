@@ -118,7 +118,7 @@ func TestKeepAliveHint(t *testing.T) {
 		{"only-if-asked-silent", Config{IdleTimeout: 5 * time.Second, Hint: HintOn, HintOnlyIfAsked: true, MaxRequests: 100}, "", "", ""},
 		{"client-close-no-hint", Config{IdleTimeout: 5 * time.Second, Hint: HintOn}, "Connection: close\r\n", "", "close"},
 		{"node-preset", Config{IdleTimeout: 6 * time.Second, Hint: HintDuration, HintDuration: 5 * time.Second} /* the node preset */, "", "timeout=5", ""},
-		{"apache-preset", Config{IdleTimeout: 5 * time.Second, Hint: HintOn, HintOnlyIfAsked: true, MaxRequests: 100} /* the apache preset */, "Connection: keep-alive\r\n", "timeout=5, max=100", "Keep-Alive"},
+		{"apache-preset", Config{IdleTimeout: 5 * time.Second, Hint: HintOn, HintOnlyIfAsked: true, HintCountdown: true, MaxRequests: 101} /* the apache preset */, "Connection: keep-alive\r\n", "timeout=5, max=100", "Keep-Alive"},
 		{"nginx-preset", Config{IdleTimeout: 75 * time.Second, Hint: HintOff, MaxRequests: 1000} /* the nginx preset */, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +137,25 @@ func TestKeepAliveHint(t *testing.T) {
 				t.Errorf("Connection = %q, want %q", got, tc.wantConn)
 			}
 		})
+	}
+}
+
+// Apache counts max= down: MaxKeepAliveRequests 100 gives max=100 on the first response,
+// max=1 on the hundredth and Connection: close on the hundred-and-first. Node repeats
+// maxRequestsPerSocket unchanged (the "on-max" case above).
+func TestHintCountdown(t *testing.T) {
+	t.Parallel()
+	s := start(t, Config{IdleTimeout: 5 * time.Second, Hint: HintOn, HintOnlyIfAsked: true, HintCountdown: true, MaxRequests: 101})
+	rc := dialRaw(t, s)
+	for i := 1; i <= 101; i++ {
+		resp, _, _ := rc.mustDo(t, "Connection: keep-alive\r\n")
+		want := fmt.Sprintf("timeout=5, max=%d", 101-i)
+		if i == 101 {
+			want = ""
+		}
+		if got := resp.Header.Get("Keep-Alive"); got != want || resp.Close != (i == 101) {
+			t.Fatalf("response %d: Keep-Alive %q close %v; want %q close %v", i, got, resp.Close, want, i == 101)
+		}
 	}
 }
 
