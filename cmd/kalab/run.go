@@ -69,7 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
 	f = &runFlags{fs: fs}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
-	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
+	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
 	fs.Int64Var(&f.seed, "seed", 0, "override every run's load.seed")
 	fs.StringVar(&f.filter, "filter", "", "run only runs whose scenario/variant matches this regular expression")
