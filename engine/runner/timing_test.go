@@ -131,3 +131,47 @@ func TestSummaryCountsReruns(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionWaitsForHeadroom: with a run in flight whose timers fire later than its
+// tolerance, no other run is admitted; once it keeps its time (or ends), one is.
+func TestAdmissionWaitsForHeadroom(t *testing.T) {
+	t.Parallel()
+	a := newAdmission()
+	busy := &timers{}
+	tol := map[string]time.Duration{srcLink: time.Millisecond}
+	if ok, n := a.admit(context.Background(), busy, tol); !ok || n != 0 {
+		t.Fatalf("the first run must start at once: ok=%v backoffs=%d", ok, n)
+	}
+	stop := make(chan struct{})
+	late := make(chan struct{})
+	go func() {
+		defer close(late)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				busy.link.Add(5 * time.Millisecond) // every timer over the 1 ms tolerance
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*admitWindow)
+	defer cancel()
+	if ok, n := a.admit(ctx, &timers{}, tol); ok || n < 3 {
+		t.Fatalf("admitted beside a run over its tolerance: ok=%v backoffs=%d", ok, n)
+	}
+	close(stop)
+	<-late
+	// On time again: punctual timers only.
+	go func() {
+		for i := 0; i < 40; i++ {
+			busy.link.Add(0)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*admitWindow)
+	defer cancel2()
+	if ok, _ := a.admit(ctx2, &timers{}, tol); !ok {
+		t.Fatal("not admitted once the run in flight kept its time")
+	}
+}
