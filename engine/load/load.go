@@ -39,8 +39,8 @@ type Spec struct {
 	Poisson bool
 	// Seed feeds every random draw of the schedule (pauses and Poisson gaps).
 	Seed int64
-	// Lag, when set, receives how late each pause and each open-model arrival fired
-	// against its planned instant.
+	// Lag, when set, receives how late each pause and each open-model arrival the schedule
+	// slept for fired against its planned instant.
 	Lag *lag.Recorder
 }
 
@@ -237,10 +237,10 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 	defer timer.Stop()
 
 	// wait sleeps until at, or returns false as soon as ctx is done; it records how late
-	// it woke.
+	// it woke. An instant already past when the schedule reaches it is not a late timer but
+	// a call queued behind the concurrency cap: that shows as the call's queue wait.
 	wait := func(at time.Time) bool {
-		d := time.Until(at)
-		if d > 0 {
+		if d := time.Until(at); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
@@ -248,8 +248,8 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 				return false
 			case <-timer.C:
 			}
+			s.Lag.Since(at)
 		}
-		s.Lag.Since(at)
 		return ctx.Err() == nil
 	}
 
