@@ -181,7 +181,7 @@ func TestFINDelayed(t *testing.T) {
 	if string(got) != "bye" {
 		t.Errorf("read %q, want the data sent before the FIN", got)
 	}
-	within(t, "EOF after server close", eof.Sub(<-closed), rtt/2, rtt/2+slack)
+	withinTrips(t, p, "EOF after server close", eof.Sub(<-closed), rtt/2, rtt/2+slack, 1)
 	// The client's own close then travels up; both directions finish.
 	_ = c.Close()
 	waitFor(t, "link torn down", func() bool { return p.Stats().Open == 0 })
@@ -210,7 +210,7 @@ func TestHalfCloseFromClient(t *testing.T) {
 		t.Errorf("echo = %q", got)
 	}
 	// New connection: data and FIN leave at 1.5 RTT, echo and FIN return at 2.
-	within(t, "echo and EOF", time.Since(start), 2*rtt, 2*rtt+slack)
+	withinTrips(t, p, "echo and EOF", time.Since(start), 2*rtt, 2*rtt+slack, 4)
 	waitFor(t, "link torn down", func() bool { return p.Stats().Open == 0 })
 }
 
@@ -245,7 +245,7 @@ func TestResetDelayed(t *testing.T) {
 	if string(got) != "partial" {
 		t.Errorf("read %q before the reset, want %q", got, "partial")
 	}
-	within(t, "reset after server reset", at.Sub(<-reset), rtt/2, rtt/2+slack)
+	withinTrips(t, p, "reset after server reset", at.Sub(<-reset), rtt/2, rtt/2+slack, 1)
 	waitFor(t, "reset counted", func() bool {
 		st := p.Stats()
 		return st.ResetsDown == 1 && st.Open == 0
@@ -279,7 +279,7 @@ func TestResetFromClient(t *testing.T) {
 	if !isConnReset(r.err) {
 		t.Fatalf("server read error = %v, want ECONNRESET", r.err)
 	}
-	within(t, "server sees reset", r.at.Sub(sent), rtt/2, rtt/2+slack)
+	withinTrips(t, p, "server sees reset", r.at.Sub(sent), rtt/2, rtt/2+slack, 1)
 	waitFor(t, "reset counted", func() bool { return p.Stats().ResetsUp == 1 })
 }
 
@@ -296,7 +296,7 @@ func TestUpstreamRefused(t *testing.T) {
 	if !isConnReset(err) {
 		t.Fatalf("read error = %v, want ECONNRESET", err)
 	}
-	within(t, "reset after connect", time.Since(start), rtt, rtt+slack)
+	withinTrips(t, p, "reset after connect", time.Since(start), rtt, rtt+slack, 2)
 	st := p.Stats()
 	if st.ResetsDown != 1 || st.Accepted != 1 {
 		t.Errorf("stats = %+v, want 1 accepted and 1 reset down", st)
