@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -48,7 +50,8 @@ Usage:
   kalab diff OLD NEW                   compare two results files metric by metric, as --baseline does
   kalab schema                         print the scenario JSON Schema
   kalab version                        print the version
-  kalab help [metrics|presets]         this help, the metric names, or the presets
+  kalab help [metrics|presets|clients] this help, the metric names, the presets, or the
+                                       real-client adapters (client.exec) and error table
 
 Run 'kalab COMMAND --help' for a command's flags.
 
@@ -237,11 +240,14 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 		}
 		return exitOK
+	case "clients":
+		helpClients(stdout)
+		return exitOK
 	}
 	if code := Main([]string{args[0], "--help"}, stdout, stderr); code == exitOK {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, or a command)\n", args[0])
+	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, clients, or a command)\n", args[0])
 	return exitInvalid
 }
 
@@ -250,4 +256,34 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// helpClients lists the bundled adapters with what each honours, and the error table.
+func helpClients(w io.Writer) {
+	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
+	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	for _, name := range execclient.Names() {
+		a, _ := execclient.Lookup(name)
+		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)
+		keys := make([]string, 0, len(a.Knobs))
+		for k := range a.Knobs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s -> %s\n", k, a.Knobs[k])
+		}
+		keys = keys[:0]
+		for k := range a.Fixed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    client.%s: only %s (%s)\n", k, a.Fixed[k].Value, a.Fixed[k].Why)
+		}
+	}
+	fmt.Fprintln(w, "\nA runtime's error, as a client reports it, maps to a class by the first matching row:")
+	for _, r := range execclient.Rules() {
+		fmt.Fprintf(w, "  %-32s %-8s %s\n", r.Match, r.Class, r.Runtime)
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -61,6 +63,11 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	junitPath    string
+	// requireClients: a run whose real client is not installed is an error, not skipped.
+	requireClients bool
+	// lagTolerance multiplies each run's timing tolerance; 0 measures lateness but never
+	// marks a run noisy.
+	lagTolerance float64
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -78,6 +85,8 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
+	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from its plan; 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -96,6 +105,18 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	}
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
+	}
+	if !fs.Changed("lag-tolerance") {
+		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return invalid("$KALAB_LAG_TOLERANCE: %q is not a number", v)
+			}
+			f.lagTolerance = x
+		}
+	}
+	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
+		return invalid("--lag-tolerance must be between 0 (never noisy) and 1000")
 	}
 	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
 		return invalid("--tolerance and --fail-missing need --baseline")
@@ -122,9 +143,13 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
+	}
+	inv.opt.LagTolerance = f.lagTolerance
+	if f.lagTolerance == 0 {
+		inv.opt.LagTolerance = -1 // the runner's "off"
 	}
 	if f.fs.Changed("seed") {
 		inv.opt.Seed = &f.seed

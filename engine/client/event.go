@@ -36,6 +36,7 @@ type Event struct {
 	BytesRead     int64         // response body bytes actually read
 	Class         ErrorClass    // ClassNone on success
 	Error         string        // the original error text, empty on success
+	Code          string        // the error code a real client's runtime gave (ECONNRESET, UND_ERR_SOCKET, 52), empty otherwise
 	Connect       time.Duration // TCP connect time of a new connection in the final attempt, 0 when reused
 	TLS           time.Duration // TLS handshake time of a new connection, 0 when reused or plain
 	FirstByte     time.Duration // from Start to the first response byte, 0 when none

@@ -18,6 +18,7 @@ import (
 type stdClient struct {
 	cfg    Config
 	tr     *http.Transport
+	rt     http.RoundTripper // the caller's, for the go-func implementation; nil: tr
 	url    string
 	stats  counters
 	nextID atomic.Uint64
@@ -97,8 +98,53 @@ func (s *stdClient) Stats() Stats { return s.stats.snapshot() }
 // Close drops the Transport's idle connections.
 func (s *stdClient) Close() error {
 	s.closed.Store(true)
+	if s.rt != nil {
+		if c, ok := s.rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+		return nil
+	}
 	s.tr.CloseIdleConnections()
 	return nil
+}
+
+// ImplGoFunc names the go-func implementation: a caller's own http.RoundTripper (see
+// NewFunc), as kalabtest runs it.
+const ImplGoFunc = "go-func"
+
+// NewFunc returns the go-func implementation: the caller's RoundTripper drives the
+// requests, traced like go-net-http (a second GotConn inside one RoundTrip is a hidden
+// re-send). From cfg it takes the target, method, path, headers and timeout; pooling,
+// keep-alive and TLS settings are rt's own, and kalab adds no retries of its own. If rt
+// is an *http.Transport, Wrap it first so connections are named and counted.
+func NewFunc(cfg Config, rt http.RoundTripper) (Client, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("client config: go-func needs a RoundTripper")
+	}
+	cfg.Implementation, cfg.Retry = ImplGoNetHTTP, RetryPolicy{}
+	cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
+	cfg.KeepAliveHeader = false // the caller's client sends the headers it sends
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, fmt.Errorf("client config: %w", err)
+	}
+	s := newStdClient(cfg)
+	s.rt = rt
+	if tr, ok := rt.(*http.Transport); ok {
+		dial := tr.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			s.stats.connections.Add(1)
+			return &idConn{Conn: nc, id: s.nextID.Add(1)}, nil
+		}
+	}
+	return s, nil
 }
 
 // Do sends one logical request through the Transport, with kalab's visible retries on top
@@ -219,7 +265,11 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 	if s.cfg.KeepAliveHeader && s.cfg.KeepAlive && !s.cfg.HTTP2 {
 		req.Header.Set("Connection", "keep-alive")
 	}
-	resp, err := s.tr.RoundTrip(req)
+	var rt http.RoundTripper = s.tr
+	if s.rt != nil {
+		rt = s.rt
+	}
+	resp, err := rt.RoundTrip(req)
 	// The trace hooks may still run on Transport goroutines for an abandoned dial, but
 	// every hook for this request's tries has run once RoundTrip returns.
 	r := s.record(ev, &at, start)

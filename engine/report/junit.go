@@ -116,6 +116,8 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		switch {
 		case r.Status == StatusError || r.Status == StatusInterrupted:
 			c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
+		case r.Status == StatusSkipped:
+			c.Skipped = &junitProblem{Message: xmlSafe(r.Reason)}
 		case len(failed) > 0:
 			c.Line = strconv.Itoa(failed[0].Line)
 			c.Failure = failure(failed)

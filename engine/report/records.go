@@ -16,6 +16,7 @@ const (
 	StatusFail        = "fail"        // a check failed
 	StatusError       = "error"       // the run could not complete (the reason is in Error)
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or SIGTERM; metrics cover what ran
+	StatusSkipped     = "skipped"     // not run: its real client is not installed (the reason is in Reason)
 )
 
 // Check is one evaluated assertion.
@@ -48,9 +49,13 @@ type Run struct {
 	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
-	Metrics       check.Metrics     `json:"metrics"`
-	Checks        []Check           `json:"checks"`
-	RequestsFile  string            `json:"requests_file,omitempty"` // relative to the run directory
+	Reason        string            `json:"reason,omitempty"` // why a run was skipped
+	Notes         []string          `json:"notes,omitempty"`  // how the run differs from what the file asked, and why
+	// Client identifies the real client program of an exec run; nil for kalab's own clients.
+	Client       *ClientRuntime `json:"client,omitempty"`
+	Metrics      check.Metrics  `json:"metrics"`
+	Checks       []Check        `json:"checks"`
+	RequestsFile string         `json:"requests_file,omitempty"` // relative to the run directory
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
 	// Timing is how late the run's timers fired and whether that was inside what its
@@ -83,6 +88,15 @@ type TimingSource struct {
 	// ToleranceMs is the p99 lateness the run's verdicts can absorb, derived from its plan;
 	// absent when nothing in the plan depends on this source's timing.
 	ToleranceMs *float64 `json:"tolerance_ms,omitempty"`
+}
+
+// ClientRuntime is the real program that was the client of a run.
+type ClientRuntime struct {
+	Adapter    string   `json:"adapter,omitempty"` // bundled adapter name; empty for the user's command
+	Command    []string `json:"command"`
+	Executable string   `json:"executable"`        // the runtime, resolved on PATH
+	Version    string   `json:"version,omitempty"` // what the runtime says of itself
+	Stderr     string   `json:"stderr,omitempty"`  // its standard error, relative to the run directory
 }
 
 // BaselineRef records how a run compared with the baseline it was run against. Each
@@ -123,6 +137,7 @@ type Request struct {
 	Bytes         int64   `json:"bytes"`
 	Class         string  `json:"class,omitempty"`
 	Error         string  `json:"error,omitempty"`
+	Code          string  `json:"code,omitempty"` // the runtime's own error code (exec clients)
 	ConnectMs     float64 `json:"connect_ms,omitempty"`
 	TLSMs         float64 `json:"tls_ms,omitempty"`
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`

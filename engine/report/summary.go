@@ -38,6 +38,9 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		if r.Status == StatusError || r.Status == StatusInterrupted {
 			failed = append(failed, fmt.Sprintf("%s / %s: %s: %s", r.Scenario, r.Variant, r.Status, r.Error))
 		}
+		if r.Status == StatusSkipped {
+			failed = append(failed, fmt.Sprintf("%s / %s: skipped: %s", r.Scenario, r.Variant, r.Reason))
+		}
 	}
 	for _, s := range scenarios {
 		for _, c := range s.Checks {

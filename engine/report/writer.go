@@ -114,6 +114,25 @@ func RequestsPath(scenario, variant string) string {
 	return filepath.Join("requests", SafeName(scenario), SafeName(variant)+".jsonl")
 }
 
+// ClientLogPath is where a real client's standard error is kept, relative to the run
+// directory.
+func ClientLogPath(scenario, variant string) string {
+	return filepath.Join("clients", SafeName(scenario), SafeName(variant)+".stderr")
+}
+
+// ClientLog creates the file for a real client's standard error.
+func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
+	p := filepath.Join(w.Dir, ClientLogPath(scenario, variant))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("create client log directory: %w", err)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, fmt.Errorf("create client log: %w", err)
+	}
+	return f, nil
+}
+
 // RequestWriter streams one run's request records through a buffer.
 type RequestWriter struct {
 	f   *os.File

@@ -3,9 +3,11 @@ package runner
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"strings"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -169,4 +171,61 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 		d = 30 * time.Second
 	}
 	return d
+}
+
+// execConfig is the exec client's side of a run: the program and its plan. The URL and
+// the CA are the topology's, filled in once it is up. Only the client fields the file
+// set reach the program (Exec.Fields); keepalive is always said.
+func execConfig(st scenario.Settings) execclient.Config {
+	c, l := st.Client, st.Load
+	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir}
+	if c.Exec.Adapter != "" {
+		cfg.Adapter, _ = execclient.Lookup(c.Exec.Adapter)
+	}
+	plan := execclient.Plan{
+		Method:      c.Method,
+		Headers:     c.Headers,
+		Requests:    l.Requests,
+		Concurrency: max(l.Concurrency, 1),
+		Burst:       l.Burst,
+		Client:      map[string]any{"keepalive": c.KeepAlive},
+	}
+	if l.Burst >= l.Requests {
+		plan.Burst = 0
+	}
+	plan.Pauses(load.Pauses(loadSpec(st, 1)))
+	for _, f := range c.Exec.Fields {
+		if f == "method" || f == "path" || f == "headers" || execclient.Ignored[f] {
+			continue
+		}
+		if key, _, v, ok := c.ClientField(f); ok {
+			plan.Client[key] = v
+		}
+	}
+	cfg.Plan = plan
+	return cfg
+}
+
+// execIgnored says which fields written for kalab's own clients an exec run ignored.
+func execIgnored(st scenario.Settings) string {
+	var names []string
+	for _, f := range st.Client.Exec.Fields {
+		if execclient.Ignored[f] {
+			names = append(names, "client."+f)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "exec client: ignored " + strings.Join(names, " and ") + " (they configure kalab's own clients)"
+}
+
+// execURL is what every request of an exec run asks for: the link's address (the
+// server's without one), with the scenario's path.
+func execURL(st scenario.Settings, target string) string {
+	scheme := "http"
+	if st.Server.TLS {
+		scheme = "https"
+	}
+	return scheme + "://" + target + st.Client.Path
 }

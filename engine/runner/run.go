@@ -7,10 +7,12 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -19,8 +21,16 @@ import (
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
-// settings are a run's settings with the invocation's overrides applied.
+// settings are a run's settings with the invocation's overrides applied, as the run will
+// use them: a real program, or the caller's Go client, runs in real time (scale 1).
 func settings(r *scenario.Run, opt Options) scenario.Settings {
+	st, _, _ := prepare(r, opt)
+	return st
+}
+
+// prepare applies the invocation's overrides and says how the client runs: notes for the
+// record, and the real program when the file names one.
+func prepare(r *scenario.Run, opt Options) (scenario.Settings, []string, *execRun) {
 	st := r.Settings
 	if opt.TimeScale > 0 {
 		st.TimeScale = opt.TimeScale
@@ -28,18 +38,39 @@ func settings(r *scenario.Run, opt Options) scenario.Settings {
 	if opt.Seed != nil {
 		st.Load.Seed = *opt.Seed
 	}
-	return st
+	var notes []string
+	var ex *execRun
+	if opt.NewClient != nil {
+		st.Client.Exec = nil // the caller's client replaces whatever the file names
+		if st.TimeScale != 1 {
+			notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
+			st.TimeScale = 1
+		}
+		notes = append(notes, "go-func client: the caller's Go client; of the file's client section only method, path, headers and timeout apply")
+	}
+	if st.Client.Exec != nil {
+		// A real program runs in real time: an exec run ignores the time scale.
+		if st.TimeScale != 1 {
+			notes = append(notes, fmt.Sprintf("exec client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
+			st.TimeScale = 1
+		}
+		ex = &execRun{cfg: execConfig(st)}
+		if ignored := execIgnored(st); ignored != "" {
+			notes = append(notes, ignored)
+		}
+	}
+	return st, notes, ex
 }
 
 // execute performs one run and returns its record; it never returns without one. Its
 // timers report to tm, judged against tol.
 func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, tol map[string]time.Duration) *report.Run {
-	st := settings(r, opt)
+	st, notes, ex := prepare(r, opt)
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
 		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(st), TimeScale: st.TimeScale,
-		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{},
+		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{}, Notes: notes,
 	}
 	log := opt.Log.With().Str("scenario", sc.Name).Str("variant", r.Variant).Logger()
 	log.Info().Int("requests", st.Load.Requests).Float64("time_scale", st.TimeScale).Msg("run started")
@@ -47,11 +78,30 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	m, err := drive(ctx, w, sc, r, st, scale, opt, tm)
+	var m check.Metrics
+	var err error
+	skipped := ""
+	if ex != nil {
+		ex.id, err = execclient.Identify(ctx, ex.cfg)
+		rec.Client = ex.runtimeRecord()
+		if errors.Is(err, execclient.ErrMissing) {
+			skipped = err.Error()
+		}
+	}
+	if err == nil {
+		m, err = drive(ctx, w, sc, r, st, scale, opt, ex, tm)
+		if ex != nil {
+			rec.Client = ex.runtimeRecord()
+		}
+	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	rec.Timing = judgeTiming(tm, tol)
 	switch {
+	case skipped != "" && opt.RequireClients:
+		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
+	case skipped != "":
+		rec.Status, rec.Reason = report.StatusSkipped, skipped
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
 	case rec.Timing.Noisy:
@@ -66,7 +116,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
 		}
 	}
-	if rec.Status != report.StatusInterrupted && rec.Status != report.StatusError {
+	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		for _, a := range r.Expect {
 			res := a.Check(m)
 			c := report.Check{Kind: "expect", Expr: a.Source, Pass: res.Pass, Observed: res.Observed, File: a.File, Line: a.Line, Col: a.Col}
@@ -79,12 +129,15 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Checks = append(rec.Checks, c)
 		}
 	}
-	if opt.Judge != nil && !rec.Timing.Noisy {
+	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
 		opt.Judge(rec)
 	}
 	ev := log.Info()
 	if rec.Status == report.StatusError {
 		ev = log.Error().Str("error", rec.Error)
+	}
+	if rec.Status == report.StatusSkipped {
+		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
 		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
@@ -96,7 +149,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, tm *timers) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, tm *timers) (m check.Metrics, err error) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = time.Duration(float64(limit) * opt.DeadlineScale)
@@ -106,6 +159,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 
 	scfg := serverConfig(st, scale)
 	scfg.Lag = &tm.idle
+	var srvLog *serverLog
+	if ex != nil {
+		// Connection truth for a program kalab cannot trace comes from the server.
+		srvLog = newServerLog()
+		scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+	}
 	srv, err := server.Start(scfg)
 	if err != nil {
 		return m, err
@@ -125,15 +184,21 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		defer proxy.Close()
 		target = proxy.Addr()
 	}
-	ccfg := clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())
-	if proxy != nil {
-		ccfg.Handshake = proxy.Handshake
+	var cl client.Client
+	if ex == nil {
+		newClient := client.New
+		if opt.NewClient != nil {
+			newClient = opt.NewClient
+		}
+		ccfg := clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())
+		if proxy != nil {
+			ccfg.Handshake = proxy.Handshake
+		}
+		if cl, err = newClient(ccfg); err != nil {
+			return m, fmt.Errorf("client: %w", err)
+		}
+		defer cl.Close()
 	}
-	cl, err := client.New(ccfg)
-	if err != nil {
-		return m, fmt.Errorf("client: %w", err)
-	}
-	defer cl.Close()
 
 	var reqs *report.RequestWriter
 	var reqMu sync.Mutex
@@ -145,15 +210,17 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
-	spec := loadSpec(st, scale)
-	spec.Lag = &tm.schedule
-	loadErr := load.Run(runCtx, spec, func(ctx context.Context, seq int) {
-		ev := cl.Do(ctx, seq)
-		if !ev.OK() && ctx.Err() != nil {
-			return // cut short by an interrupt or the deadline: not a result of the scenario
+	var answered atomic.Int64
+	var sawConn atomic.Bool
+	// planned is when the schedule meant the request to start; zero for a real program,
+	// which keeps its own schedule.
+	record := func(ev client.Event, planned time.Time) {
+		if ev.Status > 0 {
+			answered.Add(1)
 		}
-		planned, ok := load.Scheduled(ctx)
-		planned = tm.queueWait(planned, ok, ev.Start)
+		if ev.ConnID != 0 {
+			sawConn.Store(true)
+		}
 		agg.Add(ev)
 		if reqs != nil {
 			rq := requestRecord(ev, start, planned, float64(scale))
@@ -164,7 +231,27 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
-	})
+	}
+	var loadErr error
+	if ex != nil {
+		// The program's logs are kept beside its requests.
+		if f, err := w.ClientLog(sc.Name, r.Variant); err == nil {
+			defer f.Close()
+			ex.cfg.Stderr, ex.stderr = f, report.ClientLogPath(sc.Name, r.Variant)
+		}
+		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), func(ev client.Event) { record(ev, time.Time{}) })
+	} else {
+		spec := loadSpec(st, scale)
+		spec.Lag = &tm.schedule
+		loadErr = load.Run(runCtx, spec, func(ctx context.Context, seq int) {
+			ev := cl.Do(ctx, seq)
+			if !ev.OK() && ctx.Err() != nil {
+				return // cut short by an interrupt or the deadline: not a result of the scenario
+			}
+			planned, ok := load.Scheduled(ctx)
+			record(ev, tm.queueWait(planned, ok, ev.Start))
+		})
+	}
 	total := time.Since(start)
 	cpu, rss := probe.Stop()
 	if reqs != nil {
@@ -173,8 +260,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		}
 	}
 	// Close the client first, so the server and proxy counters include its goodbyes, and
-	// let the last FINs cross the link before counting what they left in TIME_WAIT.
-	cl.Close()
+	// let the last FINs cross the link before counting what they left in TIME_WAIT. (A
+	// program has exited by now.)
+	var cs client.Stats
+	if cl != nil {
+		cl.Close()
+		cs = cl.Stats()
+	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
 	for open(srv, proxy) > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
@@ -185,7 +277,6 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		own = proxy.AcceptedFrom
 	}
 	timeWait, twErr := metrics.TimeWaitOwn(portOf(target), own)
-	cs := cl.Stats()
 	ss := srv.Stats()
 	var ps netsim.Stats
 	if proxy != nil {
@@ -207,6 +298,25 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
 	}
+	if ex != nil || opt.NewClient != nil {
+		// What kalab controls counts, not what the client says: the connections it opened
+		// are those the link (or the server, without a link) accepted.
+		flat["connections"] = float64(ps.Accepted)
+		if proxy == nil {
+			flat["connections"] = float64(ss.Connections)
+		}
+	}
+	if ex != nil {
+		flat["hidden_retries"] = float64(srvLog.hiddenResends(int(answered.Load())))
+		if !sawConn.Load() {
+			// The program did not echo the stamped headers: reuse as the server saw it.
+			flat["reused_requests"] = float64(srvLog.reused)
+			if n := summary.Requests; n > 0 {
+				flat["reuse_ratio"] = float64(srvLog.reused) / float64(n)
+			}
+		}
+		flat["cpu_us_per_request"], flat["peak_rss_mb"] = ex.usage(int(summary.Requests))
+	}
 	tm.addMetrics(flat, float64(scale))
 	m = check.FromFlat(flat)
 	if loadErr != nil {
@@ -223,7 +333,7 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
-		Error: ev.Error, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)

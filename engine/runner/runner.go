@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -35,8 +36,17 @@ type Options struct {
 	Observer     Observer // live progress; nil for none
 	// Judge, when set, sees each run's record after its checks and before it is written,
 	// and may add checks (the baseline comparison does).
-	Judge         func(*report.Run)
-	SkipRequests  bool    // do not write per-request files
+	Judge        func(*report.Run)
+	SkipRequests bool // do not write per-request files
+	// LagTolerance multiplies the timing tolerance each run derives from its plan; 0 means
+	// 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
+	LagTolerance float64
+	// RequireClients makes a run whose real client is not installed an error instead of
+	// skipped (kalab run --require-clients, for CI machines that must have them).
+	RequireClients bool
+	// NewClient, when set, builds every run's client instead of the file's client section
+	// (kalabtest's go-func: the caller's own Go client). The runs then run at time scale 1.
+	NewClient     func(client.Config) (client.Client, error)
 	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 }
 
@@ -65,7 +75,7 @@ type Outcome struct {
 // Failed reports whether any check failed or any run ended in error.
 func (o *Outcome) Failed() bool {
 	for _, r := range o.Runs {
-		if r.Status != report.StatusPass {
+		if r.Status != report.StatusPass && r.Status != report.StatusSkipped {
 			return true
 		}
 	}
@@ -222,6 +232,14 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	}
 	st := settings(j.run, opt)
 	tol := tolerances(st, scaler(st.TimeScale))
+	switch f := opt.LagTolerance; {
+	case f < 0:
+		clear(tol)
+	case f > 0:
+		for k, v := range tol {
+			tol[k] = time.Duration(float64(v) * f)
+		}
+	}
 	var reruns []string
 	for attempt := 1; ; attempt++ {
 		tm := &timers{}
@@ -288,7 +306,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		for _, ref := range a.Variants {
 			if r, ok := runs[ref.Name]; !ok {
 				missing = fmt.Sprintf("variant %s did not run (filtered out)", ref.Name)
-			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted {
+			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted || r.Status == report.StatusSkipped {
 				missing = fmt.Sprintf("variant %s did not complete (%s)", ref.Name, r.Status)
 			}
 		}

@@ -585,6 +585,10 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		l.add(at("server.response.body_bytes"), "server.response.body_bytes", "a %d response has no body; set body_bytes: 0%s", resp.Status, where)
 	}
 	c := r.Settings.Client
+	if c.Exec != nil {
+		l.checkExec(r, node, at, where)
+		return // implementation is ignored for an exec run
+	}
 	if c.Implementation == "go-net-http" {
 		switch {
 		case c.HonorHint:

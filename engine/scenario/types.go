@@ -71,6 +71,9 @@ type Client struct {
 	Path              string            `yaml:"path" json:"path"`
 	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Retry             Retry             `yaml:"retry" json:"retry"`
+	// Exec, when set, makes the run's client a real program (client.exec); the model's
+	// fields then apply only where the program has the knob (see engine/execclient).
+	Exec *Exec `yaml:"exec" json:"exec,omitempty"`
 }
 
 // Retry is the client's visible retry policy.

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/internal/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -132,6 +133,14 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 	switch {
 	case field == "keepalive_hint":
 		return append(diags, at(n, path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")"))
+	case field == "exec" && n != nil && n.Kind == yaml.ScalarNode:
+		msg := value + " is not a bundled adapter (" + strings.Join(execclient.Names(), ", ") + "); your own program is {command: [program, args...]}"
+		if s := suggest.Closest(n.Value, execclient.Names()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return append(diags, at(n, path, msg))
+	case field == "exec":
+		return diags // a mapping: its own fields' errors say what is wrong
 	case field == "pause":
 		return append(diags, at(n, path, value+" is not a duration or range (use e.g. 2s or 1.5s..2.5s)"))
 	case field == "name" && viaKeyword(rest, "pattern"):

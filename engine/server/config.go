@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -90,6 +91,15 @@ type Config struct {
 	MaxConcurrentStreams int
 	// Delay is how long the handler waits before responding.
 	Delay time.Duration
+	// Stamp adds the response headers ConnHeader (the connection's id, 1-based in
+	// accept order) and ConnRequestHeader (the request's 1-based index on that
+	// connection), so that a client kalab cannot trace (a real program) still yields
+	// connection truth: a request with index > 1 went out on a reused connection.
+	Stamp bool
+	// OnRequest, when set, is called for every request that reaches the handler, with
+	// the connection id and the request's index on it (as Stamp writes them). It runs
+	// on the request's goroutine and must be quick and safe for concurrent use.
+	OnRequest func(r *http.Request, conn, n int64)
 	// Listen is the address to bind, "127.0.0.1:0" when empty. Only loopback addresses
 	// are accepted: kalab never listens beyond the machine.
 	Listen string

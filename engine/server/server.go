@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+)
+
+// Response headers written when Config.Stamp is set (canonical form, so they can be set
+// on the header map directly).
+const (
+	ConnHeader        = "Kalab-Conn"         // the connection's id, 1-based in accept order
+	ConnRequestHeader = "Kalab-Conn-Request" // the request's 1-based index on its connection
 )
 
 // closeWait bounds how long Close waits for connections and handlers to end, so a
@@ -32,12 +40,14 @@ type Server struct {
 	ln      net.Listener
 	srv     *http.Server
 	rootCAs *x509.CertPool
+	caPEM   []byte
 	body    []byte
 	bodyLen string
 	status  int
 	hint    string // Keep-Alive value for responses that stay open; "" sends none
 
 	connections, open, requests, idleCloses atomic.Int64
+	nextConnID                              atomic.Int64
 	tlsHandshakes, tlsResumed, h2Streams    atomic.Int64
 	maxOnOneConn, serverCloses, h1Responses atomic.Int64
 
@@ -57,6 +67,7 @@ type Server struct {
 
 // connInfo is what the server remembers about one connection.
 type connInfo struct {
+	id        int64 // 1-based, in accept order
 	requests  atomic.Int64
 	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
 }
@@ -127,6 +138,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
 		s.rootCAs = pool
+		s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 		s.srv.TLSConfig = &tls.Config{
 			Certificates:           []tls.Certificate{cert},
 			MinVersion:             cfg.TLSVersion,
@@ -211,6 +223,10 @@ func (s *Server) AcceptedFrom(peer int) bool {
 // plain-TCP server. Clients verify with it; nothing in kalab skips verification.
 func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
 
+// CAPEM returns the server's self-signed certificate in PEM form, for programs outside
+// the process (curl --cacert, NODE_EXTRA_CA_CERTS); nil for a plain-TCP server.
+func (s *Server) CAPEM() []byte { return s.caPEM }
+
 // ServerName is the name the certificate is valid for, to use as the TLS ServerName
 // (SNI). The certificate also covers 127.0.0.1 and ::1.
 func (s *Server) ServerName() string { return certName }
@@ -293,7 +309,7 @@ func underlying(c net.Conn) net.Conn {
 
 // connContext runs once per accepted connection, before its goroutine starts.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{}
+	ci := &connInfo{id: s.nextConnID.Add(1)}
 	s.conns.Store(underlying(c), ci)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		s.peers.Store(a.Port, struct{}{})
@@ -341,14 +357,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.handlers.add(1)
 	defer s.handlers.add(-1)
 	s.requests.Add(1)
-	n := int64(1)
+	n, id := int64(1), int64(0)
 	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+		id = ci.id
 		n = ci.requests.Add(1)
 		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
 		}
 	}
 	if r.ProtoMajor == 2 {
 		s.h2Streams.Add(1)
+	}
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(r, id, n)
 	}
 	if s.cfg.Delay > 0 {
 		t := time.NewTimer(s.cfg.Delay)
@@ -362,6 +382,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	if r.ProtoMajor == 1 {
 		s.connectionHeaders(h, r, n)
+	}
+	if s.cfg.Stamp {
+		h[ConnHeader] = []string{strconv.FormatInt(id, 10)}
+		h[ConnRequestHeader] = []string{strconv.FormatInt(n, 10)}
 	}
 	h["Content-Length"] = []string{s.bodyLen}
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"} // set, so net/http skips sniffing

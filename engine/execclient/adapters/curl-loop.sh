@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# kalab adapter curl-loop: a new curl process per request, as a shell loop does; no
+# connection is ever reused (kalab's exec protocol v1, README "Bring your own client").
+set -uo pipefail
+
+read -r -a pauses <<<"${KALAB_PAUSES_S:-}"
+args=(-s -o /dev/null -H "@$KALAB_HEADERS_FILE")
+[ -n "${KALAB_CA_FILE:-}" ] && args+=(--cacert "$KALAB_CA_FILE")
+if [ "$KALAB_METHOD" = HEAD ]; then args+=(--head); else args+=(-X "$KALAB_METHOD"); fi
+[ -n "${KALAB_CLIENT_TIMEOUT_MS:-}" ] && args+=(--max-time "$(awk "BEGIN{print $KALAB_CLIENT_TIMEOUT_MS/1000}")")
+fmt='%{http_code}|%{exitcode}|%{size_download}|%header{kalab-conn}|%header{kalab-conn-request}|%{errormsg}'
+ms() { local ns=$1; printf '%s.%s' "${ns:0:${#ns}-6}" "${ns: -6}"; } # epoch ns -> ms
+
+for ((i = 0; i < KALAB_REQUESTS; i++)); do
+  if ((KALAB_BURST > 0 && i > 0 && i % KALAB_BURST == 0)); then
+    sleep "${pauses[i / KALAB_BURST - 1]}"
+  fi
+  start=$(date +%s%N)
+  out=$(curl "${args[@]}" -H "$KALAB_REQUEST_HEADER: $i" -w "$fmt" "$KALAB_URL")
+  end=$(date +%s%N)
+  IFS='|' read -r status code bytes conn creq err <<<"$out"
+  err=${err//\\/\\\\}
+  printf '{"index":%d,"start":%s,"end":%s,"status":%d,"code":"%s","error":"%s","bytes":%d,"conn":"%s","conn_request":"%s"}\n' \
+    "$i" "$(ms "$start")" "$(ms "$end")" "${status:-0}" "${code:-}" "${err//\"/\\\"}" "${bytes:-0}" "${conn:-}" "${creq:-}"
+done

@@ -1,0 +1,70 @@
+// kalab adapter node-fetch: Node's global fetch (the undici bundled with Node), driving the
+// plan of a run (kalab's exec protocol v1, README "Bring your own client"). The CA comes
+// from NODE_EXTRA_CA_CERTS, which kalab sets.
+import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const plan = JSON.parse(fs.readFileSync(process.env.KALAB_PLAN, 'utf8'));
+const c = plan.client;
+
+// Node exposes no undici API, but the bundled undici installs its global Agent under this
+// symbol when fetch is first used (undici lib/global.js); a new Agent of the same class
+// replaces it. Only what the scenario set is changed: otherwise fetch runs as shipped.
+const opts = {};
+if (c.keepalive === false) opts.pipelining = 0; // undici docs: 0 disables keep-alive
+if (c.idle_timeout_ms !== undefined) opts.keepAliveTimeout = c.idle_timeout_ms;
+if (c.hint_buffer_ms !== undefined) opts.keepAliveTimeoutThreshold = c.hint_buffer_ms;
+if (c.hint_max_ms !== undefined) opts.keepAliveMaxTimeout = c.hint_max_ms;
+if (c.max_conns > 0) opts.connections = c.max_conns;
+if (c.session_resumption === false) opts.connect = { maxCachedSessions: 0 };
+if (Object.keys(opts).length > 0) {
+  const sym = Symbol.for('undici.globalDispatcher.1');
+  await fetch('data:,').then((r) => r.arrayBuffer());
+  const Agent = globalThis[sym]?.constructor;
+  if (!Agent) {
+    console.error('kalab node-fetch: the bundled undici installed no global dispatcher; cannot apply', Object.keys(opts));
+    process.exit(3);
+  }
+  globalThis[sym] = new Agent(opts);
+}
+
+const now = () => performance.timeOrigin + performance.now();
+const emit = (line) => process.stdout.write(JSON.stringify(line) + '\n');
+
+async function one(i) {
+  const line = { index: i, start: now() };
+  const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) } };
+  if (c.timeout_ms > 0) init.signal = AbortSignal.timeout(c.timeout_ms);
+  try {
+    const res = await fetch(plan.url, init);
+    const body = await res.arrayBuffer();
+    Object.assign(line, {
+      status: res.status, bytes: body.byteLength,
+      conn: res.headers.get('kalab-conn'), conn_request: res.headers.get('kalab-conn-request'),
+    });
+  } catch (err) {
+    // fetch rejects with TypeError('fetch failed'); the socket's error is its cause.
+    const cause = err.cause;
+    line.status = 0;
+    line.error = cause ? `${err.message}: ${cause.message}` : err.message;
+    // AbortSignal.timeout rejects with a DOMException whose code is the number 23: its
+    // name (TimeoutError) is the runtime's word for it.
+    line.code = cause?.code ?? (typeof err.code === 'string' ? err.code : err.name);
+  }
+  line.end = now();
+  emit(line);
+}
+
+let next = 0;
+const n = plan.requests;
+const burst = plan.burst > 0 ? plan.burst : n;
+for (let b = 0; next < n; b++) {
+  if (b > 0) await sleep(plan.pauses_ms[b - 1]);
+  const end = Math.min(next + burst, n);
+  const workers = [];
+  for (let w = 0; w < Math.min(Math.max(plan.concurrency, 1), end - next); w++) {
+    workers.push((async () => { while (next < end) await one(next++); })());
+  }
+  await Promise.all(workers);
+}
+process.exit(0);

@@ -1,0 +1,26 @@
+package kalabtest_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/kalabtest"
+)
+
+// A Go test runs a scenario with its own client: here a Transport like the one a service
+// would configure, against a server that closes idle connections sooner than the client
+// expects. The file's checks say what must hold; Run makes each run a subtest and
+// returns the records for anything more.
+func TestExampleStaleRace(t *testing.T) {
+	t.Parallel()
+	myClient := &http.Client{
+		Transport: &http.Transport{IdleConnTimeout: 90 * time.Second, MaxIdleConnsPerHost: 10},
+		Timeout:   10 * time.Second,
+	}
+	runs := kalabtest.Run(t, "testdata/stale.yaml", kalabtest.Client(myClient), kalabtest.Parallel(2))
+	for _, r := range runs {
+		t.Logf("%s: %.0f errors, %.0f hidden re-sends, %.0f connections, p50 %.1f ms",
+			r.Variant, r.Metrics.Errors, r.Metrics.HiddenRetries, r.Metrics.Connections, r.Metrics.LatencyMs.P50)
+	}
+}

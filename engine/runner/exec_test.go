@@ -1,0 +1,415 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// These tests run the bundled adapters on this machine's runtimes (Node 20, Debian's
+// python3-requests, curl). A runtime that is missing skips its test with the reason;
+// under CI=true it fails instead, so a CI machine cannot pass without them.
+
+// needRuntime stops a subtest whose run was skipped because its runtime is missing, and
+// holds Node to the version the adapters are documented for.
+func needRuntime(t *testing.T, rec *report.Run) {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
+	if rec.Status == report.StatusSkipped {
+		if ci {
+			t.Fatalf("CI=true and the runtime is missing: %s", rec.Reason)
+		}
+		t.Skipf("runtime missing: %s", rec.Reason)
+	}
+	if rec.Client == nil {
+		t.Fatalf("exec run without a client identity: %+v", rec)
+	}
+	if f := strings.Fields(rec.Client.Version); len(f) > 1 && f[0] == "node" {
+		major, _, _ := strings.Cut(f[1], ".")
+		if n, _ := strconv.Atoi(major); n < 20 {
+			if ci {
+				t.Fatalf("CI=true needs Node 20 or later, found %s", rec.Client.Version)
+			}
+			t.Skipf("Node 20 or later needed, found %s", rec.Client.Version)
+		}
+	}
+}
+
+func requestLines(t *testing.T, dir string, rec *report.Run) []report.Request {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, rec.RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []report.Request
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r report.Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// 40 sequential HTTPS requests at 50 ms RTT, with and without keep-alive, through each
+// adapter: reuse costs one round trip, a new TLS 1.3 connection three. Connections and
+// reuse are counted at the link and the server, not taken from the program.
+func TestExecAdaptersReuseVersusNew(t *testing.T) {
+	t.Parallel()
+	const rtt, n = 50.0, 40
+	src := `
+name: exec-reuse
+time_scale: 0.5
+network: {rtt: 50ms}
+server: {tls: true}
+load: {requests: 40}
+variants:
+`
+	adapters := []string{"node-agent", "node-fetch", "python-requests", "curl"}
+	for _, a := range adapters {
+		src += fmt.Sprintf("  - {name: %s-reuse, client: {exec: %s}}\n  - {name: %s-new, client: {exec: %s, keepalive: false}}\n", a, a, a, a)
+	}
+	src += "  - {name: curl-loop-new, client: {exec: curl-loop}}\n"
+	o := opts(t)
+	o.Parallel = 9
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Errorf("results do not match result.schema.json: %v", err)
+	}
+	byName := map[string]*report.Run{}
+	for _, rec := range out.Runs {
+		byName[rec.Variant] = rec
+	}
+	// Reuse saves the two round trips of a new TLS 1.3 connection. Compared within a pair
+	// that ran side by side, so that a busy machine slows both alike; 1.5 RTT of the 2
+	// leaves room for its noise, and still fails a client that does not reuse.
+	for _, a := range adapters {
+		reuse, fresh := byName[a+"-reuse"], byName[a+"-new"]
+		if reuse.Status != report.StatusPass || fresh.Status != report.StatusPass {
+			continue // reported below
+		}
+		if d := fresh.Metrics.LatencyMs.P50 - reuse.Metrics.LatencyMs.P50; d < 1.5*rtt {
+			t.Errorf("%s: median %.1f ms without keep-alive vs %.1f ms with: want at least %.0f ms apart (two RTTs of handshake)", a,
+				fresh.Metrics.LatencyMs.P50, reuse.Metrics.LatencyMs.P50, 1.5*rtt)
+		}
+	}
+	for _, rec := range out.Runs {
+		t.Run(rec.Variant, func(t *testing.T) {
+			needRuntime(t, rec)
+			m := rec.Metrics
+			t.Logf("%s (%s): connections %.0f, reused %.0f, p50 %.1f ms, p95 %.1f ms, hidden re-sends %.0f", rec.Variant, rec.Client.Version,
+				m.Connections, m.ReusedRequests, m.LatencyMs.P50, m.LatencyMs.P95, m.HiddenRetries)
+			if rec.Status != report.StatusPass {
+				t.Fatalf("status %s: %s", rec.Status, rec.Error)
+			}
+			// Real clients run in real time whatever the file's scale, and the record says so.
+			if rec.TimeScale != 1 || len(rec.Notes) == 0 || !strings.Contains(rec.Notes[0], "time scale 1") {
+				t.Errorf("time scale %v, notes %q: want 1 and a note", rec.TimeScale, rec.Notes)
+			}
+			if m.Requests != n || m.Errors != 0 || m.HiddenRetries != 0 {
+				t.Errorf("requests %.0f, errors %.0f, hidden re-sends %.0f: want %d, 0, 0", m.Requests, m.Errors, m.HiddenRetries, n)
+			}
+			if m.Connections != m.ServerConnections || m.Connections != m.ProxyConnections {
+				t.Errorf("connections %.0f, at the server %.0f, at the link %.0f: they must agree", m.Connections, m.ServerConnections, m.ProxyConnections)
+			}
+			// The server's stamps: every request but the first on each connection is reused.
+			if m.ReusedRequests != n-m.Connections {
+				t.Errorf("reused %.0f with %.0f connections: want %.0f", m.ReusedRequests, m.Connections, n-m.Connections)
+			}
+			if m.LatencyMs.Min < rtt {
+				t.Errorf("min latency %.1f ms is below the %v ms RTT: the link was bypassed", m.LatencyMs.Min, rtt)
+			}
+			if strings.HasSuffix(rec.Variant, "-reuse") {
+				// Sequential requests need one connection; Node's fetch may open a second
+				// when the next request starts before the socket is back in the pool.
+				if m.Connections < 1 || m.Connections > 2 {
+					t.Errorf("connections %.0f: want 1 or 2 for 40 sequential requests with keep-alive", m.Connections)
+				}
+			} else {
+				if m.Connections != n || m.TLSHandshakes != n {
+					t.Errorf("connections %.0f, TLS handshakes %.0f: want one of each per request without keep-alive", m.Connections, m.TLSHandshakes)
+				}
+				if m.LatencyMs.P50 < 3*rtt {
+					t.Errorf("median %.1f ms: a new TLS 1.3 connection costs three RTTs (%v ms)", m.LatencyMs.P50, 3*rtt)
+				}
+			}
+		})
+	}
+}
+
+// staleWindow predicts the stale-connection errors of a sequential run with a pause
+// before every request (burst 1): the next request goes out on the idle connection the
+// previous one left; it fails when it reaches the server after the server's idle close
+// (pause > idle - rtt) but leaves before the close's FIN reaches the client (pause <
+// idle), since a client that has seen the FIN opens a new connection. A failed request
+// leaves no connection, so the one after it cannot fail. Pauses within margin of either
+// edge count as errors in hi and not in lo.
+func staleWindow(pauses []time.Duration, idle, rtt, margin time.Duration) (lo, hi int) {
+	walk := func(wide bool) int {
+		errs, alive := 0, true // the first request succeeds on a new connection
+		for _, p := range pauses {
+			a, b := idle-rtt+margin, idle-margin
+			if wide {
+				a, b = idle-rtt-margin, idle+margin
+			}
+			if alive && p > a && p < b {
+				errs, alive = errs+1, false
+				continue
+			}
+			alive = true
+		}
+		return errs
+	}
+	return walk(false), walk(true)
+}
+
+// The stale-connection race with real clients: the server closes a connection idle for
+// 500 ms, sends no hint, and every request follows a pause of 350-550 ms. The errors each
+// runtime reports are predicted from the plan's pauses, and each carries the runtime's
+// own text and code.
+func TestExecStaleRace(t *testing.T) {
+	t.Parallel()
+	const (
+		idle     = 500 * time.Millisecond
+		rtt      = 100 * time.Millisecond
+		requests = 20
+		margin   = 15 * time.Millisecond
+	)
+	spec := load.Spec{Requests: requests, Concurrency: 1, Burst: 1, PauseMin: 350 * time.Millisecond, PauseMax: 550 * time.Millisecond}
+	// A seed whose pauses keep clear of the window's edges, so the count is exact when
+	// the program's timers are on time.
+	var pauses []time.Duration
+	for seed := int64(1); ; seed++ {
+		spec.Seed = seed
+		pauses = load.Pauses(spec)
+		if lo, hi := staleWindow(pauses, idle, rtt, margin); lo == hi && lo >= 3 {
+			break
+		}
+	}
+	src := fmt.Sprintf(`
+name: exec-stale
+network: {rtt: 100ms}
+server: {tls: true, idle_timeout: 500ms, keepalive_hint: false}
+load: {requests: %d, burst: 1, pause: 350ms..550ms, seed: %d}
+variants:
+  - {name: node-agent, client: {exec: node-agent}}
+  - {name: node-fetch, client: {exec: node-fetch}}
+  - {name: python-requests, client: {exec: python-requests}}
+  - {name: curl-loop, client: {exec: curl-loop}}
+`, requests, spec.Seed)
+	o := opts(t)
+	o.Parallel = 4
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range out.Runs {
+		t.Run(rec.Variant, func(t *testing.T) {
+			needRuntime(t, rec)
+			if rec.Status != report.StatusPass {
+				t.Fatalf("status %s: %s", rec.Status, rec.Error)
+			}
+			reqs := requestLines(t, out.Dir, rec)
+			if len(reqs) != requests {
+				t.Fatalf("%d request lines, want %d", len(reqs), requests)
+			}
+			// The pauses as the program took them (its timers run late on a busy machine):
+			// the window is judged on these, with the margin left for the server's timer.
+			var late time.Duration
+			bySeq := make([]report.Request, requests)
+			for _, r := range reqs {
+				bySeq[r.Seq] = r
+			}
+			gaps := make([]time.Duration, len(pauses))
+			for k, p := range pauses {
+				prev, next := bySeq[k], bySeq[k+1]
+				gaps[k] = time.Duration((next.StartMs - prev.StartMs - prev.LatencyMs) * float64(time.Millisecond))
+				late = max(late, gaps[k]-p)
+			}
+			planLo, planHi := staleWindow(pauses, idle, rtt, margin)
+			lo, hi := staleWindow(gaps, idle, rtt, margin)
+			m := rec.Metrics
+			var errs []string
+			for _, r := range bySeq {
+				if r.Class == "" {
+					continue
+				}
+				errs = append(errs, fmt.Sprintf("#%d %s [%s] %q", r.Seq, r.Class, r.Code, r.Error))
+				if r.Class != "eof" && r.Class != "reset" {
+					t.Errorf("request %d: class %s (code %q, %q): a stale connection fails as eof or reset", r.Seq, r.Class, r.Code, r.Error)
+				}
+				if r.Error == "" || r.Code == "" {
+					t.Errorf("request %d: the runtime's text %q and code %q must both be kept", r.Seq, r.Error, r.Code)
+				}
+			}
+			t.Logf("%s: %.0f errors (the plan predicts %d..%d; its pauses as taken, up to %v late, %d..%d), %.0f connections: %s",
+				rec.Client.Version, m.Errors, planLo, planHi, late.Round(time.Millisecond), lo, hi, m.Connections, strings.Join(errs, "; "))
+			if rec.Variant == "curl-loop" {
+				if m.Errors != 0 || m.Connections != requests {
+					t.Errorf("a process per request: %.0f errors, %.0f connections; want 0 and %d", m.Errors, m.Connections, requests)
+				}
+				return
+			}
+			if m.Errors < float64(lo) || m.Errors > float64(hi) {
+				t.Errorf("%.0f errors; the plan's pauses predict %d..%d", m.Errors, lo, hi)
+			}
+			// Only a request after a pause in the window can fail.
+			for j := 1; j < requests; j++ {
+				p := gaps[j-1]
+				if bySeq[j].Class != "" && (p <= idle-rtt-margin || p >= idle+margin) {
+					t.Errorf("request %d failed after a %v pause, outside the stale window (%v, %v)", j, p, idle-rtt, idle)
+				}
+			}
+			// Each failure costs its connection.
+			if m.Connections < m.Errors+1 {
+				t.Errorf("%.0f connections for %.0f errors: want at least errors + 1", m.Connections, m.Errors)
+			}
+		})
+	}
+}
+
+// A user's program that is not installed skips its run with the reason, never passes;
+// --require-clients makes it an error. Nothing is started for it.
+func TestExecMissingRuntimeSkips(t *testing.T) {
+	t.Parallel()
+	src := `
+name: exec-missing
+load: {requests: 3}
+client: {exec: {command: [kalab-no-such-client, --flag]}}
+expect: ["requests == 3"]
+`
+	for _, require := range []bool{false, true} {
+		o := opts(t)
+		o.RequireClients = require
+		out, err := Execute(context.Background(), plan(t, src), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := out.Runs[0]
+		want, text := report.StatusSkipped, rec.Reason
+		if require {
+			want, text = report.StatusError, rec.Error
+		}
+		if rec.Status != want || !strings.Contains(text, "kalab-no-such-client") || len(rec.Checks) != 0 {
+			t.Errorf("require=%v: status %s, reason %q, error %q, %d checks: want %s naming the command, no checks", require, rec.Status, rec.Reason, rec.Error, len(rec.Checks), want)
+		}
+		if out.Failed() != require || out.Errored() != require {
+			t.Errorf("require=%v: Failed %v, Errored %v", require, out.Failed(), out.Errored())
+		}
+		if err := report.ValidateRunDir(out.Dir); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A client that re-sends a request on its own and reports it once: the server's count by
+// index shows it as a hidden re-send. The program here is a shell script that sends
+// request 1 twice with curl and prints its line once.
+func TestExecHiddenResendCountedAtServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+i=0
+while [ "$i" -lt "$KALAB_REQUESTS" ]; do
+  n=1; [ "$i" = 1 ] && n=2
+  while [ "$n" -gt 0 ]; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "$KALAB_REQUEST_HEADER: $i" "$KALAB_URL")
+    n=$((n-1))
+  done
+  echo "{\"index\": $i, \"status\": $code}"
+  i=$((i+1))
+done
+`
+	if err := os.WriteFile(filepath.Join(dir, "twice.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "s.yaml")
+	src := `
+name: exec-resend
+load: {requests: 3}
+client: {exec: {command: [sh, ./twice.sh]}}
+expect: ["hidden_retries == 1", "requests == 3", "errors == 0"]
+`
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.LoadFiles([]string{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Runs[0]
+	needRuntime(t, rec)
+	if rec.Status != report.StatusPass {
+		t.Errorf("status %s %s, checks %+v", rec.Status, rec.Error, rec.Checks)
+	}
+	// Four connections: curl per request, and the server saw one request twice.
+	if rec.Metrics.ServerConnections != 4 {
+		t.Errorf("server connections %.0f, want 4", rec.Metrics.ServerConnections)
+	}
+}
+
+// A response slower than the client's timeout: every adapter applies client.timeout, and
+// the failure keeps the runtime's own code (curl's exit 28 even from one process, whose
+// status for no response is 000).
+func TestExecTimeouts(t *testing.T) {
+	t.Parallel()
+	src := `
+name: exec-timeouts
+server: {tls: true, response: {delay: 400ms}}
+load: {requests: 3}
+client: {timeout: 150ms}
+variants:
+  - {name: node-agent, client: {exec: node-agent}}
+  - {name: node-fetch, client: {exec: node-fetch}}
+  - {name: python-requests, client: {exec: python-requests}}
+  - {name: curl, client: {exec: curl}}
+  - {name: curl-loop, client: {exec: curl-loop}}
+expect: ["errors_by_class.timeout == 3", "ok == 0"]
+`
+	codes := map[string]string{"node-agent": "ETIMEDOUT", "node-fetch": "TimeoutError", "python-requests": "TimeoutError", "curl": "28", "curl-loop": "28"}
+	o := opts(t)
+	o.Parallel = 5
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range out.Runs {
+		t.Run(rec.Variant, func(t *testing.T) {
+			needRuntime(t, rec)
+			if rec.Status != report.StatusPass {
+				t.Fatalf("status %s %s, checks %+v", rec.Status, rec.Error, rec.Checks)
+			}
+			for _, r := range requestLines(t, out.Dir, rec) {
+				if r.Code != codes[rec.Variant] || r.Error == "" {
+					t.Errorf("request %d: code %q, error %q; want code %s and the runtime's text", r.Seq, r.Code, r.Error, codes[rec.Variant])
+				}
+				// The client gave up at its timeout, not before (the code above says it did
+				// not wait for the response; how late its timer ran is the machine's).
+				if r.LatencyMs < 150 {
+					t.Errorf("request %d took %.1f ms, less than the 150 ms timeout", r.Seq, r.LatencyMs)
+				}
+			}
+		})
+	}
+}

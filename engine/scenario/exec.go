@@ -1,0 +1,174 @@
+package scenario
+
+import (
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kalab-dev/kalab/engine/execclient"
+)
+
+// Exec names a real client program for client.exec: a bundled adapter (written as its
+// name) or the user's own command ({command: [program, args...]}).
+type Exec struct {
+	Adapter string   `yaml:"adapter" json:"adapter,omitempty"`
+	Command []string `yaml:"command" json:"command,omitempty"`
+	// Dir is the directory of the scenario file, where a command runs and a relative
+	// program path is found.
+	Dir string `yaml:"-" json:"-"`
+	// Fields lists the client fields the file set for this run (not defaults, not a
+	// preset's), as dotted paths: only these reach the program, the rest is its own.
+	Fields []string `yaml:"-" json:"fields,omitempty"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: a name, or a mapping with command.
+func (e *Exec) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*e = Exec{Adapter: n.Value}
+		return nil
+	}
+	type plain Exec
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*e = Exec(p)
+	return nil
+}
+
+// ClientField returns a client field's value as a canonical string (what the adapters'
+// Fixed values are written in) and as the exec plan carries it (durations in ms under
+// <name>_ms). ok is false for a field that has no single value (headers, exec).
+func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) {
+	dur := func(name string, d Duration) (string, string, any, bool) {
+		return name + "_ms", d.String(), float64(d) / 1e6, true
+	}
+	b := func(v bool) (string, string, any, bool) { return path, strconv.FormatBool(v), v, true }
+	i := func(v int) (string, string, any, bool) { return path, strconv.Itoa(v), v, true }
+	s := func(v string) (string, string, any, bool) { return path, v, v, true }
+	switch path {
+	case "keepalive":
+		return b(c.KeepAlive)
+	case "idle_timeout":
+		return dur(path, c.IdleTimeout)
+	case "honor_hint":
+		return b(c.HonorHint)
+	case "hint_parser":
+		return s(c.HintParser)
+	case "hint_buffer":
+		return dur(path, c.HintBuffer)
+	case "hint_max":
+		return dur(path, c.HintMax)
+	case "max_conns":
+		return i(c.MaxConns)
+	case "max_idle":
+		return i(c.MaxIdle)
+	case "scheduling":
+		return s(c.Scheduling)
+	case "liveness_check":
+		return b(c.LivenessCheck)
+	case "session_resumption":
+		return b(c.SessionResumption)
+	case "timeout":
+		return dur(path, c.Timeout)
+	case "http2":
+		return s(c.HTTP2)
+	case "keepalive_header":
+		return b(c.KeepAliveHeader)
+	case "liveness_eof_only":
+		return b(c.LivenessEOFOnly)
+	case "retry.hidden":
+		return b(c.Retry.Hidden)
+	case "method":
+		return s(c.Method)
+	case "path":
+		return s(c.Path)
+	case "retry.attempts":
+		return i(c.Retry.Attempts)
+	case "retry.idempotent_only":
+		return b(c.Retry.IdempotentOnly)
+	case "retry.reused_only":
+		return b(c.Retry.ReusedOnly)
+	case "retry.zero_bytes_only":
+		return b(c.Retry.ZeroBytesOnly)
+	case "retry.on":
+		return path, strings.Join(c.Retry.On, ","), c.Retry.On, true
+	}
+	return "", "", nil, false
+}
+
+// checkExec resolves client.exec for a run: the fields the file set, the command's
+// directory, and every field or load shape the adapter cannot honour (a load error at
+// the field, so nothing runs that would measure something else than what was asked).
+func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, where string) {
+	e := r.Settings.Client.Exec
+	if e == nil {
+		return
+	}
+	if dir, err := filepath.Abs(filepath.Dir(l.file)); err == nil {
+		e.Dir = dir
+	} else {
+		e.Dir = filepath.Dir(l.file)
+	}
+	// The fields written in the merged client section, retry's one level down.
+	_, cl := lookup(node, "client")
+	cl = resolve(cl)
+	type set struct {
+		path string
+		key  *yaml.Node
+	}
+	var fields []set
+	if cl != nil && cl.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(cl.Content); i += 2 {
+			k, v := cl.Content[i], resolve(cl.Content[i+1])
+			if k.Value == "retry" && v != nil && v.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					fields = append(fields, set{"retry." + v.Content[j].Value, v.Content[j]})
+				}
+				continue
+			}
+			fields = append(fields, set{k.Value, k})
+		}
+	}
+	e.Fields = e.Fields[:0]
+	for _, f := range fields {
+		if f.path != "exec" {
+			e.Fields = append(e.Fields, f.path)
+		}
+	}
+	sort.Strings(e.Fields)
+	ld := r.Settings.Load
+	if ld.Rate > 0 {
+		l.add(at("load.rate"), "load.rate", "an exec client runs the closed schedule (requests, concurrency, burst, pause); the open model (rate) is not part of the exec protocol%s", where)
+	}
+	if len(e.Command) > 0 && e.Adapter != "" {
+		l.add(at("client.exec"), "client.exec", "give either a bundled adapter or a command, not both%s", where)
+		return
+	}
+	if e.Adapter == "" {
+		if len(e.Command) == 0 {
+			l.add(at("client.exec"), "client.exec", "name a bundled adapter (%s) or give {command: [program, args...]}%s", strings.Join(execclient.Names(), ", "), where)
+		}
+		return // the user's program gets every field in the plan; it is theirs to honour
+	}
+	a, ok := execclient.Lookup(e.Adapter)
+	if !ok {
+		l.add(at("client.exec"), "client.exec", "unknown adapter %q (bundled: %s)%s", e.Adapter, strings.Join(execclient.Names(), ", "), where)
+		return
+	}
+	for _, f := range fields {
+		_, canon, _, _ := r.Settings.Client.ClientField(f.path)
+		if why := a.Refuse(f.path, canon); why != "" {
+			l.add(f.key, "client."+f.path, "%s%s", why, where)
+		}
+	}
+	if a.Sequential && ld.Concurrency > 1 {
+		l.add(at("load.concurrency"), "load.concurrency", "the %s adapter sends one request at a time (%s); concurrency %d cannot be honoured%s", a.Name, a.Models, ld.Concurrency, where)
+	}
+	if a.NoPause && ld.Pause.Max > 0 {
+		l.add(at("load.pause"), "load.pause", "the %s adapter cannot pause between requests (%s); use curl-loop, or no pause%s", a.Name, a.Models, where)
+	}
+}
