@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -45,13 +47,13 @@ func kalabVersion() string {
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
 Usage:
-  kalab run [files or dirs...]        run scenarios and check their results (default: scenarios/)
-  kalab validate [files or dirs...]   check scenario files without running them (default: scenarios/)
-  kalab diff OLD NEW                   compare two results files metric by metric, as --baseline does
-  kalab schema                         print the scenario JSON Schema
-  kalab version                        print the version
-  kalab help [metrics|presets|clients] this help, the metric names, the presets, or the
-                                       real-client adapters (client.exec) and error table
+  kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
+  kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
+  kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab schema                          print the scenario JSON Schema
+  kalab version                         print the version
+  kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
+                                        the real-client adapters (client.exec) and error table
 
 Run 'kalab COMMAND --help' for a command's flags.
 
@@ -59,8 +61,25 @@ Exit codes: 0 every check passed; 1 a check failed or a baseline regressed; 2 th
 invalid (nothing ran); 3 the engine failed; 130 interrupted.
 `
 
+// commands lists the commands Main knows, for did-you-mean.
+var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
+
 // Main is the whole CLI; it returns the process exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic in this goroutine is a bug in kalab, not bad input: exit 3, with the stack
+		// in a file rather than on the terminal. (A crash elsewhere in kalab run is caught
+		// by the supervising parent, see supervise.go.)
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
+			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
+				fmt.Fprintf(f, "panic: %v\n\n%s", r, debug.Stack())
+				f.Close()
+				fmt.Fprintf(stderr, "kalab: the stack is in %s\n", f.Name())
+			}
+			code = exitEngine
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitInvalid
@@ -81,19 +100,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		return cmdHelp(rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "kalab: unknown command %q\n\n%s", cmd, usage)
+	hint := ""
+	if c := suggest.Closest(cmd, commands); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	fmt.Fprintf(stderr, "kalab: unknown command %q%s\n\n%s", cmd, hint, usage)
 	return exitInvalid
 }
 
-// flagSet builds a command's flags with the logging flags every command shares.
-func flagSet(name, synopsis string, stderr io.Writer) (*pflag.FlagSet, *logOptions) {
+// flagSet builds a command's flags with the logging flags every command shares. --help
+// prints the usage on stdout (it was asked for); errors go to stderr.
+func flagSet(name, synopsis string, stdout, stderr io.Writer) (*pflag.FlagSet, *logOptions) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lo := &logOptions{}
 	fs.StringVar(&lo.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&lo.format, "log-format", "auto", "log format: auto (human on a terminal), text, json")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kalab %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+		fmt.Fprintf(stdout, "Usage: kalab %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
 	}
 	return fs, lo
 }
@@ -104,10 +128,25 @@ func parseFlags(fs *pflag.FlagSet, args []string) (ok bool, code int) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return false, exitOK
 		}
-		fmt.Fprintf(fs.Output(), "kalab %s: %v\n", fs.Name(), err)
+		fmt.Fprintf(fs.Output(), "kalab %s: %v%s\n", fs.Name(), err, flagHint(fs, err))
+		fmt.Fprintf(fs.Output(), "Run 'kalab %s --help' for its flags.\n", fs.Name())
 		return false, exitInvalid
 	}
 	return true, exitOK
+}
+
+// flagHint suggests the flag meant when err is pflag's "unknown flag: --NAME".
+func flagHint(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if c := suggest.Closest(name, names); c != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", c)
+	}
+	return ""
 }
 
 type logOptions struct{ level, format string }
@@ -125,7 +164,10 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 	case "text":
 		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}
 	case "auto":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr), TimeFormat: "15:04:05"}
+		// Under the supervisor stderr is a pipe to the parent, which says whether its own
+		// stderr is a terminal.
+		tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
 	}
@@ -141,11 +183,17 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// scenarioArgs is the files and directories a command was given, scenarios/ by default.
+func scenarioArgs(args []string) []string {
+	if len(args) == 0 {
+		return []string{"scenarios"}
+	}
+	return args
+}
+
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
 func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
-	if len(args) == 0 {
-		args = []string{"scenarios"}
-	}
+	args = scenarioArgs(args)
 	files, err := scenario.FindFiles(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -153,23 +201,28 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 	}
 	plan, err := scenario.LoadFiles(files)
 	if err != nil {
-		var ds scenario.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d.String())
-			}
-			fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
-		} else {
-			fmt.Fprintf(stderr, "kalab: %v\n", err)
-		}
+		printDiagnostics(stderr, err)
 		return nil, files
 	}
 	log.Debug().Int("files", len(files)).Int("runs", plan.Runs()).Msg("loaded")
 	return plan, files
 }
 
+// printDiagnostics prints a load error: each diagnostic on its line, then the count.
+func printDiagnostics(stderr io.Writer, err error) {
+	var ds scenario.Diagnostics
+	if errors.As(err, &ds) {
+		for _, d := range ds {
+			fmt.Fprintln(stderr, d.String())
+		}
+		fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
+		return
+	}
+	fmt.Fprintf(stderr, "kalab: %v\n", err)
+}
+
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stderr)
+	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
@@ -200,7 +253,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
-	fs, _ := flagSet("schema", "schema", stderr)
+	fs, _ := flagSet("schema", "schema", stdout, stderr)
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -219,10 +272,15 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "metrics":
-		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read (times in milliseconds, scenario time):")
-		for _, n := range check.Names() {
-			fmt.Fprintf(stdout, "  %s\n", n)
+		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read, per run; times are in scenario time.")
+		fmt.Fprintln(stdout)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  METRIC\tUNIT\tMEANING")
+		for _, d := range check.Docs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Name, d.Unit, d.Meaning)
 		}
+		tw.Flush()
+		fmt.Fprintln(stdout, "\nA compare expression reads another run's metric as variant('NAME').METRIC.")
 		return exitOK
 	case "presets":
 		for _, sec := range []struct {
@@ -244,10 +302,14 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		helpClients(stdout)
 		return exitOK
 	}
-	if code := Main([]string{args[0], "--help"}, stdout, stderr); code == exitOK {
-		return exitOK
+	if slices.Contains(commands, args[0]) {
+		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q (topics: metrics, presets, clients, or a command)\n", args[0])
+	hint := ""
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients"}, commands...)); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 

@@ -13,11 +13,12 @@ import (
 
 // cmdDiff compares two results files with the rules kalab run --baseline applies.
 func cmdDiff(args []string, stdout, stderr io.Writer) int {
-	fs, lo := flagSet("diff", "diff [flags] OLD NEW  (results.jsonl files or run directories)", stderr)
+	fs, lo := flagSet("diff", "diff [flags] OLD NEW  (results.jsonl files or run directories)", stdout, stderr)
 	all := fs.Bool("all", false, "show every metric, not only the key ones and those that moved")
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")
 	noScenarios := fs.Bool("no-scenario-tolerances", false, "ignore the baseline: blocks of the scenario files NEW names")
+	allowPartial := fs.Bool("allow-partial", false, "accept an OLD whose invocation did not complete (interrupted, killed, stopped by an error)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -52,14 +53,35 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	if oerr != nil || cerr != nil {
 		return exitInvalid
 	}
+	// OLD plays the baseline: a partial one would make every run it lacks look new and
+	// hide regressions, so it is refused unless the user says so. NEW may be partial: the
+	// table shows what it has.
+	for _, e := range []struct {
+		role    string
+		b       *report.Baseline
+		partial bool
+	}{{"OLD", old, *allowPartial}, {"NEW", cur, true}} {
+		legacy, err := e.b.Complete()
+		switch {
+		case err != nil && !e.partial:
+			fmt.Fprintf(stderr, "kalab diff: %s %v\n", e.role, err)
+			return exitInvalid
+		case err != nil:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s did not complete: %s\n", e.role, e.b.Path, e.b.Invocation.Describe())
+		case legacy:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s has no invocation record (written by a kalab before invocation records): whether it completed is unknown\n", e.role, e.b.Path)
+		}
+	}
 	runs := make([]*report.Run, len(cur.Runs))
 	for i := range cur.Runs {
 		runs[i] = &cur.Runs[i]
 	}
 	tols := &report.Tolerances{Flags: flagTols, Scenarios: map[string]report.ScenarioTolerances{}}
+	var order map[string]int
 	if !*noScenarios {
-		scenarioTolerances(runs, tols, stderr)
+		order = scenarioTolerances(runs, tols, stderr)
 	}
+	sortRuns(runs, order)
 	cmp := &report.Comparer{Baseline: old, Tolerances: tols}
 	diffs := cmp.Diff(runs)
 	if err := report.DiffTable(stdout, diffs, *all); err != nil {
@@ -76,10 +98,40 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sortRuns puts the runs in file order, grouped by scenario: results files list runs as they
+// ended, which splits a scenario's rows. Files sort by path; within a file, runs follow the
+// scenario file (order, from the files that load) or else their order in the results.
+func sortRuns(runs []*report.Run, order map[string]int) {
+	first := map[string]int{}
+	for i, r := range runs {
+		if _, ok := first[r.Scenario]; !ok {
+			first[r.Scenario] = i
+		}
+	}
+	pos := func(r *report.Run) int {
+		if i, ok := order[r.Scenario+"\x00"+r.Variant]; ok {
+			return i
+		}
+		return len(order)
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i], runs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Scenario != b.Scenario {
+			return first[a.Scenario] < first[b.Scenario]
+		}
+		return pos(a) < pos(b)
+	})
+}
+
 // scenarioTolerances applies the baseline: blocks of the scenario files the runs name, as
-// kalab run would have. A file that is gone or no longer loads is reported and skipped: the
-// comparison then uses the defaults for its runs.
-func scenarioTolerances(runs []*report.Run, tols *report.Tolerances, stderr io.Writer) {
+// kalab run would have, and returns each planned run's place in its file (key scenario NUL
+// variant). A file that is gone or no longer loads is reported and skipped: the comparison
+// then uses the defaults for its runs.
+func scenarioTolerances(runs []*report.Run, tols *report.Tolerances, stderr io.Writer) map[string]int {
+	order := map[string]int{}
 	files := map[string]bool{}
 	for _, r := range runs {
 		if r.File != "" {
@@ -103,5 +155,11 @@ func scenarioTolerances(runs []*report.Run, tols *report.Tolerances, stderr io.W
 		for n, t := range report.PlanTolerances(plan, nil).Scenarios {
 			tols.Scenarios[n] = t
 		}
+		for _, sc := range plan.Scenarios {
+			for i, r := range sc.Runs {
+				order[sc.Name+"\x00"+r.Variant] = i
+			}
+		}
 	}
+	return order
 }

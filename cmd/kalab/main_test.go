@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"kalab": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"kalab": func() { os.Exit(entry(os.Args[1:])) },
 	})
 }
 
@@ -37,12 +41,40 @@ func TestScripts(t *testing.T) {
 			env.Setenv("JUNIT_XSD", xsd)
 			return err
 		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "tmpfs":
+				return canMountTmpfs(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// sleep DURATION: wait, e.g. for a background run to get going.
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				ts.Check(err)
 				time.Sleep(d)
+			},
+			// exits CODE PROG ARGS...: run PROG, which must exit with CODE; its output is
+			// kept for stdout and stderr as exec keeps it.
+			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 || neg {
+					ts.Fatalf("usage: exits CODE PROG ARGS...")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				err = ts.Exec(args[1], args[2:]...)
+				got := 0
+				var ee *exec.ExitError
+				switch {
+				case errors.As(err, &ee):
+					got = ee.ExitCode()
+				case err != nil:
+					ts.Fatalf("%s: %v", args[1], err)
+				}
+				if got != want {
+					ts.Fatalf("%s exited %d; want %d", args[1], got, want)
+				}
 			},
 			// validresults DIR: every line under DIR passes schema/result.schema.json.
 			"validresults": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -56,4 +88,17 @@ func TestScripts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// canMountTmpfs reports whether a script can mount a tmpfs in a private mount namespace.
+func canMountTmpfs() bool {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return false
+	}
+	dir, err := os.MkdirTemp("", "kalab-tmpfs-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	return exec.Command("unshare", "-m", "--propagation", "private", "mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", dir).Run() == nil
 }

@@ -36,8 +36,10 @@ func (b *bars) RunStarted(r *scenario.Run, total int) {
 		mpb.BarRemoveOnComplete(),
 		mpb.PrependDecorators(decor.Name(r.Scenario+" / "+r.Variant, decor.WCSyncSpaceR)),
 		mpb.AppendDecorators(
-			decor.CountersNoUnit("%d/%d", decor.WCSyncSpace),
+			decor.CountersNoUnit("%d/%d requests", decor.WCSyncSpace),
 			decor.Any(func(decor.Statistics) string { return fmt.Sprintf("errors %d", rb.errors.Load()) }, decor.WCSyncSpace),
+			// Real time, unlike the summary's TOTAL s, which is in scenario time.
+			decor.Name(" wall"),
 			decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace),
 		))
 	b.mu.Lock()

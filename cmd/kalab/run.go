@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -23,7 +25,7 @@ import (
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	f, code, ok := parseRunFlags(args, stderr)
+	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -45,7 +47,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = rerr
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", outcome.Dir)
+	// Always say where the results went: --out is relative to the working directory,
+	// which need not be the scenarios' project.
+	dir := outcome.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", dir)
+	if inv := outcome.Invocation; inv != nil && !inv.Completed {
+		fmt.Fprintf(stdout, "incomplete: %s\n", inv.Describe())
+	}
 	return runExitCode(f, outcome, missing, err, stderr)
 }
 
@@ -62,6 +73,7 @@ type runFlags struct {
 	baselinePath string
 	tolerances   []string
 	failMissing  bool
+	allowPartial bool
 	junitPath    string
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
@@ -72,8 +84,8 @@ type runFlags struct {
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
-func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok bool) {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stderr)
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	f = &runFlags{fs: fs}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
@@ -84,7 +96,8 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
+	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
+	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from its plan; 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	if ok, code := parseFlags(fs, args); !ok {
@@ -118,13 +131,18 @@ func parseRunFlags(args []string, stderr io.Writer) (f *runFlags, code int, ok b
 	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
 		return invalid("--lag-tolerance must be between 0 (never noisy) and 1000")
 	}
-	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
-		return invalid("--tolerance and --fail-missing need --baseline")
+	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
+		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
 	}
+	// Every output is checked before the first run: a bad path is found now, not after the
+	// last run has ended.
 	if f.junitPath != "" {
-		if err := checkWritableDir(f.junitPath); err != nil {
+		if err := atomicfile.Check(f.junitPath); err != nil {
 			return invalid("--junit: %v", err)
 		}
+	}
+	if err := report.CheckOut(f.out); err != nil {
+		return invalid("--out: %v", err)
 	}
 	return f, 0, true
 }
@@ -144,6 +162,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		return nil, exitInvalid, false
 	}
 	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
+	// Under the supervising parent the run id is the parent's, so it can close the results
+	// of a child that died.
+	inv.opt.RunID = supervisedRunID()
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
 	}
@@ -170,17 +191,49 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		if err != nil {
 			return fail("%v", err)
 		}
+		if legacy, err := base.Complete(); err != nil && !f.allowPartial {
+			return fail("%v", err)
+		} else if err != nil {
+			f.log.Warn().Str("baseline", base.Path).Str("invocation", base.Invocation.Describe()).Msg("comparing with a partial baseline (--allow-partial)")
+		} else if legacy {
+			f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
+		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
 	inv.plan, _ = loadPlan(f.fs.Args(), stderr, f.log)
 	if inv.plan == nil {
 		return nil, exitInvalid, false
 	}
+	if inv.opt.TimeScale > 0 {
+		// The loader checked each file's durations at its own time scale; the flag's is
+		// checked here, before anything runs, with the same positions.
+		if err := inv.plan.CheckTimeScale(inv.opt.TimeScale); err != nil {
+			printDiagnostics(stderr, err)
+			return nil, exitInvalid, false
+		}
+	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
+	}
+	if fault := os.Getenv(envTestFault); fault != "" {
+		// Tests only: fail while the second run is judged, after the first is recorded.
+		judge, n := inv.opt.Judge, 0
+		var mu sync.Mutex
+		inv.opt.Judge = func(rec *report.Run) {
+			mu.Lock()
+			n++
+			second := n == 2
+			mu.Unlock()
+			if second {
+				injectFault(fault)
+			}
+			if judge != nil {
+				judge(rec)
+			}
+		}
 	}
 	return inv, 0, true
 }
@@ -214,9 +267,16 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
 		if !outcome.Interrupted {
+			// Missing means missing among what was asked for: the selected files (a
+			// subset of the suite leaves the other files out) and the --filter.
 			filter := inv.opt.Filter
-			missing = cmp.Baseline.Missing(outcome.Runs, func(sc, v string) bool {
-				return filter == nil || filter.MatchString(sc+"/"+v)
+			var loaded []string
+			for _, sc := range inv.plan.Scenarios {
+				loaded = append(loaded, sc.Name)
+			}
+			selected := report.Selected(loaded, scenarioArgs(f.fs.Args()))
+			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
@@ -268,44 +328,12 @@ func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
 	return out, nil
 }
 
-// checkWritableDir fails early when a report file's directory does not exist, rather than
-// after every run has ended.
-func checkWritableDir(path string) error {
-	st, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Dir(path), unwrapPathErr(err))
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", filepath.Dir(path))
-	}
-	return nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// writeJUnit writes the report through a temporary file, so a reader never sees half of it.
+// writeJUnit writes the report through a temporary file beside it, renamed into place only
+// over a regular file, so a reader never sees half of it and a device is never replaced.
 func writeJUnit(path string, in report.JUnitInput) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
 	if err != nil {
-		return fmt.Errorf("write JUnit report: %w", err)
-	}
-	werr := report.JUnit(f, in)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write JUnit report %s: %w", path, werr)
+		return fmt.Errorf("JUnit report: %w", err)
 	}
 	return nil
 }

@@ -55,6 +55,14 @@ func TestCompileErrors(t *testing.T) {
 		{"zzz > 1", Expect, 0, "see `kalab help metrics`"},
 		{"errors == 0", Compare, 0, `unknown name "errors": a compare expression reads metrics through variant('name')`},
 		{"variant('a', 'b').errors > 0", Compare, -1, "variant"},
+		// Durations are not numbers: the message gives the figure in milliseconds.
+		{"latency_ms.p50 < 100ms", Expect, 17, `"100ms": expressions take plain numbers, not durations; the _ms metrics are milliseconds of scenario time, so write 100`},
+		{"total_ms < 1.5s", Expect, 11, "so write 1500"},
+		{"latency_ms.p50 < 100 ms", Expect, 17, `"100 ms": expressions take plain numbers`},
+		{"variant('a').total_ms < 2m", Compare, 24, "so write 120000"},
+		// = is not ==: the message shows the expression with ==.
+		{"connections = 1", Expect, 12, "= is not a comparison; use == (connections == 1)"},
+		{"errors == 0 && retries=0", Expect, 22, "use == (errors == 0 && retries==0)"},
 	} {
 		_, err := Compile(tc.src, tc.kind)
 		var ce *Error

@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // Kind says where an assertion appears, which decides what it can see.
@@ -103,8 +105,36 @@ func convertError(src string, kind Kind, err error) error {
 		msg = fmt.Sprintf("unknown metric %q%s", name, hint(name))
 	} else if strings.HasPrefix(msg, "expected bool") {
 		msg = "the expression must be true or false, e.g. errors == 0 (" + msg + ")"
+	} else if d := durationAt(src, msg); d != nil {
+		msg, offset = d.Message, d.Offset
+	} else if msg == `unexpected token Operator("=")` && offset < len(src) && src[offset] == '=' {
+		msg = fmt.Sprintf("= is not a comparison; use == (%s)", src[:offset]+"=="+src[offset+1:])
 	}
 	return &Error{Offset: offset, Message: msg}
+}
+
+// durationLiteral is a number with a duration unit, "100ms" or "1.5 s".
+var durationLiteral = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)\b`)
+
+// durationAt explains a parse error that a duration written into an expression caused:
+// expressions compare plain numbers, and the _ms metrics are milliseconds, so the fix is
+// the same figure in milliseconds.
+func durationAt(src, msg string) *Error {
+	if !strings.HasPrefix(msg, "bad number syntax") && !strings.HasPrefix(msg, `unexpected token Identifier(`) {
+		return nil
+	}
+	m := durationLiteral.FindStringSubmatchIndex(src)
+	if m == nil {
+		return nil
+	}
+	lit := src[m[0]:m[1]]
+	d, err := time.ParseDuration(src[m[2]:m[3]] + src[m[4]:m[5]])
+	if err != nil {
+		return nil
+	}
+	ms := strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)
+	return &Error{Offset: m[0], Message: fmt.Sprintf(
+		"%q: expressions take plain numbers, not durations; the _ms metrics are milliseconds of scenario time, so write %s", lit, ms)}
 }
 
 // offsetOf turns expr's line (1-based) and column (0-based) into a byte offset.

@@ -1,3 +1,8 @@
+//go:build unix
+
+// The benchmark counts the client's CPU with getrusage, which Windows lacks
+// (engine/metrics cannot be used here: it imports this package).
+
 package client
 
 import (

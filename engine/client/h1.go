@@ -84,7 +84,10 @@ func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
 			return r, fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
 		}
 		r.status = int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
-		r.keepAlive = line[7] == '1' // HTTP/1.1 persists by default, 1.0 does not
+		// HTTP/1.1 "or later" persists by default, 1.0 does not (RFC 9112 section 9.3; a
+		// minor version above 1 is read as net/http reads it, found by the differential fuzz).
+		atLeast11 := line[7] >= '1' && line[7] <= '9'
+		r.keepAlive = atLeast11
 		contentLength, chunked := int64(-1), false
 		for {
 			h, err := readLine(br, false)
@@ -107,7 +110,10 @@ func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
 				}
 				contentLength = n
 			case asciiEqualFold(name, "transfer-encoding"):
-				chunked = containsFold(value, "chunked")
+				// Ignored in HTTP/1.0, which has no transfer codings, as net/http does
+				// (src/net/http/transfer.go, golang/go#12785); found by the differential
+				// fuzz against net/http.
+				chunked = atLeast11 && containsFold(value, "chunked")
 			case asciiEqualFold(name, "connection"):
 				if containsFold(value, "close") {
 					r.keepAlive = false

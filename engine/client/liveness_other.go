@@ -1,8 +1,8 @@
-//go:build !linux
+//go:build !unix
 
 package client
 
 import "syscall"
 
-// alive cannot peek portably outside Linux, so every idle connection counts as alive.
+// alive cannot peek without the Unix socket calls (Windows), so every idle connection counts as alive.
 func alive(rc syscall.RawConn, eofOnly bool) bool { return true }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -35,7 +34,7 @@ func StartProcProbe(interval time.Duration) *ProcProbe {
 	if interval <= 0 {
 		interval = DefaultProbeInterval
 	}
-	p := &ProcProbe{cpu0: processCPU(), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &ProcProbe{cpu0: ProcessCPU(), stop: make(chan struct{}), done: make(chan struct{})}
 	p.sample()
 	go p.loop(interval)
 	return p
@@ -73,21 +72,11 @@ func (p *ProcProbe) Stop() (cpu time.Duration, peakRSSBytes uint64) {
 		close(p.stop)
 		<-p.done
 		p.sample() // the end of the window counts too
-		p.cpuUsed = max(processCPU()-p.cpu0, 0)
+		p.cpuUsed = max(ProcessCPU()-p.cpu0, 0)
 	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cpuUsed, p.peak
-}
-
-// processCPU returns the user plus system CPU time this process has used, or 0 if
-// getrusage fails (it cannot for RUSAGE_SELF with a valid pointer).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var vmRSS = []byte("VmRSS:")

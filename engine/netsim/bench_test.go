@@ -12,9 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/metrics"
 )
 
 // The fidelity benchmarks each run a fixed sample per iteration (they take
@@ -99,13 +100,7 @@ func benchRequests(b *testing.B, rtt, spin time.Duration, tlsOn, keepAlive bool,
 }
 
 // cpuTime is the process's user plus system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime(testing.TB) time.Duration { return metrics.ProcessCPU() }
 
 // BenchmarkIdleConns holds 5,000 idle connections through one proxy and
 // reports the proxy process's peak RSS growth per connection. The client

@@ -5,9 +5,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
 )
 
 const (
@@ -55,7 +53,13 @@ type clock struct {
 }
 
 func newClock() *clock {
-	tfd, tfdn := newTimerFD()
+	var (
+		tfd  *os.File
+		tfdn uintptr
+	)
+	if !portable {
+		tfd, tfdn = newTimerFD()
+	}
 	return &clock{
 		tfd:     tfd,
 		tfdn:    tfdn,
@@ -233,32 +237,7 @@ func (c *clock) setTimer(at time.Time) {
 	if c.tfd == nil {
 		return
 	}
-	var its struct{ interval, value syscall.Timespec }
-	if !at.IsZero() {
-		// A zero value would disarm, so a past instant becomes 1 ns.
-		its.value = syscall.NsecToTimespec(max(int64(time.Until(at)), 1))
-	}
-	// The timerfd is never closed, so its number stays valid, and
-	// timerfd_settime does not block.
-	_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, c.tfdn, 0,
-		uintptr(unsafe.Pointer(&its)), 0, 0, 0)
-}
-
-// newTimerFD opens a non-blocking CLOCK_MONOTONIC timerfd, wrapped so that
-// reads park on the netpoller, and returns it with its number; or nil if
-// the kernel refuses one. It is never closed: there is one per clock and
-// the process-wide clock lives as long as the process.
-func newTimerFD() (*os.File, uintptr) {
-	const (
-		clockMonotonic = 1
-		tfdNonblock    = syscall.O_NONBLOCK
-		tfdCloexec     = syscall.O_CLOEXEC
-	)
-	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
-	if errno != 0 {
-		return nil, 0
-	}
-	return os.NewFile(fd, "netsim-clock-timerfd"), fd
+	armTimerFD(c.tfdn, at)
 }
 
 // waitHeap is a min-heap of waiters by due, or by start when byStart.

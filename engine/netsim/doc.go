@@ -110,4 +110,33 @@
 // over four runs (4.2 to 5.1 KiB goroutine stacks, 3.4 to 3.8 KiB heap), 2
 // goroutines per connection, the same before and after the shared clock,
 // which idle links never touch.
+//
+// # Other platforms
+//
+// The timerfd clock and the kernel receive stamps are Linux's. Elsewhere
+// (macOS, the BSDs, Windows) the clock sleeps on a Go timer until the
+// spin window opens and yields for the whole window, and chunks are
+// stamped when the reader runs; Windows also reads through net.Conn, so an
+// idle link pins a 16 KiB buffer, and cannot read SO_ERROR, so a write
+// racing a peer's reset is noticed at the next read. Setting
+// KALAB_NETSIM_PORTABLE=1 gives Linux the same clock and stamping, which is
+// how the cost was measured (the same VM, loaded; two runs each, given as
+// ranges):
+//
+//	go test -run '^$' -bench ClockWake -benchtime 3x ./engine/netsim
+//	                  late p50   late p99   CPU per wake (2-6 ms waits)
+//	timerfd           6.6 µs     1.0 ms     0.35 ms
+//	fallback          4.4 µs     0.52 ms    0.90 ms
+//
+//	KALAB_NETSIM_PORTABLE=1 go test -run '^$' -bench 'ReusedRequest/rtt=50ms$' -benchtime 1x ./engine/netsim
+//	                           vs model        proxy's share   CPU/req
+//	reused, 50 ms, Linux       +1.07..+1.42%   +0.06..+0.62%   1.23..1.42 ms
+//	reused, 50 ms, portable    +1.38..+1.43%   +0.45..+0.60%   2.48..2.54 ms
+//
+// So the portable path keeps the median as close to the model as the
+// Linux path (the proxy's share under 1% at 50 ms RTT), at about twice the
+// CPU per request, because every wait yields through the whole 1.5 ms
+// window instead of its last 250 µs. The fallback's Go timer may fire up to
+// a millisecond late; the window covers that. Measured on Linux only: the
+// figures for a real macOS or Windows scheduler are not measured here.
 package netsim

@@ -3,9 +3,7 @@ package netsim
 import (
 	"net"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
 )
 
 const (
@@ -128,40 +126,16 @@ func (l *link) isDone() bool {
 // readLoop reads src until EOF, reset or teardown, stamping each chunk.
 func (d *direction) readLoop() {
 	defer d.l.p.wg.Done()
-	rc, err := d.src.SyscallConn()
+	read, err := d.openReader()
 	if err != nil {
 		d.push(chunk{kind: evRst}, time.Now())
 		return
 	}
-	enableKernelStamps(rc)
 	for {
 		if !d.waitSpace() {
 			return
 		}
-		var (
-			buf     *[]byte
-			n, oobn int
-			rerr    error
-		)
-		err := rc.Read(func(fd uintptr) bool {
-			b := bufPool.Get().(*[]byte)
-			for {
-				n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), *b, d.oob[:], 0)
-				if rerr != syscall.EINTR {
-					break
-				}
-			}
-			if rerr == syscall.EAGAIN {
-				bufPool.Put(b)
-				return false
-			}
-			buf = b
-			return true
-		})
-		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
-		if err == nil {
-			err = rerr
-		}
+		buf, n, stamp, err := read()
 		if err != nil || n <= 0 {
 			if buf != nil {
 				bufPool.Put(buf)
@@ -209,59 +183,4 @@ func (d *direction) waitSpace() bool {
 			return false
 		}
 	}
-}
-
-// sockErrIsReset reports whether the kernel has recorded a reset on c. It
-// is used after writing to a peer that already sent FIN: on loopback the
-// peer's RST to that write arrives before Write returns, but no later read
-// or write would notice it.
-func sockErrIsReset(c *net.TCPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var soErr int
-	if err := rc.Control(func(fd uintptr) {
-		soErr, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
-	}); err != nil {
-		return false
-	}
-	return syscall.Errno(soErr) == syscall.ECONNRESET || syscall.Errno(soErr) == syscall.EPIPE
-}
-
-// enableKernelStamps asks the kernel to report when data arrived
-// (SO_TIMESTAMPNS). Stamping chunks with that instead of the moment the
-// reader ran keeps goroutine wake-up latency, which reaches milliseconds
-// on a loaded machine, out of the modeled delay. Failure only costs that
-// precision, so it is ignored.
-func enableKernelStamps(rc syscall.RawConn) {
-	_ = rc.Control(func(fd uintptr) {
-		_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-	})
-}
-
-// arrival returns when the data just read reached the socket: the kernel's
-// receive timestamp from oob if there is a plausible one, else now. The
-// kernel reports wall-clock time, so it is turned into an age and taken off
-// now, which keeps the monotonic reading the delay queue relies on.
-func arrival(now time.Time, oob []byte) time.Time {
-	if len(oob) == 0 {
-		return now
-	}
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return now
-	}
-	for _, m := range msgs {
-		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS ||
-			len(m.Data) < int(unsafe.Sizeof(syscall.Timespec{})) {
-			continue
-		}
-		ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
-		age := now.Sub(time.Unix(ts.Unix()))
-		if age > 0 && age < time.Second {
-			return now.Add(-age)
-		}
-	}
-	return now
 }

@@ -1,14 +1,11 @@
+//go:build unix
+
 package netsim
 
 import (
 	"fmt"
 	"syscall"
 )
-
-// DescriptorsPerConn is how many file descriptors one simulated connection
-// uses when client, proxy and server share a process: the client socket,
-// the proxy's two sockets and the server's accepted socket.
-const DescriptorsPerConn = 4
 
 // RaiseFileLimit raises the soft RLIMIT_NOFILE toward need, capped at the
 // hard limit. It returns an error naming how many descriptors are needed
@@ -46,4 +43,13 @@ func RaiseFileLimit(need uint64) error {
 			"(each uses about %d)", need, lim.Max, DescriptorsPerConn)
 	}
 	return nil
+}
+
+// FileLimit returns the current soft limit on open file descriptors.
+func FileLimit() (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("netsim: reading the open-file limit: %w", err)
+	}
+	return lim.Cur, nil
 }

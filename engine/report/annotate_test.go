@@ -63,7 +63,7 @@ func TestDiffTable(t *testing.T) {
 	}
 	out := buf.String()
 	for _, re := range []string{
-		`s +a +connections +1 +50 +\+4900.0% +\+2 +REGRESSED`,
+		`s +a +connections +1 +50 +\+4900.0% +\+2, at least \+3 +REGRESSED`,
 		`s +a +latency_ms.mean +156 +100 +-35.9% +\+30% +improved`,
 		`s +a +latency_ms.p50 +155 +155 +0 +\+20% +same`,
 		`s +fresh +- +new`,

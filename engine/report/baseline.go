@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -265,9 +266,27 @@ func (t *Tolerances) Rule(scenarioName, metric string) Rule {
 
 // Baseline is a results.jsonl of an earlier run that later runs are compared with.
 type Baseline struct {
-	Path  string
-	Runs  []Run
-	index map[string]int
+	Path string
+	Runs []Run
+	// Invocation is the file's closing invocation record; nil for a file written before
+	// kalab recorded invocations (its completeness is unknown, see Complete).
+	Invocation *Invocation
+	index      map[string]int
+}
+
+// Complete returns nil when the baseline's invocation ran every planned run to its end. A
+// file without an invocation record (written by an older kalab, like a baseline committed
+// before them) is accepted: legacy is then true and the caller should say that its
+// completeness is unknown. A partial baseline is an error the caller may waive
+// (--allow-partial): a Ctrl-C'd or killed run would otherwise pass for the whole suite.
+func (b *Baseline) Complete() (legacy bool, err error) {
+	switch inv := b.Invocation; {
+	case inv == nil:
+		return true, nil
+	case !inv.Completed:
+		return false, &BaselineError{Path: b.Path, Err: fmt.Errorf("is from an invocation that did not complete (%s); use a complete run, or pass --allow-partial to compare with the runs it has", inv.Describe())}
+	}
+	return false, nil
 }
 
 // BaselineError is bad baseline input: a file that cannot be read as kalab results.
@@ -292,6 +311,10 @@ func LoadBaseline(path string) (*Baseline, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "results.jsonl")
 	}
+	// A FIFO or a device would block the read or never end: refuse it before opening.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, &BaselineError{Path: path, Err: fmt.Errorf("is not a regular file (%s); a baseline is a results.jsonl file", st.Mode().Type())}
+	}
 	res, err := ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
@@ -308,8 +331,11 @@ func LoadBaseline(path string) (*Baseline, error) {
 	if _, err := ValidateFile(path, false); err != nil {
 		return nil, &BaselineError{Path: path, Err: fmt.Errorf("does not match schema/result.schema.json: line %w", trimPathPrefix(err, path))}
 	}
-	b := &Baseline{Path: path, Runs: res.Runs, index: make(map[string]int, len(res.Runs))}
+	b := &Baseline{Path: path, Runs: res.Runs, Invocation: res.Invocation, index: make(map[string]int, len(res.Runs))}
 	for i, r := range res.Runs {
+		if err := physical(r); err != nil {
+			return nil, &BaselineError{Path: path, Err: fmt.Errorf("line %d: run %s / %s: %w", r.line, r.Scenario, r.Variant, err)}
+		}
 		k := runKey(r.Scenario, r.Variant)
 		if _, dup := b.index[k]; dup {
 			return nil, &BaselineError{Path: path, Err: fmt.Errorf("run %s / %s appears twice; a baseline is the results of one invocation", r.Scenario, r.Variant)}
@@ -317,6 +343,51 @@ func LoadBaseline(path string) (*Baseline, error) {
 		b.index[k] = i
 	}
 	return b, nil
+}
+
+// maxMs is the longest time a time.Duration holds, in milliseconds.
+const maxMs = float64(math.MaxInt64) / 1e6
+
+// physical rejects metric values no run can produce: a negative or fractional count, a
+// ratio outside 0..1, a time longer than a time.Duration can hold (in scenario time). Such
+// a value is a hand-edited or corrupt baseline, and would otherwise print as a 309-digit
+// number and a -Inf% change.
+func physical(r Run) error {
+	g := func(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
+	scale := r.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	flat := r.Metrics.Flat()
+	names := make([]string, 0, len(flat))
+	for n := range flat {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := flat[n]
+		lo, hi, integral := 0.0, float64(1<<53), true
+		switch {
+		case n == "reuse_ratio":
+			hi, integral = 1, false
+		case n == "errors_per_1000":
+			hi, integral = 1000, false
+		case strings.HasPrefix(n, "latency_ms.") || strings.HasSuffix(n, "_ms"):
+			hi, integral = maxMs/scale, false
+		case n == "cpu_us_per_request":
+			hi, integral = maxMs*1000, false
+		case n == "rps", n == "peak_rss_mb":
+			// A billion requests a second on loopback, or a petabyte of memory, is not a run.
+			hi, integral = 1e9, false
+		}
+		switch {
+		case math.IsNaN(v) || v < lo || v > hi:
+			return fmt.Errorf("%s = %s is outside its possible range %s..%s", n, g(v), g(lo), g(hi))
+		case integral && v != math.Trunc(v):
+			return fmt.Errorf("%s = %s is a count and must be a whole number", n, g(v))
+		}
+	}
+	return nil
 }
 
 // trimPathPrefix drops the "path:" that ReadFile and ValidateFile put first, so the message
@@ -529,20 +600,54 @@ func (c *Comparer) Apply(cur *Run) RunDiff {
 }
 
 // Missing lists the baseline runs that are not among runs, in baseline order. keep, when
-// not nil, limits it to the runs the invocation meant to run (a --filter).
-func (b *Baseline) Missing(runs []*Run, keep func(scenario, variant string) bool) []RunDiff {
+// not nil, limits it to the runs the invocation meant to run (the files it selected, a
+// --filter).
+func (b *Baseline) Missing(runs []*Run, keep func(base *Run) bool) []RunDiff {
 	seen := make(map[string]bool, len(runs))
 	for _, r := range runs {
 		seen[runKey(r.Scenario, r.Variant)] = true
 	}
 	var out []RunDiff
-	for _, r := range b.Runs {
-		if seen[runKey(r.Scenario, r.Variant)] || (keep != nil && !keep(r.Scenario, r.Variant)) {
+	for i := range b.Runs {
+		r := &b.Runs[i]
+		if seen[runKey(r.Scenario, r.Variant)] || (keep != nil && !keep(r)) {
 			continue
 		}
 		out = append(out, RunDiff{Scenario: r.Scenario, Variant: r.Variant, File: r.File, State: StateMissing, BaselineRunID: r.RunID})
 	}
 	return out
+}
+
+// Selected returns the Missing filter for an invocation that loaded the scenarios named
+// and was given paths (files or directories): a baseline run counts when its scenario was
+// loaded, or when its file lies under one of the paths, so a file deleted from a selected
+// directory is still missing while the files a subset left out are not.
+func Selected(scenarios, paths []string) func(base *Run) bool {
+	loaded := make(map[string]bool, len(scenarios))
+	for _, s := range scenarios {
+		loaded[s] = true
+	}
+	var roots []string
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			roots = append(roots, abs)
+		}
+	}
+	return func(r *Run) bool {
+		if loaded[r.Scenario] {
+			return true
+		}
+		file, err := filepath.Abs(r.File)
+		if err != nil {
+			return false
+		}
+		for _, root := range roots {
+			if rel, err := filepath.Rel(root, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Diff compares every run with the baseline: the runs in their order, then the baseline

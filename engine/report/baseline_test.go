@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,7 +273,7 @@ func TestMissingAndNew(t *testing.T) {
 	if c.Compared != 1 || c.New != 1 || c.Missing != 2 || c.Regressed != 0 {
 		t.Fatalf("counts %s", c)
 	}
-	only := b.Missing([]*Run{baseRun("s", "a")}, func(sc, v string) bool { return sc == "s" })
+	only := b.Missing([]*Run{baseRun("s", "a")}, func(r *Run) bool { return r.Scenario == "s" })
 	if len(only) != 1 || only[0].Variant != "b" || only[0].State != StateMissing {
 		t.Fatalf("filtered missing %+v", only)
 	}
@@ -298,6 +299,11 @@ func TestLoadBaselineRejectsBadInput(t *testing.T) {
 		{"empty", "\n", "holds no run records"},
 		{"duplicate", string(good) + "\n" + string(good) + "\n", "run s / v appears twice"},
 		{"other JSON", `{"hello":"world"}` + "\n", "line 1: record_version 0"},
+		// Values no run produces: a hand-edited or corrupt baseline, named with its line.
+		{"huge latency", "\n" + strings.Replace(string(good), `"p50":155`, `"p50":1.7e308`, 1) + "\n", "line 2: run s / v: latency_ms.p50 = 1.7e+308 is outside its possible range 0..9.22337e+12"},
+		{"ratio above 1", strings.Replace(string(good), `"reuse_ratio":0.995`, `"reuse_ratio":1.5`, 1) + "\n", "line 1: run s / v: reuse_ratio = 1.5 is outside its possible range 0..1"},
+		{"fractional count", strings.Replace(string(good), `"connections":1,`, `"connections":1.5,`, 1) + "\n", "line 1: run s / v: connections = 1.5 is a count and must be a whole number"},
+		{"errors per 1000", strings.Replace(string(good), `"errors_per_1000":0`, `"errors_per_1000":1001`, 1) + "\n", "errors_per_1000 = 1001 is outside its possible range 0..1000"},
 	} {
 		p := filepath.Join(t.TempDir(), "results.jsonl")
 		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
@@ -308,6 +314,14 @@ func TestLoadBaselineRejectsBadInput(t *testing.T) {
 		if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "baseline "+p+": ") {
 			t.Errorf("%s: err = %v; want a BaselineError containing %q", tc.name, err, tc.want)
 		}
+	}
+	// A FIFO would block the read forever: refused before it is opened.
+	fifo := filepath.Join(t.TempDir(), "results.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBaseline(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+		t.Errorf("FIFO: %v", err)
 	}
 	if _, err := LoadBaseline(filepath.Join(t.TempDir(), "nope.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
@@ -337,4 +351,31 @@ func FuzzParseTolerance(f *testing.F) {
 			t.Fatalf("%q -> %q -> %+v, %v", s, tol.String(), back, err)
 		}
 	})
+}
+
+// TestSelectedLimitsMissing: running one file of a suite leaves the other files' baseline
+// runs out of "missing"; running the directory keeps a file deleted from it in.
+func TestSelectedLimitsMissing(t *testing.T) {
+	t.Parallel()
+	run := func(sc, file string) *Run { r := baseRun(sc, "v"); r.File = file; return r }
+	b := loadBase(t, run("one", "suite/01.yaml"), run("two", "suite/02.yaml"), run("gone", "suite/03.yaml"), run("else", "other/x.yaml"))
+	ran := []*Run{run("one", "suite/01.yaml")}
+	names := func(ds []RunDiff) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Scenario)
+		}
+		return out
+	}
+	if got := names(b.Missing(ran, Selected([]string{"one"}, []string{"suite/01.yaml"}))); len(got) != 0 {
+		t.Errorf("one file selected: missing %v, want none", got)
+	}
+	got := names(b.Missing(ran, Selected([]string{"one", "two"}, []string{"suite"})))
+	if strings.Join(got, ",") != "two,gone" {
+		t.Errorf("directory selected: missing %v, want [two gone] (other/ was not selected)", got)
+	}
+	// A renamed file: the scenario is loaded from elsewhere, so its baseline run counts.
+	if got := names(b.Missing(ran, Selected([]string{"one", "else"}, []string{"suite/01.yaml", "moved.yaml"}))); strings.Join(got, ",") != "else" {
+		t.Errorf("renamed file: missing %v, want [else]", got)
+	}
 }

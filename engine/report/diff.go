@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -72,7 +73,7 @@ func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Scenario, d.Variant, m.Metric,
-				num(m.Old), num(m.New), m.Change(), toleranceText(m.Rule), verdictText(m.Verdict))
+				num(m.Old), num(m.New), m.Change(), appliedTolerance(m), verdictText(m.Verdict))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -80,6 +81,32 @@ func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", Count(diffs))
 	return err
+}
+
+// appliedTolerance is the tolerance that decided the verdict: the written one, and when a
+// noise floor widened it, the slack actually allowed in the metric's unit, e.g.
+// "+15%, at least +80.2".
+func appliedTolerance(m MetricDelta) string {
+	text := toleranceText(m.Rule)
+	t := m.Rule.Tolerance
+	if t.Off || m.Rule.Worse == Informational {
+		return text
+	}
+	stated := t.Value
+	if t.Relative {
+		stated = t.Value * math.Abs(m.Old)
+	}
+	if m.Slack <= stated*(1+1e-9)+1e-12 {
+		return text
+	}
+	sign := "+"
+	switch m.Rule.Worse {
+	case LowerIsWorse:
+		sign = "-"
+	case AnyChange:
+		sign = "±"
+	}
+	return fmt.Sprintf("%s, at least %s%s", text, sign, num(m.Slack))
 }
 
 func toleranceText(r Rule) string {

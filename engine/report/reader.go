@@ -13,6 +13,9 @@ import (
 type Results struct {
 	Runs      []Run
 	Scenarios []Scenario
+	// Invocation is the last invocation record; nil in files written before kalab wrote
+	// one (their completeness is unknown).
+	Invocation *Invocation
 }
 
 // ReadFile reads a results.jsonl; errors name the line that is wrong.
@@ -59,6 +62,7 @@ func Read(r io.Reader) (*Results, error) {
 			if err := dec.Decode(&run); err != nil {
 				return nil, fmt.Errorf("%d: run record: %v", line, err)
 			}
+			run.line = line
 			res.Runs = append(res.Runs, run)
 		case "scenario":
 			var s Scenario
@@ -66,12 +70,22 @@ func Read(r io.Reader) (*Results, error) {
 				return nil, fmt.Errorf("%d: scenario record: %v", line, err)
 			}
 			res.Scenarios = append(res.Scenarios, s)
+		case "invocation":
+			var inv Invocation
+			if err := dec.Decode(&inv); err != nil {
+				return nil, fmt.Errorf("%d: invocation record: %v", line, err)
+			}
+			res.Invocation = &inv
 		default:
-			return nil, fmt.Errorf("%d: unknown record %q (want run or scenario)", line, head.Record)
+			return nil, fmt.Errorf("%d: unknown record %q (want run, scenario or invocation)", line, head.Record)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%d: %v", line+1, err)
+	}
+	if inv := res.Invocation; inv != nil && inv.State == InvocationStarted {
+		// Cut short before the closing record: count what the file holds.
+		inv.Tally(res.Runs)
 	}
 	return res, nil
 }

@@ -61,6 +61,8 @@ type Run struct {
 	// Timing is how late the run's timers fired and whether that was inside what its
 	// checks can tolerate; nil for a run that did not start.
 	Timing *Timing `json:"timing,omitempty"`
+
+	line int // the line it was read from, for messages about a file
 }
 
 // Timing is a run's account of its own timing (README "Runs that know when they are

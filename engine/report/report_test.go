@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +47,9 @@ func TestWriteReadAndValidate(t *testing.T) {
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.Finish(&Invocation{RunID: "r1", State: InvocationEnded, Completed: true, PlanHash: strings.Repeat("0", 64), Planned: 1, Recorded: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +85,14 @@ func TestLatestMovesToNewestRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := os.Readlink(filepath.Join(out, "latest")); id == "b" && err != nil {
+			t.Fatal("latest should still name a before b's invocation record is written")
+		} else if id == "a" && err == nil {
+			t.Fatal("latest moved before the invocation record was written")
+		}
+		if err := w.Finish(&Invocation{RunID: id, State: InvocationEnded, Completed: true, PlanHash: strings.Repeat("0", 64)}); err != nil {
+			t.Fatal(err)
+		}
 		w.Close()
 	}
 	target, err := os.Readlink(filepath.Join(out, "latest"))
@@ -94,13 +107,142 @@ func TestLatestMovesToNewestRun(t *testing.T) {
 func TestSafeName(t *testing.T) {
 	for in, want := range map[string]string{
 		"rtt=150ms,keepalive=false": "rtt=150ms,keepalive=false",
-		"a/b c":                     "a_b_c",
-		"..":                        "_..",
-		"":                          "_",
+		"a/b c":                     "a%2fb%20c",
+		"..":                        "%2e.",
+		"":                          "%",
+		"Node":                      "!node",
+		"/a/b":                      "%2fa%2fb",
+		"/a_b":                      "%2fa_b",
+		"/a?b":                      "%2fa%3fb",
 	} {
 		if got := SafeName(in); got != want {
 			t.Errorf("SafeName(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// Names that differ only in separators or in case get different files, even on a file
+// system that ignores case; the escape is injective, long names included.
+func TestSafeNameIsInjectiveAndCaseSafe(t *testing.T) {
+	names := []string{"/a/b", "/a_b", "/a?b", "/a b", "_a_b", "%2fa_b", "!a", "A", "a", "ab", "aB", "Ab", "AB",
+		"path=/A/b", "path=/a/B", ".", "..", "%", "%25", "é", "e\u0301", strings.Repeat("x", 300), strings.Repeat("x", 301),
+		strings.Repeat("x", 180) + "~", strings.Repeat("X", 250)}
+	seen := map[string]string{}
+	for _, n := range names {
+		got := SafeName(n)
+		if strings.ToLower(got) != got {
+			t.Errorf("SafeName(%q) = %q has upper case", n, got)
+		}
+		if len(got) > 200 || strings.ContainsAny(got, "/\\:*?\"<>|") || got == "." || got == ".." {
+			t.Errorf("SafeName(%q) = %q is not a portable file name", n, got)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("SafeName(%q) = SafeName(%q) = %q", n, other, got)
+		}
+		seen[got] = n
+	}
+}
+
+// failingFile writes the first limit bytes it is given, then fails as a full disk does,
+// in the middle of a line.
+type failingFile struct {
+	*os.File
+	limit int
+}
+
+func (f *failingFile) Write(p []byte) (int, error) {
+	if len(p) <= f.limit {
+		f.limit -= len(p)
+		return f.File.Write(p)
+	}
+	n, _ := f.File.Write(p[:f.limit])
+	f.limit = 0
+	return n, syscall.ENOSPC
+}
+
+func TestWriteErrorLeavesWholeLinesAndSticks(t *testing.T) {
+	out := t.TempDir()
+	w, err := Create(out, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := sampleRun()
+	r.Record, r.RecordVersion = "run", RecordVersion
+	first, _ := json.Marshal(r)
+	w.f = &failingFile{File: w.f.(*os.File), limit: len(first) + 1 + 40}
+	if err := w.WriteRun(sampleRun()); err != nil {
+		t.Fatal(err)
+	}
+	err = w.WriteRun(sampleRun())
+	if err == nil || !strings.Contains(err.Error(), "results.jsonl: no space left on device") {
+		t.Fatalf("second write = %v; want the file and ENOSPC", err)
+	}
+	// The disk has room again: nothing may be glued onto the fragment, because nothing is
+	// written after the first error.
+	w.f.(*failingFile).limit = 1 << 20
+	if err2 := w.WriteRun(sampleRun()); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("a write after the error = %v; want the first error again", err2)
+	}
+	data, _ := os.ReadFile(w.Path)
+	if string(data) != string(first)+"\n" {
+		t.Fatalf("results.jsonl holds %q; want exactly the first line", data)
+	}
+	// Finish tries once more for the closing record, marked not completed.
+	inv := &Invocation{RunID: "r1", State: InvocationEnded, Completed: true, PlanHash: strings.Repeat("0", 64)}
+	if ferr := w.Finish(inv); ferr == nil || inv.Completed {
+		t.Fatalf("Finish after a write error = %v, completed %v", ferr, inv.Completed)
+	}
+	res, err := ReadFile(w.Path)
+	if err != nil || len(res.Runs) != 1 || res.Invocation == nil || res.Invocation.Completed || !strings.Contains(res.Invocation.Reason, "no space left") {
+		t.Fatalf("read back %+v, %v", res, err)
+	}
+	ValidateDir(t, filepath.Join(out, "r1"))
+}
+
+func TestDeletedDirectoryIsAWriteError(t *testing.T) {
+	out := t.TempDir()
+	w, err := Create(out, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	os.RemoveAll(w.Dir)
+	if err := w.WriteRun(sampleRun()); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("write into a removed directory = %v", err)
+	}
+}
+
+// Seal closes the file of a process that died: a partial last line is cut, a crashed
+// record with the counts read from the file is appended, and latest moves.
+func TestSealAfterCrash(t *testing.T) {
+	out := t.TempDir()
+	w, err := Create(out, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteInvocation(&Invocation{RunID: "r1", State: InvocationStarted, PlanHash: strings.Repeat("a", 64), Planned: 3})
+	w.WriteRun(sampleRun())
+	w.Close()
+	f, _ := os.OpenFile(w.Path, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"record":"run","recor`)
+	f.Close()
+	wrote, err := Seal(out, "r1", "killed by signal 9", time.Now())
+	if err != nil || !wrote {
+		t.Fatalf("Seal = %v, %v", wrote, err)
+	}
+	res, err := ReadFile(filepath.Join(out, "latest", "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := res.Invocation
+	if inv.State != InvocationCrashed || inv.Completed || inv.Planned != 3 || inv.Recorded != 1 || inv.Reason != "killed by signal 9" || inv.PlanHash != strings.Repeat("a", 64) {
+		t.Fatalf("sealed with %+v", inv)
+	}
+	ValidateDir(t, filepath.Join(out, "r1"))
+	// A second Seal finds the closing record and leaves the file alone.
+	if wrote, err := Seal(out, "r1", "again", time.Now()); wrote || err != nil {
+		t.Fatalf("second Seal = %v, %v", wrote, err)
 	}
 }
 
@@ -128,5 +270,41 @@ func TestValidateFileCatchesSchemaBreaks(t *testing.T) {
 	os.WriteFile(p, append(badLine, '\n'), 0o644)
 	if _, err := ValidateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
 		t.Fatalf("a run without metrics passed validation: %v", err)
+	}
+}
+
+// TestSummaryTotalsAndCompare checks what a newcomer reads first: a compare row per
+// scenario with its passed/total, wall time beside scenario time, and a totals line that
+// counts runs by status and checks by kind, passing ones included.
+func TestSummaryTotalsAndCompare(t *testing.T) {
+	pass := sampleRun()
+	pass.Variant, pass.Status, pass.WallMs = "w", StatusPass, 2276
+	pass.Metrics.TotalMs = 22760 // time scale 0.1: ten times the wall time
+	pass.Checks = []Check{{Kind: "expect", Pass: true}, {Kind: "expect", Pass: true}}
+	broken := sampleRun()
+	broken.Variant, broken.Status, broken.Checks = "x", StatusError, nil
+	sc := &Scenario{Scenario: "s", Status: StatusFail, Checks: []Check{
+		{Kind: "compare", Pass: true}, {Kind: "compare", Pass: true},
+		{Kind: "compare", Expr: "variant('v').errors < 1", File: "s.yaml", Line: 9, Col: 3},
+	}}
+	var b bytes.Buffer
+	if err := Summary(&b, []*Run{sampleRun(), pass, broken}, []*Scenario{sc}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{
+		`TOTAL s +WALL s +CHECKS`,
+		`(?m)^ +s +w .* 22\.76 +2\.28 +2/2 +pass *$`,
+		`(?m)^ +s +\(compare\) +2/3 +fail *$`,
+		`s\.yaml:9:3: s \(compare\): FAIL variant\('v'\)\.errors < 1`,
+		`(?m)^3 runs: 1 pass, 1 fail, 1 error; expect checks 2/3, compare checks 2/3$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("summary does not match %s:\n%s", re, out)
+		}
+	}
+	// The compare row follows the scenario's last run, once.
+	if i, j := strings.Index(out, " x "), strings.Index(out, "(compare)"); i < 0 || j < i || strings.Count(out, "(compare)  ") != 1 {
+		t.Errorf("compare row not once after the scenario's last run:\n%s", out)
 	}
 }

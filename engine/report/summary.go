@@ -8,21 +8,30 @@ import (
 	"text/tabwriter"
 )
 
-// Summary renders the terminal table of runs: one line per run, then failed checks.
+// Summary renders the terminal table of runs, in the order given (the plan's), with a
+// "compare" row after each scenario that has compare checks; then every failed check with
+// the values it read; then one totals line. TOTAL s is the run's total_ms in scenario time,
+// WALL s the real time the run took: they differ by the time scale.
 func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
+	byName := make(map[string]*Scenario, len(scenarios))
+	for _, s := range scenarios {
+		byName[s.Scenario] = s
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tREQUESTS\tERRORS\tCONNS\tP50 ms\tP95 ms\tTOTAL s\tCHECKS\tSTATUS\t")
-	for _, r := range runs {
-		passed := 0
-		for _, c := range r.Checks {
-			if c.Pass {
-				passed++
-			}
-		}
+	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tREQUESTS\tERRORS\tCONNS\tP50 ms\tP95 ms\tTOTAL s\tWALL s\tCHECKS\tSTATUS\t")
+	shown := map[string]bool{}
+	for i, r := range runs {
+		passed, total := countChecks(r.Checks, "")
 		m := r.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%d/%d\t%s\t\n", r.Scenario, r.Variant,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%d/%d\t%s\t\n", r.Scenario, r.Variant,
 			m.Requests, m.Errors, m.Connections, m.LatencyMs.P50, m.LatencyMs.P95,
-			m.TotalMs/1000, passed, len(r.Checks), r.Status)
+			m.TotalMs/1000, r.WallMs/1000, passed, total, r.Status)
+		last := i == len(runs)-1 || runs[i+1].Scenario != r.Scenario
+		if sc := byName[r.Scenario]; last && sc != nil && len(sc.Checks) > 0 && !shown[r.Scenario] {
+			shown[r.Scenario] = true
+			passed, total := countChecks(sc.Checks, "")
+			fmt.Fprintf(tw, "%s\t(compare)\t\t\t\t\t\t\t\t%d/%d\t%s\t\n", sc.Scenario, passed, total, sc.Status)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -55,7 +64,76 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 			fmt.Fprintln(w, f)
 		}
 	}
-	return nil
+	fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w, Totals(runs, scenarios))
+	return err
+}
+
+// Totals is the summary's last line: how many runs ended in each status and how many
+// checks of each kind passed, e.g.
+// "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8, compare checks 14/14".
+func Totals(runs []*Run, scenarios []*Scenario) string {
+	status := map[string]int{}
+	for _, r := range runs {
+		status[r.Status]++
+	}
+	s := fmt.Sprintf("%d run%s: %d pass, %d fail, %d error", len(runs), plural(len(runs)),
+		status[StatusPass], status[StatusFail], status[StatusError])
+	// Any other status (interrupted, or one added later) is named when it occurs.
+	others := make([]string, 0, len(status))
+	for st := range status {
+		if st != StatusPass && st != StatusFail && st != StatusError {
+			others = append(others, st)
+		}
+	}
+	sort.Strings(others)
+	for _, st := range others {
+		s += fmt.Sprintf(", %d %s", status[st], st)
+	}
+	var all []Check
+	for _, r := range runs {
+		all = append(all, r.Checks...)
+	}
+	for _, sc := range scenarios {
+		all = append(all, sc.Checks...)
+	}
+	sep := "; "
+	for _, kind := range []string{"expect", "compare", "baseline"} {
+		passed, total := countChecks(all, kind)
+		if total == 0 && kind != "expect" {
+			continue
+		}
+		s += fmt.Sprintf("%s%s checks %d/%d", sep, kind, passed, total)
+		sep = ", "
+		if skipped := countSkipped(all, kind); skipped > 0 {
+			s += fmt.Sprintf(" (%d not evaluated: a run they read did not complete)", skipped)
+		}
+	}
+	return s
+}
+
+// countChecks counts the passed checks among those of kind ("" for all).
+func countChecks(cs []Check, kind string) (passed, total int) {
+	for _, c := range cs {
+		if kind != "" && c.Kind != kind {
+			continue
+		}
+		total++
+		if c.Pass {
+			passed++
+		}
+	}
+	return passed, total
+}
+
+func countSkipped(cs []Check, kind string) int {
+	n := 0
+	for _, c := range cs {
+		if c.Kind == kind && c.Skipped {
+			n++
+		}
+	}
+	return n
 }
 
 func describeCheck(where string, c Check) string {
@@ -124,4 +202,11 @@ func timingSummary(w io.Writer, runs []*Run) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

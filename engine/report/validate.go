@@ -56,6 +56,9 @@ func ValidateFile(path string, requests bool) (lines int, err error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
 		lines++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue // as Read does
+		}
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.UseNumber()
 		var v any

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"syscall"
 
 	"github.com/kalab-dev/kalab/engine/netsim"
 )
@@ -110,20 +109,20 @@ func fileBudget(weights []int, parallel int) (total int, tooBig func(weight int)
 		// As far as it goes: the runs that do not fit say so one by one.
 		_ = netsim.RaiseFileLimit(uint64(per*largest + reserve + inUse))
 	}
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+	cur, err := netsim.FileLimit()
+	if err != nil {
 		return 0, nil, err
 	}
-	free := max(int(lim.Cur)-reserve-inUse, 0)
+	free := max(int(min(cur, 1<<40))-reserve-inUse, 0)
 	total = max(free/per, 1)
 	tooBig = func(weight int) string {
 		if per*weight <= free {
 			return ""
 		}
 		return fmt.Sprintf("not started: the run needs %d file descriptors (%d connections, %d each) but only %d are free: "+
-			"the limit is %d (hard %d) and %d are already open, most likely inherited from the parent process; "+
+			"the limit is %d and %d are already open, most likely inherited from the parent process; "+
 			"close them (or start kalab from a shell that does not pass them on), raise the limit (ulimit -n), or simulate fewer connections",
-			per*weight, weight, per, free, lim.Cur, lim.Max, inUse)
+			per*weight, weight, per, free, cur, inUse)
 	}
 	return total, tooBig, nil
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"math"
 	"strings"
 	"time"
 
@@ -19,7 +20,21 @@ import (
 type scaler float64
 
 func (s scaler) d(d scenario.Duration) time.Duration {
-	return time.Duration(float64(d) * float64(s))
+	return satDuration(float64(d) * float64(s))
+}
+
+// satDuration converts nanoseconds to a Duration, saturating instead of wrapping: a float
+// beyond the int64 range converts to an undefined value in Go (the spec leaves it to the
+// implementation), in practice a negative one. The loader rejects plans whose durations
+// overflow; this keeps the arithmetic on them honest anyway.
+func satDuration(ns float64) time.Duration {
+	switch {
+	case ns != ns || ns <= 0: // NaN or not positive
+		return 0
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 func tlsVersion(v scenario.Version) uint16 {
@@ -154,19 +169,24 @@ func loadSpec(st scenario.Settings, sc scaler) load.Spec {
 
 // deadline bounds a run: a generous multiple of what its schedule should take, so a hung
 // run ends as an error instead of holding the invocation forever.
+//
+// The sum is taken in float64 nanoseconds and saturates at the longest Duration: a day-long
+// pause times ten thousand bursts must give "no practical deadline", not a wrapped negative
+// one that ends the run at once.
 func deadline(st scenario.Settings, sc scaler) time.Duration {
 	l, n := st.Load, st.Load.Requests
-	rtt := st.Network.RTT.D() + 2*st.Network.Jitter.D()
-	perRequest := 4*rtt + st.Server.Response.Delay.D() + 20*time.Millisecond
+	ns := func(d scenario.Duration) float64 { return float64(d) }
+	rtt := ns(st.Network.RTT) + 2*ns(st.Network.Jitter)
+	perRequest := 4*rtt + ns(st.Server.Response.Delay) + float64(20*time.Millisecond)
 	waves := (n + max(l.Concurrency, 1) - 1) / max(l.Concurrency, 1)
-	expected := time.Duration(waves) * perRequest
+	expected := float64(waves) * perRequest
 	if l.Burst > 0 {
-		expected += time.Duration((n-1)/l.Burst) * l.Pause.Max.D()
+		expected += float64((n-1)/l.Burst) * ns(l.Pause.Max)
 	}
 	if l.Rate > 0 {
-		expected += time.Duration(float64(n) / l.Rate * float64(time.Second))
+		expected += float64(n) / l.Rate * float64(time.Second)
 	}
-	d := time.Duration(float64(3*expected+30*time.Second) * float64(sc))
+	d := satDuration((3*expected + float64(30*time.Second)) * float64(sc))
 	if d < 30*time.Second {
 		d = 30 * time.Second
 	}

@@ -263,6 +263,11 @@ variants:
 			}
 			t.Logf("%s: %.0f errors (the plan predicts %d..%d; its pauses as taken, up to %v late, %d..%d), %.0f connections: %s",
 				rec.Client.Version, m.Errors, planLo, planHi, late.Round(time.Millisecond), lo, hi, m.Connections, strings.Join(errs, "; "))
+			if late > margin && rec.Variant != "curl-loop" {
+				// The program's own timers ran later than the margin the window is judged
+				// with: on this machine, now, which requests race is not decided by the plan.
+				t.Skipf("the program's pauses ran up to %v late (margin %v): the machine is too busy to judge the race", late.Round(time.Millisecond), margin)
+			}
 			if rec.Variant == "curl-loop" {
 				if m.Errors != 0 || m.Connections != requests {
 					t.Errorf("a process per request: %.0f errors, %.0f connections; want 0 and %d", m.Errors, m.Connections, requests)

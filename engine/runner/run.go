@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
@@ -89,7 +92,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, err = drive(ctx, w, sc, r, st, scale, opt, ex, tm)
+		m, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
@@ -140,7 +143,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
-		Float64("connections", m.Connections).Float64("wall_s", rec.WallMs/1000).Msg("run ended")
+		Float64("connections", m.Connections).Float64("wall_s", math.Round(rec.WallMs)/1000).Msg("run ended")
 	if opt.Observer != nil {
 		opt.Observer.RunEnded(r, rec)
 	}
@@ -149,10 +152,18 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, tm *timers) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (m check.Metrics, err error) {
+	// A component that does not close cleanly (connections still open after the server's
+	// grace period) does not change the run's figures, which are read before: it is a
+	// warning in the log, not a dropped error.
+	closeWarn := func(what string, c interface{ Close() error }) {
+		if err := c.Close(); err != nil {
+			log.Warn().Err(err).Str("component", what).Msg("close")
+		}
+	}
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
-		limit = time.Duration(float64(limit) * opt.DeadlineScale)
+		limit = satDuration(float64(limit) * opt.DeadlineScale)
 	}
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
@@ -169,7 +180,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if err != nil {
 		return m, err
 	}
-	defer srv.Close()
+	defer closeWarn("server", srv)
 	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
 	// the proxy would add nothing but two descriptors per connection, which is what lets a
 	// 5,000-connection burst fit under a 20,000-descriptor limit.
@@ -181,7 +192,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if proxy, err = netsim.Start(pcfg); err != nil {
 			return m, err
 		}
-		defer proxy.Close()
+		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
 	}
 	var cl client.Client
@@ -197,8 +208,13 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if cl, err = newClient(ccfg); err != nil {
 			return m, fmt.Errorf("client: %w", err)
 		}
-		defer cl.Close()
 	}
+	clientOpen := cl != nil
+	defer func() {
+		if clientOpen {
+			closeWarn("client", cl)
+		}
+	}()
 
 	var reqs *report.RequestWriter
 	var reqMu sync.Mutex
@@ -236,8 +252,10 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	if ex != nil {
 		// The program's logs are kept beside its requests.
 		if f, err := w.ClientLog(sc.Name, r.Variant); err == nil {
-			defer f.Close()
+			defer closeWarn("client log", f)
 			ex.cfg.Stderr, ex.stderr = f, report.ClientLogPath(sc.Name, r.Variant)
+		} else {
+			log.Warn().Err(err).Msg("the client's standard error is not kept")
 		}
 		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), func(ev client.Event) { record(ev, time.Time{}) })
 	} else {
@@ -264,7 +282,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	// program has exited by now.)
 	var cs client.Stats
 	if cl != nil {
-		cl.Close()
+		clientOpen = false
+		closeWarn("client", cl)
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
@@ -297,6 +316,8 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["peak_rss_mb"] = float64(rss) / (1 << 20)
 	if twErr == nil {
 		flat["time_wait"] = float64(timeWait)
+	} else {
+		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
 	if ex != nil || opt.NewClient != nil {
 		// What kalab controls counts, not what the client says: the connections it opened

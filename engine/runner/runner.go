@@ -5,6 +5,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +72,8 @@ type Outcome struct {
 	Runs        []*report.Run
 	Scenarios   []*report.Scenario
 	Interrupted bool
+	// Invocation is the closing invocation record written at the end of results.jsonl.
+	Invocation *report.Invocation
 }
 
 // Failed reports whether any check failed or any run ended in error.
@@ -161,13 +165,37 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
+	defer func() {
+		if err := w.Close(); err != nil {
+			opt.Log.Warn().Err(err).Str("file", w.Path).Msg("closing the results file")
+		}
+	}()
+	inv := &report.Invocation{KalabVersion: opt.KalabVersion, RunID: opt.RunID, State: report.InvocationStarted,
+		PlanHash: PlanHash(plan, opt), Planned: len(jobs), StartedAt: time.Now().UTC()}
+	if opt.Filter != nil {
+		inv.Filter = opt.Filter.String()
+	}
+	if err := w.WriteInvocation(inv); err != nil {
+		return nil, err
+	}
+	// The first write error stops the plan: runs in flight end, none starts, and the file
+	// keeps the whole lines written before it.
+	parent := ctx
+	ctx, stopPlan := context.WithCancelCause(ctx)
+	defer stopPlan(nil)
 
 	out := &Outcome{Dir: w.Dir}
 	recs := make([]*report.Run, len(jobs))
 	byScenario := map[*scenario.Scenario]map[string]*report.Run{}
 	var mu sync.Mutex
 	var writeErr error
+	failed := func(err error) {
+		if err != nil && writeErr == nil {
+			writeErr = err
+			opt.Log.Error().Err(err).Msg("stopping the plan: results cannot be written")
+			stopPlan(err)
+		}
+	}
 	queue := make(chan job)
 	var wg sync.WaitGroup
 	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
@@ -175,12 +203,13 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		go func() {
 			defer wg.Done()
 			for j := range queue {
+				if ctx.Err() != nil && parent.Err() == nil {
+					continue // the plan stopped at a write error: no record can be written
+				}
 				rec := attempts(ctx, w, j, opt, conns, adm)
 				mu.Lock()
 				recs[j.idx] = rec
-				if err := w.WriteRun(rec); err != nil && writeErr == nil {
-					writeErr = err
-				}
+				failed(w.WriteRun(rec))
 				if byScenario[j.sc] == nil {
 					byScenario[j.sc] = map[string]*report.Run{}
 				}
@@ -189,9 +218,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 				if remaining[j.sc] == 0 {
 					srec := compare(j.sc, byScenario[j.sc], opt)
 					out.Scenarios = append(out.Scenarios, srec)
-					if err := w.WriteScenario(srec); err != nil && writeErr == nil {
-						writeErr = err
-					}
+					failed(w.WriteScenario(srec))
 				}
 				mu.Unlock()
 			}
@@ -212,7 +239,26 @@ feed:
 			out.Runs = append(out.Runs, r)
 		}
 	}
-	out.Interrupted = ctx.Err() != nil
+	out.Interrupted = parent.Err() != nil
+	end := time.Now().UTC()
+	inv.State, inv.EndedAt = report.InvocationEnded, &end
+	runs := make([]report.Run, len(out.Runs))
+	for i, r := range out.Runs {
+		runs[i] = *r
+	}
+	inv.Tally(runs)
+	inv.Completed = !out.Interrupted && writeErr == nil && inv.Recorded == inv.Planned && inv.Interrupted == 0
+	switch {
+	case writeErr != nil:
+		inv.Reason = "stopped at a write error: " + writeErr.Error()
+	case out.Interrupted:
+		inv.Reason = "interrupted"
+	}
+	ferr := w.Finish(inv)
+	out.Invocation = inv
+	if writeErr == nil && ferr != nil {
+		writeErr = ferr
+	}
 	return out, writeErr
 }
 
@@ -282,6 +328,27 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
 			Str("reason", rec.Timing.Reason).Msg("run was noisy; rerunning it alone")
 	}
+}
+
+// PlanHash identifies a plan: sha256 over every scenario, variant and resolved settings,
+// with the time scale and seed overrides applied, before any filter. Shards of one plan
+// share it.
+func PlanHash(plan *scenario.Plan, opt Options) string {
+	h := sha256.New()
+	for _, sc := range plan.Scenarios {
+		fmt.Fprintf(h, "scenario %q\n", sc.Name)
+		for _, r := range sc.Runs {
+			st := r.Settings
+			if opt.TimeScale > 0 {
+				st.TimeScale = opt.TimeScale
+			}
+			if opt.Seed != nil {
+				st.Load.Seed = *opt.Seed
+			}
+			fmt.Fprintf(h, "run %q %s\n", r.Variant, paramsJSON(st))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // compare evaluates a scenario's compare checks over the runs that ran.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,19 @@ func FuzzParse(f *testing.F) {
 	seeds = append(seeds, good...)
 	if len(seeds) == 0 {
 		f.Fatal("the fuzz seed corpus is empty")
+	}
+	// Non-finite numbers and durations that overflow, alone or once scaled.
+	for _, src := range []string{
+		"name: a\nload: {requests: 5, rate: .nan}\n",
+		"name: a\ntime_scale: .inf\nload: {requests: 5}\n",
+		"name: a\nload: {requests: 5, burst: 1, pause: 1s..-.inf}\n",
+		"name: a\nmatrix: {load.rate: [1, -.Inf]}\n",
+		"name: a\nserver: {idle_timeout: 2562048h}\n",
+		"name: a\ntime_scale: 100\nserver: {idle_timeout: 100000h}\n",
+		"name: a\nvariants: [{name: v, time_scale: 2}]\nclient: {timeout: 1500000h}\n",
+		"name: a\nserver: {keepalive_hint: 9223372036854775807ns}\ntime_scale: 1.5\n",
+	} {
+		f.Add([]byte(src))
 	}
 	for _, p := range seeds {
 		data, err := os.ReadFile(p)
@@ -33,6 +47,22 @@ func FuzzParse(f *testing.F) {
 			}
 			if len(d.Message) > 12 && d.Message[:12] == "internal err" {
 				t.Fatalf("loader panicked: %s", d.Message)
+			}
+		}
+		if len(ds) > 0 || s == nil {
+			return
+		}
+		// A scenario that loads can run: every number is finite and every duration fits a
+		// time.Duration once its time scale is applied.
+		for _, r := range s.Runs {
+			st := r.Settings
+			if math.IsNaN(st.TimeScale) || math.IsInf(st.TimeScale, 0) || math.IsNaN(st.Load.Rate) || math.IsInf(st.Load.Rate, 0) {
+				t.Fatalf("run %s loaded a non-finite number: %+v", r.Variant, st)
+			}
+			for _, d := range durationFields(st) {
+				if d.d < 0 || float64(d.d)*st.TimeScale >= float64(MaxDuration) {
+					t.Fatalf("run %s: %s = %v overflows at time scale %g", r.Variant, d.path, d.d, st.TimeScale)
+				}
 			}
 		}
 	})

@@ -11,15 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // MaxFileSize bounds a scenario file; real ones are a few kilobytes.
@@ -59,6 +60,8 @@ type Run struct {
 	Expect   []Assertion
 	// Matrix holds the matrix values that produced this run, path -> value as written.
 	Matrix map[string]string
+
+	durations []durationAt // every duration of Settings and where it was set
 }
 
 // Assertion is a compiled expression and where it was written.
@@ -179,7 +182,13 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 		return nil, c.diags
 	}
 	diags = append(diags, c.diags...)
-	diags = append(diags, validateSchema(file, root, value)...)
+	// A non-finite number was passed to the schema as its text; the schema's "not a number"
+	// at the same place would say the same thing less clearly.
+	for _, d := range validateSchema(file, root, value) {
+		if !slices.Contains(c.nonFinite, [2]int{d.Line, d.Col}) {
+			diags = append(diags, d)
+		}
+	}
 
 	l := &loader{file: file, root: root}
 	sc := &Scenario{File: file}
@@ -197,7 +206,11 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	// out, so that matrix, duplicate-name and compare errors are reported in the same pass.
 	sc.Runs = l.expand(sc.Name, expect, len(diags) == 0)
 	l.checkCompare(sc)
-	diags = append(diags, l.diags...)
+	for _, d := range l.diags {
+		if !slices.Contains(c.nonFinite, [2]int{d.Line, d.Col}) {
+			diags = append(diags, d)
+		}
+	}
 	return s, diags
 }
 
@@ -539,7 +552,10 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	}
 	if err := node.Decode(&s); err != nil {
 		var te *yaml.TypeError
-		if errors.As(err, &te) {
+		var ne *nodeError
+		if errors.As(err, &ne) {
+			l.diags = append(l.diags, Diagnostic{File: l.file, Line: ne.line, Col: ne.col, Message: ne.err.Error()})
+		} else if errors.As(err, &te) {
 			for _, msg := range te.Errors {
 				l.add(nil, "", "%s", msg)
 			}
@@ -583,6 +599,18 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	}
 	if resp := r.Settings.Server.Response; resp.BodyBytes > 0 && (resp.Status == 204 || resp.Status == 304) {
 		l.add(at("server.response.body_bytes"), "server.response.body_bytes", "a %d response has no body; set body_bytes: 0%s", resp.Status, where)
+	}
+	// Every duration, once the variant and matrix are merged and the time scale applied,
+	// must fit a time.Duration: otherwise it wraps negative at run time.
+	r.durations = durationFields(r.Settings)
+	for i := range r.durations {
+		n := at(r.durations[i].path)
+		r.durations[i].line, r.durations[i].col = n.Line, n.Column
+	}
+	if scale := r.Settings.TimeScale; scale > 0 {
+		for _, d := range scaleProblems(r.durations, scale) {
+			l.add(at(d.path), d.path, "%s", scaleMessage(d, scale, where))
+		}
 	}
 	c := r.Settings.Client
 	if c.Exec != nil {

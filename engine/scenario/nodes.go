@@ -3,10 +3,11 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 const (
@@ -39,9 +40,22 @@ func lookup(m *yaml.Node, key string) (k, v *yaml.Node) {
 // checker walks a document once for what neither yaml.v3 nor the schema reports:
 // duplicate keys, merge keys, non-string keys, excessive depth or alias expansion.
 type checker struct {
-	file  string
-	diags Diagnostics
-	nodes int
+	file      string
+	diags     Diagnostics
+	nodes     int
+	nonFinite [][2]int // line, col of .nan and .inf values, already reported
+}
+
+// nonFinite reports whether a scalar is YAML's .nan, .inf or -.inf (in any spelling).
+func nonFinite(n *yaml.Node) bool {
+	if n.ShortTag() != "!!float" {
+		return false
+	}
+	var f float64
+	if err := n.Decode(&f); err != nil {
+		return false
+	}
+	return math.IsNaN(f) || math.IsInf(f, 0)
 }
 
 func (c *checker) add(n *yaml.Node, path, format string, args ...any) {
@@ -108,6 +122,13 @@ func (c *checker) toJSON(n *yaml.Node, path string, depth int) (any, bool) {
 		}
 		return arr, true
 	case yaml.ScalarNode:
+		if nonFinite(n) {
+			// JSON has no NaN or infinity, and no field of a scenario means one: a rate
+			// of .inf or a time scale of .nan would reach the engine as nonsense.
+			c.add(n, path, "%s is not a finite number (write a number such as 0.5; quote it if you meant the text)", n.Value)
+			c.nonFinite = append(c.nonFinite, [2]int{n.Line, n.Column})
+			return n.Value, true
+		}
 		return scalarJSON(n), true
 	}
 	c.add(n, path, "unexpected YAML node")

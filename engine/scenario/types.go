@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Settings is everything one run needs, in scenario time (before any time scale).
@@ -110,6 +110,9 @@ func ParseDuration(s string) (Duration, error) {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && durationSyntax.MatchString(s) {
+		return 0, fmt.Errorf("%q is too long: a duration must be under %v (about 292 years)", s, time.Duration(MaxDuration).Truncate(time.Hour))
+	}
 	if err != nil || d < 0 || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 		return 0, fmt.Errorf("%q is not a duration (use e.g. 1500ms, 2s or none)", s)
 	}
@@ -123,7 +126,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return err
+		return atNode(n, err)
 	}
 	*d = v
 	return nil
@@ -153,12 +156,12 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	lo, hi, found := strings.Cut(n.Value, "..")
 	min, err := ParseDuration(lo)
 	if err != nil {
-		return err
+		return atNode(n, err)
 	}
 	max := min
 	if found {
 		if max, err = ParseDuration(hi); err != nil {
-			return err
+			return atNode(n, err)
 		}
 	}
 	*r = Range{Min: min, Max: max}
@@ -228,7 +231,7 @@ func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
 	default:
 		d, err := ParseDuration(n.Value)
 		if err != nil {
-			return err
+			return atNode(n, err)
 		}
 		*h = Hint{Mode: HintDuration, Duration: d}
 	}

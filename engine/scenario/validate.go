@@ -12,10 +12,10 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/execclient"
-	"github.com/kalab-dev/kalab/engine/internal/suggest"
+	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
 

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/metrics"
 )
 
 // benchInFlight and benchBody are the measurement: plain HTTP/1.1 keep-alive,
@@ -28,13 +30,7 @@ const (
 )
 
 // cpuTime is this process's user+system CPU so far.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime(testing.TB) time.Duration { return metrics.ProcessCPU() }
 
 // BenchmarkHTTP1KeepAlive64 drives the server from an in-process client: 64 keep-alive
 // connections, each with one request in flight. cpu-µs/req counts the whole process,

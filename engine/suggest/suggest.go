@@ -1,4 +1,5 @@
-// Package suggest finds the name a user probably meant, for "did you mean" hints.
+// Package suggest finds the name a user probably meant, for "did you mean" hints: in
+// scenario fields, metric names, and the CLI's commands and flags.
 package suggest
 
 // Closest returns the candidate nearest to s by edit distance when it is close enough to be

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite the README's generated sections (review the diff)")
+
+const readmePath = "../../README.md"
+
+// The README's metric table sits between these markers and is generated from check.Docs.
+const (
+	metricsBegin = "<!-- metrics: generated from engine/check/docs.go by `go test ./cmd/kalab -run TestMetricDocs -update` -->\n"
+	metricsEnd   = "<!-- end of metrics -->\n"
+)
+
+// TestMetricDocs keeps the one description of each metric (engine/check/docs.go) in step
+// with the Metrics struct, the result schema and the README: `kalab help metrics` prints
+// the same table, so all four agree when this passes. Each failure says what to change.
+func TestMetricDocs(t *testing.T) {
+	for _, p := range check.DocsProblems() {
+		t.Error(p)
+	}
+
+	// The result schema: one property per metric, each described as Docs says.
+	var rs struct {
+		Defs struct {
+			Metrics schemaObject `json:"metrics"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(schema.Result, &rs); err != nil {
+		t.Fatal(err)
+	}
+	inSchema := map[string]string{}
+	rs.Defs.Metrics.flatten("", inSchema)
+	for _, d := range check.Docs {
+		got, ok := inSchema[d.Name]
+		switch {
+		case !ok:
+			t.Errorf("schema/result.schema.json: $defs.metrics has no property %s; add it with \"description\": %q", d.Name, d.SchemaDescription())
+		case got != d.SchemaDescription():
+			t.Errorf("schema/result.schema.json: metric %s: \"description\" is %q; want %q (from engine/check/docs.go)", d.Name, got, d.SchemaDescription())
+		}
+	}
+	for name := range inSchema {
+		if !check.IsName(name) {
+			t.Errorf("schema/result.schema.json: $defs.metrics has %s, which is no metric of check.Metrics", name)
+		}
+	}
+
+	// The README: the generated table.
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i, j := strings.Index(readme, metricsBegin), strings.Index(readme, metricsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the metric table markers %q ... %q", metricsBegin, metricsEnd)
+	}
+	want := readme[:i+len(metricsBegin)] + check.MarkdownTable() + readme[j:]
+	if want != readme {
+		if *update {
+			if err := os.WriteFile(readmePath, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("README.md: metric table rewritten")
+		} else {
+			t.Error("README.md: the metric table differs from engine/check/docs.go; run `go test ./cmd/kalab -run TestMetricDocs -update` and review the diff")
+		}
+	}
+}
+
+// TestREADMEFieldTable checks that the README's table of scenario fields names every field
+// of schema/scenario.schema.json, so a new field cannot go undocumented there.
+func TestREADMEFieldTable(t *testing.T) {
+	var ss struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Defs       map[string]schemaObject    `json:"$defs"`
+	}
+	if err := json.Unmarshal(schema.Scenario, &ss); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(section string) string {
+		m := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(section) + ` \|.*$`).FindString(string(b))
+		if m == "" {
+			t.Errorf("README.md: no row for %s in the table of fields", section)
+		}
+		return m
+	}
+	top := row("top level")
+	for _, f := range slices.Sorted(maps.Keys(ss.Properties)) {
+		if !strings.Contains(top, "`"+f+"`") {
+			t.Errorf("README.md: the fields table's top-level row lacks `%s`", f)
+		}
+	}
+	for _, sec := range []string{"network", "server", "client", "load"} {
+		r := row("`" + sec + "`")
+		for _, f := range slices.Sorted(maps.Keys(ss.Defs[sec].Properties)) {
+			if !strings.Contains(r, "`"+f) {
+				t.Errorf("README.md: the fields table's %s row lacks `%s`", sec, f)
+			}
+			for sub := range ss.Defs[sec].Properties[f].Properties {
+				if !regexp.MustCompile(`\b` + sub + `\b`).MatchString(r) {
+					t.Errorf("README.md: the fields table's %s row lacks %s.%s", sec, f, sub)
+				}
+			}
+		}
+	}
+}
+
+// schemaObject is the part of a JSON Schema object these tests read.
+type schemaObject struct {
+	Description string                  `json:"description"`
+	Properties  map[string]schemaObject `json:"properties"`
+}
+
+// flatten records the description of every leaf property under its dotted name.
+func (o schemaObject) flatten(prefix string, out map[string]string) {
+	for name, p := range o.Properties {
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		if len(p.Properties) > 0 {
+			p.flatten(name, out)
+			continue
+		}
+		out[name] = p.Description
+	}
+}
+
+// TestUsageAligned: in `kalab help`, every command's description starts in the same column,
+// and so do the lines that continue one.
+func TestUsageAligned(t *testing.T) {
+	col := -1
+	for _, line := range strings.Split(usage, "\n") {
+		var at int
+		switch {
+		case strings.HasPrefix(line, "  kalab "):
+			// The description starts after the first run of two or more spaces past the command.
+			i := strings.Index(line[2:], "  ")
+			if i < 0 {
+				t.Errorf("no description on %q", line)
+				continue
+			}
+			at = 2 + i + len(line[2+i:]) - len(strings.TrimLeft(line[2+i:], " "))
+		case strings.HasPrefix(line, "        ") && strings.TrimSpace(line) != "":
+			at = len(line) - len(strings.TrimLeft(line, " "))
+		default:
+			continue
+		}
+		if col < 0 {
+			col = at
+		}
+		if at != col {
+			t.Errorf("description at column %d, want %d: %q", at, col, line)
+		}
+	}
+	if col < 0 {
+		t.Fatal("no command lines in the usage text")
+	}
+}

@@ -1,0 +1,224 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// Crash handling. A Go program that panics in any goroutine or hits a fatal runtime error
+// (out of memory, concurrent map writes) prints every goroutine's stack and exits with
+// status 2, which is kalab's "invalid input, nothing ran". No code in the crashing process
+// can change that status or the dump, so `kalab run` runs the plan in a child process (the
+// same binary, re-executed) and watches it:
+//
+//   - the child's stderr passes through line by line until a line opens a Go crash report
+//     (panic:, fatal error:, runtime:, SIGSEGV: ...); from there the dump goes to a file,
+//     <out>/<run-id>/crash.txt, and stderr gets a short message naming it;
+//   - a child that crashed, or died of a signal kalab does not handle (SIGKILL from the
+//     out-of-memory killer), makes the parent exit 3 after it closes results.jsonl with an
+//     invocation record of state crashed (report.Seal), and points latest at it;
+//   - if the parent dies too (kill -9 of both), the child is killed with it (Pdeathsig) and
+//     results.jsonl still ends in the opening invocation record, which readers take as
+//     "did not complete".
+//
+// Ctrl-C and SIGTERM are forwarded to the child, which handles them as before (exit 130).
+// KALAB_NO_SUPERVISOR=1 runs the plan in the first process (for a debugger); then a crash
+// is Go's exit 2 again.
+const (
+	envRunID      = "KALAB_SUPERVISED_RUN_ID" // set in the child: the run id the parent chose
+	envStderrTTY  = "KALAB_STDERR_TTY"        // set in the child when the parent's stderr is a terminal
+	envNoSuper    = "KALAB_NO_SUPERVISOR"
+	envTestFault  = "KALAB_TEST_FAULT" // tests only: panic, sigkill or oom while the second run is judged
+	crashFileName = "crash.txt"
+)
+
+// crashStart matches the first line of the Go runtime's crash report.
+var crashStart = regexp.MustCompile(`^(panic: |fatal error: |runtime: |SIG[A-Z]+: |unexpected fault address |goroutine \d+ \[)`)
+
+// supervise runs `kalab run args` in a child process and maps a crash to exit 3; ok is false
+// when no child could be started (the caller then runs the command itself).
+func supervise(args []string, stderr *os.File) (code int, ok bool) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, false
+	}
+	// The output directory, to close the results of a child that died; bad flags are the
+	// child's to report.
+	out := "results"
+	if f, _, ok := parseRunFlags(args, io.Discard, io.Discard); ok {
+		out = f.out
+	}
+	runID := report.NewRunID(time.Now())
+	dump, err := os.CreateTemp("", "kalab-crash-*.txt")
+	if err != nil {
+		return 0, false
+	}
+	defer os.Remove(dump.Name()) // moved into the run directory when there was a crash
+	defer dump.Close()
+
+	cmd := &exec.Cmd{Path: exe, Args: append([]string{os.Args[0], "run"}, args...),
+		Stdin: os.Stdin, Stdout: os.Stdout, Env: append(os.Environ(), envRunID+"="+runID)}
+	if isTerminal(stderr) {
+		cmd.Env = append(cmd.Env, envStderrTTY+"=1")
+	}
+	setPdeathsig(cmd)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return 0, false
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 0, false
+	}
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	first, lines := copyUntilCrash(pipe, stderr, dump)
+	werr := cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return exitOK, true
+	case !errors.As(werr, &ee):
+		fmt.Fprintf(stderr, "kalab run: %v\n", werr)
+		return exitEngine, true
+	}
+	st, _ := ee.Sys().(syscall.WaitStatus)
+	var reason string
+	switch {
+	case st.Signaled() && (st.Signal() == syscall.SIGINT || st.Signal() == syscall.SIGTERM):
+		return exitInterrupted, true
+	case st.Signaled():
+		reason = fmt.Sprintf("killed by signal %d (%v)", int(st.Signal()), st.Signal())
+		if st.Signal() == syscall.SIGKILL {
+			reason = "killed by SIGKILL (the out-of-memory killer, or kill -9)"
+		}
+	case first != "" && ee.ExitCode() == 2:
+		reason = first
+	default:
+		return ee.ExitCode(), true
+	}
+	fmt.Fprintf(stderr, "kalab run: crashed: %s\n", reason)
+	dir := filepath.Join(out, runID)
+	if lines > 0 {
+		where := dump.Name()
+		if _, err := os.Stat(dir); err == nil {
+			if err := copyFile(dump.Name(), filepath.Join(dir, crashFileName)); err == nil {
+				where = filepath.Join(dir, crashFileName)
+			}
+		}
+		if where == dump.Name() {
+			// Keep the temporary file: it is the only copy.
+			dump.Close()
+			keep := dump.Name() + ".kept"
+			if os.Rename(dump.Name(), keep) == nil {
+				where = keep
+			}
+		}
+		fmt.Fprintf(stderr, "kalab run: the full crash report (%d lines) is in %s\n", lines, where)
+	}
+	if wrote, err := report.Seal(out, runID, "crashed: "+reason, time.Now().UTC()); err == nil && wrote {
+		fmt.Fprintf(stderr, "kalab run: the runs that ended are in %s; it is marked incomplete\n", dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "kalab run: closing %s: %v\n", dir, err)
+	}
+	return exitEngine, true
+}
+
+// copyUntilCrash copies r to w line by line until a line opens a Go crash report; that line
+// and the rest go to dump. It returns the crash's first line (empty if none) and how many
+// lines went to dump.
+func copyUntilCrash(r io.Reader, w, dump io.Writer) (first string, lines int) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriter(dump)
+	defer bw.Flush()
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			if first == "" && crashStart.MatchString(line) {
+				first = trimNL(line)
+			}
+			if first != "" {
+				bw.WriteString(line)
+				lines++
+			} else {
+				io.WriteString(w, line)
+			}
+		}
+		if err != nil {
+			return first, lines
+		}
+	}
+}
+
+func trimNL(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(to)
+	}
+	return err
+}
+
+// supervisedRunID is the run id the supervising parent chose, or "" when not supervised.
+func supervisedRunID() string { return os.Getenv(envRunID) }
+
+// injectFault makes the child fail as the fault tests ask: a panic in another goroutine, a
+// SIGKILL as the out-of-memory killer sends, or memory allocated until the runtime dies.
+func injectFault(kind string) {
+	switch kind {
+	case "panic":
+		done := make(chan struct{})
+		go func() { panic("forced by " + envTestFault + "=panic") }()
+		<-done
+	case "sigkill":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "oom":
+		debug.SetGCPercent(-1)
+		var keep [][]byte
+		for {
+			b := make([]byte, 64<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+	}
+}

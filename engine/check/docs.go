@@ -1,0 +1,111 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MetricDoc says what one metric means and in which unit, for `kalab help metrics`, the
+// README's metric table and the descriptions in schema/result.schema.json.
+type MetricDoc struct {
+	Name    string // dotted, as expressions write it
+	Unit    string
+	Meaning string
+}
+
+// Docs is the one place a metric is described; a test keeps it, the Metrics struct, the
+// result schema and the README in step. Adding a metric is one line here, in the order
+// `kalab help metrics` prints.
+var Docs = []MetricDoc{
+	{"requests", "requests", "requests the client sent (each counted once, however many attempts it took)"},
+	{"ok", "requests", "requests that got an HTTP response"},
+	{"errors", "requests", "requests that failed after every attempt (requests - ok)"},
+	{"errors_per_1000", "per 1,000 requests", "errors scaled to 1,000 requests"},
+	{"errors_by_class.reset", "requests", "failed with a connection reset (ECONNRESET, EPIPE)"},
+	{"errors_by_class.eof", "requests", "failed because the server closed the connection before answering (EOF)"},
+	{"errors_by_class.timeout", "requests", "failed when client.timeout passed"},
+	{"errors_by_class.refused", "requests", "failed because the connection was refused"},
+	{"errors_by_class.tls", "requests", "failed in the TLS handshake"},
+	{"errors_by_class.other", "requests", "failed for any other reason"},
+	{"retries", "attempts", "visible retries: attempts beyond the first, from client.retry"},
+	{"hidden_retries", "attempts", "re-sends a real client library made on its own (Go's Transport), found by tracing"},
+	{"connections", "connections", "connections the client opened"},
+	{"server_connections", "connections", "connections the server accepted"},
+	{"proxy_connections", "connections", "connections through the latency proxy (0 with rtt 0 and no jitter: no proxy)"},
+	{"reused_requests", "requests", "requests whose final attempt went out on a reused connection"},
+	{"reuse_ratio", "ratio 0-1", "reused_requests / requests"},
+	{"tls_handshakes", "handshakes", "TLS handshakes the server completed"},
+	{"tls_resumed", "handshakes", "of those, resumed from a session ticket"},
+	{"latency_ms.min", "ms", "fastest request, failed ones included"},
+	{"latency_ms.p50", "ms", "median request latency"},
+	{"latency_ms.p90", "ms", "90th percentile latency"},
+	{"latency_ms.p95", "ms", "95th percentile latency"},
+	{"latency_ms.p99", "ms", "99th percentile latency"},
+	{"latency_ms.max", "ms", "slowest request"},
+	{"latency_ms.mean", "ms", "mean latency"},
+	{"total_ms", "ms", "the whole run, first request to last response"},
+	{"rps", "requests/s", "requests / total_ms"},
+	{"cpu_us_per_request", "µs of CPU", "process CPU (client, proxy and server together; parallel runs included) per request"},
+	{"peak_rss_mb", "MB", "the process's peak resident memory during the run (0 outside Linux)"},
+	{"time_wait", "sockets", "the run's own sockets in TIME_WAIT on the client-proxy link when the run ended: the link's port paired with a client port it accepted, at whichever end closed first (0 outside Linux)"},
+	{"lag_ms.link.p50", "ms", "median lateness of the simulated link's timers (delayed chunks and simulated TCP handshakes)"},
+	{"lag_ms.link.p99", "ms", "99th percentile lateness of the simulated link's timers (delayed chunks and simulated TCP handshakes)"},
+	{"lag_ms.link.max", "ms", "maximum lateness of the simulated link's timers (delayed chunks and simulated TCP handshakes)"},
+	{"lag_ms.schedule.p50", "ms", "median lateness of the load schedule's timers (pauses between bursts, open-model arrivals)"},
+	{"lag_ms.schedule.p99", "ms", "99th percentile lateness of the load schedule's timers (pauses between bursts, open-model arrivals)"},
+	{"lag_ms.schedule.max", "ms", "maximum lateness of the load schedule's timers (pauses between bursts, open-model arrivals)"},
+	{"lag_ms.idle_close.p50", "ms", "median lateness of the server's idle closes, past server.idle_timeout"},
+	{"lag_ms.idle_close.p99", "ms", "99th percentile lateness of the server's idle closes, past server.idle_timeout"},
+	{"lag_ms.idle_close.max", "ms", "maximum lateness of the server's idle closes, past server.idle_timeout"},
+	{"queue_wait_ms.p50", "ms", "median wait between a request's scheduled start and the moment the client began it"},
+	{"queue_wait_ms.p99", "ms", "99th percentile of that wait"},
+	{"queue_wait_ms.max", "ms", "longest such wait"},
+}
+
+// Doc returns the description of the metric name.
+func Doc(name string) (MetricDoc, bool) {
+	i := slices.IndexFunc(Docs, func(d MetricDoc) bool { return d.Name == name })
+	if i < 0 {
+		return MetricDoc{}, false
+	}
+	return Docs[i], true
+}
+
+// SchemaDescription is the text the result schema's metric property must carry.
+func (d MetricDoc) SchemaDescription() string {
+	return fmt.Sprintf("%s. Unit: %s.", d.Meaning, d.Unit)
+}
+
+// MarkdownTable renders Docs as the README's metric table.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| metric | unit | meaning |\n|---|---|---|\n")
+	for _, d := range Docs {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, d.Unit, d.Meaning)
+	}
+	return b.String()
+}
+
+// DocsProblems lists where Docs and the Metrics struct disagree, each as an instruction.
+func DocsProblems() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range Docs {
+		switch {
+		case seen[d.Name]:
+			out = append(out, fmt.Sprintf("engine/check/docs.go: %s is described twice", d.Name))
+		case !IsName(d.Name):
+			out = append(out, fmt.Sprintf("engine/check/docs.go: %s is described but is no field of check.Metrics; remove its line or add the field", d.Name))
+		case d.Unit == "" || d.Meaning == "":
+			out = append(out, fmt.Sprintf("engine/check/docs.go: %s needs a unit and a meaning", d.Name))
+		}
+		seen[d.Name] = true
+	}
+	for _, n := range Names() {
+		if !seen[n] {
+			out = append(out, fmt.Sprintf("engine/check/docs.go: metric %s has no description; add a line to Docs: {%q, \"UNIT\", \"what it counts\"},", n, n))
+		}
+	}
+	return out
+}

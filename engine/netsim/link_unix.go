@@ -1,0 +1,66 @@
+//go:build unix
+
+package netsim
+
+import (
+	"net"
+	"syscall"
+	"time"
+)
+
+// openReader returns the function readLoop calls for each chunk: it waits
+// until the source socket is readable, takes a pooled buffer only then (so
+// an idle link holds none) and reads with recvmsg, which also brings the
+// kernel's receive timestamp where the platform gives one (Linux).
+func (d *direction) openReader() (func() (buf *[]byte, n int, stamp time.Time, err error), error) {
+	rc, err := d.src.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	enableKernelStamps(rc)
+	return func() (*[]byte, int, time.Time, error) {
+		var (
+			buf     *[]byte
+			n, oobn int
+			rerr    error
+		)
+		err := rc.Read(func(fd uintptr) bool {
+			b := bufPool.Get().(*[]byte)
+			for {
+				n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), *b, d.oob[:], 0)
+				if rerr != syscall.EINTR {
+					break
+				}
+			}
+			if rerr == syscall.EAGAIN {
+				bufPool.Put(b)
+				return false
+			}
+			buf = b
+			return true
+		})
+		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
+		if err == nil {
+			err = rerr
+		}
+		return buf, n, stamp, err
+	}, nil
+}
+
+// sockErrIsReset reports whether the kernel has recorded a reset on c. It
+// is used after writing to a peer that already sent FIN: on loopback the
+// peer's RST to that write arrives before Write returns, but no later read
+// or write would notice it.
+func sockErrIsReset(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var soErr int
+	if err := rc.Control(func(fd uintptr) {
+		soErr, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
+	}); err != nil {
+		return false
+	}
+	return syscall.Errno(soErr) == syscall.ECONNRESET || syscall.Errno(soErr) == syscall.EPIPE
+}

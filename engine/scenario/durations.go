@@ -1,0 +1,112 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxDuration is the longest duration a run can hold once its time scale is applied: what a
+// time.Duration holds (about 292 years).
+const MaxDuration = Duration(math.MaxInt64)
+
+// durationSyntax matches what time.ParseDuration reads; a string that matches it but does
+// not parse is too large.
+var durationSyntax = regexp.MustCompile(`^(([0-9]*(\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// nodeError is a decoding error at a YAML node; the loader reports it at the node's line
+// and column (yaml.v3 passes a custom unmarshaler's error through unchanged).
+type nodeError struct {
+	line, col int
+	err       error
+}
+
+func (e *nodeError) Error() string { return e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }
+
+func atNode(n *yaml.Node, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &nodeError{line: n.Line, col: n.Column, err: err}
+}
+
+// durationAt is a duration of a run's settings and where it was written.
+type durationAt struct {
+	path      string
+	d         Duration
+	line, col int
+}
+
+// durationFields lists the durations of st by field path (range and hint values included),
+// in field order.
+func durationFields(st Settings) []durationAt {
+	var out []durationAt
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch x := v.Interface().(type) {
+		case Duration:
+			out = append(out, durationAt{path: path, d: x})
+			return
+		case Range:
+			out = append(out, durationAt{path: path, d: x.Max})
+			return
+		case Hint:
+			out = append(out, durationAt{path: path, d: x.Duration})
+			return
+		}
+		if v.Kind() != reflect.Struct {
+			return
+		}
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			walk(v.Field(i), joinPath(path, name))
+		}
+	}
+	walk(reflect.ValueOf(st), "")
+	return out
+}
+
+// scaleProblems lists the durations that overflow once multiplied by scale.
+func scaleProblems(durs []durationAt, scale float64) []durationAt {
+	var bad []durationAt
+	for _, d := range durs {
+		if float64(d.d)*scale >= float64(MaxDuration) {
+			bad = append(bad, d)
+		}
+	}
+	return bad
+}
+
+func scaleMessage(d durationAt, scale float64, where string) string {
+	return fmt.Sprintf("%s times the time scale %g is longer than a run can measure (at most %v, about 292 years)%s",
+		d.d, scale, time.Duration(MaxDuration).Truncate(time.Hour), where)
+}
+
+// CheckTimeScale checks the plan's durations under a time scale that overrides each file's
+// (kalab run --time-scale): a duration that overflows once scaled is reported where it was
+// written, as at load time.
+func (p *Plan) CheckTimeScale(scale float64) error {
+	var diags Diagnostics
+	for _, sc := range p.Scenarios {
+		for _, r := range sc.Runs {
+			for _, d := range scaleProblems(r.durations, scale) {
+				diags = append(diags, Diagnostic{File: sc.File, Line: d.line, Col: d.col, Path: d.path,
+					Message: scaleMessage(d, scale, fmt.Sprintf(" (run %s, --time-scale)", r.Variant))})
+			}
+		}
+	}
+	if len(diags) > 0 {
+		return diags.sorted()
+	}
+	return nil
+}
