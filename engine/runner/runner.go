@@ -327,6 +327,10 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		}
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
 			Str("reason", rec.Timing.Reason).Msg("run was noisy; rerunning it alone")
+		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
+			rec.Error += "; " + err.Error()
+			return rec
+		}
 	}
 }
 
