@@ -20,3 +20,11 @@ var Result []byte
 
 // ResultURL is the $id under which Result is registered with a schema compiler.
 const ResultURL = "https://kalab.dev/schema/result.schema.json"
+
+// Shard is shard.schema.json: the contract for the shard.json manifest of kalab run --shard.
+//
+//go:embed shard.schema.json
+var Shard []byte
+
+// ShardURL is the $id under which Shard is registered with a schema compiler.
+const ShardURL = "https://kalab.dev/schema/shard.schema.json"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
@@ -50,10 +51,13 @@ Usage:
   kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
+  kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
+  kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
                                         the real-client adapters (client.exec) and error table
+  kalab help servers                    the real servers (server.exec, command, url) and their mappings
 
 Run 'kalab COMMAND --help' for a command's flags.
 
@@ -63,6 +67,41 @@ invalid (nothing ran); 3 the engine failed; 130 interrupted.
 
 // commands lists the commands Main knows, for did-you-mean.
 var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
+
+const serversHelp = `Real servers behind the proxy (instead of the embedded server):
+
+  server.exec: nginx     a generated nginx.conf on a free loopback port
+      idle_timeout -> keepalive_timeout (ms); keepalive_hint -> its second parameter
+      (timeout=N only); max_requests -> keepalive_requests (0: 2^30); tls -> the run's
+      certificate, ssl_protocols, ssl_session_tickets; http "2" -> listen ... http2;
+      http2_max_streams -> http2_max_concurrent_streams; response -> return STATUS "body"
+      (a static file above 3,000 bytes, status 200 only). Refused: idle_timeout none,
+      response.delay, close_every, hint_only_if_asked, a raw hint other than timeout=N.
+  server.exec: node      kalab's bundled http/https script (node on PATH)
+      idle_timeout -> keepAliveTimeout = idle_timeout - 1 s (Node closes an idle socket
+      1 s after keepAliveTimeout: 2,002 ms for 1000 on Node 20.20.2); max_requests ->
+      maxRequestsPerSocket; headersTimeout 60 s; the hint is Node's own when it matches
+      timeout=floor(keepAliveTimeout/1000), else written by the handler (false: none);
+      response status, body and delay. Refused: http "2", close_every, hint_only_if_asked,
+      an idle_timeout of 1 s or less (after the time scale).
+  server.exec: haproxy   a generated haproxy.cfg answering with http-request return
+      idle_timeout -> timeout http-keep-alive (timeout client: max(60 s, 2 x idle));
+      keepalive_hint -> an added Keep-Alive header; tls -> ssl crt, ssl-min/max-ver,
+      no-tls-tickets. Refused: http "2", max_requests, close_every, response.delay.
+  server.command: "CMD"  any server: {port} is its loopback port, {cert} and {key} the
+      run's certificate files; only tls and http apply.
+  server.url: URL        a server you run; the URL's path is the request path; loopback
+      only unless --allow-remote; https is verified with the system's roots.
+
+Each run's server is named (name and version) in its record; its generated configuration
+and logs are kept under results/<run-id>/servers/<scenario>/<variant>/. Every connection
+of the proxy is recorded in connections/<scenario>/<variant>.jsonl ("side": "proxy"): who
+closed first (server or client; none when the run ended it), why (idle, after_response,
+reset, refused, end), when, and after how long idle (idle_ms). server_idle_closes and
+server_idle_close_ms.{min,p50,max} sum up the server's idle closes for every run, the
+embedded server's too.
+A field a server cannot express is a load error (file:line:col, exit 2).
+`
 
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
@@ -92,6 +131,10 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdValidate(rest, stdout, stderr)
 	case "diff":
 		return cmdDiff(rest, stdout, stderr)
+	case "report":
+		return cmdReport(rest, stdout, stderr)
+	case "merge":
+		return cmdMerge(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version":
@@ -192,7 +235,9 @@ func scenarioArgs(args []string) []string {
 }
 
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
-func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Plan, []string) {
+// The real servers a plan names are checked too: a field nginx, Node or HAProxy cannot
+// express is a load error like any other.
+func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string) {
 	args = scenarioArgs(args)
 	files, err := scenario.FindFiles(args)
 	if err != nil {
@@ -200,6 +245,11 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger) (*scenario.Pl
 		return nil, nil
 	}
 	plan, err := scenario.LoadFiles(files)
+	if err == nil {
+		if ds := runner.Check(plan, chk); len(ds) > 0 {
+			err = ds
+		}
+	}
 	if err != nil {
 		printDiagnostics(stderr, err)
 		return nil, files
@@ -224,6 +274,7 @@ func printDiagnostics(stderr io.Writer, err error) {
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
+	allowRemote := fs.Bool("allow-remote", false, "accept a server.url outside loopback (as kalab run --allow-remote)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -232,7 +283,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab validate: %v\n", err)
 		return exitInvalid
 	}
-	plan, files := loadPlan(fs.Args(), stderr, log)
+	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
 		return exitInvalid
 	}
@@ -286,11 +337,16 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		for _, sec := range []struct {
 			title string
 			reg   map[string]*scenario.Preset
-		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets}} {
+		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets},
+			{"Balancer presets (balancer.preset)", scenario.BalancerPresets}} {
 			fmt.Fprintf(stdout, "%s:\n", sec.title)
 			for _, name := range scenario.PresetNames(sec.reg) {
 				p := sec.reg[name]
-				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n", p.Name, p.Models, p.Source)
+				verified := "not verified against the real program"
+				if p.Verified != "" {
+					verified = "verified against " + p.Verified
+				}
+				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n    %s\n", p.Name, p.Models, p.Source, verified)
 				for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
 					fmt.Fprintf(stdout, "    | %s\n", line)
 				}
@@ -301,15 +357,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	case "clients":
 		helpClients(stdout)
 		return exitOK
+	case "servers":
+		fmt.Fprint(stdout, serversHelp)
+		return exitOK
 	}
 	if slices.Contains(commands, args[0]) {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients"}, commands...)); c != "" {
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers"}, commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, or a command)\n", args[0], hint)
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 

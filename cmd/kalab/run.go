@@ -21,6 +21,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shard"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
@@ -32,6 +33,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	inv, code, ok := prepareRun(f, stderr)
 	if !ok {
 		return code
+	}
+	if inv.manifest != nil && inv.plan.Runs() == 0 {
+		return emptyShard(f, inv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -63,6 +67,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 // runFlags holds `kalab run`'s parsed flags.
 type runFlags struct {
 	fs           *pflag.FlagSet
+	name         string // the command, for messages: run, or merge when it gates merged results
 	log          zerolog.Logger
 	out          string
 	parallel     int
@@ -75,8 +80,11 @@ type runFlags struct {
 	failMissing  bool
 	allowPartial bool
 	junitPath    string
+	htmlPath     string
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
+	allowRemote    bool
+	shardFlags
 	// lagTolerance multiplies each run's timing tolerance; 0 measures lateness but never
 	// marks a run noisy.
 	lagTolerance float64
@@ -86,7 +94,7 @@ type runFlags struct {
 // must end with code.
 func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
 	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
-	f = &runFlags{fs: fs}
+	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
@@ -98,8 +106,11 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from its plan; 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -141,6 +152,14 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 			return invalid("--junit: %v", err)
 		}
 	}
+	if f.htmlPath != "" {
+		if err := atomicfile.Check(f.htmlPath); err != nil {
+			return invalid("--html: %v", err)
+		}
+	}
+	if err := f.shardFlags.check(); err != nil {
+		return invalid("%v", err)
+	}
 	if err := report.CheckOut(f.out); err != nil {
 		return invalid("--out: %v", err)
 	}
@@ -153,6 +172,15 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	cmp  *report.Comparer
+	// selected says which baseline runs this invocation was meant to run (nil: all); a
+	// shard runs only its part of the plan.
+	selected func(scenario, variant string) bool
+	manifest *shard.Manifest // with --shard: what this part of the split holds
+	// paths are the scenario files or directories asked for; nil: the command's arguments
+	// (kalab merge takes them from the shards' manifest).
+	paths []string
+	// planHash identifies the whole plan in a merged invocation record (kalab merge).
+	planHash string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -161,7 +189,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients}}
+	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients,
+		AllowRemote: f.allowRemote}}
 	// Under the supervising parent the run id is the parent's, so it can close the results
 	// of a child that died.
 	inv.opt.RunID = supervisedRunID()
@@ -200,7 +229,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 		inv.cmp = &report.Comparer{Baseline: base}
 	}
-	inv.plan, _ = loadPlan(f.fs.Args(), stderr, f.log)
+	var files []string
+	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
 	if inv.plan == nil {
 		return nil, exitInvalid, false
 	}
@@ -210,6 +240,11 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		if err := inv.plan.CheckTimeScale(inv.opt.TimeScale); err != nil {
 			printDiagnostics(stderr, err)
 			return nil, exitInvalid, false
+		}
+	}
+	if f.sharded() {
+		if err := applyShard(f, inv, files); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if inv.cmp != nil {
@@ -268,15 +303,21 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		}
 		if !outcome.Interrupted {
 			// Missing means missing among what was asked for: the selected files (a
-			// subset of the suite leaves the other files out) and the --filter.
-			filter := inv.opt.Filter
+			// subset of the suite leaves the other files out), the --filter, and a
+			// shard's part of the plan.
+			filter, mine := inv.opt.Filter, inv.selected
 			var loaded []string
 			for _, sc := range inv.plan.Scenarios {
 				loaded = append(loaded, sc.Name)
 			}
-			selected := report.Selected(loaded, scenarioArgs(f.fs.Args()))
+			paths := inv.paths
+			if paths == nil {
+				paths = scenarioArgs(f.fs.Args())
+			}
+			selected := report.Selected(loaded, paths)
 			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
-				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant))
+				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
+					(mine == nil || mine(r.Scenario, r.Variant))
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
@@ -290,6 +331,13 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
 		keep(writeJUnit(f.junitPath, in))
 	}
+	if f.htmlPath != "" {
+		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, f.log); herr != nil {
+			keep(fmt.Errorf("--html: %w", herr))
+		} else {
+			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
+		}
+	}
 	return missing, err
 }
 
@@ -297,17 +345,17 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
-		fmt.Fprintln(stderr, "kalab run: interrupted; the runs that ended are recorded")
+		fmt.Fprintf(stderr, "kalab %s: interrupted; the runs that ended are recorded\n", f.name)
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(stderr, "kalab run: %v\n", err)
+		fmt.Fprintf(stderr, "kalab %s: %v\n", f.name, err)
 		return exitEngine
 	case outcome.Errored():
 		return exitEngine
 	case outcome.Failed():
 		return exitCheckFailed
 	case f.failMissing && len(missing) > 0:
-		fmt.Fprintf(stderr, "kalab run: %d run%s of the baseline did not run (--fail-missing)\n", len(missing), plural(len(missing)))
+		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
 		return exitCheckFailed
 	}
 	return exitOK

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -43,9 +42,7 @@ func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o755)
 	for _, c := range []struct{ path, want string }{

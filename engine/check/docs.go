@@ -61,6 +61,27 @@ var Docs = []MetricDoc{
 	{"queue_wait_ms.p50", "ms", "median wait between a request's scheduled start and the moment the client began it"},
 	{"queue_wait_ms.p99", "ms", "99th percentile of that wait"},
 	{"queue_wait_ms.max", "ms", "longest such wait"},
+	{"status_5xx", "responses", "responses with a 5xx status at the client: a balancer's 502 is a response, so errors does not count it"},
+	// The balancer hop (a balancer: section); all 0 in a single-hop run.
+	{"balancer_connections", "connections", "client-facing connections the balancer accepted"},
+	{"balancer_requests", "requests", "requests the balancer received"},
+	{"balancer_errors", "responses", "answers the balancer made itself because the backend side failed (502; Envoy 503)"},
+	{"balancer_closes", "connections", "client connections the balancer closed with no response because a reused backend connection died (HAProxy)"},
+	{"balancer_retries", "attempts", "backend re-sends the balancer made that the client never saw"},
+	{"backend_connections", "connections", "connections the balancer opened to the server"},
+	{"backend_reused_requests", "requests", "requests whose final backend attempt reused a connection"},
+	{"backend_errors", "attempts", "failed backend attempts, retried ones included"},
+	{"backend_errors_by_class.reset", "attempts", "backend attempts that failed with a connection reset"},
+	{"backend_errors_by_class.eof", "attempts", "backend attempts that failed because the server closed the connection before answering"},
+	{"backend_errors_by_class.timeout", "attempts", "backend attempts that passed balancer.backend.timeout"},
+	{"backend_errors_by_class.refused", "attempts", "backend attempts whose connection was refused"},
+	{"backend_errors_by_class.tls", "attempts", "backend attempts that failed in a TLS handshake"},
+	{"backend_errors_by_class.other", "attempts", "backend attempts that failed for any other reason"},
+	{"backend_proxy_connections", "connections", "connections through the balancer-server link (0 when it has no rtt or jitter)"},
+	{"server_idle_closes", "connections", "connections the server closed first after an idle period, as the proxy saw them on its upstream side (any server, real ones included)"},
+	{"server_idle_close_ms.min", "ms", "shortest idle time before such a close (0 when there was none)"},
+	{"server_idle_close_ms.p50", "ms", "median idle time before such a close, from the last byte the server sent"},
+	{"server_idle_close_ms.max", "ms", "longest idle time before such a close"},
 }
 
 // Doc returns the description of the metric name.

@@ -64,6 +64,35 @@ type Metrics struct {
 	// QueueWaitMs is how long requests waited between their scheduled and actual start
 	// (an open-model run whose concurrency cap was full, or a late schedule).
 	QueueWaitMs Spread `expr:"queue_wait_ms" json:"queue_wait_ms"`
+
+	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
+	// response (the request did not fail at the socket), so errors does not count it.
+	Status5xx float64 `expr:"status_5xx" json:"status_5xx"`
+
+	// Balancer hop (topology v2); all 0 in a single-hop run.
+	BalancerConnections     float64       `expr:"balancer_connections" json:"balancer_connections"`           // client-facing connections the balancer accepted
+	BalancerRequests        float64       `expr:"balancer_requests" json:"balancer_requests"`                 // requests it received
+	BalancerErrors          float64       `expr:"balancer_errors" json:"balancer_errors"`                     // answers it made itself (502, or Envoy's 503)
+	BalancerCloses          float64       `expr:"balancer_closes" json:"balancer_closes"`                     // client connections it closed with no response (HAProxy)
+	BalancerRetries         float64       `expr:"balancer_retries" json:"balancer_retries"`                   // backend re-sends the client never saw
+	BackendConnections      float64       `expr:"backend_connections" json:"backend_connections"`             // connections it opened to the server
+	BackendReusedRequests   float64       `expr:"backend_reused_requests" json:"backend_reused_requests"`     // final attempts on a reused backend connection
+	BackendErrors           float64       `expr:"backend_errors" json:"backend_errors"`                       // failed backend attempts, retried ones included
+	BackendErrorsByClass    ErrorsByClass `expr:"backend_errors_by_class" json:"backend_errors_by_class"`     // the same by class: reset and eof are a dying connection
+	BackendProxyConnections float64       `expr:"backend_proxy_connections" json:"backend_proxy_connections"` // accepted by the balancer-server link
+	// ServerIdleCloses counts connections the server closed first after an idle period, as
+	// the proxy saw them on its upstream side (connection truth for any server).
+	ServerIdleCloses float64 `expr:"server_idle_closes" json:"server_idle_closes"`
+	// ServerIdleCloseMs is how long those connections had been idle when the server closed
+	// them; 0 when there were none.
+	ServerIdleCloseMs IdleClose `expr:"server_idle_close_ms" json:"server_idle_close_ms"`
+}
+
+// IdleClose summarises idle times before a close, in milliseconds (scenario time).
+type IdleClose struct {
+	Min float64 `expr:"min" json:"min"`
+	P50 float64 `expr:"p50" json:"p50"`
+	Max float64 `expr:"max" json:"max"`
 }
 
 // Spread holds the median, 99th percentile and maximum of a lateness, in milliseconds of

@@ -109,7 +109,7 @@ func FuzzReadResponse(f *testing.F) {
 	}
 	cfg := Config{HonorHint: true, HintParser: HintUndici, Method: "GET"}
 	f.Fuzz(func(t *testing.T, s string) {
-		readResponse(bufioReader(s), &cfg) // must not panic or loop forever
+		readResponse(bufioReader(s), &cfg, false) // must not panic or loop forever
 	})
 }
 

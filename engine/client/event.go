@@ -29,6 +29,7 @@ type Event struct {
 	Start         time.Time     // when the client began the request (monotonic clock)
 	Latency       time.Duration // from Start to the last response byte, or to the failure
 	ConnID        uint64        // client-side id of the connection that carried the final attempt; 0 if none
+	ServerConn    uint64        // the server's id of that connection, from its Kalab-Conn response header; 0 if none
 	Reused        bool          // the final attempt went out on a connection that had served a request before
 	Attempts      int           // attempts the client made, >= 1 (visible retries = Attempts-1)
 	HiddenRetries int           // re-sends a real client did on its own (Go's Transport), detected by tracing
@@ -40,6 +41,14 @@ type Event struct {
 	Connect       time.Duration // TCP connect time of a new connection in the final attempt, 0 when reused
 	TLS           time.Duration // TLS handshake time of a new connection, 0 when reused or plain
 	FirstByte     time.Duration // from Start to the first response byte, 0 when none
+
+	// Set when the response crossed a kalab balancer (its Kalab-Backend-* headers): the
+	// balancer's id of the backend connection that carried the request, the attempts it
+	// made there (re-sends the client never saw are BackendAttempts-1), and whether it
+	// reused that connection. Zero without a balancer.
+	BackendConn     uint64
+	BackendAttempts int
+	BackendReused   bool
 }
 
 // OK reports whether the request succeeded.
@@ -53,6 +62,9 @@ type Stats struct {
 	Retries       int64 // visible retries (attempts beyond the first), summed over requests
 	HiddenRetries int64 // re-sends done inside a real client library, detected by tracing
 	H2Streams     int64 // HTTP/2 streams opened
+	// AttemptErrors counts failed attempts by class, retried ones included (model client
+	// only; nil for net/http, whose own re-sends are HiddenRetries).
+	AttemptErrors map[ErrorClass]int64
 }
 
 // Client sends requests. Do is safe for concurrent use; it never returns an error:

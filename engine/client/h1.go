@@ -17,7 +17,22 @@ type response struct {
 	keepAlive bool  // the server allows another request on this connection
 	hint      time.Duration
 	hasHint   bool
+	server    uint64 // the Kalab-Conn header: the embedded server's connection id
+
+	// What a kalab balancer says about the backend side of this request (its
+	// Kalab-Backend-* headers); zero when the response did not cross one.
+	backendConn     uint64
+	backendAttempts int
+	backendReused   bool
 }
+
+// Response headers a kalab balancer adds so that each client request record can name the
+// backend connection that carried it (DESIGN.md: connection truth from what kalab controls).
+const (
+	HeaderBackendConn     = "Kalab-Backend-Conn"     // the balancer's id of the backend connection of the final attempt
+	HeaderBackendAttempts = "Kalab-Backend-Attempts" // attempts the balancer made on the backend side
+	HeaderBackendReused   = "Kalab-Backend-Reused"   // "1" when the final attempt reused a backend connection
+)
 
 var errMalformed = errors.New("malformed response")
 
@@ -70,7 +85,7 @@ func readLine(br *bufio.Reader, first bool) ([]byte, error) {
 
 // readResponse reads one response and discards its body, counting body bytes.
 // It does not allocate on the common path.
-func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
+func readResponse(br *bufio.Reader, cfg *Config, head bool) (response, error) {
 	var r response
 	first := true
 	for {
@@ -120,17 +135,30 @@ func readResponse(br *bufio.Reader, cfg *Config) (response, error) {
 				} else if containsFold(value, "keep-alive") {
 					r.keepAlive = true
 				}
+			case asciiEqualFold(name, "kalab-conn"):
+				n, _ := parseUint(value)
+				r.server = uint64(n)
 			case asciiEqualFold(name, "keep-alive"):
 				if cfg.HonorHint {
 					r.hint, r.hasHint = parseHint(value, cfg.HintParser)
 				}
+			case asciiEqualFold(name, "kalab-backend-conn"):
+				if n, ok := parseUint(value); ok {
+					r.backendConn = uint64(n)
+				}
+			case asciiEqualFold(name, "kalab-backend-attempts"):
+				if n, ok := parseUint(value); ok && n < 1<<20 {
+					r.backendAttempts = int(n)
+				}
+			case asciiEqualFold(name, "kalab-backend-reused"):
+				r.backendReused = len(value) == 1 && value[0] == '1'
 			}
 		}
 		if r.status >= 100 && r.status < 200 && r.status != 101 {
 			continue // interim response; the real one follows
 		}
 		switch {
-		case cfg.Method == "HEAD" || r.status == 204 || r.status == 304 || r.status == 101:
+		case head || r.status == 204 || r.status == 304 || r.status == 101:
 			return r, nil
 		case chunked:
 			n, err := discardChunked(br)

@@ -22,6 +22,22 @@ var aLongTimeAgo = time.Unix(1, 0)
 // counters are the atomic form of Stats.
 type counters struct {
 	connections, tlsHandshakes, tlsResumed, retries, hiddenRetries, h2Streams atomic.Int64
+	// attemptErrors counts failed attempts by class (slot i is Classes[i]), retried ones
+	// included: a balancer's backend failures that its client never saw.
+	attemptErrors [len(classSlots)]atomic.Int64
+}
+
+// classSlots fixes the order of counters.attemptErrors; it mirrors Classes.
+var classSlots = [...]ErrorClass{ClassReset, ClassEOF, ClassTimeout, ClassRefused, ClassTLS, ClassOther}
+
+func (c *counters) attemptFailed(class ErrorClass) {
+	for i, k := range classSlots {
+		if k == class {
+			c.attemptErrors[i].Add(1)
+			return
+		}
+	}
+	c.attemptErrors[len(classSlots)-1].Add(1)
 }
 
 func (c *counters) snapshot() Stats {
@@ -32,7 +48,16 @@ func (c *counters) snapshot() Stats {
 		Retries:       c.retries.Load(),
 		HiddenRetries: c.hiddenRetries.Load(),
 		H2Streams:     c.h2Streams.Load(),
+		AttemptErrors: c.attemptErrorMap(),
 	}
+}
+
+func (c *counters) attemptErrorMap() map[ErrorClass]int64 {
+	m := make(map[ErrorClass]int64, len(classSlots))
+	for i, k := range classSlots {
+		m[k] = c.attemptErrors[i].Load()
+	}
+	return m
 }
 
 // pconn is one pooled connection of the model client.
@@ -107,13 +132,29 @@ func (m *model) Close() error {
 // mirrors stdClient.Do on purpose: sharing it through a callback moved ev to the heap (one
 // allocation per request, measured), and the model pool allocates nothing per request.
 func (m *model) Do(ctx context.Context, seq int) Event {
+	return m.do(ctx, seq, sendOpts{req: m.req, idempotent: m.cfg.idempotent(), head: m.cfg.Method == "HEAD"})
+}
+
+// sendOpts is one logical request: its bytes and what the pool must know about it.
+type sendOpts struct {
+	req        []byte
+	idempotent bool // for RetryPolicy.IdempotentOnly
+	head       bool // a HEAD response has no body whatever its headers say
+	fresh      bool // the first attempt must not reuse an idle connection
+}
+
+func (m *model) do(ctx context.Context, seq int, o sendOpts) Event {
 	start := time.Now()
 	ev := Event{Seq: seq, Start: start}
-	idem := m.cfg.idempotent()
 	for {
 		ev.Attempts++
-		r := m.attempt(ctx, start, &ev)
-		if !shouldRetry(m.cfg.Retry, idem, ev.Attempts, r) {
+		r := m.attempt(ctx, start, &ev, &o)
+		if r.class != ClassNone {
+			m.stats.attemptFailed(r.class)
+		}
+		// A re-send may reuse an idle connection whatever the first attempt was told.
+		o.fresh = false
+		if !shouldRetry(m.cfg.Retry, o.idempotent, ev.Attempts, r) {
 			break
 		}
 		if m.cfg.Retry.Hidden {
@@ -131,8 +172,9 @@ func (m *model) Do(ctx context.Context, seq int) Event {
 }
 
 // attempt makes one try, overwriting the per-attempt fields of ev.
-func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
-	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead = 0, false, 0, 0
+func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *sendOpts) attemptResult {
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
+	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = 0, 0, false
 	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
 	var deadline time.Time
 	if m.cfg.Timeout > 0 {
@@ -148,7 +190,7 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attempt
 		return r
 	}
 
-	c, reused, err := m.get(ctx, deadline, ev)
+	c, reused, err := m.get(ctx, deadline, ev, o.fresh)
 	if err != nil {
 		return fail(attemptResult{}, err)
 	}
@@ -168,7 +210,7 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attempt
 			}
 		}()
 	}
-	if _, err := c.nc.Write(m.req); err != nil {
+	if _, err := c.nc.Write(o.req); err != nil {
 		m.put(c, false, 0)
 		return fail(r, fmt.Errorf("write request on connection %d: %w", c.id, err))
 	}
@@ -178,8 +220,9 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attempt
 	}
 	r.gotByte = true
 	ev.FirstByte = time.Since(start)
-	resp, err := readResponse(c.br, &m.cfg)
-	ev.Status, ev.BytesRead = resp.status, resp.body
+	resp, err := readResponse(c.br, &m.cfg, o.head)
+	ev.Status, ev.BytesRead, ev.ServerConn = resp.status, resp.body, resp.server
+	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = resp.backendConn, resp.backendAttempts, resp.backendReused
 	if err != nil {
 		m.put(c, false, 0)
 		return fail(r, fmt.Errorf("read response on connection %d: %w", c.id, err))
@@ -200,8 +243,10 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event) attempt
 }
 
 // get returns an idle connection to reuse or a new one, waiting in the queue when
-// MaxConns connections are open.
-func (m *model) get(ctx context.Context, deadline time.Time, ev *Event) (*pconn, bool, error) {
+// MaxConns connections are open. fresh skips the idle connections (HAProxy's
+// "http-reuse safe" for the first request of a client connection); a connection handed
+// over by a finishing request may still be reused when MaxConns makes it wait.
+func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, fresh bool) (*pconn, bool, error) {
 	var dead []*pconn
 	defer func() {
 		for _, c := range dead {
@@ -214,7 +259,7 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event) (*pconn,
 		return nil, false, errClosed
 	}
 	now := time.Now()
-	for len(m.idle) > 0 {
+	for len(m.idle) > 0 && !fresh {
 		c := m.popIdle()
 		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !alive(c.raw, m.cfg.LivenessEOFOnly)) {
 			m.open--

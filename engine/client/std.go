@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,7 +187,8 @@ type attemptTrace struct {
 }
 
 func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
-	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead = 0, false, 0, 0
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
+	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = 0, 0, false
 	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
 
 	var at attemptTrace
@@ -277,6 +279,9 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		return fail(r, fmt.Errorf("round trip: %w", err))
 	}
 	ev.Status = resp.StatusCode
+	// The embedded server's connection id (kalab's own header; see server.ConnHeader).
+	ev.ServerConn, _ = strconv.ParseUint(resp.Header.Get("Kalab-Conn"), 10, 64)
+	backendHeaders(resp.Header, ev)
 	if resp.ProtoMajor == 2 {
 		s.stats.h2Streams.Add(1)
 	}
@@ -319,4 +324,19 @@ func connID(c net.Conn) uint64 {
 		}
 	}
 	return 0
+}
+
+// backendHeaders reads what a kalab balancer says about the backend side of a response.
+func backendHeaders(h http.Header, ev *Event) {
+	if v := h.Get(HeaderBackendConn); v != "" {
+		if n, ok := parseUint([]byte(v)); ok {
+			ev.BackendConn = uint64(n)
+		}
+	}
+	if v := h.Get(HeaderBackendAttempts); v != "" {
+		if n, ok := parseUint([]byte(v)); ok && n < 1<<20 {
+			ev.BackendAttempts = int(n)
+		}
+	}
+	ev.BackendReused = h.Get(HeaderBackendReused) == "1"
 }

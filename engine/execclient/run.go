@@ -352,7 +352,8 @@ func parseLine(b []byte, arrived time.Time) (ev client.Event, ok bool, err error
 	}
 	ev = client.Event{Seq: *l.Index, Start: start, Latency: lat, Status: l.Status, BytesRead: l.Bytes, Attempts: max(l.Attempts, 1)}
 	if conn, err := strconv.ParseUint(string(l.Conn), 10, 64); err == nil {
-		ev.ConnID = conn
+		// The program echoes the server's Kalab-Conn: its connection ids are the server's.
+		ev.ConnID, ev.ServerConn = conn, conn
 	}
 	if n, err := strconv.ParseInt(string(l.ConnRequest), 10, 64); err == nil {
 		ev.Reused = n > 1

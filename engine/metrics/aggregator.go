@@ -19,6 +19,7 @@ type Aggregator struct {
 	retries       int64
 	hiddenRetries int64
 	reused        int64
+	status5xx     int64
 	bytesRead     int64
 	conns         connSet
 	latency       histogram
@@ -65,6 +66,9 @@ func (a *Aggregator) Add(e client.Event) {
 	if e.Reused {
 		a.reused++
 	}
+	if e.Status >= 500 {
+		a.status5xx++
+	}
 	if e.BytesRead > 0 {
 		a.bytesRead += e.BytesRead
 	}
@@ -99,6 +103,7 @@ type Summary struct {
 	HiddenRetries int64                       // re-sends done inside the client library
 	Connections   int64                       // distinct non-zero ConnIDs that carried a request
 	Reused        int64                       // requests whose final attempt went out on a reused connection
+	Status5xx     int64                       // responses with a 5xx status (a balancer's 502 included)
 	ReuseRatio    float64                     // Reused / Requests
 	BytesRead     int64                       // response body bytes read, summed
 	Latency       Latency                     // over every request, failed ones included
@@ -127,6 +132,7 @@ func (a *Aggregator) Summary(total time.Duration, scale float64) Summary {
 		HiddenRetries: a.hiddenRetries,
 		Connections:   a.conns.n,
 		Reused:        a.reused,
+		Status5xx:     a.status5xx,
 		BytesRead:     a.bytesRead,
 		Scale:         scale,
 	}
@@ -171,6 +177,7 @@ func (s Summary) Flat() map[string]float64 {
 		"connections":     float64(s.Connections),
 		"reused_requests": float64(s.Reused),
 		"reuse_ratio":     s.ReuseRatio,
+		"status_5xx":      float64(s.Status5xx),
 		"latency_ms.min":  ms(s.Latency.Min),
 		"latency_ms.p50":  ms(s.Latency.P50),
 		"latency_ms.p90":  ms(s.Latency.P90),
@@ -197,7 +204,7 @@ func FlatKeys() []string {
 		"errors_per_1000", "hidden_retries",
 		"latency_ms.max", "latency_ms.mean", "latency_ms.min", "latency_ms.p50",
 		"latency_ms.p90", "latency_ms.p95", "latency_ms.p99",
-		"ok", "requests", "retries", "reuse_ratio", "reused_requests", "rps", "total_ms",
+		"ok", "requests", "retries", "reuse_ratio", "reused_requests", "rps", "status_5xx", "total_ms",
 	}
 }
 

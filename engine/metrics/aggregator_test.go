@@ -174,7 +174,7 @@ var vocabulary = []string{
 	"errors_by_class.refused", "errors_by_class.tls", "errors_by_class.other",
 	"retries", "hidden_retries", "connections", "reused_requests", "reuse_ratio",
 	"latency_ms.min", "latency_ms.p50", "latency_ms.p90", "latency_ms.p95",
-	"latency_ms.p99", "latency_ms.max", "latency_ms.mean", "total_ms", "rps",
+	"latency_ms.p99", "latency_ms.max", "latency_ms.mean", "total_ms", "rps", "status_5xx",
 }
 
 func TestFlatKeysAndEmpty(t *testing.T) {
@@ -296,5 +296,19 @@ func TestConnSetCost(t *testing.T) {
 	t.Logf("connection set: %d B for 1e6 connection ids", after-before)
 	if after-before > 256<<10 {
 		t.Fatalf("connection set holds %d B for 1e6 ids; want about 1 bit each", after-before)
+	}
+}
+
+// A balancer's 502 is a response, not a socket error: it counts in status_5xx only.
+func TestStatus5xx(t *testing.T) {
+	t.Parallel()
+	a := New()
+	a.Add(client.Event{Status: 200, Attempts: 1})
+	a.Add(client.Event{Status: 502, Attempts: 1})
+	a.Add(client.Event{Status: 503, Attempts: 1})
+	a.Add(client.Event{Class: client.ClassReset, Attempts: 1})
+	f := a.Summary(time.Second, 1).Flat()
+	if f["status_5xx"] != 2 || f["errors"] != 1 || f["ok"] != 3 {
+		t.Fatalf("status_5xx %v errors %v ok %v; want 2, 1, 3", f["status_5xx"], f["errors"], f["ok"])
 	}
 }

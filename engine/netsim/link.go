@@ -40,10 +40,12 @@ type link struct {
 
 	up, down *direction
 	once     sync.Once
+	truth    connTruth
 }
 
-func newLink(p *Proxy, c *net.TCPConn, t0 time.Time) *link {
+func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l := &link{p: p, client: c, t0: t0, done: make(chan struct{})}
+	l.truth.id = id
 	rtt := p.cfg.RTT
 	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
 	// needs half a trip more; the server can answer no sooner than it
@@ -63,11 +65,17 @@ func (l *link) run() {
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(l.p.ctx, "tcp", l.p.cfg.Upstream)
 	if err != nil {
+		l.mu.Lock()
+		if l.truth.closedBy == "" {
+			l.truth.closedBy, l.truth.reason, l.truth.closed = SideServer, ReasonRefused, time.Duration(l.since(time.Now()))
+		}
+		l.mu.Unlock()
 		// A refused SYN is answered by a reset that reaches the client one
 		// round trip after it connected.
 		l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
 		return
 	}
+	l.truth.connected.Store(max(l.since(time.Now()), 1))
 	u := conn.(*net.TCPConn)
 	l.mu.Lock()
 	if l.closed {
@@ -111,6 +119,9 @@ func (l *link) shutdown() {
 			_ = u.Close()
 		}
 		l.p.removeLink(l)
+		if f := l.p.cfg.OnConn; f != nil {
+			f(l.record(time.Now()))
+		}
 	})
 }
 
@@ -145,14 +156,19 @@ func (d *direction) readLoop() {
 			}
 			if err == nil {
 				d.srcEOF.Store(true)
+				d.l.closeSeen(d.srcSide(), false, stamp)
 				d.push(chunk{kind: evFin}, stamp)
 				return
 			}
+			d.l.closeSeen(d.srcSide(), true, stamp)
 			// ECONNRESET is the usual case; any other failure of a live
 			// socket also means the peer is gone abruptly, so model it the
 			// same way rather than as an orderly close.
 			d.push(chunk{kind: evRst}, stamp)
 			return
+		}
+		if d == d.l.down {
+			d.l.serverData(stamp, n)
 		}
 		c := chunk{kind: evData, n: n}
 		if n <= smallChunk {

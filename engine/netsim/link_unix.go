@@ -20,9 +20,10 @@ func (d *direction) openReader() (func() (buf *[]byte, n int, stamp time.Time, e
 	enableKernelStamps(rc)
 	return func() (*[]byte, int, time.Time, error) {
 		var (
-			buf     *[]byte
-			n, oobn int
-			rerr    error
+			buf        *[]byte
+			n, oobn    int
+			rerr       error
+			finPending bool
 		)
 		err := rc.Read(func(fd uintptr) bool {
 			b := bufPool.Get().(*[]byte)
@@ -37,11 +38,22 @@ func (d *direction) openReader() (func() (buf *[]byte, n int, stamp time.Time, e
 				return false
 			}
 			buf = b
+			if rerr == nil && n > 0 && d == d.l.down {
+				// Is the server's FIN already queued behind this data? Then it came
+				// with the data (a close straight after a response, or after a TLS
+				// close_notify), whenever this goroutine gets to read it.
+				finPending = peekEOF(fd)
+			}
 			return true
 		})
 		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
 		if err == nil {
 			err = rerr
+		}
+		if finPending {
+			d.finAt = stamp
+		} else if err == nil && n <= 0 && !d.finAt.IsZero() {
+			stamp = d.finAt
 		}
 		return buf, n, stamp, err
 	}, nil
@@ -63,4 +75,12 @@ func sockErrIsReset(c *net.TCPConn) bool {
 		return false
 	}
 	return syscall.Errno(soErr) == syscall.ECONNRESET || syscall.Errno(soErr) == syscall.EPIPE
+}
+
+// peekEOF reports whether the socket's next read would return end of file: the peer's FIN
+// is already queued.
+func peekEOF(fd uintptr) bool {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err == nil && n == 0
 }

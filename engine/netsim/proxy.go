@@ -44,6 +44,12 @@ type Config struct {
 	// Lag, when set, receives how late each chunk was released against its due time:
 	// the link's own measure of whether the machine kept its timing.
 	Lag *lag.Recorder
+	// OnConn, when set, receives each link's ConnRecord once the link is torn down (by
+	// either end or by Close). It is called from the proxy's goroutines, concurrently.
+	OnConn func(ConnRecord)
+	// AllowRemoteUpstream lets Upstream be an address outside loopback (a user's own
+	// server elsewhere). The proxy still listens on loopback only.
+	AllowRemoteUpstream bool
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
@@ -109,6 +115,11 @@ func Start(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("netsim: checking listen address: %w", err)
 	}
 	upstream, err := loopbackAddr(cfg.Upstream)
+	if err != nil && cfg.AllowRemoteUpstream {
+		if _, _, serr := net.SplitHostPort(cfg.Upstream); serr == nil {
+			upstream, err = cfg.Upstream, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("netsim: checking upstream address: %w", err)
 	}
@@ -251,8 +262,8 @@ func (p *Proxy) acceptLoop() {
 			continue
 		}
 		t0 := time.Now()
-		p.accepted.Add(1)
-		l := newLink(p, c, t0)
+		id := p.accepted.Add(1)
+		l := newLink(p, c, t0, uint64(id))
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()

@@ -49,6 +49,7 @@ type direction struct {
 	space    chan struct{} // signalled when queued bytes drop
 	srcEOF   atomic.Bool   // the reader saw FIN on src
 	oob      [64]byte      // control messages (arrival timestamps) for the reader
+	finAt    time.Time     // the reader found the FIN queued behind data that arrived then
 
 	mu        sync.Mutex
 	q         []chunk
@@ -162,6 +163,11 @@ func (d *direction) deliver(c chunk) {
 			c.release()
 			return
 		}
+		if d == d.l.up {
+			// Noted before the write: the server's answer may be read (on another
+			// goroutine) before this one runs again, and must not look older than it.
+			d.l.wroteUpstream(time.Now())
+		}
 		_, err := d.dst.Write(c.data)
 		c.release()
 		if err != nil {
@@ -169,6 +175,11 @@ func (d *direction) deliver(c chunk) {
 			return
 		}
 		d.bytes.Add(int64(c.n))
+		if d == d.l.up {
+			d.l.truth.bytesUp.Add(int64(c.n))
+		} else {
+			d.l.truth.bytesDown.Add(int64(c.n))
+		}
 		if d.other.srcEOF.Load() {
 			d.watchReset()
 		}
@@ -194,6 +205,7 @@ func (d *direction) deliver(c chunk) {
 func (d *direction) writeFailed(err error) {
 	d.broken.Store(true)
 	if isReset(err) {
+		d.l.closeSeen(d.other.srcSide(), true, time.Now())
 		d.other.push(chunk{kind: evRst}, time.Now())
 		return
 	}
@@ -274,4 +286,12 @@ func open(done <-chan struct{}) bool {
 	default:
 		return true
 	}
+}
+
+// srcSide is the end this direction reads from.
+func (d *direction) srcSide() Side {
+	if d == d.l.up {
+		return SideClient
+	}
+	return SideServer
 }

@@ -160,9 +160,20 @@ var defaultRules = func() map[string]Rule {
 		"peak_rss_mb":        {Worse: HigherIsWorse, Tolerance: off},
 		// Sockets still closing when the run ended: depends on when the count was read.
 		"time_wait": {Worse: HigherIsWorse, Tolerance: off},
+		// The balancer hop: counts like the client's own.
+		"status_5xx":                count(HigherIsWorse),
+		"balancer_connections":      count(HigherIsWorse),
+		"balancer_requests":         {Worse: Informational},
+		"balancer_errors":           count(HigherIsWorse),
+		"balancer_closes":           count(HigherIsWorse),
+		"balancer_retries":          count(HigherIsWorse),
+		"backend_connections":       count(HigherIsWorse),
+		"backend_reused_requests":   count(LowerIsWorse),
+		"backend_errors":            count(HigherIsWorse),
+		"backend_proxy_connections": count(HigherIsWorse),
 	}
 	for _, n := range check.Names() {
-		if strings.HasPrefix(n, "errors_by_class.") {
+		if strings.HasPrefix(n, "errors_by_class.") || strings.HasPrefix(n, "backend_errors_by_class.") {
 			r[n] = count(HigherIsWorse)
 		}
 	}
@@ -372,7 +383,7 @@ func physical(r Run) error {
 			hi, integral = 1, false
 		case n == "errors_per_1000":
 			hi, integral = 1000, false
-		case strings.Contains(n, "_ms.") || strings.HasSuffix(n, "_ms"): // latency_ms.p50, lag_ms.link.p99, total_ms
+		case strings.Contains(n, "_ms.") || strings.HasSuffix(n, "_ms"): // latency_ms.p50, lag_ms.link.p99, server_idle_close_ms.max, total_ms
 			hi, integral = maxMs/scale, false
 		case n == "cpu_us_per_request":
 			hi, integral = maxMs*1000, false

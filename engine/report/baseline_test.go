@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -317,9 +316,7 @@ func TestLoadBaselineRejectsBadInput(t *testing.T) {
 	}
 	// A FIFO would block the read forever: refused before it is opened.
 	fifo := filepath.Join(t.TempDir(), "results.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	if _, err := LoadBaseline(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
 		t.Errorf("FIFO: %v", err)
 	}

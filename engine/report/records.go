@@ -56,6 +56,13 @@ type Run struct {
 	Metrics      check.Metrics  `json:"metrics"`
 	Checks       []Check        `json:"checks"`
 	RequestsFile string         `json:"requests_file,omitempty"` // relative to the run directory
+	// ConnectionsFile holds one Conn line per connection (relative to the run directory).
+	ConnectionsFile string `json:"connections_file,omitempty"`
+	// Closes counts the run's connection closes by who closed and why, e.g.
+	// {"server": {"idle": 97, "end": 3}, "client": {"end": 1}}; nil when not recorded.
+	Closes map[string]map[string]int `json:"closes,omitempty"`
+	// Server names the server the run talked to.
+	Server *Server `json:"server,omitempty"`
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
 	// Timing is how late the run's timers fired and whether that was inside what its
@@ -147,4 +154,57 @@ type Request struct {
 	// run; QueueWaitMs is how much later the client really began it.
 	ScheduledMs float64 `json:"scheduled_ms"`
 	QueueWaitMs float64 `json:"queue_wait_ms"`
+	// ServerConn is the server's id of the connection the request rode (the embedded
+	// server's Kalab-Conn header; for a failed request, what earlier responses on the same
+	// client connection said). 0 when unknown.
+	ServerConn uint64 `json:"server_conn,omitempty"`
+	// ServerClosedMs is, for a failed request, when the server had closed ServerConn
+	// (from the start of the run), and ServerCloseReason why: the stale-connection race
+	// shows as a reset a fraction of a round trip after an idle close.
+	ServerClosedMs    *float64 `json:"server_closed_ms,omitempty"`
+	ServerCloseReason string   `json:"server_close_reason,omitempty"`
+	// Set when the request crossed a balancer: its id of the backend connection of the
+	// final attempt, the attempts it made there, and whether that connection was reused.
+	BackendConn     uint64 `json:"backend_conn,omitempty"`
+	BackendAttempts int    `json:"backend_attempts,omitempty"`
+	BackendReused   bool   `json:"backend_reused,omitempty"`
+}
+
+// Who closed a connection (Conn.ClosedBy).
+const (
+	ClosedByServer = "server"
+	ClosedByClient = "client"
+)
+
+// Conn is one line of connections/<scenario>/<variant>.jsonl: one connection as one side
+// of it saw it. Times are milliseconds in scenario time from the start of the run. The
+// type is shared by every observer (the embedded server today; a proxy watching a real
+// server's side, or a client, can write the same record with its own Side).
+type Conn struct {
+	Record string `json:"record"` // "conn"
+	// Side is where the connection was observed: "server" (the embedded server),
+	// "proxy" (the latency proxy's upstream side) or "client".
+	Side string `json:"side"`
+	// ID is the observer's id of the connection (for the embedded server, the value of
+	// its Kalab-Conn response header).
+	ID uint64 `json:"id"`
+	// ClientConn is the client's id of the same connection (Request.Conn), 0 when no
+	// response told the client which connection it was.
+	ClientConn uint64   `json:"client_conn,omitempty"`
+	OpenedMs   float64  `json:"opened_at_ms"`
+	ClosedMs   *float64 `json:"closed_at_ms,omitempty"` // nil: still open when the run's records were written
+	ClosedBy   string   `json:"closed_by,omitempty"`    // server | client
+	// Reason: idle, max_requests, close_every, requested (the request asked for
+	// Connection: close), error, end (the run ended) or unknown (the peer closed it and
+	// the observer cannot tell why).
+	Reason   string `json:"reason,omitempty"`
+	Requests int64  `json:"requests"` // requests the observer saw on it
+	// IdleMs is how long the connection had been idle when it closed, where the observer
+	// can tell (the proxy: since the server's last byte for a server's close, since the
+	// last byte either way for a client's).
+	IdleMs *float64 `json:"idle_ms,omitempty"`
+	// BytesUp and BytesDown are the bytes the proxy delivered to the server and to the
+	// client (side "proxy" only).
+	BytesUp   int64 `json:"bytes_up,omitempty"`
+	BytesDown int64 `json:"bytes_down,omitempty"`
 }

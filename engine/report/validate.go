@@ -17,6 +17,7 @@ import (
 var (
 	resultOnce             sync.Once
 	resultLine, requestDef *jsonschema.Schema
+	connectionDef          *jsonschema.Schema
 	resultErr              error
 )
 
@@ -31,7 +32,10 @@ func resultSchemas() (*jsonschema.Schema, *jsonschema.Schema, error) {
 		if resultLine, resultErr = c.Compile(schema.ResultURL); resultErr != nil {
 			return
 		}
-		requestDef, resultErr = c.Compile(schema.ResultURL + "#/$defs/request")
+		if requestDef, resultErr = c.Compile(schema.ResultURL + "#/$defs/request"); resultErr != nil {
+			return
+		}
+		connectionDef, resultErr = c.Compile(schema.ResultURL + "#/$defs/connection")
 	})
 	return resultLine, requestDef, resultErr
 }
@@ -47,6 +51,19 @@ func ValidateFile(path string, requests bool) (lines int, err error) {
 	if requests {
 		s = req
 	}
+	return validateLines(path, s)
+}
+
+// ValidateConnectionsFile checks every line of a connection file against
+// #/$defs/connection.
+func ValidateConnectionsFile(path string) (lines int, err error) {
+	if _, _, err := resultSchemas(); err != nil {
+		return 0, err
+	}
+	return validateLines(path, connectionDef)
+}
+
+func validateLines(path string, s *jsonschema.Schema) (lines int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -72,21 +89,28 @@ func ValidateFile(path string, requests bool) (lines int, err error) {
 	return lines, sc.Err()
 }
 
-// ValidateRunDir validates results.jsonl and every request file under a run directory.
+// ValidateRunDir validates results.jsonl and every request and connection file under a
+// run directory.
 func ValidateRunDir(dir string) error {
 	if _, err := ValidateFile(filepath.Join(dir, "results.jsonl"), false); err != nil {
 		return err
 	}
-	return filepath.WalkDir(filepath.Join(dir, "requests"), func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
+	walk := func(sub string, validate func(string) (int, error)) error {
+		return filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			if !d.IsDir() {
+				_, err = validate(p)
 			}
 			return err
-		}
-		if !d.IsDir() {
-			_, err = ValidateFile(p, true)
-		}
+		})
+	}
+	if err := walk("requests", func(p string) (int, error) { return ValidateFile(p, true) }); err != nil {
 		return err
-	})
+	}
+	return walk("connections", ValidateConnectionsFile)
 }

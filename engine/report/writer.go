@@ -252,6 +252,44 @@ func RequestsPath(scenario, variant string) string {
 	return filepath.Join("requests", SafeName(scenario), SafeName(variant)+".jsonl")
 }
 
+// ConnectionsPath is the connection file of a run, relative to the run directory.
+func ConnectionsPath(scenario, variant string) string {
+	return filepath.Join("connections", SafeName(scenario), SafeName(variant)+".jsonl")
+}
+
+// WriteConns writes a run's connection records to connections/<scenario>/<variant>.jsonl,
+// whole or not at all (through engine/atomicfile).
+func (w *Writer) WriteConns(scenario, variant string, conns []Conn) error {
+	p := filepath.Join(w.Dir, ConnectionsPath(scenario, variant))
+	if err := w.mkdirIn(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("create connection directory: %w", err)
+	}
+	err := atomicfile.Write(p, func(out io.Writer) error {
+		bw := bufio.NewWriterSize(out, 64<<10)
+		enc := json.NewEncoder(bw)
+		for i := range conns {
+			conns[i].Record = "conn"
+			if err := enc.Encode(&conns[i]); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return fmt.Errorf("write connection records: %w", err)
+	}
+	return nil
+}
+
+// mkdirIn creates dir and its parents below the run directory, but never the run directory
+// itself: a run directory deleted mid-run stays deleted, and the write fails.
+func (w *Writer) mkdirIn(dir string) error {
+	if _, err := os.Stat(w.Dir); err != nil {
+		return unwrapPath(err)
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
 // ClientLogPath is where a real client's standard error is kept, relative to the run
 // directory.
 func ClientLogPath(scenario, variant string) string {
@@ -261,7 +299,7 @@ func ClientLogPath(scenario, variant string) string {
 // ClientLog creates the file for a real client's standard error.
 func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
 	p := filepath.Join(w.Dir, ClientLogPath(scenario, variant))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := w.mkdirIn(filepath.Dir(p)); err != nil {
 		return nil, fmt.Errorf("create client log directory: %w", err)
 	}
 	// Appended to by the client program as it runs, so not renamed into place: created
@@ -308,7 +346,7 @@ func (w *Writer) Requests(scenario, variant string) (*RequestWriter, error) {
 	w.claimed[rel] = scenario + " / " + variant
 	w.mu.Unlock()
 	p := filepath.Join(w.Dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := w.mkdirIn(filepath.Dir(p)); err != nil {
 		return nil, fmt.Errorf("create request directory: %w", err)
 	}
 	f, err := atomicfile.Create(p)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
@@ -153,6 +154,64 @@ func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config
 	}
 }
 
+// backendProxyConfig is the balancer-server link; its jitter draws from its own stream of
+// the seed, so the two links do not jitter in step.
+func backendProxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
+	n := st.Balancer.BackendNetwork
+	return netsim.Config{
+		Upstream: upstream,
+		RTT:      sc.d(n.RTT),
+		Jitter:   sc.d(n.Jitter),
+		Seed:     st.Load.Seed ^ 0x6b616c6162, // "kalab"
+	}
+}
+
+// balancerConfig translates a scenario's balancer section; addr is what its backend pool
+// dials (the backend link, or the server itself).
+func balancerConfig(st scenario.Settings, sc scaler, addr string) balancer.Config {
+	b := st.Balancer
+	return balancer.Config{
+		IdleTimeout: sc.d(b.IdleTimeout),
+		Backend: client.Config{
+			Implementation: client.ImplModel,
+			Addr:           addr,
+			KeepAlive:      b.Backend.KeepAlive,
+			IdleTimeout:    sc.d(b.Backend.IdleTimeout),
+			MaxIdle:        b.Backend.MaxIdle,
+			MaxConns:       b.Backend.MaxConns,
+			Scheduling:     b.Backend.Scheduling,
+			LivenessCheck:  b.Backend.LivenessCheck,
+			Timeout:        sc.d(b.Backend.Timeout),
+		},
+		OnError:     balancer.Policy(b.OnBackendError),
+		Retries:     b.Retries,
+		ErrorStatus: b.ErrorStatus,
+		Reuse:       balancer.Reuse(b.Reuse),
+	}
+}
+
+// balancerHop is what the runner needs from the balancer in the middle of a two-hop
+// topology. The embedded proxy is the only one today; a real nginx or HAProxy taking its
+// place (once real servers can run in the topology) implements the same three methods:
+// started on a loopback port with a generated configuration, Stats filled from what kalab
+// controls (the links on both sides and the embedded server's counters), never from the
+// program's own report.
+type balancerHop interface {
+	Addr() string
+	Stats() balancer.Stats
+	Close() error
+}
+
+// startBalancer starts the balancer a run names, in front of addr.
+func startBalancer(st scenario.Settings, sc scaler, addr string) (balancerHop, error) {
+	return balancer.Start(balancerConfig(st, sc, addr))
+}
+
+// directBackend reports whether the balancer-server hop has no link to simulate.
+func directBackend(st scenario.Settings) bool {
+	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0)
+}
+
 func loadSpec(st scenario.Settings, sc scaler) load.Spec {
 	l := st.Load
 	return load.Spec{
@@ -177,6 +236,9 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 	l, n := st.Load, st.Load.Requests
 	ns := func(d scenario.Duration) float64 { return float64(d) }
 	rtt := ns(st.Network.RTT) + 2*ns(st.Network.Jitter)
+	if b := st.Balancer; b != nil {
+		rtt += ns(b.BackendNetwork.RTT) + 2*ns(b.BackendNetwork.Jitter)
+	}
 	perRequest := 4*rtt + ns(st.Server.Response.Delay) + float64(20*time.Millisecond)
 	waves := (n + max(l.Concurrency, 1) - 1) / max(l.Concurrency, 1)
 	expected := float64(waves) * perRequest

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
@@ -82,6 +86,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	start := time.Now()
 	var m check.Metrics
+	var conns connOutcome
 	var err error
 	skipped := ""
 	if ex != nil {
@@ -92,7 +97,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
+		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
+		rec.Closes, rec.Server = conns.closes, conns.server
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 		}
@@ -117,6 +123,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Status = report.StatusPass
 		if !opt.SkipRequests {
 			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+			if conns.written {
+				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
 		}
 	}
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
@@ -150,9 +159,16 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	return rec
 }
 
+// connOutcome is what a run recorded about its connections.
+type connOutcome struct {
+	closes  map[string]map[string]int // closed_by -> reason -> count
+	written bool                      // the connection file was written
+	server  *report.Server            // the server the run talked to
+}
+
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (m check.Metrics, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (m check.Metrics, co connOutcome, err error) {
 	// A component that does not close cleanly (connections still open after the server's
 	// grace period) does not change the run's figures, which are read before: it is a
 	// warning in the log, not a dropped error.
@@ -168,29 +184,90 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	runCtx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 	defer cancel()
 
-	scfg := serverConfig(st, scale)
-	scfg.Lag = &tm.idle
+	// The server: the embedded one, or a real program (or URL) the proxy puts in front of.
+	var srv *server.Server
+	var real *realserver.Server
 	var srvLog *serverLog
-	if ex != nil {
-		// Connection truth for a program kalab cannot trace comes from the server.
-		srvLog = newServerLog()
-		scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+	var up interface {
+		Addr() string
+		RootCAs() *x509.CertPool
+		ServerName() string
 	}
-	srv, err := server.Start(scfg)
-	if err != nil {
-		return m, err
+	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+		if ex != nil || st.Balancer != nil {
+			// Check refuses these at load time; kept here so no path reaches a nil server.
+			return m, co, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
+		}
+		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
+			return m, co, err
+		}
+		if real, err = realserver.Start(runCtx, rc); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("real server", real)
+		up = real
+		id := real.Identity()
+		co.server = &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
+			URL: id.URL, ServerHeader: id.ServerHeader}
+		for _, l := range real.Logs() {
+			if rel, err := filepath.Rel(w.Dir, l); err == nil {
+				co.server.Logs = append(co.server.Logs, rel)
+			}
+		}
+	} else {
+		scfg := serverConfig(st, scale)
+		scfg.Lag = &tm.idle
+		// The connection id on every response ties the server's close records to the
+		// client's connections (the proxy between them gives each side its own ports).
+		scfg.Stamp = true
+		if ex != nil {
+			// Connection truth for a program kalab cannot trace comes from the server.
+			srvLog = newServerLog()
+			scfg.Stamp, scfg.OnRequest = true, srvLog.observe
+		}
+		if srv, err = server.Start(scfg); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("server", srv)
+		up = srv
+		co.server = &report.Server{Kind: "embedded", Name: "kalab", Version: opt.KalabVersion}
 	}
-	defer closeWarn("server", srv)
-	// With no link to simulate (rtt and jitter 0) the client dials the server directly:
-	// the proxy would add nothing but two descriptors per connection, which is what lets a
-	// 5,000-connection burst fit under a 20,000-descriptor limit.
-	target := srv.Addr()
+	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
+	// directly: the proxy would add nothing but two descriptors per connection, which is
+	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
+	// always has the proxy: it is where its connections are seen.
+	target := up.Addr()
+	// Topology v2: with a balancer the path is client -> link -> balancer -> backend link
+	// -> server, each link only when it has something to simulate.
+	var bal balancerHop
+	var backendProxy *netsim.Proxy
+	if st.Balancer != nil {
+		if !directBackend(st) {
+			bpc := backendProxyConfig(st, scale, target)
+			bpc.Lag = &tm.link
+			if backendProxy, err = netsim.Start(bpc); err != nil {
+				return m, co, err
+			}
+			defer closeWarn("backend proxy", backendProxy)
+			target = backendProxy.Addr()
+		}
+		if bal, err = startBalancer(st, scale, target); err != nil {
+			return m, co, err
+		}
+		defer closeWarn("balancer", bal)
+		target = bal.Addr()
+	}
 	var proxy *netsim.Proxy
+	var proxyLog connLog
 	if !direct(st) {
-		pcfg := proxyConfig(st, scale, srv.Addr())
-		pcfg.Lag = &tm.link
-		if proxy, err = netsim.Start(pcfg); err != nil {
-			return m, err
+		pc := proxyConfig(st, scale, target)
+		if st.Balancer == nil {
+			// The proxy's upstream side is the server's: its closes are the server's.
+			pc.OnConn, pc.AllowRemoteUpstream = proxyLog.add, opt.AllowRemote
+		}
+		pc.Lag = &tm.link
+		if proxy, err = netsim.Start(pc); err != nil {
+			return m, co, err
 		}
 		defer closeWarn("proxy", proxy)
 		target = proxy.Addr()
@@ -201,12 +278,20 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		if opt.NewClient != nil {
 			newClient = opt.NewClient
 		}
-		ccfg := clientConfig(st, scale, target, srv.RootCAs(), srv.ServerName())
+		ccfg := clientConfig(st, scale, target, up.RootCAs(), up.ServerName())
+		if real != nil {
+			if real.Identity().Kind == realserver.URL {
+				ccfg.TLS = strings.HasPrefix(st.Server.URL, "https://")
+			}
+			if p := real.Path(); p != "" {
+				ccfg.Path = p
+			}
+		}
 		if proxy != nil {
 			ccfg.Handshake = proxy.Handshake
 		}
 		if cl, err = newClient(ccfg); err != nil {
-			return m, fmt.Errorf("client: %w", err)
+			return m, co, fmt.Errorf("client: %w", err)
 		}
 	}
 	clientOpen := cl != nil
@@ -220,9 +305,12 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var reqMu sync.Mutex
 	if !opt.SkipRequests {
 		if reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
-			return m, err
+			return m, co, err
 		}
 	}
+	// Which server connection each client connection is, from the Kalab-Conn header of
+	// its responses: a failed request learns from it when the server closed its socket.
+	serverOf := map[uint64]uint64{}
 	agg := metrics.New()
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval)
 	start := time.Now()
@@ -238,12 +326,24 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			sawConn.Store(true)
 		}
 		agg.Add(ev)
+		reqMu.Lock()
+		if ev.ServerConn != 0 && ev.ConnID != 0 {
+			serverOf[ev.ConnID] = ev.ServerConn
+		}
 		if reqs != nil {
 			rq := requestRecord(ev, start, planned, float64(scale))
-			reqMu.Lock()
+			if !ev.OK() && rq.ServerConn == 0 {
+				rq.ServerConn = serverOf[ev.ConnID]
+			}
+			if rq.ServerConn != 0 && !ev.OK() && srv != nil {
+				if c, ok := srv.ConnClosed(rq.ServerConn); ok {
+					at := max(float64(c.Closed.Sub(start))/float64(time.Millisecond)/float64(scale), 0)
+					rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
+				}
+			}
 			reqs.Write(&rq)
-			reqMu.Unlock()
 		}
+		reqMu.Unlock()
 		if opt.Observer != nil {
 			opt.Observer.RequestDone(r, ev.OK())
 		}
@@ -271,6 +371,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		})
 	}
 	total := time.Since(start)
+	loadEnd := time.Now()
 	cpu, rss := probe.Stop()
 	if reqs != nil {
 		if err := reqs.Close(); err != nil && loadErr == nil {
@@ -287,16 +388,59 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		cs = cl.Stats()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
-	for open(srv, proxy) > 0 && time.Now().Before(settle) {
+	stillOpen := func() int64 {
+		if proxy == nil && bal != nil {
+			return bal.Stats().Open // the client's side ends at the balancer
+		}
+		return open(srv, proxy)
+	}
+	for stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Only this run's sockets: the link's port and the client ports it accepted.
-	own := srv.AcceptedFrom
-	if proxy != nil {
+	var own func(int) bool
+	switch {
+	case proxy != nil:
 		own = proxy.AcceptedFrom
+	case srv != nil && st.Balancer == nil:
+		own = srv.AcceptedFrom
 	}
 	timeWait, twErr := metrics.TimeWaitOwn(portOf(target), own)
-	ss := srv.Stats()
+	var conns []report.Conn
+	var proxyRecs []netsim.ConnRecord
+	if proxy != nil && st.Balancer == nil {
+		// Closing the proxy now records the links still open as closed at the run's end.
+		_ = proxy.Close()
+		proxyRecs = proxyLog.all()
+	}
+	if srv != nil {
+		reqMu.Lock()
+		conns = serverConns(srv.Conns(), serverOf, start, loadEnd, float64(scale))
+		reqMu.Unlock()
+	} else {
+		// A real server: the proxy's upstream side is the only connection truth.
+		conns = proxyConns(proxyRecs, start, loadEnd, float64(scale))
+	}
+	co.closes = closeCounts(conns)
+	if !opt.SkipRequests {
+		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
+			loadErr = err
+		} else if err == nil {
+			co.written = true
+		}
+	}
+	var ss server.Stats
+	if srv != nil {
+		ss = srv.Stats()
+	} else {
+		// A real server's own counters are not kalab's to read: its connections are the
+		// links that reached it.
+		for _, rec := range proxyRecs {
+			if rec.Connected > 0 {
+				ss.Connections++
+			}
+		}
+	}
 	var ps netsim.Stats
 	if proxy != nil {
 		ps = proxy.Stats()
@@ -310,6 +454,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
+	if bal != nil {
+		balancerMetrics(flat, bal, backendProxy)
+	}
 	if n := summary.Requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(cpu.Microseconds()) / float64(n)
 	}
@@ -319,6 +466,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	} else {
 		log.Debug().Err(twErr).Msg("time_wait not counted")
 	}
+	idleCloseMetrics(flat, proxyRecs, float64(scale))
 	if ex != nil || opt.NewClient != nil {
 		// What kalab controls counts, not what the client says: the connections it opened
 		// are those the link (or the server, without a link) accepted.
@@ -342,11 +490,33 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
-			return m, cause
+			return m, co, cause
 		}
-		return m, loadErr
+		return m, co, loadErr
 	}
-	return m, nil
+	return m, co, nil
+}
+
+// balancerMetrics adds the second hop's figures: the balancer's own counters and the
+// accepted connections of its backend link (nil when the hop has no link).
+func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *netsim.Proxy) {
+	bs := bal.Stats()
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+	if backendProxy != nil {
+		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
+	}
 }
 
 func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) report.Request {
@@ -355,6 +525,8 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
 		HiddenRetries: ev.HiddenRetries, Status: ev.Status, Bytes: ev.BytesRead, Class: string(ev.Class),
 		Error: ev.Error, Code: ev.Code, ConnectMs: ms(ev.Connect), TLSMs: ms(ev.TLS), FirstByteMs: ms(ev.FirstByte),
+		ServerConn:  ev.ServerConn,
+		BackendConn: ev.BackendConn, BackendAttempts: ev.BackendAttempts, BackendReused: ev.BackendReused,
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
@@ -364,6 +536,47 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 		rq.QueueWaitMs = max(ms(ev.Start.Sub(planned)), 0)
 	}
 	return rq
+}
+
+// serverConns turns the embedded server's connection records into result records:
+// times from the start of the run in scenario time, each named by its client connection
+// where a response said which it was. A close by the client after the load ended is the
+// client shutting down at the end of the run.
+func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, loadEnd time.Time, scale float64) []report.Conn {
+	clientOf := make(map[uint64]uint64, len(serverOf))
+	for c, s := range serverOf {
+		clientOf[s] = c
+	}
+	ms := func(t time.Time) float64 { return max(float64(t.Sub(start))/float64(time.Millisecond)/scale, 0) }
+	out := make([]report.Conn, 0, len(recs))
+	for _, c := range recs {
+		rc := report.Conn{Side: "server", ID: c.ID, ClientConn: clientOf[c.ID], OpenedMs: ms(c.Opened),
+			ClosedBy: c.ClosedBy, Reason: c.Reason, Requests: c.Requests}
+		if !c.Closed.IsZero() {
+			at := ms(c.Closed)
+			rc.ClosedMs = &at
+			if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
+				rc.Reason = server.ReasonEnd
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// closeCounts counts closed connections by who closed them and why.
+func closeCounts(conns []report.Conn) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, c := range conns {
+		if c.ClosedMs == nil {
+			continue
+		}
+		if out[c.ClosedBy] == nil {
+			out[c.ClosedBy] = map[string]int{}
+		}
+		out[c.ClosedBy][c.Reason]++
+	}
+	return out
 }
 
 func portOf(addr string) int {
@@ -378,12 +591,15 @@ func portOf(addr string) int {
 	return n
 }
 
-// direct reports whether a run has no link to simulate.
-func direct(st scenario.Settings) bool { return st.Network.RTT == 0 && st.Network.Jitter == 0 }
+// direct reports whether a run has no link to simulate and the embedded server, so the
+// client can dial the server without the proxy.
+func direct(st scenario.Settings) bool {
+	return st.Network.RTT == 0 && st.Network.Jitter == 0 && realKind(st.Server) == ""
+}
 
 // open is how many connections are still open on the link (or at the server when direct).
 func open(srv *server.Server, proxy *netsim.Proxy) int64 {
-	if proxy != nil {
+	if proxy != nil || srv == nil {
 		return proxy.Stats().Open
 	}
 	return srv.Stats().Open

@@ -39,7 +39,8 @@ type Options struct {
 	// Judge, when set, sees each run's record after its checks and before it is written,
 	// and may add checks (the baseline comparison does).
 	Judge        func(*report.Run)
-	SkipRequests bool // do not write per-request files
+	SkipRequests bool // do not write per-request (and per-connection) files
+	AllowRemote  bool // a server.url may name a host outside loopback
 	// LagTolerance multiplies the timing tolerance each run derives from its plan; 0 means
 	// 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
 	LagTolerance float64
@@ -50,6 +51,15 @@ type Options struct {
 	// (kalabtest's go-func: the caller's own Go client). The runs then run at time scale 1.
 	NewClient     func(client.Config) (client.Client, error)
 	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
+	// Shard is "i/n" when the plan is one part of a split (kalab run --shard), for the
+	// invocation record; PlanHash is then the whole plan's (PlanHash of the plan before it
+	// was split), so that the shards' records share it.
+	Shard, PlanHash string
+	// Created, when set, is called with the run directory once results.jsonl holds the
+	// opening invocation record and before any run starts (kalab run --shard writes its
+	// manifest there, so that a shard that crashes is still recognised); an error stops
+	// the invocation.
+	Created func(dir string) error
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
@@ -135,6 +145,9 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 			if direct(r.Settings) {
 				w = (w + 1) / 2 // no proxy: two descriptors a connection instead of four
 			}
+			if r.Settings.Balancer != nil {
+				w *= 2 // a second hop: the balancer's backend connections and their link
+			}
 			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w})
 			weights = append(weights, w)
 			remaining[sc]++
@@ -171,12 +184,20 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		}
 	}()
 	inv := &report.Invocation{KalabVersion: opt.KalabVersion, RunID: opt.RunID, State: report.InvocationStarted,
-		PlanHash: PlanHash(plan, opt), Planned: len(jobs), StartedAt: time.Now().UTC()}
+		PlanHash: opt.PlanHash, Shard: opt.Shard, Planned: len(jobs), StartedAt: time.Now().UTC()}
+	if inv.PlanHash == "" {
+		inv.PlanHash = PlanHash(plan, opt)
+	}
 	if opt.Filter != nil {
 		inv.Filter = opt.Filter.String()
 	}
 	if err := w.WriteInvocation(inv); err != nil {
 		return nil, err
+	}
+	if opt.Created != nil {
+		if err := opt.Created(w.Dir); err != nil {
+			return nil, err
+		}
 	}
 	// The first write error stops the plan: runs in flight end, none starts, and the file
 	// keeps the whole lines written before it.
@@ -376,7 +397,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		missing := ""
 		for _, ref := range a.Variants {
 			if r, ok := runs[ref.Name]; !ok {
-				missing = fmt.Sprintf("variant %s did not run (filtered out)", ref.Name)
+				missing = fmt.Sprintf("variant %s did not run here (filtered out, or in another shard)", ref.Name)
 			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted || r.Status == report.StatusSkipped {
 				missing = fmt.Sprintf("variant %s did not complete (%s)", ref.Name, r.Status)
 			}
@@ -413,4 +434,11 @@ func paramsJSON(st scenario.Settings) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return b
+}
+
+// CompareScenario evaluates a scenario's compare checks over runs, keyed by variant, as
+// Execute does when the scenario's last run ends; kalab merge uses it for the runs of
+// shards. A variant missing from runs makes the checks that read it skipped.
+func CompareScenario(sc *scenario.Scenario, runs map[string]*report.Run, kalabVersion, runID string) *report.Scenario {
+	return compare(sc, runs, Options{KalabVersion: kalabVersion, RunID: runID})
 }

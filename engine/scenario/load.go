@@ -62,6 +62,30 @@ type Run struct {
 	Matrix map[string]string
 
 	durations []durationAt // every duration of Settings and where it was set
+	node      *yaml.Node   // the merged settings, for Position
+}
+
+// Position returns where the run's settings set a dotted field path (server.idle_timeout),
+// through the file, its variant or its matrix; ok is false when the file does not set it
+// (the value comes from a default or a preset).
+func (r *Run) Position(path string) (line, col int, ok bool) {
+	n := r.node
+	var key *yaml.Node
+	for _, part := range strings.Split(path, ".") {
+		key, n = lookup(n, part)
+		if n == nil {
+			return 0, 0, false
+		}
+	}
+	// A variant's value replaces the file's under the file's key, so a scalar's own
+	// position is where it was set.
+	if n = resolve(n); n != nil && n.Kind == yaml.ScalarNode && n.Line > 0 {
+		return n.Line, n.Column, true
+	}
+	if key != nil && key.Line > 0 {
+		return key.Line, key.Column, true
+	}
+	return 0, 0, false
 }
 
 // Assertion is a compiled expression and where it was written.
@@ -326,7 +350,7 @@ func toleranceShape(v *yaml.Node) bool {
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
-var settingsKeys = []string{"time_scale", "network", "server", "client", "load"}
+var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "load"}
 
 // settingsNode extracts the overridable sections of a mapping.
 func settingsNode(m *yaml.Node) *yaml.Node {
@@ -417,6 +441,7 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 				continue
 			}
 			r.Settings = settings
+			r.node = node
 			l.semantic(r, node)
 		}
 	}
@@ -532,11 +557,20 @@ func valueLabel(n *yaml.Node) string {
 // decode resolves presets and decodes a merged settings node onto the defaults.
 func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	s := defaultSettings()
-	for _, sec := range []struct {
+	type section struct {
 		key string
 		reg map[string]*Preset
 		dst any
-	}{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}} {
+	}
+	sections := []section{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}}
+	// A balancer section turns the topology into two hops; its defaults exist only then,
+	// and the decode below fills the same struct (yaml.v3 decodes into a set pointer).
+	if _, b := lookup(node, "balancer"); b != nil && resolve(b).Kind == yaml.MappingNode {
+		bd := balancerDefaults
+		s.Balancer = &bd
+		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
+	}
+	for _, sec := range sections {
 		_, section := lookup(node, sec.key)
 		if _, p := lookup(section, "preset"); p != nil {
 			preset, ok := sec.reg[p.Value]
@@ -610,6 +644,20 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	if scale := r.Settings.TimeScale; scale > 0 {
 		for _, d := range scaleProblems(r.durations, scale) {
 			l.add(at(d.path), d.path, "%s", scaleMessage(d, scale, where))
+		}
+	}
+	if r.Settings.Balancer != nil {
+		// The balancer is plain HTTP/1.1 on both sides; refusing beats measuring something else.
+		if r.Settings.Server.TLS {
+			l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
+		}
+		if r.Settings.Server.HTTP == "2" {
+			l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
+		}
+		if r.Settings.Client.Exec != nil {
+			// A real client's connection truth comes from the server's stamps, which behind
+			// a balancer name the backend connections, not the client's.
+			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
 		}
 	}
 	c := r.Settings.Client
@@ -694,7 +742,7 @@ func FindFiles(args []string) ([]string, error) {
 	return out, nil
 }
 
-var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|load)\.[a-z_]+(\.[a-z_]+)?)$`)
+var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|balancer|load)\.[a-z_]+(\.[a-z_]+)?)$`)
 
 var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

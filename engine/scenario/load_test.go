@@ -85,7 +85,7 @@ func TestEveryPresetDecodes(t *testing.T) {
 	for _, sec := range []struct {
 		name string
 		reg  map[string]*Preset
-	}{{"server", ServerPresets}, {"client", ClientPresets}} {
+	}{{"server", ServerPresets}, {"client", ClientPresets}, {"balancer", BalancerPresets}} {
 		for name, p := range sec.reg {
 			if _, ds := Parse("t.yaml", []byte(fmt.Sprintf("name: x\n%s:\n  preset: %s\n", sec.name, name))); len(ds) > 0 {
 				t.Errorf("preset %s: %s", name, ds.Error())

@@ -13,8 +13,11 @@ type Preset struct {
 	Name   string
 	Models string // the real thing and the version modelled
 	Source string // where each default is written
-	YAML   string // the fields it sets, in scenario syntax
-	node   *yaml.Node
+	// Verified names the real program and version the preset was checked against, the
+	// date, and the truth file that checks it (scenarios/truth/); "" when nothing checks it.
+	Verified string
+	YAML     string // the fields it sets, in scenario syntax
+	node     *yaml.Node
 }
 
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
@@ -60,16 +63,18 @@ load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: unif
 // ServerPresets model real servers. Values: ../shared/PRESETS.md, from each project's source.
 var ServerPresets = registry([]Preset{
 	{
-		Name:   "node",
-		Models: "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
-		Source: "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
-		YAML:   "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
+		Name:     "node",
+		Models:   "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
+		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
+		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
 	{
-		Name:   "nginx",
-		Models: "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
-		Source: "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
-		YAML:   "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
+		Name:     "nginx",
+		Models:   "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
+		Source:   "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
+		Verified: "nginx 1.22.1 (keepalive_timeout 2s: 2,002.3 ms against 2,001.0 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		YAML:     "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
 	},
 	{
 		Name:   "go",
@@ -94,10 +99,11 @@ var ServerPresets = registry([]Preset{
 // ClientPresets model real clients. Values: ../shared/PRESETS.md, from each project's source.
 var ClientPresets = registry([]Preset{
 	{
-		Name:   "node-agent",
-		Models: "Node.js 22/24 new https.Agent({keepAlive: true})",
-		Source: "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		Name:     "node-agent",
+		Models:   "Node.js 22/24 new https.Agent({keepAlive: true})",
+		Source:   "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
+		Verified: "Node 20.20.2 https.Agent({keepAlive: true}) on 2026-12-01 by scenarios/truth/node-agent.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "node-agent-default",
@@ -112,10 +118,11 @@ var ClientPresets = registry([]Preset{
 		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "undici",
-		Models: "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
-		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in undici 6); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		Name:     "undici",
+		Models:   "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
+		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in undici 6); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		Verified: "Node 20.20.2 fetch (undici 6.24.1) on 2026-12-01 by scenarios/truth/undici.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "go-default",
@@ -124,24 +131,76 @@ var ClientPresets = registry([]Preset{
 		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "python-requests",
-		Models: "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
-		Source: "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
+		Name:     "python-requests",
+		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
+		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
+		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 by scenarios/truth/python-requests.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "curl-loop",
-		Models: "curl 7.88-8.x, one process per request (a shell loop): never reuses",
-		Source: "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
-		YAML:   "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
+		Name:     "curl-loop",
+		Models:   "curl 7.88-8.x, one process per request (a shell loop): never reuses",
+		Source:   "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
+		Verified: "curl 7.88.1 on 2026-12-01 by scenarios/truth/curl.yaml",
+		YAML:     "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "curl-multi",
-		Models: "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
+		Name:     "curl-multi",
+		Models:   "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
+		Verified: "curl 7.88.1 (one process, no pauses) on 2026-12-01 by scenarios/truth/curl.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
 	},
 })
+
+// balancerDefaultsYAML is what a balancer section gets when neither it nor a preset sets a
+// field: a generic proxy with the ALB's 60 s on both sides and an immediate 502.
+const balancerDefaultsYAML = `
+idle_timeout: 60s
+backend_network: {rtt: 0, jitter: 0}
+backend: {keepalive: true, idle_timeout: 60s, max_idle: 0, max_conns: 0, scheduling: lifo, liveness_check: true, timeout: 30s}
+on_backend_error: error
+retries: 1
+error_status: 502
+reuse: always
+`
+
+// BalancerPresets model real load balancers and reverse proxies, each value checked against
+// the vendor's documentation or source (cited in Source).
+var BalancerPresets = registry([]Preset{
+	{
+		Name:   "aws-alb",
+		Models: "AWS Application Load Balancer: connection idle timeout 60 s on the client and the target side, 502 when the target closed the connection",
+		Source: "AWS ELB docs, Application Load Balancers, 'Edit attributes' > 'Connection idle timeout': 'an existing client or target connection', default 60 seconds; 'configure the idle timeout of your application to be larger than the idle timeout configured for the load balancer. Otherwise ... the load balancer might send a request to the application before it receives the packet indicating that the connection is closed ... then the load balancer sends an HTTP 502 Bad Gateway error to the client' (so a FIN that already arrived is honoured: liveness_check true); no Keep-Alive hint",
+		YAML:   "idle_timeout: 60s\nbackend: {keepalive: true, idle_timeout: 60s, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: error\nerror_status: 502\nreuse: always",
+	},
+	{
+		Name:   "nginx-proxy",
+		Models: "nginx 1.26 proxy_pass to an upstream with keepalive: client keepalive_timeout 75 s, upstream keepalive_timeout 60 s, proxy_next_upstream error timeout (non-idempotent requests not re-sent since 1.9.13)",
+		Source: "nginx docs: ngx_http_core_module keepalive_timeout default 75s; ngx_http_upstream_module keepalive_timeout default 60s (1.15.3), keepalive has no default (16 is the docs' example); ngx_http_proxy_module proxy_next_upstream default 'error timeout', non_idempotent: 'requests with a non-idempotent method (POST, LOCK, PATCH) are not passed to the next server if a request has been sent to an upstream server (1.9.13)' (CHANGES 1.9.13); src/http/ngx_http_upstream.c ngx_http_upstream_next: 'if (u->peer.cached && ft_type == NGX_HTTP_UPSTREAM_FT_ERROR) u->peer.tries++', so with one server only a cached connection's failure is re-sent; the keepalive module closes a cached connection on its read event (a FIN that arrived) and reuses the cache head (lifo); answers 502 when no try is left; measured against nginx 1.22.1 in engine/balancer TestNginxPolicyMatchesRealNginx (GET and PUT re-sent, POST 502)",
+		YAML:   "idle_timeout: 75s\nbackend: {keepalive: true, idle_timeout: 60s, max_idle: 16, scheduling: lifo, liveness_check: true}\non_backend_error: retry_idempotent\nretries: 16\nerror_status: 502\nreuse: always",
+	},
+	{
+		Name:   "haproxy",
+		Models: "HAProxy 2.6 in mode http with its defaults: http-reuse safe, retry-on conn-failure only (an established connection that dies is not re-sent); a reused server connection that dies under a later request closes the client connection without a response, a first request's fresh one gets 502",
+		Source: "HAProxy configuration manual: 'http-reuse safe: ... the recommended strategy. The first request of a session is always sent over its own connection, and only subsequent requests may be dispatched over other existing connections. This ensures that in case the server closes the connection when the request is being sent, the browser can decide to silently retry it'; measured against HAProxy 2.6.12 (Debian 12) in engine/balancer TestHAProxyPolicyMatchesRealHAProxy: client connection closed with no response on a reused server connection, 502 on a fresh one; 'timeout http-keep-alive' has no default (falls back to timeout http-request, then timeout client): 10 s here is a common setting, not a default, so set yours; retries 3 with retry-on conn-failure by default (an established connection that dies is not re-sent); pool-purge-delay (5 s by default, from memory of the manual and a third-party test script: not re-checked here) closes half of the unused idle server connections every interval, approximated as a 5 s backend idle timeout",
+		YAML:   "idle_timeout: 10s\nbackend: {keepalive: true, idle_timeout: 5s, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: close\nerror_status: 502\nreuse: safe",
+	},
+	{
+		Name:   "envoy",
+		Models: "Envoy 1.3x HTTP connection manager and cluster: idle_timeout 1 h on both sides, no retry policy unless a route sets one, 503 on an upstream reset before headers",
+		Source: "Envoy docs, FAQ 'How do I configure timeouts?': the HTTP protocol idle_timeout 'is defined in a generic message used by both the HTTP connection manager as well as upstream cluster HTTP connections ... The default idle timeout if not otherwise specified is 1 hour'; retries come from a route's retry_policy (none by default); the local reply is 503 'upstream connect error or disconnect/reset before headers' (response flag UC, envoyproxy/envoy#14981)",
+		YAML:   "idle_timeout: 1h\nbackend: {keepalive: true, idle_timeout: 1h, max_idle: 0, scheduling: lifo, liveness_check: true}\non_backend_error: error\nretries: 0\nerror_status: 503\nreuse: always",
+	},
+})
+
+var balancerDefaults = func() Balancer {
+	var b Balancer
+	if err := mustNode("balancer defaults", balancerDefaultsYAML).Decode(&b); err != nil {
+		panic(fmt.Sprintf("scenario: built-in balancer defaults: %v", err))
+	}
+	return b
+}()
 
 var defaults = func() Settings {
 	var s Settings

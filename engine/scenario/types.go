@@ -16,6 +16,32 @@ type Settings struct {
 	Server    Server  `yaml:"server" json:"server"`
 	Client    Client  `yaml:"client" json:"client"`
 	Load      Load    `yaml:"load" json:"load"`
+	// Balancer, when set, puts a load balancer between client and server (topology v2:
+	// client -> network -> balancer -> backend_network -> server); nil is single-hop.
+	Balancer *Balancer `yaml:"balancer" json:"balancer,omitempty"`
+}
+
+// Balancer configures the embedded reverse proxy of a two-hop topology.
+type Balancer struct {
+	Preset         string          `yaml:"preset" json:"preset,omitempty"`
+	IdleTimeout    Duration        `yaml:"idle_timeout" json:"idle_timeout"`
+	BackendNetwork Network         `yaml:"backend_network" json:"backend_network"`
+	Backend        BalancerBackend `yaml:"backend" json:"backend"`
+	OnBackendError string          `yaml:"on_backend_error" json:"on_backend_error"`
+	Retries        int             `yaml:"retries" json:"retries"`
+	ErrorStatus    int             `yaml:"error_status" json:"error_status"`
+	Reuse          string          `yaml:"reuse" json:"reuse"`
+}
+
+// BalancerBackend is the balancer's pool of connections to the server.
+type BalancerBackend struct {
+	KeepAlive     bool     `yaml:"keepalive" json:"keepalive"`
+	IdleTimeout   Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	MaxIdle       int      `yaml:"max_idle" json:"max_idle"`
+	MaxConns      int      `yaml:"max_conns" json:"max_conns"`
+	Scheduling    string   `yaml:"scheduling" json:"scheduling"`
+	LivenessCheck bool     `yaml:"liveness_check" json:"liveness_check"`
+	Timeout       Duration `yaml:"timeout" json:"timeout"`
 }
 
 // Network is the simulated link.
@@ -39,6 +65,10 @@ type Server struct {
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
 	Response        Response `yaml:"response" json:"response"`
+	// Exec, Command and URL put a real server behind the proxy instead of the embedded one.
+	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
+	Command string `yaml:"command" json:"command,omitempty"` // a shell command with {port}
+	URL     string `yaml:"url" json:"url,omitempty"`         // a server the user runs
 }
 
 // Response is what the server answers to every request.

@@ -53,3 +53,11 @@ func newCertificate() (tls.Certificate, *x509.CertPool, error) {
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }
+
+// CertName is the DNS name the certificates of NewCertificate are issued for.
+const CertName = certName
+
+// NewCertificate makes a certificate like the embedded server's (self-signed ECDSA P-256
+// for localhost, 127.0.0.1 and ::1, in memory) and the pool that trusts it, for a real
+// server started for a run to serve with.
+func NewCertificate() (tls.Certificate, *x509.CertPool, error) { return newCertificate() }

@@ -19,7 +19,9 @@ import (
 )
 
 // Response headers written when Config.Stamp is set (canonical form, so they can be set
-// on the header map directly).
+// on the header map directly). Through a proxy the client and the server see different
+// ports; ConnHeader names the server's connection so a client can note the name (the
+// runner ties the server's close records to the client's connections with it).
 const (
 	ConnHeader        = "Kalab-Conn"         // the connection's id, 1-based in accept order
 	ConnRequestHeader = "Kalab-Conn-Request" // the request's 1-based index on its connection
@@ -55,6 +57,8 @@ type Server struct {
 	peers    sync.Map // int client port of every accepted connection -> struct{}
 	histMu   sync.Mutex
 	closedBy map[int64]int64 // closed connections: requests served -> count
+	closed   []ConnRecord    // closed connections in the order they closed, guarded by histMu
+	closedAt map[uint64]int  // connection id -> index in closed, guarded by histMu
 
 	connWG    sync.WaitGroup // one per accepted connection, done at StateClosed
 	handlers  counter        // handler calls in flight
@@ -67,9 +71,12 @@ type Server struct {
 
 // connInfo is what the server remembers about one connection.
 type connInfo struct {
-	id        int64 // 1-based, in accept order
+	id        int64  // 1-based, in accept order
+	idText    string // id in decimal, for the ConnHeader of every response
+	opened    time.Time
 	requests  atomic.Int64
 	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
+	closing   atomic.Value // string: the reason the server put "Connection: close" on a response
 }
 
 type connKey struct{}
@@ -117,6 +124,7 @@ func Start(cfg Config) (*Server, error) {
 		status:    cfg.Status,
 		hint:      hintValue(cfg),
 		closedBy:  make(map[int64]int64),
+		closedAt:  make(map[uint64]int),
 		serveDone: make(chan struct{}),
 	}
 	var protos http.Protocols
@@ -309,7 +317,8 @@ func underlying(c net.Conn) net.Conn {
 
 // connContext runs once per accepted connection, before its goroutine starts.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{id: s.nextConnID.Add(1)}
+	id := s.nextConnID.Add(1)
+	ci := &connInfo{id: id, idText: strconv.FormatInt(id, 10), opened: time.Now()}
 	s.conns.Store(underlying(c), ci)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		s.peers.Store(a.Port, struct{}{})
@@ -338,14 +347,28 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			return
 		}
 		ci := v.(*connInfo)
-		if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 && !s.closing.Load() {
-			if idle := time.Since(time.Unix(0, since)); idle >= s.cfg.IdleTimeout-idleSlack {
+		now := time.Now()
+		rec := ConnRecord{ID: uint64(ci.id), Opened: ci.opened, Closed: now, Requests: ci.requests.Load()}
+		switch reason, _ := ci.closing.Load().(string); {
+		case s.closing.Load():
+			rec.ClosedBy, rec.Reason = CloseByServer, ReasonEnd
+		case reason != "":
+			rec.ClosedBy, rec.Reason = CloseByServer, reason
+		default:
+			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
+				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
 				s.idleCloses.Add(1)
-				s.cfg.Lag.Add(idle - s.cfg.IdleTimeout)
+				s.cfg.Lag.Add(now.Sub(time.Unix(0, since)) - s.cfg.IdleTimeout)
+				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
+			} else {
+				// net/http does not say whether the peer sent a FIN or a reset, or why.
+				rec.ClosedBy, rec.Reason = CloseByClient, ReasonUnknown
 			}
 		}
 		s.histMu.Lock()
-		s.closedBy[ci.requests.Load()]++
+		s.closedBy[rec.Requests]++
+		s.closedAt[rec.ID] = len(s.closed)
+		s.closed = append(s.closed, rec)
 		s.histMu.Unlock()
 		s.open.Add(-1)
 		s.connWG.Done()
@@ -358,7 +381,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	defer s.handlers.add(-1)
 	s.requests.Add(1)
 	n, id := int64(1), int64(0)
-	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok {
+	ci, _ := r.Context().Value(connKey{}).(*connInfo)
+	if ci != nil {
 		id = ci.id
 		n = ci.requests.Add(1)
 		for m := s.maxOnOneConn.Load(); n > m && !s.maxOnOneConn.CompareAndSwap(m, n); m = s.maxOnOneConn.Load() {
@@ -381,10 +405,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	if r.ProtoMajor == 1 {
-		s.connectionHeaders(h, r, n)
+		if reason := s.connectionHeaders(h, r, n); reason != "" && ci != nil {
+			ci.closing.Store(reason)
+		}
 	}
 	if s.cfg.Stamp {
-		h[ConnHeader] = []string{strconv.FormatInt(id, 10)}
+		if ci != nil {
+			h[ConnHeader] = []string{ci.idText}
+		} else {
+			h[ConnHeader] = []string{strconv.FormatInt(id, 10)}
+		}
 		h[ConnRequestHeader] = []string{strconv.FormatInt(n, 10)}
 	}
 	h["Content-Length"] = []string{s.bodyLen}
@@ -397,28 +427,34 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 // connectionHeaders decides, for HTTP/1.1, whether this response closes the
 // connection and otherwise which Keep-Alive hint it carries. n is the request's
-// position on its connection, 1-based.
-func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
-	closeNow := false
+// position on its connection, 1-based. It returns why the response closes the
+// connection (a Reason), or "" when it does not.
+func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) string {
+	closeNow := ""
 	if s.cfg.MaxRequests > 0 && n >= int64(s.cfg.MaxRequests) {
-		closeNow = true
+		closeNow = ReasonMaxRequests
 	}
 	if s.cfg.CloseEvery > 0 && s.h1Responses.Add(1)%int64(s.cfg.CloseEvery) == 0 {
-		closeNow = true
+		closeNow = ReasonCloseEvery
 	}
-	if closeNow {
+	if closeNow != "" {
 		h["Connection"] = []string{"close"} // net/http then closes after the response
 		if !r.Close {
 			s.serverCloses.Add(1)
+		} else {
+			closeNow = ReasonRequested
 		}
-		return
+		return closeNow
 	}
-	if r.Close || s.hint == "" {
-		return // no hint on a response that ends the connection anyway
+	if r.Close {
+		return ReasonRequested // net/http closes after answering "Connection: close"
+	}
+	if s.hint == "" {
+		return "" // no hint on a response that ends the connection anyway
 	}
 	if s.cfg.HintOnlyIfAsked {
 		if !headerHasToken(r.Header["Connection"], "keep-alive") {
-			return
+			return ""
 		}
 		h["Connection"] = []string{"Keep-Alive"} // Apache answers the token in kind
 	}
@@ -426,9 +462,10 @@ func (s *Server) connectionHeaders(h http.Header, r *http.Request, n int64) {
 		// Apache: left = MaxKeepAliveRequests - keep-alive responses so far
 		// (modules/http/http_protocol.c ap_set_keepalive).
 		h["Keep-Alive"] = []string{s.hint + ", max=" + strconv.FormatInt(int64(s.cfg.MaxRequests)-n, 10)}
-		return
+		return ""
 	}
 	h["Keep-Alive"] = []string{s.hint}
+	return ""
 }
 
 // headerHasToken reports whether a comma-separated header contains token,

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/htmlreport"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// cmdReport writes the HTML report of a results directory.
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
+	out := fs.StringP("out", "o", "", "the HTML file to write (default: report.html in RESULTS_DIR)")
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, err := lo.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab report: %v\n", err)
+		return exitInvalid
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "kalab report: want one results directory (got %d arguments)\n", fs.NArg())
+		return exitInvalid
+	}
+	dir := filepath.Join("results", "latest")
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && filepath.Base(dir) == "results.jsonl" {
+		dir = filepath.Dir(dir) // the results file itself names its directory
+	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(dir, "report.html")
+	}
+	if err := writeHTMLReport(dir, path, log); err != nil {
+		fmt.Fprintf(stderr, "kalab report: %v\n", err)
+		if errors.Is(err, errReportInput) || errors.As(err, new(*atomicfile.RefusedError)) {
+			return exitInvalid
+		}
+		return exitEngine
+	}
+	fmt.Fprintf(stdout, "report: %s\n", path)
+	return exitOK
+}
+
+// errReportInput marks a results directory the report cannot read.
+var errReportInput = errors.New("cannot read the results")
+
+// writeHTMLReport renders the results directory dir into the file path.
+func writeHTMLReport(dir, path string, log zerolog.Logger) error {
+	res, err := htmlreport.Load(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errReportInput, err)
+	}
+	if len(res.Runs) == 0 {
+		return fmt.Errorf("%w: %s holds no run records", errReportInput, filepath.Join(dir, "results.jsonl"))
+	}
+	for _, rd := range res.Runs {
+		if rd.Missing != "" {
+			log.Debug().Str("run", rd.Scenario+"/"+rd.Variant).Str("missing", rd.Missing).Msg("run drawn without its requests")
+		}
+	}
+	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: descriptions(res, log)}
+	return htmlreport.WriteFile(path, res, opt)
+}
+
+// descriptions reads each scenario's description from the files the results name; the
+// results do not carry it. A file that is gone or no longer loads is skipped.
+func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string {
+	files := map[string]bool{}
+	for _, r := range res.Runs {
+		if r.File != "" {
+			files[r.File] = true
+		}
+	}
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	out := map[string]string{}
+	for _, f := range names {
+		if _, err := os.Stat(f); err != nil {
+			continue
+		}
+		plan, err := scenario.LoadFiles([]string{f})
+		if err != nil {
+			log.Debug().Str("file", f).Err(err).Msg("scenario file does not load; its description is left out")
+			continue
+		}
+		for _, s := range plan.Scenarios {
+			out[s.Name] = s.Description
+		}
+	}
+	return out
+}

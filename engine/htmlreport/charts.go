@@ -1,0 +1,217 @@
+package htmlreport
+
+import (
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// histogram draws the latency distribution with reused, new and failed requests stacked
+// in each bin. Bins are logarithmic when latencies span more than a factor of 4 (a run
+// mixes 1-RTT reused and 3-RTT new requests), else linear; heights are on a square-root
+// scale, so 15 failures still show beside 900 reused requests.
+func histogram(reqs []Request) template.HTML {
+	if len(reqs) == 0 {
+		return ""
+	}
+	const bins, w, h, left, bottom = 48, 640.0, 200.0, 44.0, 34.0
+	lo, hi := math.Inf(1), 0.0
+	for i := range reqs {
+		v := max(reqs[i].LatencyMs, 0.01)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	logBins := hi/lo > 4
+	pos := func(v float64) float64 { // 0..1 along the axis
+		v = max(v, 0.01)
+		if hi <= lo {
+			return 0.5
+		}
+		if logBins {
+			return math.Log(v/lo) / math.Log(hi/lo)
+		}
+		return (v - lo) / (hi - lo)
+	}
+	at := func(f float64) float64 { // the latency at a fraction of the axis
+		if logBins {
+			return lo * math.Pow(hi/lo, f)
+		}
+		return lo + f*(hi-lo)
+	}
+	var counts [bins][3]int // reused, new, failed
+	for i := range reqs {
+		r := &reqs[i]
+		k := min(int(pos(r.LatencyMs)*bins), bins-1)
+		switch {
+		case r.Class != "":
+			counts[k][2]++
+		case r.Reused:
+			counts[k][0]++
+		default:
+			counts[k][1]++
+		}
+	}
+	top := 1
+	for _, c := range counts {
+		top = max(top, c[0]+c[1]+c[2])
+	}
+	var b strings.Builder
+	b.WriteString(`<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 `)
+	b.WriteString(strconv.FormatFloat(w+left+10, 'f', -1, 64) + " " + strconv.FormatFloat(h+bottom+10, 'f', -1, 64) + `">`)
+	// Grid lines at the root scale's quarter marks, under the bars.
+	for _, q := range []int{2, 1} {
+		v := int(math.Round(float64(top) * float64(q*q) / 16)) // the root scale's quarter marks
+		y := h + 5 - float64(q)/4*h
+		if v > 0 && v < top {
+			b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(y+4) + `" text-anchor="end">` + strconv.Itoa(v) + `</text>`)
+			b.WriteString(`<line class="grid" x1="` + fmtf(left) + `" y1="` + fmtf(y) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(y) + `"></line>`)
+		}
+	}
+	bw := w / bins
+	names := [3]string{"reused", "new", "failed"}
+	for k, c := range counts {
+		y := h + 5
+		cum := 0
+		for s := 0; s < 3; s++ {
+			if c[s] == 0 {
+				continue
+			}
+			// Stacked on the square-root scale: each part is the difference of the roots.
+			bh := (math.Sqrt(float64(cum+c[s])) - math.Sqrt(float64(cum))) / math.Sqrt(float64(top)) * h
+			bh = max(bh, 2)
+			cum += c[s]
+			y -= bh
+			b.WriteString(`<rect class="h ` + names[s] + `" x="` + fmtf(left+float64(k)*bw+0.5) + `" y="` + fmtf(y) +
+				`" width="` + fmtf(bw-1) + `" height="` + fmtf(bh) + `" data-tip="` +
+				template.HTMLEscapeString(strconv.Itoa(c[s])+" "+names[s]+" request(s) of "+ms(at(float64(k)/bins))+" – "+ms(at(float64(k+1)/bins))) + `"></rect>`)
+		}
+	}
+	// Axes: counts on the left, latency below.
+	b.WriteString(`<line class="ax" x1="` + fmtf(left) + `" y1="` + fmtf(h+5) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(h+5) + `"></line>`)
+	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="12" text-anchor="end">` + strconv.Itoa(top) + `</text>`)
+	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(h+5) + `" text-anchor="end">0</text>`)
+	for i := 0; i <= 6; i++ {
+		f := float64(i) / 6
+		anchor := "middle"
+		if i == 6 {
+			anchor = "end"
+		}
+		b.WriteString(`<text class="lbl" x="` + fmtf(left+f*w) + `" y="` + fmtf(h+22) + `" text-anchor="` + anchor + `">` + ms(at(f)) + `</text>`)
+	}
+	scale := "linear"
+	if logBins {
+		scale = "log scale"
+	}
+	b.WriteString(`<text class="lbl" x="` + fmtf(left+w) + `" y="` + fmtf(h+bottom+6) + `" text-anchor="end">latency (` + scale + `); count on a square-root scale</text>`)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // numbers and escaped text only
+}
+
+// phase is one part of a request's time.
+type phase struct {
+	Name, Class string
+	Ms          float64
+}
+
+// phaseRow is the mean split of one kind of request.
+type phaseRow struct {
+	Label  string
+	N      int
+	Phases []phase
+	Total  float64
+}
+
+// phaseSplit averages the phases of successful new and reused requests. The request line
+// carries connect and TLS as durations and first_byte as the time from the start to the
+// first byte; a queue phase is any field whose name holds "queue" (a newer kalab's queue
+// wait). What precedes the first byte beyond those is the wait for the server (the request
+// crossing the link and the response coming back), and what follows it is the body.
+func phaseSplit(reqs []Request) []phaseRow {
+	type acc struct {
+		n                                   int
+		queue, connect, tls, wait, transfer float64
+	}
+	var a [2]acc // new, reused
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Class != "" {
+			continue
+		}
+		k := 0
+		if r.Reused {
+			k = 1
+		}
+		q := 0.0
+		for _, f := range r.Extra {
+			if strings.Contains(f.Name, "queue") {
+				q += f.Value
+			}
+		}
+		before := q + r.ConnectMs + r.TLSMs
+		wait := r.FirstByteMs - before
+		if wait < 0 { // first byte measured from after the handshake
+			wait = r.FirstByteMs
+		}
+		a[k].n++
+		a[k].queue += q
+		a[k].connect += r.ConnectMs
+		a[k].tls += r.TLSMs
+		a[k].wait += wait
+		a[k].transfer += max(r.LatencyMs-before-wait, 0)
+	}
+	var out []phaseRow
+	for k, label := range []string{"new connection", "reused connection"} {
+		if a[k].n == 0 {
+			continue
+		}
+		n := float64(a[k].n)
+		row := phaseRow{Label: label, N: a[k].n, Phases: []phase{
+			{"queue", "queue", a[k].queue / n}, {"connect", "connect", a[k].connect / n}, {"TLS", "tls", a[k].tls / n},
+			{"to first byte", "wait", a[k].wait / n}, {"body", "transfer", a[k].transfer / n}}}
+		for _, p := range row.Phases {
+			row.Total += p.Ms
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// phaseChart draws the rows as stacked horizontal bars on one scale.
+func phaseChart(rows []phaseRow) template.HTML {
+	if len(rows) == 0 {
+		return ""
+	}
+	const w, left, rowH = 500.0, 170.0, 34.0
+	top := 0.0
+	for _, r := range rows {
+		top = max(top, r.Total)
+	}
+	if top <= 0 {
+		top = 1
+	}
+	var b strings.Builder
+	b.WriteString(`<svg class="phases" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ` + fmtf(left+w+90) + " " + fmtf(rowH*float64(len(rows))+6) + `">`)
+	for i, r := range rows {
+		y := float64(i)*rowH + 4
+		b.WriteString(`<text class="lbl" x="` + fmtf(left-6) + `" y="` + fmtf(y+17) + `" text-anchor="end">` +
+			template.HTMLEscapeString(r.Label) + ` (` + strconv.Itoa(r.N) + `)</text>`)
+		x := left
+		for _, p := range r.Phases {
+			if p.Ms <= 0 {
+				continue
+			}
+			pw := p.Ms / top * w
+			b.WriteString(`<rect class="ph ` + p.Class + `" x="` + fmtf(x) + `" y="` + fmtf(y) + `" width="` + fmtf(pw) +
+				`" height="24" data-tip="` + template.HTMLEscapeString(r.Label+": "+p.Name+" "+ms(p.Ms)+" on average") + `"></rect>`)
+			if pw > 46 {
+				b.WriteString(`<text class="in" x="` + fmtf(x+pw/2) + `" y="` + fmtf(y+16) + `" text-anchor="middle">` + ms(p.Ms) + `</text>`)
+			}
+			x += pw
+		}
+		b.WriteString(`<text class="lbl" x="` + fmtf(x+6) + `" y="` + fmtf(y+17) + `">` + ms(r.Total) + `</text>`)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // numbers and escaped text only
+}
+
+func fmtf(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }

@@ -1,0 +1,227 @@
+package htmlreport
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// Results is what a results directory holds, as the report reads it.
+type Results struct {
+	Dir       string
+	Runs      []*RunData
+	Scenarios []report.Scenario
+	// Skipped counts records of kinds this report does not draw (for example records
+	// added by a newer kalab), by kind. They are named on the page, never an error.
+	Skipped map[string]int
+}
+
+// RunData is one run record with its request and connection lines.
+type RunData struct {
+	report.Run
+	Requests []Request
+	Conns    []report.Conn
+	// Missing says why requests or connections could not be read ("" when they were).
+	Missing string
+	// BaselineRun is the run this one was compared with (kalab run --baseline), read from
+	// the baseline file the record names when it can still be read; nil otherwise.
+	BaselineRun *report.Run
+}
+
+// Request is a request line with the phase fields it carries, whatever their names.
+type Request struct {
+	report.Request
+	// Extra holds numeric *_ms fields the report does not know by name (phases added by
+	// a newer kalab), in the order the line had them.
+	Extra []Field
+}
+
+// Field is a named number.
+type Field struct {
+	Name  string
+	Value float64
+}
+
+// Load reads dir/results.jsonl and every request and connection file its runs name.
+// Unknown record kinds and unknown fields are tolerated: the report draws what it knows.
+func Load(dir string) (*Results, error) {
+	path := filepath.Join(dir, "results.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res := &Results{Dir: dir, Skipped: map[string]int{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var head struct {
+			Record string `json:"record"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, err)
+		}
+		switch head.Record {
+		case "run":
+			rd := &RunData{}
+			if err := json.Unmarshal(b, &rd.Run); err != nil {
+				return nil, fmt.Errorf("%s:%d: run record: %v", path, line, err)
+			}
+			res.Runs = append(res.Runs, rd)
+		case "scenario":
+			var s report.Scenario
+			if err := json.Unmarshal(b, &s); err != nil {
+				return nil, fmt.Errorf("%s:%d: scenario record: %v", path, line, err)
+			}
+			res.Scenarios = append(res.Scenarios, s)
+		default:
+			res.Skipped[head.Record]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	}
+	for _, rd := range res.Runs {
+		var missing []string
+		if rd.RequestsFile != "" {
+			reqs, err := readRequests(filepath.Join(dir, rd.RequestsFile))
+			if err != nil {
+				missing = append(missing, err.Error())
+			}
+			rd.Requests = reqs
+		} else {
+			missing = append(missing, "the run wrote no request file (kalab run --no-requests, or it did not complete)")
+		}
+		if rd.ConnectionsFile != "" {
+			conns, err := readConns(filepath.Join(dir, rd.ConnectionsFile))
+			if err != nil {
+				missing = append(missing, err.Error())
+			}
+			rd.Conns = conns
+		}
+		rd.Missing = strings.Join(missing, "; ")
+	}
+	linkBaselines(res.Runs)
+	return res, nil
+}
+
+// linkBaselines finds, for each run compared with a baseline, the baseline's run in the
+// file its record names. A baseline file that is gone or unreadable leaves the link out:
+// the record's verdicts are still shown.
+func linkBaselines(runs []*RunData) {
+	files := map[string]*report.Baseline{}
+	for _, rd := range runs {
+		b := rd.Baseline
+		if b == nil || b.File == "" || b.RunID == "" {
+			continue
+		}
+		base, seen := files[b.File]
+		if !seen {
+			base, _ = report.LoadBaseline(b.File)
+			files[b.File] = base
+		}
+		if base == nil {
+			continue
+		}
+		for i := range base.Runs {
+			br := &base.Runs[i]
+			if br.Scenario == rd.Scenario && br.Variant == rd.Variant && br.RunID == b.RunID {
+				rd.BaselineRun = br
+				break
+			}
+		}
+	}
+}
+
+// knownMs are the *_ms fields of a request line that are not phases or are drawn by name.
+var knownMs = map[string]bool{"start_ms": true, "latency_ms": true, "connect_ms": true, "tls_ms": true,
+	"first_byte_ms": true, "server_closed_ms": true}
+
+func readRequests(path string) ([]Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Request
+	br := bufio.NewReaderSize(f, 256<<10)
+	extra := false // whether lines carry *_ms fields beyond the known ones (checked on the first)
+	for n := 1; ; n++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			var r Request
+			if jerr := json.Unmarshal(b, &r.Request); jerr != nil {
+				return out, fmt.Errorf("%s:%d: %v", path, n, jerr)
+			}
+			if n == 1 || extra {
+				fields := unknownMs(b)
+				extra = extra || len(fields) > 0
+				r.Extra = fields
+			}
+			out = append(out, r)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	return out, nil
+}
+
+// unknownMs returns the numeric *_ms fields of a JSON object that knownMs does not name.
+func unknownMs(b []byte) []Field {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	var out []Field
+	for k, v := range m {
+		if !strings.HasSuffix(k, "_ms") || knownMs[k] {
+			continue
+		}
+		var x float64
+		if json.Unmarshal(v, &x) == nil {
+			out = append(out, Field{k, x})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func readConns(path string) ([]report.Conn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []report.Conn
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var c report.Conn
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return out, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		out = append(out, c)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package htmlreport
+
+const raceDetector = false

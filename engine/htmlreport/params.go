@@ -1,0 +1,40 @@
+package htmlreport
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// plan is what the report reads from a run's resolved parameters; every field is
+// optional, so records from another kalab version still render.
+type plan struct {
+	RTTMs      float64 // network round trip, scenario time
+	Burst      int     // requests per burst; 0 = no bursts
+	PauseMinMs float64 // shortest pause between bursts
+}
+
+func readPlan(params json.RawMessage) plan {
+	var p struct {
+		Network struct {
+			RTT string `json:"rtt"`
+		} `json:"network"`
+		Load struct {
+			Burst int    `json:"burst"`
+			Pause string `json:"pause"`
+		} `json:"load"`
+	}
+	_ = json.Unmarshal(params, &p) // a missing or odd field leaves its zero value
+	out := plan{RTTMs: durMs(p.Network.RTT), Burst: p.Load.Burst}
+	lo, _, _ := strings.Cut(p.Load.Pause, "..")
+	out.PauseMinMs = durMs(lo)
+	return out
+}
+
+func durMs(s string) float64 {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0
+	}
+	return float64(d) / float64(time.Millisecond)
+}

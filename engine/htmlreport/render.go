@@ -1,0 +1,177 @@
+package htmlreport
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+//go:embed page.html.tmpl
+var pageSrc string
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"ms": ms,
+	"dur": func(v float64) string {
+		if v >= 10000 {
+			return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
+		}
+		return ms(v)
+	},
+	"num": func(v float64) string { return fmtNum(v) },
+	"pct": func(v float64) string { return fmtf(v*100) + "%" },
+	"observed": func(m map[string]float64) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + fmtNum(m[k])
+		}
+		return strings.Join(parts, ", ")
+	},
+}).Parse(pageSrc))
+
+// Options adjust what the page says.
+type Options struct {
+	// Descriptions maps a scenario name to its description (from the scenario file, when
+	// the caller could load it); the results do not carry it.
+	Descriptions map[string]string
+	// Version is the kalab version that renders the page.
+	Version string
+}
+
+type pageData struct {
+	Dir, RunID, Version string
+	Scenarios           []*scenarioView
+	Runs, Requests      int
+	Skipped             string
+}
+
+type scenarioView struct {
+	Name, File, Description, Status, ID string
+	Runs                                []*runView
+	Compare                             []report.Check
+}
+
+type runView struct {
+	*RunData
+	ID, Title    string
+	Open         bool
+	Timeline     timeline
+	Hist, Phases template.HTML
+	PhaseRows    []phaseRow
+	Params       string
+	Expect       []report.Check
+	BaselineChk  []report.Check
+	Closes       string
+	Unused       int // connections the client opened that carried no request: no lane
+}
+
+// Render writes the page for res.
+func Render(w io.Writer, res *Results, opt Options) error {
+	d := pageData{Dir: res.Dir, Version: opt.Version, Runs: len(res.Runs)}
+	byName := map[string]*scenarioView{}
+	for _, rd := range res.Runs {
+		d.RunID = rd.RunID
+		d.Requests += len(rd.Requests)
+		sv := byName[rd.Scenario]
+		if sv == nil {
+			sv = &scenarioView{Name: rd.Scenario, File: rd.File, Description: opt.Descriptions[rd.Scenario],
+				Status: report.StatusPass, ID: "s-" + report.SafeName(rd.Scenario)}
+			byName[rd.Scenario] = sv
+			d.Scenarios = append(d.Scenarios, sv)
+		}
+		rv := buildRun(rd)
+		rv.Open = len(sv.Runs) == 0 || rd.Metrics.Errors > 0
+		sv.Runs = append(sv.Runs, rv)
+		if rd.Status != report.StatusPass && sv.Status == report.StatusPass {
+			sv.Status = rd.Status
+		}
+	}
+	for _, s := range res.Scenarios {
+		if sv := byName[s.Scenario]; sv != nil {
+			sv.Compare = s.Checks
+			if s.Status != report.StatusPass && sv.Status == report.StatusPass {
+				sv.Status = s.Status
+			}
+		}
+	}
+	var skipped []string
+	for k, n := range res.Skipped {
+		skipped = append(skipped, fmt.Sprintf("%d %q", n, k))
+	}
+	slices.Sort(skipped)
+	d.Skipped = strings.Join(skipped, ", ")
+	return page.Execute(w, d)
+}
+
+func buildRun(rd *RunData) *runView {
+	pl := readPlan(rd.Params)
+	rv := &runView{RunData: rd, ID: "run-" + report.SafeName(rd.Scenario) + "--" + report.SafeName(rd.Variant),
+		Title: rd.Scenario + " / " + rd.Variant}
+	rv.Timeline = buildTimeline(rd, pl)
+	rv.Unused = max(int(rd.Metrics.Connections)-rv.Timeline.Lanes, 0)
+	rv.Hist = histogram(rd.Requests)
+	rv.PhaseRows = phaseSplit(rd.Requests)
+	rv.Phases = phaseChart(rv.PhaseRows)
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, rd.Params, "", "  ") == nil {
+		rv.Params = pretty.String()
+	} else {
+		rv.Params = string(rd.Params)
+	}
+	for _, c := range rd.Checks {
+		if c.Kind == "baseline" {
+			rv.BaselineChk = append(rv.BaselineChk, c)
+		} else {
+			rv.Expect = append(rv.Expect, c)
+		}
+	}
+	var closes []string
+	for _, by := range []string{report.ClosedByServer, report.ClosedByClient} {
+		reasons := rd.Closes[by]
+		keys := make([]string, 0, len(reasons))
+		for k := range reasons {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			closes = append(closes, fmt.Sprintf("%d by the %s (%s)", reasons[k], by, k))
+		}
+	}
+	rv.Closes = strings.Join(closes, ", ")
+	return rv
+}
+
+// WriteFile renders res into path through engine/atomicfile: a reader sees the old file or
+// the whole new one, and a target that is not a regular file (directory, symlink, device,
+// FIFO) is refused with an *atomicfile.RefusedError.
+func WriteFile(path string, res *Results, opt Options) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if err := Render(w, res, opt); err != nil {
+			return fmt.Errorf("render %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+func fmtNum(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	if v >= 100 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

@@ -1,0 +1,190 @@
+package netsim
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Side is an end of a link, or kalab itself when the proxy tore the link down.
+type Side string
+
+// Sides of a link.
+const (
+	SideServer Side = "server" // the upstream
+	SideClient Side = "client"
+	SideKalab  Side = "kalab" // the proxy closed the link (the run ended)
+)
+
+// Reason says how a link's first close happened.
+type Reason string
+
+// Reasons of a first close.
+const (
+	// ReasonIdle: a FIN after at least AfterResponseWindow of silence on the upstream side.
+	ReasonIdle Reason = "idle"
+	// ReasonAfterResponse: a FIN within AfterResponseWindow of the upstream side's last
+	// byte, as a server sends straight after a "Connection: close" response.
+	ReasonAfterResponse Reason = "after-response"
+	// ReasonReset: a reset instead of a FIN.
+	ReasonReset Reason = "reset"
+	// ReasonRefused: the upstream refused the connection.
+	ReasonRefused Reason = "refused"
+	// ReasonRunEnd: neither end closed before the proxy did.
+	ReasonRunEnd Reason = "run-end"
+)
+
+// AfterResponseWindow separates a close straight after a response from an idle close: on
+// loopback a server that closes after its last response sends the FIN within
+// microseconds of the response's last byte, far inside this window, while idle timeouts
+// worth measuring are longer than it.
+const AfterResponseWindow = 20 * time.Millisecond
+
+// ConnRecord is the life of one link as the proxy saw it on its upstream side: who closed
+// first, when, and after how long the upstream side had been silent. It is the connection
+// truth for a server kalab does not control. Durations count from Opened.
+type ConnRecord struct {
+	// ID numbers the links of a proxy in accept order, from 1.
+	ID uint64
+	// Opened is when the client connected to the proxy.
+	Opened time.Time
+	// Connected is when the upstream connection was established; 0 if it never was.
+	Connected time.Duration
+	// ClosedBy is the end that closed first: its FIN or reset reached the proxy first.
+	ClosedBy Side
+	// Reason is how it closed.
+	Reason Reason
+	// Closed is when the first close reached the proxy.
+	Closed time.Duration
+	// Idle is how long the connection had been idle when the first close came. For a
+	// server's close: since the last byte the server sent (its idle clock starts with its
+	// last response), not counting a TLS close_notify or HTTP/2 GOAWAY sent with the close.
+	// For a client's close: since the last byte either way on the upstream side. Since
+	// Connected when no byte crossed; -1 when the upstream never connected.
+	Idle time.Duration
+	// Ended is when both sockets were closed.
+	Ended time.Duration
+	// BytesUp and BytesDown are the bytes delivered to the upstream and to the client.
+	BytesUp, BytesDown int64
+}
+
+// connTruth is what a link records for its ConnRecord; times are nanoseconds since t0 so
+// they can be updated atomically from the reader and writer goroutines.
+type connTruth struct {
+	id                 uint64
+	connected          atomic.Int64
+	lastUpstream       atomic.Int64 // last byte read from or written to the upstream
+	bytesUp, bytesDown atomic.Int64
+	// The upstream's latest chunk: when it came and its size, and when the one before it
+	// came. Only the reader of the upstream writes them.
+	lastRead, lastReadSize, prevRead atomic.Int64
+	lastWrite                        atomic.Int64 // last byte written to the upstream
+
+	// Set once, under link.mu.
+	closedBy Side
+	reason   Reason
+	closed   time.Duration
+	idleBase time.Duration
+}
+
+// goodbyeSize bounds a chunk a server sends as part of closing rather than as a response:
+// a TLS close_notify alert (24 bytes in TLS 1.3, 31 in TLS 1.2 with AES-GCM) or an HTTP/2
+// GOAWAY frame (17 bytes, about 40 under TLS). Any HTTP response is larger.
+const goodbyeSize = 64
+
+// since returns t as nanoseconds after the link opened, never negative.
+func (l *link) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
+
+// wroteUpstream notes a chunk written to the upstream at t.
+func (l *link) wroteUpstream(t time.Time) {
+	l.truth.lastWrite.Store(l.since(t))
+	l.upstreamActive(t)
+}
+
+// upstreamActive notes a byte crossing the upstream socket at t.
+func (l *link) upstreamActive(t time.Time) {
+	n := l.since(t)
+	for {
+		cur := l.truth.lastUpstream.Load()
+		if n <= cur || l.truth.lastUpstream.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// serverData notes a chunk of n bytes read from the upstream, stamped t.
+func (l *link) serverData(t time.Time, n int) {
+	l.truth.prevRead.Store(l.truth.lastRead.Load())
+	l.truth.lastRead.Store(l.since(t))
+	l.truth.lastReadSize.Store(int64(n))
+	l.upstreamActive(t)
+}
+
+// closeSeen records the first close of the link; later ones are ignored.
+func (l *link) closeSeen(by Side, rst bool, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.truth.closedBy != "" {
+		return
+	}
+	t := &l.truth
+	t.closedBy = by
+	t.closed = time.Duration(l.since(at))
+	// A server's idle clock starts when it sends its last response, so its close counts
+	// from the last byte it sent: a client's later control frames (an HTTP/2
+	// WINDOW_UPDATE, a TLS ticket acknowledgment) do not restart it. A client's close
+	// counts from the last byte either way.
+	last := t.lastUpstream.Load()
+	if by == SideServer {
+		last = t.lastRead.Load()
+		// A goodbye (close_notify, GOAWAY) just before the FIN belongs to the close; a
+		// small chunk that answers what the client just sent is a response.
+		if last > 0 && t.lastReadSize.Load() <= goodbyeSize && t.closed-time.Duration(last) < AfterResponseWindow &&
+			time.Duration(last-t.lastWrite.Load()) >= AfterResponseWindow {
+			last = t.prevRead.Load()
+		}
+	}
+	t.idleBase = time.Duration(last)
+	if last == 0 {
+		t.idleBase = time.Duration(t.connected.Load())
+	}
+	switch {
+	case rst:
+		t.reason = ReasonReset
+	case by == SideServer && t.lastRead.Load() > 0 && t.closed-t.idleBase < AfterResponseWindow:
+		t.reason = ReasonAfterResponse
+	default:
+		t.reason = ReasonIdle
+	}
+}
+
+// record builds the link's ConnRecord at teardown.
+func (l *link) record(ended time.Time) ConnRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := ConnRecord{
+		ID:        l.truth.id,
+		Opened:    l.t0,
+		Connected: time.Duration(l.truth.connected.Load()),
+		ClosedBy:  l.truth.closedBy,
+		Reason:    l.truth.reason,
+		Closed:    l.truth.closed,
+		Ended:     time.Duration(l.since(ended)),
+		BytesUp:   l.truth.bytesUp.Load(),
+		BytesDown: l.truth.bytesDown.Load(),
+		Idle:      -1,
+	}
+	if r.ClosedBy == "" {
+		r.ClosedBy, r.Reason, r.Closed = SideKalab, ReasonRunEnd, r.Ended
+	}
+	if r.Reason == ReasonRefused {
+		return r
+	}
+	if r.Connected > 0 {
+		base := l.truth.idleBase
+		if r.ClosedBy == SideKalab {
+			base = time.Duration(max(l.truth.lastUpstream.Load(), l.truth.connected.Load()))
+		}
+		r.Idle = max(r.Closed-base, 0)
+	}
+	return r
+}

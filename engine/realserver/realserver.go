@@ -1,0 +1,507 @@
+// Package realserver starts, identifies and stops the real HTTP servers a run puts behind
+// its latency proxy: nginx, Node or HAProxy configured from plain settings, any command
+// given a port, or a server the user already runs at a URL.
+package realserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/server"
+)
+
+// Kind is the sort of real server.
+type Kind string
+
+// The kinds of real server.
+const (
+	Nginx   Kind = "nginx"
+	Node    Kind = "node"
+	HAProxy Kind = "haproxy"
+	Command Kind = "command" // any program, started with a shell command given a port
+	URL     Kind = "url"     // a server the user already runs; kalab only connects to it
+)
+
+// Config is what a run asks of a real server. Durations are real time (already scaled).
+// The zero values of the HTTP fields mean what they mean for the embedded server.
+type Config struct {
+	Kind Kind
+	// Command is the shell command for Kind Command; {port}, {cert} and {key} are replaced
+	// with the loopback port it must listen on and the PEM files of the run's certificate.
+	Command string
+	// URL is the server's address for Kind URL: http or https, host and port.
+	URL string
+	// AllowRemote lets a URL name a host outside loopback.
+	AllowRemote bool
+	// Program is the executable for nginx, node or haproxy; empty looks it up on PATH.
+	Program string
+
+	TLS            bool
+	TLSVersion     uint16 // tls.VersionTLS13 (default) or tls.VersionTLS12
+	SessionTickets bool
+	HTTP2          bool
+	// IdleTimeout is when the server should close an idle connection; 0 never.
+	IdleTimeout time.Duration
+	// Hint is the Keep-Alive response header value wanted, "" for none, without the
+	// ", max=N" a server adds by itself when it limits requests (Node does).
+	Hint string
+	// HintOnlyIfAsked sends the hint only to requests that asked for keep-alive.
+	HintOnlyIfAsked bool
+	// MaxRequests caps requests per connection; 0 is unlimited.
+	MaxRequests int
+	// CloseEvery closes the connection after every N-th response; 0 never.
+	CloseEvery int
+	// MaxConcurrentStreams is the HTTP/2 stream limit; 0 keeps the server's default.
+	MaxConcurrentStreams int
+	Status               int // 0 means 200
+	BodyBytes            int
+	Delay                time.Duration
+
+	// LogDir keeps the server's logs and generated configuration; empty keeps them only
+	// until Close.
+	LogDir string
+	// StartTimeout bounds the wait for the server to accept connections; 0 means 15 s.
+	StartTimeout time.Duration
+}
+
+// Identity names a real server in the run record.
+type Identity struct {
+	Kind    Kind   `json:"kind"`
+	Name    string `json:"name"`              // nginx, node, haproxy, or what the server calls itself
+	Version string `json:"version,omitempty"` // as the program reports it
+	Program string `json:"program,omitempty"` // the executable or command started
+	URL     string `json:"url,omitempty"`     // what the proxy forwards to
+	// ServerHeader is the Server header of a probe request sent before the run.
+	ServerHeader string `json:"server_header,omitempty"`
+}
+
+// Server is a running real server, or the address of one the user runs.
+type Server struct {
+	cfg        Config
+	addr       string // host:port the proxy dials
+	path       string // the request path a URL names, "" otherwise
+	roots      *x509.CertPool
+	serverName string
+	ident      Identity
+	logs       []string
+
+	tmp     string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	logFile *os.File
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// adapter builds the command line and files of one kind of managed program.
+type adapter interface {
+	// program is the executable's default name.
+	program() string
+	// check reports a setting the program cannot express.
+	check(cfg Config) error
+	// prepare writes what the program needs into dir and returns its arguments.
+	prepare(cfg Config, dir string, port int, files certFiles) (args []string, configFile string, err error)
+	// version parses the output of the program's version flag.
+	versionArgs() []string
+	version(out string) string
+}
+
+var adapters = map[Kind]adapter{Nginx: nginxAdapter{}, Node: nodeAdapter{}, HAProxy: haproxyAdapter{}}
+
+// Check reports the first setting of cfg the real server cannot express, without starting
+// anything.
+func Check(cfg Config) error {
+	cfg = cfg.normalized()
+	switch cfg.Kind {
+	case Nginx, Node, HAProxy:
+		return adapters[cfg.Kind].check(cfg)
+	case Command:
+		if !strings.Contains(cfg.Command, "{port}") {
+			return errors.New("the command must contain {port}, replaced with the loopback port it has to listen on")
+		}
+		return nil
+	case URL:
+		_, _, _, err := parseURL(cfg.URL, cfg.AllowRemote)
+		return err
+	}
+	return fmt.Errorf("unknown kind of real server %q", cfg.Kind)
+}
+
+func (cfg Config) normalized() Config {
+	if cfg.TLSVersion == 0 {
+		cfg.TLSVersion = tls.VersionTLS13
+	}
+	if cfg.Status == 0 {
+		cfg.Status = 200
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 15 * time.Second
+	}
+	return cfg
+}
+
+// Start starts the server (or checks the URL), waits until it accepts connections and
+// probes it once for its identity. On error nothing is left running.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	cfg = cfg.normalized()
+	if err := Check(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Kind, err)
+	}
+	s := &Server{cfg: cfg, serverName: server.CertName}
+	if cfg.LogDir != "" {
+		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("%s: creating the log directory: %w", cfg.Kind, err)
+		}
+	}
+	var err error
+	if cfg.Kind == URL {
+		err = s.startURL()
+	} else {
+		err = s.startProgram(ctx)
+	}
+	if err == nil {
+		err = s.probe(ctx)
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("%s: %w", cfg.Kind, err)
+	}
+	return s, nil
+}
+
+// parseURL checks a server URL and returns the address to dial, the TLS flag and the path.
+func parseURL(raw string, allowRemote bool) (addr string, tlsOn bool, path string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false, "", fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	switch u.Scheme {
+	case "http":
+	case "https":
+		tlsOn = true
+	default:
+		return "", false, "", fmt.Errorf("%q: the scheme must be http or https", raw)
+	}
+	if u.User != nil || u.Fragment != "" || u.Host == "" {
+		return "", false, "", fmt.Errorf("%q: give scheme://host:port/path, without credentials or a fragment", raw)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[bool]string{false: "80", true: "443"}[tlsOn]
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && !allowRemote {
+		return "", false, "", fmt.Errorf("%q is not on loopback; kalab sends traffic off the machine only with --allow-remote", raw)
+	}
+	path = u.EscapedPath()
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return net.JoinHostPort(host, port), tlsOn, path, nil
+}
+
+func (s *Server) startURL() error {
+	addr, tlsOn, path, err := parseURL(s.cfg.URL, s.cfg.AllowRemote)
+	if err != nil {
+		return err
+	}
+	if tlsOn != s.cfg.TLS {
+		return fmt.Errorf("%q: the scheme and the tls setting disagree", s.cfg.URL)
+	}
+	s.addr, s.path = addr, path
+	if tlsOn {
+		// The user's server has its own certificate: trust what the system trusts, and
+		// send the URL's host name.
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		s.roots = pool
+		u, _ := url.Parse(s.cfg.URL)
+		s.serverName = u.Hostname()
+	}
+	s.ident = Identity{Kind: URL, Name: "url", URL: s.cfg.URL}
+	return nil
+}
+
+// certFiles are the PEM files of the run's certificate.
+type certFiles struct{ cert, key, combined string }
+
+func (s *Server) startProgram(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "kalab-"+string(s.cfg.Kind)+"-")
+	if err != nil {
+		return err
+	}
+	s.tmp = tmp
+	// Readable by the unprivileged workers a server started as root runs (nginx's).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	var files certFiles
+	if s.cfg.TLS {
+		if files, err = s.writeCertificate(); err != nil {
+			return err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var argv []string
+	var configFile string
+	logName := string(s.cfg.Kind) + ".log"
+	if s.cfg.Kind == Command {
+		command := strings.NewReplacer("{port}", strconv.Itoa(port), "{cert}", files.cert, "{key}", files.key).Replace(s.cfg.Command)
+		argv = []string{"/bin/sh", "-c", command}
+		s.ident = Identity{Kind: Command, Name: commandName(s.cfg.Command), Program: command}
+		logName = "command.log"
+	} else {
+		ad := adapters[s.cfg.Kind]
+		prog := s.cfg.Program
+		if prog == "" {
+			prog = ad.program()
+		}
+		path, err := exec.LookPath(prog)
+		if err != nil {
+			return fmt.Errorf("%s is not installed (%v)", prog, err)
+		}
+		args, cf, err := ad.prepare(s.cfg, tmp, port, files)
+		if err != nil {
+			return err
+		}
+		argv, configFile = append([]string{path}, args...), cf
+		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad)}
+	}
+	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
+	logDir := s.cfg.LogDir
+	if logDir == "" {
+		logDir = tmp
+	}
+	if configFile != "" && s.cfg.LogDir != "" {
+		if b, err := os.ReadFile(configFile); err == nil {
+			keep := filepath.Join(s.cfg.LogDir, filepath.Base(configFile))
+			if os.WriteFile(keep, b, 0o644) == nil {
+				s.logs = append(s.logs, keep)
+			}
+		}
+	}
+	logPath := filepath.Join(logDir, logName)
+	if s.logFile, err = os.Create(logPath); err != nil {
+		return err
+	}
+	s.logs = append(s.logs, logPath)
+	if s.cfg.Kind == Nginx && s.cfg.LogDir != "" {
+		s.logs = append(s.logs, filepath.Join(logDir, "error.log"), filepath.Join(logDir, "access.log"))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = tmp
+	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
+	return s.waitReady(ctx, logPath)
+}
+
+// waitReady polls the port until the server accepts a connection.
+func (s *Server) waitReady(ctx context.Context, logPath string) error {
+	deadline := time.Now().Add(s.cfg.StartTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", s.addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited before accepting connections (%v): %s", s.waitErr, tail(logPath))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not accepting connections on %s after %v: %s", s.addr, s.cfg.StartTimeout, tail(logPath))
+		}
+	}
+}
+
+// tail returns the end of a log file for an error message.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return "its log is empty"
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return "its log ends: " + string(b)
+}
+
+func (s *Server) writeCertificate() (certFiles, error) {
+	cert, pool, err := server.NewCertificate()
+	if err != nil {
+		return certFiles{}, err
+	}
+	s.roots = pool
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return certFiles{}, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	f := certFiles{cert: filepath.Join(s.tmp, "cert.pem"), key: filepath.Join(s.tmp, "key.pem"), combined: filepath.Join(s.tmp, "combined.pem")}
+	for _, w := range []struct {
+		path string
+		data []byte
+	}{{f.cert, certPEM}, {f.key, keyPEM}, {f.combined, append(append([]byte(nil), certPEM...), keyPEM...)}} {
+		if err := os.WriteFile(w.path, w.data, 0o600); err != nil {
+			return certFiles{}, err
+		}
+	}
+	return f, nil
+}
+
+// freePort asks the kernel for a free loopback port. Another process could take it before
+// the server binds it; the server then fails to start and says so in its log.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func commandName(command string) string {
+	f := strings.Fields(command)
+	if len(f) == 0 {
+		return "command"
+	}
+	return filepath.Base(f[0])
+}
+
+func programVersion(ctx context.Context, path string, ad adapter) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, path, ad.versionArgs()...).CombinedOutput()
+	return ad.version(string(out))
+}
+
+// probe sends one request straight to the server (not through the proxy) and records the
+// Server header it answers with.
+func (s *Server) probe(ctx context.Context) error {
+	tr := &http.Transport{DisableKeepAlives: true}
+	var protos http.Protocols
+	switch {
+	case s.cfg.HTTP2 && !s.cfg.TLS:
+		protos.SetUnencryptedHTTP2(true)
+	case s.cfg.HTTP2:
+		protos.SetHTTP1(true)
+		protos.SetHTTP2(true)
+	default:
+		protos.SetHTTP1(true)
+	}
+	tr.Protocols = &protos
+	if s.cfg.TLS {
+		tr.TLSClientConfig = &tls.Config{RootCAs: s.roots, ServerName: s.serverName}
+	}
+	defer tr.CloseIdleConnections()
+	scheme := map[bool]string{false: "http", true: "https"}[s.cfg.TLS]
+	path := s.path
+	if path == "" {
+		path = "/"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+s.addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return fmt.Errorf("probe request to %s: %w", s.addr, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
+	_ = resp.Body.Close()
+	s.ident.ServerHeader = resp.Header.Get("Server")
+	if s.ident.Kind == URL || s.ident.Kind == Command {
+		if name, version, ok := strings.Cut(s.ident.ServerHeader, "/"); ok {
+			s.ident.Name, s.ident.Version = name, strings.Fields(version + " ")[0]
+		} else if s.ident.ServerHeader != "" {
+			s.ident.Name = s.ident.ServerHeader
+		}
+	}
+	return nil
+}
+
+// Addr is the host:port the proxy forwards to.
+func (s *Server) Addr() string { return s.addr }
+
+// Path is the request path (and query) a URL names; empty for other kinds.
+func (s *Server) Path() string { return s.path }
+
+// RootCAs trusts the server's certificate (the run's own, or the system's for a URL).
+func (s *Server) RootCAs() *x509.CertPool { return s.roots }
+
+// ServerName is the TLS server name to send.
+func (s *Server) ServerName() string { return s.serverName }
+
+// Identity names the server.
+func (s *Server) Identity() Identity { return s.ident }
+
+// Logs lists the files kept in LogDir: the generated configuration and the logs.
+func (s *Server) Logs() []string { return s.logs }
+
+// stopGrace is how long a server gets to exit after SIGTERM before it is killed.
+const stopGrace = 5 * time.Second
+
+// Close stops the program (SIGTERM to its process group, SIGKILL after stopGrace) and
+// removes its temporary files; the logs in LogDir stay. A URL server is left alone.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if s.cmd != nil {
+			terminate(s.cmd.Process)
+			select {
+			case <-s.exited:
+			case <-time.After(stopGrace):
+				kill(s.cmd.Process)
+				<-s.exited
+				s.closeErr = fmt.Errorf("%s: did not stop within %v of SIGTERM; killed", s.cfg.Kind, stopGrace)
+			}
+			// Children that outlived the leader (a shell's server) go with the group.
+			kill(s.cmd.Process)
+		}
+		if s.logFile != nil {
+			_ = s.logFile.Close()
+		}
+		if s.tmp != "" {
+			_ = os.RemoveAll(s.tmp)
+		}
+	})
+	return s.closeErr
+}

@@ -1,0 +1,198 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// racePrediction works out, from a balancer run's plan alone, which pauses put a request
+// at the server after its idle close while the balancer still believes the connection is
+// open: p + front RTT inside (close - backend RTT, close). It also counts the pauses past
+// the window (the FIN is back: a new backend connection, no error), and the smallest
+// distance of any pause from either edge, in real time.
+func racePrediction(st scenario.Settings) (inside, after int, margin time.Duration) {
+	sc := scaler(st.TimeScale)
+	close := sc.d(st.Server.IdleTimeout)
+	front, back := sc.d(st.Network.RTT), sc.d(st.Balancer.BackendNetwork.RTT)
+	lo, hi := close-back-front, close-front
+	margin = time.Hour
+	for _, p := range load.Pauses(loadSpec(st, sc)) {
+		switch {
+		case p > lo && p < hi:
+			inside++
+		case p >= hi:
+			after++
+		}
+		margin = min(margin, (p - lo).Abs(), (p - hi).Abs())
+	}
+	return inside, after, margin
+}
+
+// The bundled ALB scenario's counts are the geometry's, not a band: recompute them from
+// the plan and find them in the file's checks.
+func TestALBScenarioPrediction(t *testing.T) {
+	t.Parallel()
+	p, err := scenario.LoadFiles([]string{filepath.Join("..", "..", "scenarios", "12-alb-backend-race.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]*scenario.Run{}
+	for _, r := range p.Scenarios[0].Runs {
+		runs[r.Variant] = r
+	}
+	st := runs["alb-node"].Settings
+	inside, after, margin := racePrediction(st)
+	if inside == 0 {
+		t.Fatal("no pause falls in the race window: the scenario shows nothing")
+	}
+	if margin < 20*time.Millisecond {
+		t.Errorf("a pause is %v of real time from a window edge: the verdict would hang on timer lateness", margin)
+	}
+	exprs := func(name string) string {
+		var all []string
+		for _, a := range runs[name].Expect {
+			all = append(all, a.Source)
+		}
+		return strings.Join(all, "\n")
+	}
+	for _, want := range []struct{ variant, expr string }{
+		{"alb-node", fmt.Sprintf("status_5xx == %d", inside)},
+		{"alb-node", fmt.Sprintf("backend_errors == %d", inside)},
+		{"alb-node", fmt.Sprintf("backend_connections == %d", 1+inside+after)},
+		{"nginx-get", fmt.Sprintf("balancer_retries == %d", inside)},
+		{"nginx-post", fmt.Sprintf("status_5xx == %d", inside)},
+	} {
+		if !strings.Contains(exprs(want.variant), want.expr) {
+			t.Errorf("variant %s does not check %q (the geometry predicts it)", want.variant, want.expr)
+		}
+	}
+	// The same file must give the same counts at any --time-scale (DESIGN.md "Time scale").
+	for _, scale := range []float64{0.5, 1} {
+		at := st
+		at.TimeScale = scale
+		if in, aft, _ := racePrediction(at); in != inside || aft != after {
+			t.Errorf("at --time-scale %v the geometry predicts %d races and %d pauses past the FIN, at the file's scale %d and %d", scale, in, aft, inside, after)
+		}
+	}
+	if in, _, _ := racePrediction(runs["alb-backend-65s"].Settings); in != 0 {
+		// 65 s closes never come inside a 6 s pause: the fix must predict 0 by construction.
+		t.Errorf("the fixed variant predicts %d races", in)
+	}
+}
+
+// End to end on real sockets: client -> link -> balancer -> link -> server, with a
+// backend that closes at 600 ms and pauses placed inside and outside the race window.
+func TestBalancerTopologyEndToEnd(t *testing.T) {
+	t.Parallel()
+	const src = `
+name: two-hop
+network: {rtt: 20ms}
+server: {idle_timeout: 600ms}
+balancer:
+  preset: aws-alb
+  backend_network: {rtt: 160ms}
+load: {requests: 20, burst: 2, pause: 400ms..660ms, seed: %d}
+variants:
+  - name: alb
+  - name: nginx
+    balancer: {preset: nginx-proxy}
+`
+	// The first seed whose pauses keep 24 ms from both window edges, with some inside.
+	var p *scenario.Plan
+	var inside, after int
+	var margin time.Duration
+	for seed := 1; p == nil; seed++ {
+		if seed > 500 {
+			t.Fatal("no seed keeps its pauses clear of the window edges")
+		}
+		cand := plan(t, fmt.Sprintf(src, seed))
+		in, aft, m := racePrediction(cand.Scenarios[0].Runs[0].Settings)
+		if m >= 24*time.Millisecond && in >= 2 && aft >= 1 {
+			p, inside, after, margin = cand, in, aft, m
+		}
+	}
+	o := opts(t)
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every line, the balancer's metrics and request fields included, fits the result schema.
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*report.Run{}
+	for _, r := range out.Runs {
+		got[r.Variant] = r
+	}
+	alb, ngx := got["alb"].Metrics, got["nginx"].Metrics
+	if got["alb"].Status == report.StatusError || got["nginx"].Status == report.StatusError {
+		t.Fatalf("runs ended in error: %s / %s", got["alb"].Error, got["nginx"].Error)
+	}
+	// A late delivery on this machine moves a pause's real geometry: judge the counts only
+	// if no request that reused both hops came back later than the margin allows.
+	model := 180 * time.Millisecond // network + backend RTT for a request reused on both hops
+	for _, v := range []string{"alb", "nginx"} {
+		for _, rq := range readRequests(t, filepath.Join(out.Dir, got[v].RequestsFile)) {
+			lag := time.Duration(rq.LatencyMs*float64(time.Millisecond)) - model
+			if rq.Reused && rq.BackendReused && rq.Status == 200 && rq.BackendAttempts == 1 && lag > margin/2 {
+				t.Skipf("%s request %d came back %v late (margin %v): this machine is too busy to judge the race counts", v, rq.Seq, lag.Round(time.Millisecond), margin)
+			}
+		}
+	}
+	if alb.Status5xx != float64(inside) || alb.BalancerErrors != float64(inside) || alb.BackendConnections != float64(1+inside+after) {
+		t.Errorf("alb: status_5xx %v, balancer_errors %v, backend_connections %v; the geometry predicts %d, %d, %d",
+			alb.Status5xx, alb.BalancerErrors, alb.BackendConnections, inside, inside, 1+inside+after)
+	}
+	if ngx.Status5xx != 0 || ngx.BalancerRetries != float64(inside) {
+		t.Errorf("nginx: status_5xx %v, balancer_retries %v; want 0 and %d", ngx.Status5xx, ngx.BalancerRetries, inside)
+	}
+	if alb.ServerConnections != alb.BackendConnections || alb.BackendProxyConnections != alb.BackendConnections || alb.ProxyConnections != 1 || alb.Connections != 1 {
+		t.Errorf("connection counts disagree across hops: %+v", alb)
+	}
+	// Every request record names its backend connection; the 502s name a reused one.
+	n502 := 0
+	for _, rq := range readRequests(t, filepath.Join(out.Dir, got["alb"].RequestsFile)) {
+		if rq.BackendConn == 0 || rq.BackendAttempts != 1 {
+			t.Errorf("request %d: backend conn %d, attempts %d", rq.Seq, rq.BackendConn, rq.BackendAttempts)
+		}
+		if rq.Status == 502 {
+			n502++
+			if !rq.BackendReused {
+				t.Errorf("request %d: a 502 on a backend connection that was not reused", rq.Seq)
+			}
+		}
+	}
+	if n502 != inside {
+		t.Errorf("%d request records with 502, want %d", n502, inside)
+	}
+}
+
+func readRequests(t *testing.T, path string) []report.Request {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []report.Request
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rq report.Request
+		if err := json.Unmarshal(sc.Bytes(), &rq); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rq)
+	}
+	return out
+}

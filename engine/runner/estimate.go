@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"math"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// Costs the plan cannot see, in real time (not scaled): starting a run's server, proxy and
+// client and letting the last connections close; the CPU of one request through client,
+// proxy and server (the README's "a whole run": 58-103 µs); and of opening one connection.
+const (
+	estimateSetup      = 100 * time.Millisecond
+	estimateCPURequest = 80 * time.Microsecond
+	estimateCPUConn    = 150 * time.Microsecond
+)
+
+// Expected is how long a run of r should take in real time under opt (its --time-scale and
+// --seed overrides), predicted from its plan alone: the round trips each request pays (1 on
+// a reused connection, 2 on a new plain one, 3 with TLS 1.3, 4 with TLS 1.2), the server's
+// response delay, a balancer's backend round trip, the seeded pauses between bursts, the
+// arrival rate, and a fixed CPU cost per request and per connection. A request opens a connection when the client keeps none
+// (keepalive off, or a Keep-Alive hint it turns into an idle time of zero), when it is in
+// the first wave, or when the pause before its burst outlives the idle timeout. It is an
+// estimate for balancing shards, not a bound: races, retries and the machine's load are
+// not in it.
+func Expected(r *scenario.Run, opt Options) time.Duration {
+	st := r.Settings
+	if opt.TimeScale > 0 {
+		st.TimeScale = opt.TimeScale
+	}
+	if opt.Seed != nil {
+		st.Load.Seed = *opt.Seed
+	}
+	return estimate(st)
+}
+
+func estimate(st scenario.Settings) time.Duration {
+	scale := st.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	l := st.Load
+	n := max(l.Requests, 0)
+	rtt := st.Network.RTT.D() + st.Network.Jitter.D()/2
+	reused := rtt + st.Server.Response.Delay.D()
+	handshake := rtt // SYN, SYN-ACK: a new plain request costs 2 RTT
+	if st.Server.TLS {
+		handshake += rtt
+		if st.Server.TLSVersion == "1.2" {
+			handshake += rtt
+		}
+	}
+	if b := st.Balancer; b != nil {
+		// Two hops: every request also crosses the backend link, and pays its handshake
+		// when the balancer keeps no backend connection (plain TCP to the server).
+		brtt := b.BackendNetwork.RTT.D() + b.BackendNetwork.Jitter.D()/2
+		reused += brtt
+		if !b.Backend.KeepAlive {
+			reused += brtt
+		}
+	}
+	fresh := reused + handshake
+	pools := pools(st)
+	idle := effectiveIdle(st)
+
+	// Scenario time of the schedule: bursts, waves of the concurrency, pauses.
+	spec := loadSpec(st, 1)
+	var total time.Duration
+	conns := 0
+	size := n
+	if l.Burst > 0 && l.Burst < n {
+		size = l.Burst
+	}
+	pauses := load.Pauses(spec)
+	conc := max(l.Concurrency, 1)
+	if l.Concurrency <= 0 && l.Rate > 0 {
+		conc = n // an open model with no cap
+	}
+	for i, first := 0, 0; first < n; i, first = i+1, first+size {
+		b := min(size, n-first)
+		fromScratch := i == 0 || !pools || (idle > 0 && pauses[i-1] >= idle)
+		if i > 0 {
+			total += pauses[i-1]
+		}
+		if l.Rate > 0 {
+			// Arrivals spread over the burst; the last one still needs its answer.
+			total += time.Duration(float64(b-1)/l.Rate*float64(time.Second)) + reused
+			if fromScratch || !pools {
+				total += handshake
+			}
+		} else {
+			waves := (b + conc - 1) / conc
+			switch {
+			case !pools:
+				total += time.Duration(waves) * fresh
+			case fromScratch:
+				total += fresh + time.Duration(waves-1)*reused
+			default:
+				total += time.Duration(waves) * reused
+			}
+		}
+		switch {
+		case !pools:
+			conns += b
+		case fromScratch && st.Client.MaxConns > 0:
+			conns += min(b, conc, st.Client.MaxConns)
+		case fromScratch:
+			conns += min(b, conc)
+		}
+	}
+	real := time.Duration(float64(total) * scale)
+	// The settle wait after the client closes: its FINs cross the link.
+	real += time.Duration(float64(rtt) * scale)
+	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
+	return real
+}
+
+// pools reports whether the client keeps connections for reuse at all: keepalive on, and no
+// Keep-Alive hint that it turns into an idle time of zero or less (Node's agent with
+// timeout=1 and a 1 s buffer).
+func pools(st scenario.Settings) bool {
+	if !st.Client.KeepAlive {
+		return false
+	}
+	if speaksHTTP2(st) || !st.Client.HonorHint {
+		return true
+	}
+	var hint time.Duration
+	switch st.Server.KeepaliveHint.Mode {
+	case scenario.HintOn:
+		hint = st.Server.IdleTimeout.D()
+	case scenario.HintDuration:
+		hint = st.Server.KeepaliveHint.Duration.D()
+	default:
+		return true
+	}
+	secs := time.Duration(math.Floor(hint.Seconds())) * time.Second
+	return hint == 0 || secs-st.Client.HintBuffer.D() > 0
+}
+
+// effectiveIdle is how long an idle connection survives: the shorter of the server's and
+// the client's idle timeouts; 0 when neither closes one.
+func effectiveIdle(st scenario.Settings) time.Duration {
+	s, c := st.Server.IdleTimeout.D(), st.Client.IdleTimeout.D()
+	if st.Balancer != nil {
+		s = st.Balancer.IdleTimeout.D() // the client's connections end at the balancer
+	}
+	switch {
+	case s == 0:
+		return c
+	case c == 0:
+		return s
+	}
+	return min(s, c)
+}
