@@ -30,6 +30,13 @@ func TestRerunReleasesTheRunsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Close()
+	srvLogs, err := w.Subdir(ServerLogsPath("s", "v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(srvLogs, "access.log"), []byte("attempt 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := w.Requests("s", "v"); err == nil {
 		t.Fatal("a second request file for one run was accepted without Rerun")
 	}
@@ -38,6 +45,9 @@ func TestRerunReleasesTheRunsFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.Dir, ClientLogPath("s", "v"))); !os.IsNotExist(err) {
 		t.Errorf("the earlier attempt's client log is still there: %v", err)
+	}
+	if _, err := os.Stat(srvLogs); !os.IsNotExist(err) {
+		t.Errorf("the earlier attempt's server logs are still there: %v", err)
 	}
 	second, err := w.Requests("s", "v")
 	if err != nil {
