@@ -152,8 +152,8 @@ type Request struct {
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
 	// ScheduledMs is when the schedule planned the request to start, from the start of the
 	// run; QueueWaitMs is how much later the client really began it.
-	ScheduledMs float64 `json:"scheduled_ms"`
-	QueueWaitMs float64 `json:"queue_wait_ms"`
+	ScheduledMs float64 `json:"scheduled_ms,omitempty"`
+	QueueWaitMs float64 `json:"queue_wait_ms,omitempty"`
 	// ServerConn is the server's id of the connection the request rode (the embedded
 	// server's Kalab-Conn header; for a failed request, what earlier responses on the same
 	// client connection said). 0 when unknown.
