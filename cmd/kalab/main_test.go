@@ -32,6 +32,10 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("SCENARIOS", dir)
+			// The scripts test the command line, not the machine's timing: record timer
+			// lateness but judge none, so a busy machine cannot turn a script's expected
+			// verdict into exit 3 (engine/runner tests the timing judgment itself).
+			env.Setenv("KALAB_LAG_TOLERANCE", "0")
 			// The Jenkins JUnit schema, for scripts that check --junit with xmllint.
 			xsd, err := filepath.Abs("../../engine/report/testdata/junit-10.xsd")
 			env.Setenv("JUNIT_XSD", xsd)

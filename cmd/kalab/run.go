@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -83,6 +85,9 @@ type runFlags struct {
 	requireClients bool
 	allowRemote    bool
 	shardFlags
+	// lagTolerance multiplies each run's timing tolerance; 0 measures lateness but never
+	// marks a run noisy.
+	lagTolerance float64
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -91,7 +96,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
-	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "runs at once")
+	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
 	fs.Int64Var(&f.seed, "seed", 0, "override every run's load.seed")
 	fs.StringVar(&f.filter, "filter", "", "run only runs whose scenario/variant matches this regular expression")
@@ -104,6 +109,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
+	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from its plan; 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
@@ -123,6 +129,18 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
+	}
+	if !fs.Changed("lag-tolerance") {
+		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return invalid("$KALAB_LAG_TOLERANCE: %q is not a number", v)
+			}
+			f.lagTolerance = x
+		}
+	}
+	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
+		return invalid("--lag-tolerance must be between 0 (never noisy) and 1000")
 	}
 	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
 		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
@@ -178,6 +196,10 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 	inv.opt.RunID = supervisedRunID()
 	if f.fs.Changed("time-scale") {
 		inv.opt.TimeScale = f.timeScale
+	}
+	inv.opt.LagTolerance = f.lagTolerance
+	if f.lagTolerance == 0 {
+		inv.opt.LagTolerance = -1 // the runner's "off"
 	}
 	if f.fs.Changed("seed") {
 		inv.opt.Seed = &f.seed

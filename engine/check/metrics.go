@@ -54,7 +54,16 @@ type Metrics struct {
 	PeakRSSMB         float64       `expr:"peak_rss_mb" json:"peak_rss_mb"`
 	// TimeWait is the sockets left in TIME_WAIT on the client-proxy link when the run
 	// ended (read from /proc/net/tcp): what a connection-churning client leaves behind.
+	// Only the run's own sockets count: the link's port paired with a client port the link
+	// accepted, at whichever end closed first (the client's socket when the client closes,
+	// the link's server-side socket when the server does).
 	TimeWait float64 `expr:"time_wait" json:"time_wait"`
+	// LagMs is how late the timers that carry the model fired against their plan, per
+	// source: the machine's own account of whether it kept the scenario's timing.
+	LagMs Lag `expr:"lag_ms" json:"lag_ms"`
+	// QueueWaitMs is how long requests waited between their scheduled and actual start
+	// (an open-model run whose concurrency cap was full, or a late schedule).
+	QueueWaitMs Spread `expr:"queue_wait_ms" json:"queue_wait_ms"`
 
 	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
 	// response (the request did not fail at the socket), so errors does not count it.
@@ -84,6 +93,24 @@ type IdleClose struct {
 	Min float64 `expr:"min" json:"min"`
 	P50 float64 `expr:"p50" json:"p50"`
 	Max float64 `expr:"max" json:"max"`
+}
+
+// Spread holds the median, 99th percentile and maximum of a lateness, in milliseconds of
+// scenario time.
+type Spread struct {
+	P50 float64 `expr:"p50" json:"p50"`
+	P99 float64 `expr:"p99" json:"p99"`
+	Max float64 `expr:"max" json:"max"`
+}
+
+// Lag is the lateness of each kind of timer that carries the model.
+type Lag struct {
+	// Link is how late the simulated link released its delayed chunks.
+	Link Spread `expr:"link" json:"link"`
+	// Schedule is how late the load schedule's pauses and open-model arrivals fired.
+	Schedule Spread `expr:"schedule" json:"schedule"`
+	// IdleClose is how long after its idle timeout the server really closed a connection.
+	IdleClose Spread `expr:"idle_close" json:"idle_close"`
 }
 
 // Names lists every metric name in dotted form, sorted.

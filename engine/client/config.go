@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -33,8 +34,13 @@ const (
 // Config is a resolved client profile: a scenario's client block after its preset is applied.
 // The zero value of every field means the behaviour documented on it.
 type Config struct {
-	Implementation    string            // "model" (default) or "go-net-http"
-	Addr              string            // host:port to dial; the host must be localhost or a loopback IP
+	Implementation string // "model" (default) or "go-net-http"
+	Addr           string // host:port to dial; the host must be localhost or a loopback IP
+	// Handshake, when set, is called right after a TCP connect that started at start, and
+	// returns once the simulated link's SYN-ACK would be back (netsim.Proxy.Handshake): the
+	// client then books the simulated handshake as connect time, as a real client over a
+	// real link would, instead of finding it as delay on its first bytes.
+	Handshake         func(ctx context.Context, start time.Time) error
 	TLS               bool              // speak HTTPS
 	RootCAs           *x509.CertPool    // CAs trusted for the server certificate; nil = system pool
 	ServerName        string            // TLS SNI and verified name; default: the host of Addr

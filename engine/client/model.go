@@ -347,6 +347,12 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
 	}
+	if h := m.cfg.Handshake; h != nil {
+		if err := h(ctx, t0); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
+		}
+	}
 	ev.Connect = time.Since(t0)
 	m.stats.connections.Add(1)
 	c := &pconn{id: m.nextID.Add(1), nc: nc}

@@ -45,9 +45,25 @@ func newStdClient(cfg Config) *stdClient {
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			t0 := time.Now()
 			nc, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
+			}
+			if h := cfg.Handshake; h != nil {
+				if err := h(ctx, t0); err != nil {
+					nc.Close()
+					return nil, err
+				}
+				// httptrace's ConnectDone fired when the kernel connected; the request
+				// that started this dial books the simulated handshake as connect time.
+				if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
+					at.mu.Lock()
+					if !at.connectStart.IsZero() {
+						at.connect = time.Since(at.connectStart)
+					}
+					at.mu.Unlock()
+				}
 			}
 			s.stats.connections.Add(1)
 			return &idConn{Conn: nc, id: s.nextID.Add(1)}, nil
@@ -188,6 +204,9 @@ func (s *stdClient) Do(ctx context.Context, seq int) Event {
 	return ev
 }
 
+// attemptKey carries a request's *attemptTrace to the dial it starts.
+type attemptKey struct{}
+
 // attemptTrace collects what httptrace reports during one RoundTrip.
 // Hooks of a dial the Transport started for this request may still run after RoundTrip
 // returns (the dial finishes in the background), so the fields are guarded, and a trace is
@@ -284,7 +303,9 @@ func (s *stdClient) trace(ctx context.Context) (*attemptTrace, context.Context) 
 	at.connectStart, at.tlsStart, at.connect, at.tlsDur, at.firstByte = time.Time{}, time.Time{}, 0, 0, time.Time{}
 	at.mu.Unlock()
 	if at.parent != ctx {
-		at.parent, at.ctx = ctx, httptrace.WithClientTrace(ctx, &at.hooks)
+		// The dial this try may start finds its trace through attemptKey, to book the
+		// simulated handshake as connect time.
+		at.parent, at.ctx = ctx, httptrace.WithClientTrace(context.WithValue(ctx, attemptKey{}, at), &at.hooks)
 	}
 	return at, at.ctx
 }

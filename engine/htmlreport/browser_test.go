@@ -144,6 +144,9 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := out.Runs[0]
+	if run.Timing != nil && run.Timing.Noisy {
+		t.Skipf("the run was noisy even alone (%s): this machine cannot hold the race's timing now", run.Timing.Reason)
+	}
 	if run.Status != report.StatusPass {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}

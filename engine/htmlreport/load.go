@@ -149,7 +149,8 @@ func linkBaselines(runs []*RunData) {
 
 // knownMs are the *_ms fields of a request line that are not phases or are drawn by name.
 var knownMs = map[string]bool{"start_ms": true, "latency_ms": true, "connect_ms": true, "tls_ms": true,
-	"first_byte_ms": true, "server_closed_ms": true}
+	"first_byte_ms": true, "server_closed_ms": true,
+	"scheduled_ms": true} // an instant, not a phase; queue_wait_ms is drawn as a phase
 
 func readRequests(path string) ([]Request, error) {
 	f, err := os.Open(path)

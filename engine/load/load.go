@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // MaxRequests bounds Spec.Requests so that a typo in a scenario cannot ask for a
@@ -37,6 +39,20 @@ type Spec struct {
 	Poisson bool
 	// Seed feeds every random draw of the schedule (pauses and Poisson gaps).
 	Seed int64
+	// Lag, when set, receives how late each pause and each open-model arrival the schedule
+	// slept for fired against its planned instant.
+	Lag *lag.Recorder
+}
+
+type scheduledKey struct{}
+
+// Scheduled returns when the schedule planned the call that received ctx to start: its
+// arrival instant in the open model, the moment its slot came free in the closed one. The
+// difference to when the call really began is its queue wait. ok is false for a context
+// that did not come from Run.
+func Scheduled(ctx context.Context) (at time.Time, ok bool) {
+	at, ok = ctx.Value(scheduledKey{}).(time.Time)
+	return at, ok
 }
 
 // Validate reports the first field that makes the spec unusable, naming it as the
@@ -220,37 +236,44 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 	timer.Stop()
 	defer timer.Stop()
 
-	// wait sleeps d, or returns false as soon as ctx is done.
-	wait := func(d time.Duration) bool {
-		if d <= 0 {
-			return ctx.Err() == nil
+	// wait sleeps until at, or returns false as soon as ctx is done; it records how late
+	// it woke. An instant already past when the schedule reaches it is not a late timer but
+	// a call queued behind the concurrency cap: that shows as the call's queue wait.
+	wait := func(at time.Time) bool {
+		if d := time.Until(at); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return false
+			case <-timer.C:
+			}
+			s.Lag.Since(at)
 		}
-		timer.Reset(d)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return false
-		case <-timer.C:
-			return ctx.Err() == nil
-		}
+		return ctx.Err() == nil
 	}
 
 	var wg sync.WaitGroup
 	seq := 0
 schedule:
 	for seq < s.Requests {
+		// A burst starts when its pause was planned to end, so a late pause shows as lag
+		// and queue wait instead of silently shifting the arrivals after it.
+		burstStart := time.Now()
 		if seq > 0 {
-			if !wait(pauses.next()) {
+			burstStart = burstStart.Add(pauses.next())
+			if !wait(burstStart) {
 				break
 			}
 		}
-		burstStart := time.Now()
 		var due time.Duration
 		end := min(seq+size, s.Requests)
 		for first := seq; seq < end; seq++ {
+			planned := burstStart
 			if s.Rate > 0 && seq > first {
 				due += arr.next()
-				if !wait(time.Until(burstStart.Add(due))) {
+				planned = burstStart.Add(due)
+				if !wait(planned) {
 					break schedule
 				}
 			}
@@ -269,14 +292,17 @@ schedule:
 				}
 				break schedule
 			}
+			if s.Rate == 0 && seq > first {
+				planned = time.Now() // closed model: due when its slot came free
+			}
 			wg.Add(1)
-			go func(seq int) {
+			go func(seq int, planned time.Time) {
 				defer wg.Done()
 				if slots != nil {
 					defer func() { <-slots }()
 				}
-				do(ctx, seq)
-			}(seq)
+				do(context.WithValue(ctx, scheduledKey{}, planned), seq)
+			}(seq, planned)
 		}
 		wg.Wait()
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 func TestValidate(t *testing.T) {
@@ -520,5 +522,53 @@ func TestExtremeValuesDoNotPanic(t *testing.T) {
 	var n atomic.Int32
 	if err := Run(context.Background(), Spec{Requests: 3, Concurrency: math.MaxInt}, func(context.Context, int) { n.Add(1) }); err != nil || n.Load() != 3 {
 		t.Fatalf("Run = %v with %d calls", err, n.Load())
+	}
+}
+
+// TestScheduledIsThePlannedStart: in the open model each call's context carries the instant
+// its arrival was planned for, exactly the Arrivals offsets from the burst start, even when
+// the concurrency cap makes calls start later (their queue wait); pauses record their lag.
+func TestScheduledIsThePlannedStart(t *testing.T) {
+	t.Parallel()
+	var rec lag.Recorder
+	s := Spec{Requests: 6, Concurrency: 1, Rate: 200, Burst: 3, PauseMin: 10 * time.Millisecond, PauseMax: 10 * time.Millisecond, Lag: &rec}
+	var mu sync.Mutex
+	planned := make([]time.Time, s.Requests)
+	started := make([]time.Time, s.Requests)
+	err := Run(context.Background(), s, func(ctx context.Context, seq int) {
+		at, ok := Scheduled(ctx)
+		if !ok {
+			t.Errorf("seq %d: no scheduled start", seq)
+		}
+		mu.Lock()
+		planned[seq], started[seq] = at, time.Now()
+		mu.Unlock()
+		time.Sleep(15 * time.Millisecond) // longer than the 5 ms gap: later calls queue
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Arrivals(s)
+	for i := range planned {
+		first := i / 3 * 3
+		if got := planned[i].Sub(planned[first]); got != want[i] {
+			t.Errorf("seq %d planned %v after its burst's start, want %v", i, got, want[i])
+		}
+		if wait := started[i].Sub(planned[i]); wait < 0 {
+			t.Errorf("seq %d started %v before its planned start", i, -wait)
+		}
+	}
+	// seq 2 is planned at 10 ms but its slot frees only after two 15 ms calls.
+	if wait := started[2].Sub(planned[2]); wait < 15*time.Millisecond {
+		t.Errorf("seq 2 queue wait %v, want >= 15 ms behind the cap", wait)
+	}
+	// Timers the schedule slept on: the pause, and in each burst the second arrival (the
+	// third is already due when the cap frees a slot, which is queueing, not a late timer).
+	// A busy machine may reach an arrival only after it is due, so fewer is possible.
+	if n := rec.Summary().N; n < 1 || n > 3 {
+		t.Errorf("%d lag samples, want 1 to 3 (the pause and up to 2 arrivals; never the queued ones)", n)
+	}
+	if _, ok := Scheduled(context.Background()); ok {
+		t.Error("a context not from Run has no scheduled start")
 	}
 }

@@ -12,9 +12,18 @@ import (
 // /proc/net/tcp and /proc/net/tcp6. A run's link between client and proxy has a port of its
 // own, so the count is that run's, even with runs in parallel.
 func TimeWait(port int) (int, error) {
+	return TimeWaitOwn(port, nil)
+}
+
+// TimeWaitOwn counts the TIME_WAIT sockets of one run: those between port (the run's
+// listener) and a peer port for which own returns true (the ports of the connections that
+// listener accepted), whichever end closed first and so holds the TIME_WAIT. A socket left
+// on the same port by an earlier run, or by a parallel run whose ephemeral port happens to
+// equal it, is not counted. A nil own counts every socket with port at either end.
+func TimeWaitOwn(port int, own func(peer int) bool) (int, error) {
 	n := 0
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		c, err := countTimeWait(f, port)
+		c, err := countTimeWait(f, port, own)
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue
@@ -28,7 +37,7 @@ func TimeWait(port int) (int, error) {
 
 const tcpTimeWait = "06" // include/net/tcp_states.h: TCP_TIME_WAIT
 
-func countTimeWait(path string, port int) (int, error) {
+func countTimeWait(path string, port int, own func(int) bool) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -43,7 +52,11 @@ func countTimeWait(path string, port int) (int, error) {
 		if len(fields) < 4 || fields[3] != tcpTimeWait {
 			continue
 		}
-		if hexPort(fields[1]) == port || hexPort(fields[2]) == port {
+		local, remote := hexPort(fields[1]), hexPort(fields[2])
+		switch {
+		case local == port && (own == nil || own(remote)):
+			n++
+		case remote == port && (own == nil || own(local)):
 			n++
 		}
 	}

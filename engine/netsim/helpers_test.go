@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"github.com/kalab-dev/kalab/engine/lag"
 	"io"
 	"math/big"
 	"net"
@@ -22,10 +23,13 @@ import (
 // startProxy starts a proxy in front of upstream and closes it at cleanup.
 func startProxy(tb testing.TB, upstream string, rtt time.Duration) *Proxy {
 	tb.Helper()
-	p, err := Start(Config{Upstream: upstream, RTT: rtt})
+	p, err := Start(Config{Upstream: upstream, RTT: rtt, Lag: &lag.Recorder{}})
 	if err != nil {
 		tb.Fatalf("Start: %v", err)
 	}
+	probe := lag.StartProbe(time.Millisecond)
+	probes.Store(p, probe)
+	tb.Cleanup(func() { probe.Stop(); probes.Delete(p) })
 	tb.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			tb.Errorf("Close: %v", err)
@@ -181,6 +185,30 @@ func get(tb testing.TB, c *http.Client, scheme, addr string) time.Duration {
 func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
 // within fails unless lo <= got <= hi.
+// lateness is how much later than planned a trip through p can be on this machine right now:
+// the latest the link released a chunk, plus the latest a goroutine woke from the probe's
+// sleeps (the code reading and answering after the link). Timing tests widen their upper
+// bounds by it per modeled trip, and skip when it is a large part of what they measure.
+func lateness(p *Proxy, probe *lag.Probe) time.Duration {
+	return p.cfg.Lag.Summary().Max + probe.Summary().Max
+}
+
+// probes holds the wake-up probe startProxy started for each proxy.
+var probes sync.Map // *Proxy -> *lag.Probe
+
+// withinTrips is within for a span of the given number of modeled one-way trips through p:
+// the upper bound widens by the lateness measured on this machine once per trip, and the
+// test skips, saying why, when that lateness exceeds the modeled span it would judge.
+func withinTrips(tb testing.TB, p *Proxy, what string, got, lo, hi time.Duration, trips int) {
+	tb.Helper()
+	probe, _ := probes.Load(p)
+	late := lateness(p, probe.(*lag.Probe))
+	if late > lo/4 {
+		tb.Skipf("%s: timers ran up to %v late on this machine; a span of %v cannot be judged", what, late, lo)
+	}
+	within(tb, what, got, lo, hi+time.Duration(trips)*late)
+}
+
 func within(tb testing.TB, what string, got, lo, hi time.Duration) {
 	tb.Helper()
 	if got < lo || got > hi {

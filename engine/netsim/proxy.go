@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // Config describes one simulated link. Durations arrive already scaled by the
@@ -18,9 +20,12 @@ type Config struct {
 	Upstream string
 	// RTT is the full round trip; each direction is delayed RTT/2.
 	RTT time.Duration
-	// Jitter, when positive, adds a per-chunk delay drawn uniformly from
-	// [-Jitter, +Jitter]. It never reorders chunks: a chunk is never released
-	// before the one that arrived ahead of it.
+	// Jitter, when positive, adds to each chunk's one-way delay an extra delay
+	// drawn uniformly from [0, Jitter]: one-sided, because a path's propagation
+	// delay is a floor that queueing only adds to, and a scenario's rtt stays
+	// the fastest a round trip can be. A round trip then takes RTT plus the sum
+	// of two draws (mean RTT+Jitter, at most RTT+2*Jitter). It never reorders
+	// chunks: a chunk is never released before the one that arrived ahead of it.
 	Jitter time.Duration
 	// Seed seeds the jitter generator so a run can be repeated exactly.
 	Seed int64
@@ -36,6 +41,9 @@ type Config struct {
 	// DefaultSpinWindow; a negative value makes each writer wait on a plain
 	// Go timer, trading that precision for a little CPU.
 	SpinWindow time.Duration
+	// Lag, when set, receives how late each chunk was released against its due time:
+	// the link's own measure of whether the machine kept its timing.
+	Lag *lag.Recorder
 	// OnConn, when set, receives each link's ConnRecord once the link is torn down (by
 	// either end or by Close). It is called from the proxy's goroutines, concurrently.
 	OnConn func(ConnRecord)
@@ -80,6 +88,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	links  map[*link]struct{}
+	peers  map[int]struct{} // client ports of every accepted connection
 
 	accepted, open, peakOpen atomic.Int64
 	bytesUp, bytesDown       atomic.Int64
@@ -138,6 +147,7 @@ func Start(cfg Config) (*Proxy, error) {
 		cancel: cancel,
 		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
 		links:  make(map[*link]struct{}),
+		peers:  make(map[int]struct{}),
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -163,6 +173,40 @@ func loopbackAddr(hostport string) (string, error) {
 
 // Addr returns the host:port clients dial to go through the simulated link.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Handshake waits until a connection whose connect started at start would have its SYN-ACK
+// back: one RTT later. A client that calls it after connecting to Addr sees the simulated
+// TCP handshake as its connect time; its first bytes then reach the link when the link's
+// own model lets them through (1.5 RTT after the connect), so nothing else changes. The
+// wait goes through the same precise clock as the link, and its lateness is recorded in
+// Config.Lag like a chunk's.
+func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
+	due := start.Add(p.cfg.RTT)
+	var (
+		t *time.Timer
+		w waiter
+	)
+	if !p.waitUntil(due, ctx.Done(), &t, &w) {
+		if t != nil {
+			t.Stop()
+		}
+		return fmt.Errorf("simulated TCP handshake: %w", context.Cause(ctx))
+	}
+	if t != nil {
+		t.Stop()
+	}
+	p.cfg.Lag.Since(due)
+	return nil
+}
+
+// AcceptedFrom reports whether the proxy accepted a connection from the client port peer:
+// what tells this link's sockets from another's that reuse its port numbers.
+func (p *Proxy) AcceptedFrom(peer int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.peers[peer]
+	return ok
+}
 
 // Stats returns a snapshot of the counters.
 func (p *Proxy) Stats() Stats {
@@ -227,6 +271,9 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.links[l] = struct{}{}
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			p.peers[a.Port] = struct{}{}
+		}
 		p.wg.Add(1)
 		// Counted under the lock so a concurrent Close cannot remove the
 		// link before it was counted.
@@ -250,17 +297,14 @@ func (p *Proxy) removeLink(l *link) {
 	p.open.Add(-1)
 }
 
-// oneWay returns the delay of one chunk in one direction: RTT/2 plus jitter,
-// never negative.
+// oneWay returns the delay of one chunk in one direction: RTT/2 plus a jitter
+// drawn uniformly from [0, Jitter].
 func (p *Proxy) oneWay() time.Duration {
 	d := p.cfg.RTT / 2
 	if j := p.cfg.Jitter; j > 0 {
 		p.rngMu.Lock()
-		d += time.Duration(p.rng.Int64N(int64(2*j)+1)) - j
+		d += time.Duration(p.rng.Int64N(int64(j) + 1))
 		p.rngMu.Unlock()
-		if d < 0 {
-			d = 0
-		}
 	}
 	return d
 }

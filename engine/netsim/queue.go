@@ -128,6 +128,7 @@ func (d *direction) writeLoop() {
 			d.drop()
 			return
 		}
+		d.l.p.cfg.Lag.Since(c.due)
 		d.deliver(c)
 
 		d.mu.Lock()

@@ -65,8 +65,38 @@ type Run struct {
 	Server *Server `json:"server,omitempty"`
 	// Baseline is how the run compared with a baseline (kalab run --baseline); nil without one.
 	Baseline *BaselineRef `json:"baseline,omitempty"`
+	// Timing is how late the run's timers fired and whether that was inside what its
+	// checks can tolerate; nil for a run that did not start.
+	Timing *Timing `json:"timing,omitempty"`
 
 	line int // the line it was read from, for messages about a file
+}
+
+// Timing is a run's account of its own timing (README "Runs that know when they are
+// wrong"). Times are milliseconds of real time, as the machine had to keep them.
+type Timing struct {
+	// Sources holds each timer source's lateness and tolerance: link, schedule, idle_close.
+	Sources map[string]TimingSource `json:"sources"`
+	// Noisy is true when a source's p99 lateness exceeded its tolerance: the run's checks
+	// were not evaluated, because its timing was not the scenario's.
+	Noisy bool `json:"noisy"`
+	// Reason says which source was over and by how much, when Noisy.
+	Reason string `json:"reason,omitempty"`
+	// Attempt is 1 for a run's first attempt; a run rerun alone after noisy attempts
+	// carries their reasons in Reruns.
+	Attempt int      `json:"attempt"`
+	Reruns  []string `json:"reruns,omitempty"`
+}
+
+// TimingSource is one timer source's lateness in real milliseconds.
+type TimingSource struct {
+	N   uint64  `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+	// ToleranceMs is the p99 lateness the run's verdicts can absorb, derived from its plan;
+	// absent when nothing in the plan depends on this source's timing.
+	ToleranceMs *float64 `json:"tolerance_ms,omitempty"`
 }
 
 // ClientRuntime is the real program that was the client of a run.
@@ -120,6 +150,10 @@ type Request struct {
 	ConnectMs     float64 `json:"connect_ms,omitempty"`
 	TLSMs         float64 `json:"tls_ms,omitempty"`
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
+	// ScheduledMs is when the schedule planned the request to start, from the start of the
+	// run; QueueWaitMs is how much later the client really began it.
+	ScheduledMs float64 `json:"scheduled_ms,omitempty"`
+	QueueWaitMs float64 `json:"queue_wait_ms,omitempty"`
 	// ServerConn is the server's id of the connection the request rode (the embedded
 	// server's Kalab-Conn header; for a failed request, what earlier responses on the same
 	// client connection said). 0 when unknown.

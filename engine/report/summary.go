@@ -36,6 +36,7 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	timingSummary(w, runs)
 	var failed []string
 	for _, r := range runs {
 		for _, c := range r.Checks {
@@ -171,6 +172,35 @@ func num(f float64) string {
 		return strconv.FormatFloat(f, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(f, 'f', 3, 64)
+	}
+}
+
+// timingSummary says how many runs were rerun because their timers ran late, and why.
+func timingSummary(w io.Writer, runs []*Run) {
+	var reran, noisy int
+	var lines []string
+	for _, r := range runs {
+		if r.Timing == nil || len(r.Timing.Reruns) == 0 {
+			continue
+		}
+		reran++
+		outcome := "then held its timing"
+		if r.Timing.Noisy {
+			noisy++
+			outcome = "still noisy: no verdict"
+		}
+		for _, why := range r.Timing.Reruns {
+			lines = append(lines, fmt.Sprintf("  %s / %s: %s", r.Scenario, r.Variant, why))
+		}
+		lines = append(lines, fmt.Sprintf("  %s / %s: rerun alone, %s", r.Scenario, r.Variant, outcome))
+	}
+	if reran == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\ntiming: %d of %d runs rerun alone because their timers fired later than their checks tolerate; %d still noisy\n",
+		reran, len(runs), noisy)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 }
 

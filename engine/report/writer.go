@@ -311,6 +311,24 @@ func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
 	return f, nil
 }
 
+// Rerun prepares the files of a run that is tried again (a noisy run rerun alone): the
+// next attempt's request file replaces this one's, and this attempt's client log and real
+// server logs are removed, so the files left are the final attempt's, like its record.
+func (w *Writer) Rerun(scenario, variant string) error {
+	w.mu.Lock()
+	delete(w.claimed, RequestsPath(scenario, variant))
+	w.mu.Unlock()
+	err := os.Remove(filepath.Join(w.Dir, ClientLogPath(scenario, variant)))
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove the client log of an earlier attempt: %w", err)
+	}
+	// A real server's logs are appended to: the next attempt starts them afresh.
+	if err := os.RemoveAll(filepath.Join(w.Dir, ServerLogsPath(scenario, variant))); err != nil {
+		return fmt.Errorf("remove the server logs of an earlier attempt: %w", err)
+	}
+	return nil
+}
+
 // RequestWriter streams one run's request records through a buffer into a temporary file,
 // renamed into place by Close: a request file is whole or absent.
 type RequestWriter struct {

@@ -20,6 +20,7 @@ type budget struct {
 	cond  *sync.Cond
 	free  int
 	total int
+	alone int // reruns waiting for the whole budget; nothing else starts meanwhile
 }
 
 func newBudget(total int) *budget {
@@ -40,7 +41,7 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 	defer stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.free < n {
+	for b.free < n || b.alone > 0 {
 		if ctx.Err() != nil {
 			return 0
 		}
@@ -48,6 +49,30 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 	}
 	b.free -= n
 	return n
+}
+
+// acquireAll waits until no run holds any unit and takes them all, so that a run is alone in
+// the process; runs asking for less wait behind it. It returns what it took, or 0 when ctx
+// ended first.
+func (b *budget) acquireAll(ctx context.Context) int {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alone++
+	defer func() { b.alone--; b.cond.Broadcast() }()
+	for b.free < b.total {
+		if ctx.Err() != nil {
+			return 0
+		}
+		b.cond.Wait()
+	}
+	b.free = 0
+	return b.total
 }
 
 func (b *budget) release(n int) {
@@ -150,8 +175,11 @@ const reserve = 256
 // fileBudget raises the descriptor limit toward what the plan wants (the largest runs that
 // may overlap) and returns how many descriptors the runs may share. The descriptors already
 // open (inherited from the parent, or held by a program embedding kalab) count against the
-// limit. It fails, with the exact count, when even the largest single run cannot fit.
-func fileBudget(holds []hold, parallel int) (int, error) {
+// limit, so a run is never started with fewer descriptors than it needs, which would surface
+// as request errors (resets, refused connects) indistinguishable from the races kalab
+// measures. A run that cannot fit is not started: tooBig says why, with the exact count, and
+// it ends as an engine error.
+func fileBudget(holds []hold, parallel int) (total int, tooBig func(h hold) string, err error) {
 	sorted := slices.Clone(holds)
 	slices.SortFunc(sorted, func(a, b hold) int { return b.fds - a.fds })
 	largest := sorted[0]
@@ -166,14 +194,17 @@ func fileBudget(holds []hold, parallel int) (int, error) {
 	}
 	cur, err := netsim.FileLimit()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	free := max(int(min(cur, 1<<40))-reserve-open, 0)
-	if largest.fds > free {
-		return 0, &DescriptorError{Need: largest.fds + reserve + open, Run: largest.fds, Detail: largest.per,
-			Limit: int(min(cur, 1<<40)), Open: open}
+	limit := int(min(cur, 1<<40))
+	free := max(limit-reserve-open, 0)
+	tooBig = func(h hold) string {
+		if h.fds <= free {
+			return ""
+		}
+		return "not started: " + (&DescriptorError{Need: h.fds + reserve + open, Run: h.fds, Detail: h.per, Limit: limit, Open: open}).Error()
 	}
-	return free, nil
+	return max(free, 1), tooBig, nil
 }
 
 // DescriptorError says a run cannot get the file descriptors it would hold.

@@ -4,7 +4,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // budgetChildEnv makes the test binary run budgetChild: it lowers its own descriptor limit,
@@ -62,18 +63,24 @@ name: held
 network: {rtt: 2ms}
 load: {requests: 10000, concurrency: 10000}
 `)
-	before := openDescriptors()
-	_, err := Execute(context.Background(), held, opts(t))
-	var de *DescriptorError
-	if !errors.As(err, &de) {
-		t.Fatalf("10,000 proxied connections under a hard limit of 20,000: %v; want a DescriptorError", err)
+	out, err := Execute(context.Background(), held, opts(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("refused: %v", err)
-	if de.Run != 10001*4 || de.Limit != 20000 || de.Open < before-2 || de.Open > before+2 || de.Need != de.Run+reserve+de.Open {
-		t.Errorf("refusal counts %+v; want run %d, limit 20000, open about %d", *de, 10001*4, before)
+	// Refused before it starts, as an engine error of that run, never as request errors.
+	rec := out.Runs[0]
+	if rec.Status != report.StatusError || rec.Metrics.Requests != 0 {
+		t.Fatalf("10,000 proxied connections under a hard limit of 20,000: status %s, %v requests; want a run refused before it starts", rec.Status, rec.Metrics.Requests)
 	}
-	if want := fmt.Sprintf("needs %d file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server)", de.Need, 10001*4); !strings.Contains(err.Error(), want) {
-		t.Errorf("message %q lacks %q", err, want)
+	t.Logf("refused: %s", rec.Error)
+	for _, want := range []string{
+		"not started: needs ",
+		fmt.Sprintf("file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server), %d reserved,", 10001*4, reserve),
+		"already open; the limit is 20000",
+	} {
+		if !strings.Contains(rec.Error, want) {
+			t.Errorf("message %q lacks %q", rec.Error, want)
+		}
 	}
 
 	// A 10,000-request HTTP/2 burst: admitted, and it holds what its budget says.
@@ -101,7 +108,7 @@ expect: ["errors == 0"]
 			}
 		}
 	}()
-	out, err := Execute(context.Background(), burst, opts(t))
+	out, err = Execute(context.Background(), burst, opts(t))
 	close(stop)
 	wg.Wait()
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// settings loads one scenario and returns its single run's settings.
-func settings(t testing.TB, src string) scenario.Settings {
+// loadSettings loads one scenario and returns its single run's settings.
+func loadSettings(t testing.TB, src string) scenario.Settings {
 	t.Helper()
 	p := plan(t.(*testing.T), src)
 	return p.Scenarios[0].Runs[0].Settings
@@ -38,7 +38,7 @@ func TestRunHoldCountsWhatTheRunHolds(t *testing.T) {
 		{"balancer, no backend link", "name: a\nnetwork: {rtt: 2ms}\nbalancer: {}\nload: {requests: 100, concurrency: 100}\n",
 			101, 101*4 + 101*2, nil},
 	} {
-		st := settings(t, c.src)
+		st := loadSettings(t, c.src)
 		h := runHold(st)
 		if h.conns != c.conns || h.fds != c.fds {
 			t.Errorf("%s: %d connections, %d descriptors (%s); want %d, %d", c.name, h.conns, h.fds, h.per, c.conns, c.fds)

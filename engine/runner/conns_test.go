@@ -58,6 +58,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	if err := report.ValidateRunDir(out.Dir); err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	if err := report.ValidateRunDir(out.Dir); err != nil {
 		t.Errorf("results do not match result.schema.json: %v", err)
 	}
@@ -220,6 +221,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	for _, rec := range out.Runs {
 		t.Run(rec.Variant, func(t *testing.T) {
 			needRuntime(t, rec)
@@ -363,6 +365,7 @@ expect: ["hidden_retries == 1", "requests == 3", "errors == 0"]
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	rec := out.Runs[0]
 	needRuntime(t, rec)
 	if rec.Status != report.StatusPass {
@@ -399,6 +402,7 @@ expect: ["errors_by_class.timeout == 3", "ok == 0"]
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	for _, rec := range out.Runs {
 		t.Run(rec.Variant, func(t *testing.T) {
 			needRuntime(t, rec)

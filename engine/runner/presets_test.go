@@ -14,6 +14,7 @@ func runPlan(t *testing.T, src string) map[string]*report.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	runs := map[string]*report.Run{}
 	for _, r := range out.Runs {
 		runs[r.Variant] = r

@@ -28,8 +28,16 @@ import (
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
-// execute performs one run and returns its record; it never returns without one.
-func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options) *report.Run {
+// settings are a run's settings with the invocation's overrides applied, as the run will
+// use them: a real program, or the caller's Go client, runs in real time (scale 1).
+func settings(r *scenario.Run, opt Options) scenario.Settings {
+	st, _, _ := prepare(r, opt)
+	return st
+}
+
+// prepare applies the invocation's overrides and says how the client runs: notes for the
+// record, and the real program when the file names one.
+func prepare(r *scenario.Run, opt Options) (scenario.Settings, []string, *execRun) {
 	st := r.Settings
 	if opt.TimeScale > 0 {
 		st.TimeScale = opt.TimeScale
@@ -58,6 +66,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			notes = append(notes, ignored)
 		}
 	}
+	return st, notes, ex
+}
+
+// execute performs one run and returns its record; it never returns without one. Its
+// timers report to tm, judged against tol.
+func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, tol map[string]time.Duration) *report.Run {
+	st, notes, ex := prepare(r, opt)
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
@@ -82,7 +97,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		}
 	}
 	if err == nil {
-		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log)
+		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
 		rec.Closes, rec.Server = conns.closes, conns.server
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
@@ -90,6 +105,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
+	rec.Timing = judgeTiming(tm, tol)
 	switch {
 	case skipped != "" && opt.RequireClients:
 		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
@@ -97,6 +113,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Status, rec.Reason = report.StatusSkipped, skipped
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
+	case rec.Timing.Noisy:
+		// Not a result: its checks are not evaluated, so it can neither pass nor fail. The
+		// scheduler reruns it alone, or ends it as an engine error.
+		rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
 	case err != nil:
 		rec.Status, rec.Error = report.StatusError, err.Error()
 	default:
@@ -121,7 +141,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Checks = append(rec.Checks, c)
 		}
 	}
-	if opt.Judge != nil && rec.Status != report.StatusSkipped {
+	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
 		opt.Judge(rec)
 	}
 	ev := log.Info()
@@ -148,7 +168,7 @@ type connOutcome struct {
 
 // drive starts the topology, runs the schedule and gathers the metrics. Components are
 // stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger) (m check.Metrics, co connOutcome, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (m check.Metrics, co connOutcome, err error) {
 	// A component that does not close cleanly (connections still open after the server's
 	// grace period) does not change the run's figures, which are read before: it is a
 	// warning in the log, not a dropped error.
@@ -196,6 +216,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		}
 	} else {
 		scfg := serverConfig(st, scale)
+		scfg.Lag = &tm.idle
 		// The connection id on every response ties the server's close records to the
 		// client's connections (the proxy between them gives each side its own ports).
 		scfg.Stamp = true
@@ -222,7 +243,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	var backendProxy *netsim.Proxy
 	if st.Balancer != nil {
 		if !directBackend(st) {
-			if backendProxy, err = netsim.Start(backendProxyConfig(st, scale, target)); err != nil {
+			bpc := backendProxyConfig(st, scale, target)
+			bpc.Lag = &tm.link
+			if backendProxy, err = netsim.Start(bpc); err != nil {
 				return m, co, err
 			}
 			defer closeWarn("backend proxy", backendProxy)
@@ -242,6 +265,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			// The proxy's upstream side is the server's: its closes are the server's.
 			pc.OnConn, pc.AllowRemoteUpstream = proxyLog.add, opt.AllowRemote
 		}
+		pc.Lag = &tm.link
 		if proxy, err = netsim.Start(pc); err != nil {
 			return m, co, err
 		}
@@ -262,6 +286,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			if p := real.Path(); p != "" {
 				ccfg.Path = p
 			}
+		}
+		if proxy != nil {
+			ccfg.Handshake = proxy.Handshake
 		}
 		if cl, err = newClient(ccfg); err != nil {
 			return m, co, fmt.Errorf("client: %w", err)
@@ -289,7 +316,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	start := time.Now()
 	var answered atomic.Int64
 	var sawConn atomic.Bool
-	record := func(ev client.Event) {
+	// planned is when the schedule meant the request to start; zero for a real program,
+	// which keeps its own schedule.
+	record := func(ev client.Event, planned time.Time) {
 		if ev.Status > 0 {
 			answered.Add(1)
 		}
@@ -302,7 +331,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			serverOf[ev.ConnID] = ev.ServerConn
 		}
 		if reqs != nil {
-			rq := requestRecord(ev, start, float64(scale))
+			rq := requestRecord(ev, start, planned, float64(scale))
 			if !ev.OK() && rq.ServerConn == 0 {
 				rq.ServerConn = serverOf[ev.ConnID]
 			}
@@ -328,14 +357,17 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		} else {
 			log.Warn().Err(err).Msg("the client's standard error is not kept")
 		}
-		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), record)
+		loadErr = runExec(runCtx, ex, execURL(st, target), srv.CAPEM(), func(ev client.Event) { record(ev, time.Time{}) })
 	} else {
-		loadErr = load.Run(runCtx, loadSpec(st, scale), func(ctx context.Context, seq int) {
+		spec := loadSpec(st, scale)
+		spec.Lag = &tm.schedule
+		loadErr = load.Run(runCtx, spec, func(ctx context.Context, seq int) {
 			ev := cl.Do(ctx, seq)
 			if !ev.OK() && ctx.Err() != nil {
 				return // cut short by an interrupt or the deadline: not a result of the scenario
 			}
-			record(ev)
+			planned, ok := load.Scheduled(ctx)
+			record(ev, tm.queueWait(planned, ok, ev.Start))
 		})
 	}
 	total := time.Since(start)
@@ -365,7 +397,15 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	for stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	timeWait, twErr := metrics.TimeWait(portOf(target))
+	// Only this run's sockets: the link's port and the client ports it accepted.
+	var own func(int) bool
+	switch {
+	case proxy != nil:
+		own = proxy.AcceptedFrom
+	case srv != nil && st.Balancer == nil:
+		own = srv.AcceptedFrom
+	}
+	timeWait, twErr := metrics.TimeWaitOwn(portOf(target), own)
 	var conns []report.Conn
 	var proxyRecs []netsim.ConnRecord
 	if proxy != nil && st.Balancer == nil {
@@ -446,6 +486,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		}
 		flat["cpu_us_per_request"], flat["peak_rss_mb"] = ex.usage(int(summary.Requests))
 	}
+	tm.addMetrics(flat, float64(scale))
 	m = check.FromFlat(flat)
 	if loadErr != nil {
 		if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
@@ -478,7 +519,7 @@ func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *net
 	}
 }
 
-func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
+func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) report.Request {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,
@@ -489,6 +530,10 @@ func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Re
 	}
 	if !ev.Start.IsZero() {
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
+	}
+	if !planned.IsZero() {
+		rq.ScheduledMs = max(ms(planned.Sub(runStart)), 0)
+		rq.QueueWaitMs = max(ms(ev.Start.Sub(planned)), 0)
 	}
 	return rq
 }

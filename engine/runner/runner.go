@@ -41,6 +41,9 @@ type Options struct {
 	Judge        func(*report.Run)
 	SkipRequests bool // do not write per-request (and per-connection) files
 	AllowRemote  bool // a server.url may name a host outside loopback
+	// LagTolerance multiplies the timing tolerance each run derives from its plan; 0 means
+	// 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
+	LagTolerance float64
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// skipped (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
@@ -112,7 +115,8 @@ type job struct {
 	sc     *scenario.Scenario
 	run    *scenario.Run
 	idx    int
-	weight int // descriptors it may hold open at once (runHold)
+	weight int    // descriptors it may hold open at once (runHold)
+	tooBig string // why the run cannot get its descriptors; empty when it can
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -146,9 +150,12 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if len(jobs) == 0 {
 		return nil, ErrNoRuns
 	}
-	total, err := fileBudget(holds, opt.Parallel)
+	total, tooBig, err := fileBudget(holds, opt.Parallel)
 	if err != nil {
 		return nil, err
+	}
+	for i := range jobs {
+		jobs[i].tooBig = tooBig(holds[i])
 	}
 	// A burst of thousands of connections keeps both cores busy for a second or two, long
 	// enough to delay a neighbour's timers by tens of milliseconds: such runs run alone.
@@ -158,6 +165,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		}
 	}
 	conns := newBudget(total)
+	adm := newAdmission()
 	w, err := report.Create(opt.Out, opt.RunID)
 	if err != nil {
 		return nil, err
@@ -211,14 +219,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 				if ctx.Err() != nil && parent.Err() == nil {
 					continue // the plan stopped at a write error: no record can be written
 				}
-				held := conns.acquire(ctx, j.weight)
-				var rec *report.Run
-				if held == 0 {
-					rec = notStarted(j.sc, j.run, opt)
-				} else {
-					rec = execute(ctx, w, j.sc, j.run, opt)
-					conns.release(held)
-				}
+				rec := attempts(ctx, w, j, opt, conns, adm)
 				mu.Lock()
 				recs[j.idx] = rec
 				failed(w.WriteRun(rec))
@@ -272,6 +273,78 @@ feed:
 		writeErr = ferr
 	}
 	return out, writeErr
+}
+
+// MaxAttempts bounds how often a noisy run is tried: once among the others, then once alone
+// (each rerun costs the whole machine for the run's length, so CI time stays bounded).
+const MaxAttempts = 2
+
+// attempts runs a job until it is not noisy or MaxAttempts is reached. The first attempt
+// is admitted by measured headroom among the runs in flight; a rerun waits until it has the
+// process to itself. A run still noisy alone ends as an engine error: the machine could not
+// hold its timing, and no verdict is given.
+func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *budget, adm *admission) *report.Run {
+	if j.tooBig != "" {
+		rec := notStarted(j.sc, j.run, opt)
+		rec.Status, rec.Error = report.StatusError, j.tooBig
+		return rec
+	}
+	st := settings(j.run, opt)
+	tol := tolerances(st, scaler(st.TimeScale))
+	switch f := opt.LagTolerance; {
+	case f < 0:
+		clear(tol)
+	case f > 0:
+		for k, v := range tol {
+			tol[k] = time.Duration(float64(v) * f)
+		}
+	}
+	var reruns []string
+	for attempt := 1; ; attempt++ {
+		tm := &timers{}
+		var held int
+		if attempt == 1 {
+			held = conns.acquire(ctx, j.weight)
+			if held > 0 {
+				if ok, _ := adm.admit(ctx, tm, tol); !ok {
+					conns.release(held)
+					held = 0
+				}
+			}
+		} else {
+			held = conns.acquireAll(ctx)
+			if held > 0 {
+				adm.add(tm, tol)
+			}
+		}
+		if held == 0 {
+			return notStarted(j.sc, j.run, opt)
+		}
+		rec := execute(ctx, w, j.sc, j.run, opt, tm, tol)
+		adm.remove(tm)
+		conns.release(held)
+		if rec.Timing == nil {
+			return rec
+		}
+		rec.Timing.Attempt, rec.Timing.Reruns = attempt, reruns
+		if !rec.Timing.Noisy || ctx.Err() != nil {
+			return rec
+		}
+		reruns = append(reruns, fmt.Sprintf("attempt %d: %s", attempt, rec.Timing.Reason))
+		if attempt >= MaxAttempts {
+			rec.Timing.Reruns = reruns
+			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempts were noisy, %d of them alone (%s); "+
+				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
+				attempt, attempt-1, rec.Timing.Reason)
+			return rec
+		}
+		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
+			Str("reason", rec.Timing.Reason).Msg("run was noisy; rerunning it alone")
+		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
+			rec.Error += "; " + err.Error()
+			return rec
+		}
+	}
 }
 
 // PlanHash identifies a plan: sha256 over every scenario, variant and resolved settings,

@@ -34,6 +34,17 @@ func plan(t *testing.T, src string) *scenario.Plan {
 	return p
 }
 
+// skipIfNoisy skips a test whose runs the machine could not time: their records carry no
+// verdict, which is the engine working as designed, not the behaviour under test failing.
+func skipIfNoisy(t *testing.T, out *Outcome) {
+	t.Helper()
+	for _, r := range out.Runs {
+		if r.Timing != nil && r.Timing.Noisy {
+			t.Skipf("run %s/%s was noisy in %d attempts (%s): this machine is too busy to judge it", r.Scenario, r.Variant, r.Timing.Attempt, r.Timing.Reason)
+		}
+	}
+}
+
 func opts(t *testing.T) Options {
 	return Options{Out: t.TempDir(), KalabVersion: "test", Log: zerolog.Nop(), Parallel: 2}
 }
@@ -58,6 +69,7 @@ compare:
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfNoisy(t, out)
 	if len(out.Runs) != 2 || len(out.Scenarios) != 1 {
 		t.Fatalf("%d runs, %d scenarios", len(out.Runs), len(out.Scenarios))
 	}
@@ -137,6 +149,7 @@ func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		skipIfNoisy(t, out)
 		conns[i] = out.Runs[0].Metrics.Connections
 		data, _ := os.ReadFile(filepath.Join(out.Dir, out.Runs[0].RequestsFile))
 		var prev float64

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // HintMode says whether and how the server sends a "Keep-Alive" response header on
@@ -101,6 +103,8 @@ type Config struct {
 	// Listen is the address to bind, "127.0.0.1:0" when empty. Only loopback addresses
 	// are accepted: kalab never listens beyond the machine.
 	Listen string
+	// Lag, when set, receives how late each idle close happened after IdleTimeout.
+	Lag *lag.Recorder
 }
 
 // maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.

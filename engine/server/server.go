@@ -54,6 +54,7 @@ type Server struct {
 	maxOnOneConn, serverCloses, h1Responses atomic.Int64
 
 	conns    sync.Map // underlying net.Conn -> *connInfo, while open
+	peers    sync.Map // int client port of every accepted connection -> struct{}
 	histMu   sync.Mutex
 	closedBy map[int64]int64 // closed connections: requests served -> count
 	closed   []ConnRecord    // closed connections in the order they closed, guarded by histMu
@@ -220,6 +221,12 @@ func hintValue(cfg Config) string {
 // Addr is the host:port the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// AcceptedFrom reports whether the server accepted a connection from the client port peer.
+func (s *Server) AcceptedFrom(peer int) bool {
+	_, ok := s.peers.Load(peer)
+	return ok
+}
+
 // RootCAs returns a pool that trusts the server's in-memory certificate, or nil for a
 // plain-TCP server. Clients verify with it; nothing in kalab skips verification.
 func (s *Server) RootCAs() *x509.CertPool { return s.rootCAs }
@@ -313,6 +320,9 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	id := s.nextConnID.Add(1)
 	ci := &connInfo{id: id, idText: strconv.FormatInt(id, 10), opened: time.Now()}
 	s.conns.Store(underlying(c), ci)
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		s.peers.Store(a.Port, struct{}{})
+	}
 	s.connWG.Add(1)
 	s.connections.Add(1)
 	s.open.Add(1)
@@ -348,6 +358,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
 				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
 				s.idleCloses.Add(1)
+				s.cfg.Lag.Add(now.Sub(time.Unix(0, since)) - s.cfg.IdleTimeout)
 				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
 			} else {
 				// net/http does not say whether the peer sent a FIN or a reset, or why.

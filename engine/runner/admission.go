@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
+)
+
+// admitWindow is how long the scheduler watches the runs in flight before it starts
+// another: long enough for a link at 10 ms RTT to fire dozens of timers.
+const admitWindow = 100 * time.Millisecond
+
+// admitOver is the share of timers over tolerance in a window that still counts as
+// headroom: the tolerance is judged on the p99.
+const admitOver = 0.01
+
+// admission starts runs by measured headroom: another run starts only while the runs in
+// flight keep their timers inside their tolerance; --parallel stays the ceiling.
+type admission struct {
+	gate sync.Mutex // one run is admitted at a time, so a window's verdict admits one run
+	mu   sync.Mutex
+	runs map[*timers]*watched
+}
+
+type watched struct {
+	recs []*lag.Recorder
+	last []uint64 // over and n at the previous look, two per recorder
+}
+
+func newAdmission() *admission {
+	return &admission{runs: map[*timers]*watched{}}
+}
+
+// admit waits for headroom (see wait), then starts watching the run's judged sources. It
+// returns false when ctx ends first.
+func (a *admission) admit(ctx context.Context, tm *timers, tol map[string]time.Duration) (ok bool, backoffs int) {
+	a.gate.Lock()
+	defer a.gate.Unlock()
+	if ok, backoffs = a.wait(ctx); ok {
+		a.add(tm, tol)
+	}
+	return ok, backoffs
+}
+
+// add starts watching a run's judged sources.
+func (a *admission) add(tm *timers, tol map[string]time.Duration) {
+	for name, r := range tm.sources() {
+		if limit, ok := tol[name]; ok {
+			r.Watch(limit)
+		}
+	}
+	w := &watched{}
+	for name, r := range tm.sources() {
+		if _, ok := tol[name]; ok {
+			w.recs = append(w.recs, r)
+			w.last = append(w.last, 0, 0)
+		}
+	}
+	a.mu.Lock()
+	a.runs[tm] = w
+	a.mu.Unlock()
+}
+
+func (a *admission) remove(tm *timers) {
+	a.mu.Lock()
+	delete(a.runs, tm)
+	a.mu.Unlock()
+}
+
+// healthy reports whether, since the previous look, every run in flight kept at least
+// 1-admitOver of each judged source's timers inside its tolerance.
+func (a *admission) healthy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok := true
+	for _, w := range a.runs {
+		for i, r := range w.recs {
+			over, n := r.Over()
+			dOver, dN := over-w.last[2*i], n-w.last[2*i+1]
+			w.last[2*i], w.last[2*i+1] = over, n
+			if dN > 0 && float64(dOver) > admitOver*float64(dN) {
+				ok = false
+			}
+		}
+	}
+	return ok
+}
+
+// busy reports how many runs are in flight.
+func (a *admission) busy() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.runs)
+}
+
+// wait blocks until another run may start: at once when nothing runs, otherwise after a
+// window in which the runs in flight kept their timing. It returns false when ctx ends.
+// backoffs counts the windows that found no headroom.
+func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
+	if a.busy() == 0 {
+		return true, 0
+	}
+	t := time.NewTicker(admitWindow)
+	defer t.Stop()
+	a.healthy() // start the window now
+	for {
+		select {
+		case <-ctx.Done():
+			return false, backoffs
+		case <-t.C:
+		}
+		if a.busy() == 0 || a.healthy() {
+			return true, backoffs
+		}
+		backoffs++
+	}
+}
