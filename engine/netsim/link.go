@@ -55,6 +55,11 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
+	l.up.snd, l.down.snd = newSender(&p.cfg), newSender(&p.cfg)
+	l.up.pace, l.down.pace = p.paceUp, p.paceDown
+	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
+		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
+	}
 	return l
 }
 

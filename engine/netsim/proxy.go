@@ -42,6 +42,22 @@ type Config struct {
 	// AllowRemoteUpstream lets Upstream be an address outside loopback (a user's own
 	// server elsewhere). The proxy still listens on loopback only.
 	AllowRemoteUpstream bool
+
+	// InitialWindow is the TCP initial congestion window of the slow-start model, in
+	// segments of MSS bytes, for both directions; zero means DefaultInitialWindow (10)
+	// and a negative value turns slow start off, so every chunk leaves as it arrives.
+	// See tcpmodel.go for the model and what it leaves out.
+	InitialWindow int
+	// NoSlowStartAfterIdle keeps the window of a connection that was idle longer than
+	// its RTO, as a host with net.ipv4.tcp_slow_start_after_idle=0 does. By default
+	// the window shrinks as Linux's does.
+	NoSlowStartAfterIdle bool
+	// Bandwidth, when positive, limits each direction to this many bits per second:
+	// bytes are serialized one after another and wait while the link is busy.
+	Bandwidth int64
+	// BandwidthShared makes the limit one bottleneck per direction for all links of the
+	// proxy instead of one per link.
+	BandwidthShared bool
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
@@ -85,6 +101,9 @@ type Proxy struct {
 	bytesUp, bytesDown       atomic.Int64
 	resetsUp, resetsDown     atomic.Int64
 
+	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
+	paceUp, paceDown *pacer
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -97,6 +116,9 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	if cfg.RTT < 0 {
 		return nil, fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
+	}
+	if cfg.Bandwidth < 0 {
+		return nil, fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
 	}
 	if cfg.Jitter < 0 {
 		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
@@ -138,6 +160,9 @@ func Start(cfg Config) (*Proxy, error) {
 		cancel: cancel,
 		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
 		links:  make(map[*link]struct{}),
+	}
+	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
+		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
