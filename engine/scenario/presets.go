@@ -20,7 +20,7 @@ type Preset struct {
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
 const defaultsYAML = `
 time_scale: 1
-network: {rtt: 0, jitter: 0}
+network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
 server:
   tls: false
   tls_version: "1.3"
@@ -147,7 +147,7 @@ var ClientPresets = registry([]Preset{
 // field: a generic proxy with the ALB's 60 s on both sides and an immediate 502.
 const balancerDefaultsYAML = `
 idle_timeout: 60s
-backend_network: {rtt: 0, jitter: 0}
+backend_network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
 backend: {keepalive: true, idle_timeout: 60s, max_idle: 0, max_conns: 0, scheduling: lifo, liveness_check: true, timeout: 30s}
 on_backend_error: error
 retries: 1
