@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -234,7 +235,11 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		ev.Class, ev.Error = r.class, err.Error()
 		return r
 	}
-	req, err := http.NewRequestWithContext(actx, s.cfg.Method, s.url, nil)
+	var body io.Reader
+	if s.cfg.BodyBytes > 0 {
+		body = bytes.NewReader(requestBody(s.cfg.BodyBytes))
+	}
+	req, err := http.NewRequestWithContext(actx, s.cfg.Method, s.url, body)
 	if err != nil {
 		return fail(attemptResult{}, fmt.Errorf("build request: %w", err))
 	}

@@ -93,6 +93,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		HTTP2:             speaksHTTP2(st),
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
+		BodyBytes:         c.BodyBytes,
 		Path:              c.Path,
 		Headers:           c.Headers,
 		KeepAlive:         c.KeepAlive,

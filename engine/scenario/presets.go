@@ -37,6 +37,7 @@ server:
 client:
   implementation: model
   keepalive: true
+  body_bytes: 0
   idle_timeout: none
   honor_hint: false
   hint_parser: node

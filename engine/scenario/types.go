@@ -164,6 +164,7 @@ type Client struct {
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
 	Method            string            `yaml:"method" json:"method"`
+	BodyBytes         int               `yaml:"body_bytes" json:"body_bytes"`
 	Path              string            `yaml:"path" json:"path"`
 	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Retry             Retry             `yaml:"retry" json:"retry"`
