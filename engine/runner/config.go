@@ -154,6 +154,9 @@ func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config
 		Seed:     st.Load.Seed,
 	}
 	tcpModel(&c, st.Network, sc)
+	c.Backlog = st.Server.Backlog
+	c.AcceptDelay = sc.d(st.Server.AcceptDelay)
+	c.RefuseOverflow = st.Server.BacklogOverflow == "refuse"
 	return c
 }
 

@@ -549,7 +549,8 @@ func portOf(addr string) int {
 // direct reports whether a run has no link to simulate and the embedded server, so the
 // client can dial the server without the proxy.
 func direct(st scenario.Settings) bool {
-	return st.Network.RTT == 0 && st.Network.Jitter == 0 && st.Network.Bandwidth == 0 && realKind(st.Server) == ""
+	return st.Network.RTT == 0 && st.Network.Jitter == 0 && st.Network.Bandwidth == 0 &&
+		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && realKind(st.Server) == ""
 }
 
 // open is how many connections are still open on the link (or at the server when direct).

@@ -33,6 +33,9 @@ server:
   max_requests: 0
   close_every: 0
   http2_max_streams: 0
+  backlog: 0
+  accept_delay: 0
+  backlog_overflow: drop
   response: {status: 200, body_bytes: 200, delay: 0}
 client:
   implementation: model

@@ -130,6 +130,10 @@ type Server struct {
 	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
+	// Backlog, AcceptDelay and BacklogOverflow are the listen queue at the link's edge.
+	Backlog         int      `yaml:"backlog" json:"backlog"`
+	AcceptDelay     Duration `yaml:"accept_delay" json:"accept_delay"`
+	BacklogOverflow string   `yaml:"backlog_overflow" json:"backlog_overflow"`
 	Response        Response `yaml:"response" json:"response"`
 	// Exec, Command and URL put a real server behind the proxy instead of the embedded one.
 	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
