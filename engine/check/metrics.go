@@ -55,6 +55,12 @@ type Metrics struct {
 	// TimeWait is the sockets left in TIME_WAIT on the client-proxy link when the run
 	// ended (read from /proc/net/tcp): what a connection-churning client leaves behind.
 	TimeWait float64 `expr:"time_wait" json:"time_wait"`
+	// BytesUp and BytesDown are the bytes the link delivered each way (client to server,
+	// server to client); 0 without a link. ListenOverflows counts connections reset because
+	// the modelled listen queue was full (server.backlog_overflow: refuse).
+	BytesUp         float64 `expr:"bytes_up" json:"bytes_up"`
+	BytesDown       float64 `expr:"bytes_down" json:"bytes_down"`
+	ListenOverflows float64 `expr:"listen_overflows" json:"listen_overflows"`
 
 	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
 	// response (the request did not fail at the socket), so errors does not count it.
