@@ -342,7 +342,11 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s:\n", sec.title)
 			for _, name := range scenario.PresetNames(sec.reg) {
 				p := sec.reg[name]
-				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n", p.Name, p.Models, p.Source)
+				verified := "not verified against the real program"
+				if p.Verified != "" {
+					verified = "verified against " + p.Verified
+				}
+				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n    %s\n", p.Name, p.Models, p.Source, verified)
 				for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
 					fmt.Fprintf(stdout, "    | %s\n", line)
 				}

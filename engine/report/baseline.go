@@ -386,7 +386,7 @@ func physical(r Run) error {
 			hi, integral = 1, false
 		case n == "errors_per_1000":
 			hi, integral = 1000, false
-		case strings.HasPrefix(n, "latency_ms.") || strings.HasSuffix(n, "_ms"):
+		case strings.Contains(n, "_ms.") || strings.HasSuffix(n, "_ms"): // latency_ms.p50, server_idle_close_ms.max, total_ms
 			hi, integral = maxMs/scale, false
 		case n == "cpu_us_per_request":
 			hi, integral = maxMs*1000, false

@@ -13,8 +13,11 @@ type Preset struct {
 	Name   string
 	Models string // the real thing and the version modelled
 	Source string // where each default is written
-	YAML   string // the fields it sets, in scenario syntax
-	node   *yaml.Node
+	// Verified names the real program and version the preset was checked against, the
+	// date, and the truth file that checks it (scenarios/truth/); "" when nothing checks it.
+	Verified string
+	YAML     string // the fields it sets, in scenario syntax
+	node     *yaml.Node
 }
 
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
@@ -64,16 +67,18 @@ load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: unif
 // ServerPresets model real servers. Values: ../shared/PRESETS.md, from each project's source.
 var ServerPresets = registry([]Preset{
 	{
-		Name:   "node",
-		Models: "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
-		Source: "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
-		YAML:   "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
+		Name:     "node",
+		Models:   "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
+		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
+		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
 	{
-		Name:   "nginx",
-		Models: "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
-		Source: "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
-		YAML:   "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
+		Name:     "nginx",
+		Models:   "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
+		Source:   "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
+		Verified: "nginx 1.22.1 (keepalive_timeout 2s: 2,002.3 ms against 2,001.0 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		YAML:     "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
 	},
 	{
 		Name:   "go",
@@ -98,10 +103,11 @@ var ServerPresets = registry([]Preset{
 // ClientPresets model real clients. Values: ../shared/PRESETS.md, from each project's source.
 var ClientPresets = registry([]Preset{
 	{
-		Name:   "node-agent",
-		Models: "Node.js 22/24 new https.Agent({keepAlive: true})",
-		Source: "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		Name:     "node-agent",
+		Models:   "Node.js 22/24 new https.Agent({keepAlive: true})",
+		Source:   "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
+		Verified: "Node 20.20.2 https.Agent({keepAlive: true}) on 2026-12-01 by scenarios/truth/node-agent.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "node-agent-default",
@@ -116,10 +122,11 @@ var ClientPresets = registry([]Preset{
 		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "undici",
-		Models: "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
-		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in undici 6); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		Name:     "undici",
+		Models:   "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
+		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in undici 6); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		Verified: "Node 20.20.2 fetch (undici 6.24.1) on 2026-12-01 by scenarios/truth/undici.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "go-default",
@@ -128,22 +135,25 @@ var ClientPresets = registry([]Preset{
 		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "python-requests",
-		Models: "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
-		Source: "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
+		Name:     "python-requests",
+		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
+		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
+		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 by scenarios/truth/python-requests.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "curl-loop",
-		Models: "curl 7.88-8.x, one process per request (a shell loop): never reuses",
-		Source: "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
-		YAML:   "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
+		Name:     "curl-loop",
+		Models:   "curl 7.88-8.x, one process per request (a shell loop): never reuses",
+		Source:   "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
+		Verified: "curl 7.88.1 on 2026-12-01 by scenarios/truth/curl.yaml",
+		YAML:     "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
-		Name:   "curl-multi",
-		Models: "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
+		Name:     "curl-multi",
+		Models:   "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
+		Verified: "curl 7.88.1 (one process, no pauses) on 2026-12-01 by scenarios/truth/curl.yaml",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
 	},
 })
 

@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// mutation is a broken model, applied to every run of one bundled file: the file's finding
+// must stop holding, which at least one of its checks must say.
+type mutation struct {
+	file, name string
+	apply      func(*scenario.Settings)
+}
+
+var mutations = []mutation{
+	{"01-reuse-by-rtt.yaml", "keep-alive ignored (every request on a new connection)", func(s *scenario.Settings) { s.Client.KeepAlive = false }},
+	{"02-tls-resumption.yaml", "TLS sessions never resumed", func(s *scenario.Settings) { s.Client.SessionResumption = false }},
+	{"03-concurrent-first-wave.yaml", "keep-alive ignored", func(s *scenario.Settings) { s.Client.KeepAlive = false }},
+	{"04-stale-race.yaml", "no idle close on the server", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
+	{"04-stale-race.yaml", "retry off", func(s *scenario.Settings) { s.Client.Retry.Attempts = 0 }},
+	{"05-hint-gives-up-reuse.yaml", "Keep-Alive hint ignored", func(s *scenario.Settings) { s.Client.HonorHint = false }},
+	{"06-process-per-request.yaml", "a process per request reuses anyway", func(s *scenario.Settings) { s.Client.KeepAlive = true }},
+	{"07-close-vs-reuse-tcp.yaml", "Connection: close ignored", func(s *scenario.Settings) { s.Client.KeepAlive = true }},
+	{"08-pool-thrash.yaml", "idle pool unlimited", func(s *scenario.Settings) { s.Client.MaxIdle = 0 }},
+	{"09-http2-burst.yaml", "no HTTP/2 (one connection per request in flight)", func(s *scenario.Settings) { s.Server.HTTP = "1.1" }},
+	{"10-lb-idle-mismatch.yaml", "no idle close at the balancer", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
+	{"11-http2-cold-start.yaml", "Go shares one HTTP/2 connection from the start", func(s *scenario.Settings) { s.Client.MaxConns = 1 }},
+	{"12-alb-backend-race.yaml", "no idle close on the backend", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
+}
+
+// TestSuiteFindingsCanFail runs each bundled file with its model broken and requires a
+// failed check. It runs the whole suite again (a few minutes), so only on request:
+//
+//	KALAB_MUTATION=1 go test ./engine/runner -run TestSuiteFindingsCanFail -v -timeout 30m
+//
+// and the README's mutation table is its output.
+func TestSuiteFindingsCanFail(t *testing.T) {
+	if os.Getenv("KALAB_MUTATION") != "1" {
+		t.Skip("runs the bundled suite once per mutation; set KALAB_MUTATION=1")
+	}
+	_, self, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(self), "..", "..", "scenarios")
+	covered := map[string]bool{}
+	var table []string
+	for _, m := range mutations {
+		covered[m.file] = true
+		p, err := scenario.LoadFiles([]string{filepath.Join(dir, m.file)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Scenarios[0].Runs {
+			m.apply(&r.Settings)
+		}
+		o := opts(t)
+		o.Parallel = 4
+		o.SkipRequests = true
+		out, err := Execute(context.Background(), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed []string
+		for _, r := range out.Runs {
+			for _, c := range r.Checks {
+				if !c.Pass && !c.Skipped {
+					failed = append(failed, fmt.Sprintf("%s: %s (%s)", r.Variant, c.Expr, observed(c)))
+				}
+			}
+		}
+		for _, s := range out.Scenarios {
+			for _, c := range s.Checks {
+				if !c.Pass && !c.Skipped {
+					failed = append(failed, fmt.Sprintf("compare: %s (%s)", c.Expr, observed(c)))
+				}
+			}
+		}
+		row := fmt.Sprintf("| `%s` | %s | %d | %s |", m.file, m.name, len(failed), firstOf(failed))
+		table = append(table, row)
+		t.Log(row)
+		if len(failed) == 0 {
+			t.Errorf("%s with %s: every check still passed", m.file, m.name)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, f := range files {
+		if !covered[filepath.Base(f)] {
+			t.Errorf("%s has no mutation: add one that breaks its finding", filepath.Base(f))
+		}
+	}
+	fmt.Println(strings.Join(table, "\n"))
+}
+
+func observed(c report.Check) string {
+	var parts []string
+	for k, v := range c.Observed {
+		parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func firstOf(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.ReplaceAll(list[0], "|", "\\|")
+}
