@@ -35,6 +35,7 @@ var Docs = []MetricDoc{
 	{"proxy_connections", "connections", "connections through the latency proxy (0 with rtt 0 and no jitter: no proxy)"},
 	{"bytes_up", "bytes", "bytes the link delivered from client to server, headers and request bodies (0 without a link)"},
 	{"bytes_down", "bytes", "bytes the link delivered from server to client (0 without a link)"},
+	{"syn_retried_connects", "requests", "requests whose new connection connected only after the client's kernel retried a dropped SYN (a full listen queue): a connect of 1 s or more in real time"},
 	{"listen_overflows", "connections", "connections reset because the listen queue was full (server.backlog_overflow: refuse); dropped SYNs show as connect timeouts instead"},
 	{"reused_requests", "requests", "requests whose final attempt went out on a reused connection"},
 	{"reuse_ratio", "ratio 0-1", "reused_requests / requests"},

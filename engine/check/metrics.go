@@ -61,6 +61,9 @@ type Metrics struct {
 	BytesUp         float64 `expr:"bytes_up" json:"bytes_up"`
 	BytesDown       float64 `expr:"bytes_down" json:"bytes_down"`
 	ListenOverflows float64 `expr:"listen_overflows" json:"listen_overflows"`
+	// SYNRetriedConnects counts requests whose new connection connected only after the
+	// client's kernel retransmitted a dropped SYN (a connect of 1 s or more in real time).
+	SYNRetriedConnects float64 `expr:"syn_retried_connects" json:"syn_retried_connects"`
 
 	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
 	// response (the request did not fail at the socket), so errors does not count it.

@@ -289,7 +289,11 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	start := time.Now()
 	var answered atomic.Int64
 	var sawConn atomic.Bool
+	var retriedConnects atomic.Int64
 	record := func(ev client.Event) {
+		if ev.Connect >= synRetryAfter {
+			retriedConnects.Add(1)
+		}
 		if ev.Status > 0 {
 			answered.Add(1)
 		}
@@ -414,6 +418,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["bytes_up"] = float64(ps.BytesUp)
 	flat["bytes_down"] = float64(ps.BytesDown)
 	flat["listen_overflows"] = float64(ps.Overflows)
+	flat["syn_retried_connects"] = float64(retriedConnects.Load())
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
@@ -480,6 +485,11 @@ func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *net
 		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
 	}
 }
+
+// synRetryAfter is the client kernel's first SYN retransmission (TCP_TIMEOUT_INIT, RFC 6298
+// section 2.1: 1 s). A connect on loopback takes microseconds unless its SYN was dropped, so
+// a connect that took this long, in real time whatever the time scale, retried its SYN.
+const synRetryAfter = time.Second
 
 func requestRecord(ev client.Event, runStart time.Time, scale float64) report.Request {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
