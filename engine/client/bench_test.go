@@ -114,10 +114,17 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchAddrEnv points the benchmarks at a server already running (examples/bench runs
+// them against nginx, beside wrk, hey and vegeta) instead of their own.
+const benchAddrEnv = "KALAB_CLIENT_BENCH_ADDR"
+
 // benchClient sends b.N requests with 64 in flight and reports the client process's CPU
 // time per request.
 func benchClient(b *testing.B, cfg Config) {
-	cfg.Addr = startBenchServer(b)
+	cfg.Addr = os.Getenv(benchAddrEnv)
+	if cfg.Addr == "" {
+		cfg.Addr = startBenchServer(b)
+	}
 	cfg.KeepAlive = true
 	c, err := New(cfg)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +20,11 @@ type stdClient struct {
 	cfg    Config
 	tr     *http.Transport
 	rt     http.RoundTripper // the caller's, for the go-func implementation; nil: tr
-	url    string
+	req    *http.Request     // every request's method, URL and headers; WithContext per try
+	reqErr error             // why the template could not be built
+	body   []byte            // the upload (client.body_bytes), sent by every attempt
+	traces sync.Pool         // *attemptTrace
+	built  atomic.Int64      // traces built (tests: how often one was reused)
 	stats  counters
 	nextID atomic.Uint64
 	closed atomic.Bool
@@ -39,7 +42,10 @@ func newStdClient(cfg Config) *stdClient {
 	if cfg.TLS {
 		scheme = "https"
 	}
-	s.url = scheme + "://" + cfg.Addr + cfg.Path
+	s.req, s.reqErr = requestTemplate(cfg, scheme+"://"+cfg.Addr+cfg.Path)
+	if cfg.BodyBytes > 0 {
+		s.body = requestBody(cfg.BodyBytes)
+	}
 	dialer := &net.Dialer{}
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
@@ -56,6 +62,16 @@ func newStdClient(cfg Config) *stdClient {
 		MaxConnsPerHost:     cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxIdle,
 		DisableCompression:  true, // count the bytes the server sent
+	}
+	if cfg.HTTP2 && cfg.Implementation != ImplGoNetHTTP && cfg.MaxConns == 0 {
+		// The model multiplexes: a burst of concurrent requests waits for the connection
+		// being dialed instead of dialing one each. Go's Transport dials once per waiting
+		// request until the first HTTP/2 connection is up (golang/go#13957, #27753, and
+		// #81646 for the wrapped implementation): 10,000 at once made 19,741 connections
+		// here. For HTTP/2, MaxConnsPerHost bounds the dials in progress, not the
+		// connections (net/http Transport docs), so a second connection still opens when
+		// the first one's streams are all in use. go-net-http keeps Go's own behaviour.
+		tr.MaxConnsPerHost = 1
 	}
 	if cfg.MaxIdle == 0 {
 		// kalab's 0 means unlimited; the Transport's 0 means 2.
@@ -76,6 +92,28 @@ func newStdClient(cfg Config) *stdClient {
 	tr.Protocols = &p
 	s.tr = tr
 	return s
+}
+
+// requestTemplate builds the request every try copies (http.Request.WithContext): the URL is
+// parsed and the headers built once. The Transport only reads them (an
+// http.RoundTripper must not modify the request). A URL that does not parse leaves the
+// error for every try to report, as http.NewRequest would.
+func requestTemplate(cfg Config, url string) (*http.Request, error) {
+	req, err := http.NewRequest(cfg.Method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if cfg.KeepAliveHeader && cfg.KeepAlive && !cfg.HTTP2 {
+		req.Header.Set("Connection", "keep-alive")
+	}
+	return req, nil
 }
 
 // Stats returns the cumulative counters.
@@ -157,30 +195,44 @@ func (s *stdClient) Do(ctx context.Context, seq int) Event {
 
 // attemptTrace collects what httptrace reports during one RoundTrip.
 // Hooks of a dial the Transport started for this request may still run after RoundTrip
-// returns (the dial finishes in the background), so the fields are guarded.
+// returns (the dial finishes in the background), so the fields are guarded, and a trace is
+// reused for a later request only when no dial can still report into it (reusable).
 type attemptTrace struct {
 	mu                     sync.Mutex
+	getConns               int  // the Transport looked for a connection (GetConn)
+	wasIdle                bool // and took an idle one at once: no dial was queued
+	dialed                 bool // a dial reported (ConnectStart, TLSHandshakeStart)
 	gotConns               int
 	reused                 bool
 	connID                 uint64
 	connectStart, tlsStart time.Time
 	connect, tlsDur        time.Duration
 	firstByte              time.Time
+
+	// Built once per trace, not per request: the hooks, and the context carrying them for
+	// the last parent context they were attached to.
+	hooks  httptrace.ClientTrace
+	parent context.Context
+	ctx    context.Context
 }
 
-func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
-	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
-	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = 0, 0, false
-	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
-
-	var at attemptTrace
-	trace := &httptrace.ClientTrace{
+// newTrace builds a trace whose hooks write into itself.
+func (s *stdClient) newTrace() *attemptTrace {
+	s.built.Add(1)
+	at := &attemptTrace{}
+	at.hooks = httptrace.ClientTrace{
+		GetConn: func(string) {
+			at.mu.Lock()
+			at.getConns++
+			at.mu.Unlock()
+		},
 		GotConn: func(info httptrace.GotConnInfo) {
 			// One GotConn per try: a second one inside a RoundTrip is a hidden re-send.
 			at.mu.Lock()
 			defer at.mu.Unlock()
 			at.gotConns++
 			at.reused = info.Reused
+			at.wasIdle = info.WasIdle
 			at.connID = connID(info.Conn)
 			if info.Reused {
 				at.connect, at.tlsDur = 0, 0
@@ -188,6 +240,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		},
 		ConnectStart: func(string, string) {
 			at.mu.Lock()
+			at.dialed = true
 			at.connectStart = time.Now()
 			at.mu.Unlock()
 		},
@@ -200,6 +253,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		},
 		TLSHandshakeStart: func() {
 			at.mu.Lock()
+			at.dialed = true
 			at.tlsStart = time.Now()
 			at.mu.Unlock()
 		},
@@ -221,7 +275,47 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 			at.mu.Unlock()
 		},
 	}
-	actx := httptrace.WithClientTrace(ctx, trace)
+	return at
+}
+
+// trace returns a reset trace and the context carrying its hooks under ctx.
+func (s *stdClient) trace(ctx context.Context) (*attemptTrace, context.Context) {
+	at, _ := s.traces.Get().(*attemptTrace)
+	if at == nil {
+		at = s.newTrace()
+	}
+	at.mu.Lock()
+	at.getConns, at.wasIdle, at.dialed, at.gotConns, at.reused, at.connID = 0, false, false, 0, false, 0
+	at.connectStart, at.tlsStart, at.connect, at.tlsDur, at.firstByte = time.Time{}, time.Time{}, 0, 0, time.Time{}
+	at.mu.Unlock()
+	if at.parent != ctx {
+		at.parent, at.ctx = ctx, httptrace.WithClientTrace(ctx, &at.hooks)
+	}
+	return at, at.ctx
+}
+
+// reusable reports whether no hook can run into at any more: the try found its connection
+// without queueing a dial (an idle one handed over at once, or an HTTP/2 connection in the
+// Transport's pool, which calls no GetConn) and nothing was dialed or re-sent. Go's
+// Transport queues a dial whenever no idle connection is free and lets it finish in the
+// background (net/http transport.go getConn, queueForIdleConn, queueForDial): such a trace
+// is left to the garbage collector.
+func (at *attemptTrace) reusable() bool {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	return !at.dialed && at.gotConns <= 1 && at.getConns <= 1 && (at.getConns == 0 || at.wasIdle)
+}
+
+func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) attemptResult {
+	ev.ConnID, ev.Reused, ev.Status, ev.BytesRead, ev.ServerConn = 0, false, 0, 0, 0
+	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = 0, 0, false
+	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, ClassNone, ""
+
+	if s.reqErr != nil {
+		ev.Class, ev.Error = Classify(s.reqErr), fmt.Errorf("build request: %w", s.reqErr).Error()
+		return attemptResult{class: ev.Class}
+	}
+	at, actx := s.trace(ctx)
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(actx, s.cfg.Timeout)
@@ -235,23 +329,15 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		ev.Class, ev.Error = r.class, err.Error()
 		return r
 	}
-	var body io.Reader
-	if s.cfg.BodyBytes > 0 {
-		body = bytes.NewReader(requestBody(s.cfg.BodyBytes))
+	req := s.req.WithContext(actx)
+	if n := len(s.body); n > 0 {
+		// A fresh reader per attempt over the one body: the template holds none.
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(s.body)), nil }
 	}
-	req, err := http.NewRequestWithContext(actx, s.cfg.Method, s.url, body)
-	if err != nil {
-		return fail(attemptResult{}, fmt.Errorf("build request: %w", err))
-	}
-	for k, v := range s.cfg.Headers {
-		if http.CanonicalHeaderKey(k) == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	if s.cfg.KeepAliveHeader && s.cfg.KeepAlive && !s.cfg.HTTP2 {
-		req.Header.Set("Connection", "keep-alive")
+	if s.rt != nil {
+		// The caller's RoundTripper may set headers of its own: not on the shared map.
+		req.Header = s.req.Header.Clone()
 	}
 	var rt http.RoundTripper = s.tr
 	if s.rt != nil {
@@ -260,13 +346,16 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 	resp, err := rt.RoundTrip(req)
 	// The trace hooks may still run on Transport goroutines for an abandoned dial, but
 	// every hook for this request's tries has run once RoundTrip returns.
-	r := s.record(ev, &at, start)
+	r := s.record(ev, at, start)
 	if err != nil {
 		return fail(r, fmt.Errorf("round trip: %w", err))
 	}
 	ev.Status = resp.StatusCode
 	// The embedded server's connection id (kalab's own header; see server.ConnHeader).
-	ev.ServerConn, _ = strconv.ParseUint(resp.Header.Get("Kalab-Conn"), 10, 64)
+	// Parsed without strconv, whose error for a missing header allocates.
+	if n, ok := parseUint([]byte(resp.Header.Get("Kalab-Conn"))); ok {
+		ev.ServerConn = uint64(n)
+	}
 	backendHeaders(resp.Header, ev)
 	if resp.ProtoMajor == 2 {
 		s.stats.h2Streams.Add(1)
@@ -276,6 +365,9 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 	ev.BytesRead = n
 	if err != nil {
 		return fail(r, fmt.Errorf("read response body: %w", err))
+	}
+	if at.reusable() {
+		s.traces.Put(at)
 	}
 	return r
 }

@@ -316,7 +316,7 @@ func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
 type RequestWriter struct {
 	f   *atomicfile.File
 	bw  *bufio.Writer
-	enc *json.Encoder
+	buf []byte // one line, reused (appendRequest)
 	err error
 }
 
@@ -340,14 +340,20 @@ func (w *Writer) Requests(scenario, variant string) (*RequestWriter, error) {
 		return nil, fmt.Errorf("create request file: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 64<<10)
-	return &RequestWriter{f: f, bw: bw, enc: json.NewEncoder(bw)}, nil
+	return &RequestWriter{f: f, bw: bw, buf: make([]byte, 0, 512)}, nil
 }
 
 // Write appends one request; the first error is kept and returned by Close.
 func (rw *RequestWriter) Write(r *Request) {
-	if rw.err == nil {
-		rw.err = rw.enc.Encode(r)
+	if rw.err != nil {
+		return
 	}
+	var err error
+	if rw.buf, err = appendRequest(rw.buf[:0], r); err != nil {
+		rw.err = err
+		return
+	}
+	_, rw.err = rw.bw.Write(rw.buf)
 }
 
 // Close flushes the records and renames the file into place; after an error the file is

@@ -2,14 +2,18 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // budget shares the process's file descriptors among runs in parallel: a run holds as many
-// units as connections it can open at once, so two 5,000-connection bursts never overlap
+// units as descriptors its connections can hold at once (see runHold), so two 5,000-connection bursts never overlap
 // while small runs still do.
 type budget struct {
 	mu    sync.Mutex
@@ -53,35 +57,147 @@ func (b *budget) release(n int) {
 	b.mu.Unlock()
 }
 
-// connWeight is how many connections a run can hold open at once.
-func connWeight(concurrency, requests int) int {
-	if concurrency <= 0 {
-		concurrency = requests // an open model with no cap
-	}
-	return min(concurrency, requests) + 1
+// hold is what one run holds open at once in this process.
+type hold struct {
+	conns int    // client connections open at once, one being replaced included
+	fds   int    // descriptors those connections (and the hops behind them) take here
+	per   string // how fds was counted, for the message when it does not fit
 }
 
-// fileBudget raises the descriptor limit toward what the plan wants and returns how many
-// simulated connections may be open at once. It fails only when even the largest single run
-// cannot fit.
-func fileBudget(weights []int, parallel int) (int, error) {
-	const reserve = 256 // logs, result files, listeners
-	per := netsim.DescriptorsPerConn
-	sorted := slices.Clone(weights)
-	slices.SortFunc(sorted, func(a, b int) int { return b - a })
+// http2Streams is the stream limit assumed for an HTTP/2 server that does not set one: RFC
+// 9113 section 6.5.2 recommends SETTINGS_MAX_CONCURRENT_STREAMS be no smaller than 100 (Go's
+// server advertises 250, nginx 128), and Go's Transport opens another connection only when a
+// connection's streams are all in use (StrictMaxConcurrentStreams is false by default).
+const http2Streams = 100
+
+// runHold counts the connections a run can hold at once and the descriptors they cost in
+// this process: 2 a connection with no link (client socket, server's accepted socket), 4
+// with the link's proxy (its two sockets), and behind a balancer its two sockets, plus 2
+// more when the backend hop has its own link (8 a connection with both links). A real
+// server or a real client program keeps its own sockets in its own process.
+func runHold(st scenario.Settings) hold {
+	l := st.Load
+	inFlight := l.Concurrency
+	if inFlight <= 0 {
+		inFlight = l.Requests // an open model with no cap
+	}
+	inFlight = min(max(inFlight, 1), max(l.Requests, 1))
+	if l.Rate == 0 && l.Concurrency <= 1 {
+		inFlight = 1
+	}
+	conns := inFlight + 1 // and one being replaced
+	if speaksHTTP2(st) && st.Client.Implementation != "go-net-http" {
+		// Streams, not connections: a 10,000-request burst needs ceil(10000/streams) of them.
+		// go-net-http keeps Go's Transport as it is, which dials once per request waiting
+		// for the first connection (see engine/client's stdClient): counted as HTTP/1.1.
+		streams := st.Server.HTTP2MaxStreams
+		if streams <= 0 {
+			streams = http2Streams
+		}
+		conns = (inFlight+streams-1)/streams + 1
+	}
+	if m := st.Client.MaxConns; m > 0 {
+		conns = min(conns, m+1)
+	}
+	var parts []string
+	per := 0
+	add := func(n int, what string) {
+		per += n
+		parts = append(parts, what)
+	}
+	if st.Client.Exec == nil {
+		add(1, "client")
+	}
+	if !direct(st) {
+		add(2, "link proxy ×2")
+	}
+	perBackend := 0
+	if st.Balancer != nil {
+		add(1, "balancer")
+		perBackend = 1 // the balancer's backend socket
+		if !directBackend(st) {
+			perBackend += 2
+		}
+	}
+	server := 0
+	if realKind(st.Server) == "" {
+		server = 1
+	}
+	h := hold{conns: conns}
+	if st.Balancer == nil {
+		add(server, "server")
+		h.fds = conns * per
+		h.per = fmt.Sprintf("%d connections × %d (%s)", conns, per, strings.Join(parts, ", "))
+		return h
+	}
+	backend := conns
+	if m := st.Balancer.Backend.MaxConns; m > 0 {
+		backend = min(backend, m+1)
+	}
+	perBackend += server
+	h.fds = conns*per + backend*perBackend
+	h.per = fmt.Sprintf("%d connections × %d (%s) + %d backend connections × %d (balancer's socket%s%s)",
+		conns, per, strings.Join(parts, ", "), backend, perBackend,
+		map[bool]string{true: ", backend link proxy ×2"}[!directBackend(st)],
+		map[bool]string{true: ", server"}[server == 1])
+	return h
+}
+
+// reserve is what a process keeps beside the runs' connections: logs, result files,
+// listeners, the runtime's own descriptors.
+const reserve = 256
+
+// fileBudget raises the descriptor limit toward what the plan wants (the largest runs that
+// may overlap) and returns how many descriptors the runs may share. The descriptors already
+// open (inherited from the parent, or held by a program embedding kalab) count against the
+// limit. It fails, with the exact count, when even the largest single run cannot fit.
+func fileBudget(holds []hold, parallel int) (int, error) {
+	sorted := slices.Clone(holds)
+	slices.SortFunc(sorted, func(a, b hold) int { return b.fds - a.fds })
 	largest := sorted[0]
 	sum := 0 // the largest runs that could overlap
-	for _, w := range sorted[:min(parallel, len(sorted))] {
-		sum += w
+	for _, h := range sorted[:min(parallel, len(sorted))] {
+		sum += h.fds
 	}
-	if err := netsim.RaiseFileLimit(uint64(per*sum + reserve)); err != nil {
-		if err := netsim.RaiseFileLimit(uint64(per*largest + reserve)); err != nil {
-			return 0, err
-		}
+	open := openDescriptors()
+	if err := netsim.RaiseFileLimit(uint64(sum + reserve + open)); err != nil {
+		// As far as it goes: the largest run alone may still fit.
+		_ = netsim.RaiseFileLimit(uint64(largest.fds + reserve + open))
 	}
 	cur, err := netsim.FileLimit()
 	if err != nil {
 		return 0, err
 	}
-	return max(int((cur-reserve)/uint64(per)), largest), nil
+	free := max(int(min(cur, 1<<40))-reserve-open, 0)
+	if largest.fds > free {
+		return 0, &DescriptorError{Need: largest.fds + reserve + open, Run: largest.fds, Detail: largest.per,
+			Limit: int(min(cur, 1<<40)), Open: open}
+	}
+	return free, nil
+}
+
+// DescriptorError says a run cannot get the file descriptors it would hold.
+type DescriptorError struct {
+	Need   int    // the limit the run needs: Run + the reserve + Open
+	Run    int    // what the run's connections hold
+	Detail string // how Run was counted
+	Limit  int    // the limit the process could reach (the hard limit, unless root)
+	Open   int    // descriptors already open in the process
+}
+
+func (e *DescriptorError) Error() string {
+	return fmt.Sprintf("needs %d file descriptors: %d for %s, %d reserved, %d already open; "+
+		"the limit is %d: raise it (ulimit -Hn, or LimitNOFILE= for a service) or simulate fewer connections",
+		e.Need, e.Run, e.Detail, reserve, e.Open, e.Limit)
+}
+
+// openDescriptors counts the process's open file descriptors (/proc/self/fd on Linux,
+// /dev/fd elsewhere); 0 where neither can be read.
+func openDescriptors() int {
+	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
+		if ents, err := os.ReadDir(dir); err == nil {
+			return max(len(ents)-1, 0) // the directory's own descriptor while it is read
+		}
+	}
+	return 0
 }

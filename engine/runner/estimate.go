@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -17,6 +18,15 @@ const (
 	estimateCPURequest = 80 * time.Microsecond
 	estimateCPUConn    = 150 * time.Microsecond
 )
+
+// estimateProcess is starting a real client's runtime, from the truth suite's real runs
+// beside their models on this machine (loaded): once to ask its version, once to run the
+// program, and once per request for a process-per-request adapter (curl-loop).
+var estimateProcess = map[string]time.Duration{
+	"node":    250 * time.Millisecond,
+	"python3": 400 * time.Millisecond,
+	"curl":    25 * time.Millisecond,
+}
 
 // Expected is how long a run of r should take in real time under opt (its --time-scale and
 // --seed overrides), predicted from its plan alone: the round trips each request pays (1 on
@@ -42,6 +52,31 @@ func estimate(st scenario.Settings) time.Duration {
 	scale := st.TimeScale
 	if scale <= 0 {
 		scale = 1
+	}
+	var processes int
+	var perProcess time.Duration
+	if ex := st.Client.Exec; ex != nil {
+		// A real client runs in real time, and behaves as its adapter fixes it.
+		scale, processes = 1, 2
+		perProcess = 300 * time.Millisecond // the user's own program: unknown
+		if a, ok := execclient.Lookup(ex.Adapter); ok {
+			perProcess = estimateProcess[a.Runtime]
+			fixed := func(field string) (string, bool) { f, ok := a.Fixed[field]; return f.Value, ok }
+			if v, ok := fixed("keepalive"); ok {
+				st.Client.KeepAlive = v == "true"
+			}
+			if v, ok := fixed("honor_hint"); ok {
+				st.Client.HonorHint = v == "true"
+			}
+			if v, ok := fixed("hint_buffer"); ok {
+				if d, err := scenario.ParseDuration(v); err == nil {
+					st.Client.HintBuffer = d
+				}
+			}
+			if a.Name == "curl-loop" {
+				processes += max(st.Load.Requests, 0)
+			}
+		}
 	}
 	l := st.Load
 	n := max(l.Requests, 0)
@@ -145,6 +180,7 @@ func estimate(st scenario.Settings) time.Duration {
 	// The settle wait after the client closes: its FINs cross the link.
 	real += time.Duration(float64(rtt) * scale)
 	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
+	real += time.Duration(processes) * perProcess
 	return real
 }
 

@@ -112,7 +112,7 @@ type job struct {
 	sc     *scenario.Scenario
 	run    *scenario.Run
 	idx    int
-	weight int // connections it may hold open at once
+	weight int // descriptors it may hold open at once (runHold)
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -126,42 +126,34 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		opt.RunID = report.NewRunID(time.Now())
 	}
 	var jobs []job
-	var weights []int
+	var holds []hold
 	remaining := map[*scenario.Scenario]int{}
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
 				continue
 			}
-			l := r.Settings.Load
-			w := connWeight(l.Concurrency, l.Requests)
-			if l.Rate == 0 && l.Concurrency <= 1 {
-				w = 2 // sequential: a connection, and one being replaced
-			}
-			if direct(r.Settings) {
-				w = (w + 1) / 2 // no proxy: two descriptors a connection instead of four
-			}
-			if r.Settings.Balancer != nil {
-				w *= 2 // a second hop: the balancer's backend connections and their link
+			h := runHold(r.Settings)
+			w := h.fds
+			if h.conns >= exclusiveConns {
+				w = -1 // the whole budget, below
 			}
 			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w})
-			weights = append(weights, w)
+			holds = append(holds, h)
 			remaining[sc]++
 		}
 	}
 	if len(jobs) == 0 {
 		return nil, ErrNoRuns
 	}
-	// Client, proxy (two sockets) and server each hold a descriptor per simulated
-	// connection when they share this process.
-	total, err := fileBudget(weights, opt.Parallel)
+	total, err := fileBudget(holds, opt.Parallel)
 	if err != nil {
 		return nil, err
 	}
 	// A burst of thousands of connections keeps both cores busy for a second or two, long
 	// enough to delay a neighbour's timers by tens of milliseconds: such runs run alone.
 	for i := range jobs {
-		if jobs[i].weight >= exclusiveConns {
+		if jobs[i].weight < 0 {
 			jobs[i].weight = total
 		}
 	}

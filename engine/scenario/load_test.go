@@ -37,8 +37,14 @@ func TestBundledScenariosLoad(t *testing.T) {
 	}
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
-		if !bytes.HasPrefix(data, []byte("# yaml-language-server: $schema=../schema/scenario.schema.json\n")) {
-			t.Errorf("%s does not start with the yaml-language-server schema line", f)
+		// The schema's path relative to the file, so editors find it from a subfolder too.
+		rel, err := filepath.Rel(filepath.Dir(f), "../../schema/scenario.schema.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := "# yaml-language-server: $schema=" + filepath.ToSlash(rel) + "\n"
+		if !bytes.HasPrefix(data, []byte(line)) {
+			t.Errorf("%s does not start with %q", f, line)
 		}
 	}
 }

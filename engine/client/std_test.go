@@ -1,0 +1,30 @@
+package client
+
+import (
+	"testing"
+)
+
+// A try that takes an idle connection reuses the last try's trace; a try that dials never
+// hands its trace on, since the dial's hooks may still report into it after RoundTrip.
+func TestStdTraceReusedOnlyWithoutADial(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	for _, keepAlive := range []bool{true, false} {
+		srv := newRawServer(t, 0, okHandler)
+		c := mustNew(t, Config{Implementation: ImplGoNetHTTP, Addr: srv.addr, KeepAlive: keepAlive})
+		for i := range n {
+			if ev := do(t, c, i); !ev.OK() {
+				t.Fatalf("keepalive %v, request %d: %s", keepAlive, i, ev.Error)
+			}
+		}
+		built := c.(*stdClient).built.Load()
+		st := c.Stats()
+		t.Logf("keepalive %v: %d traces built for %d requests over %d connections", keepAlive, built, n, st.Connections)
+		switch {
+		case keepAlive && (st.Connections != 1 || built > 2):
+			t.Errorf("keepalive: %d traces for %d requests over %d connection(s); want 1 connection and at most 2 traces (the first dials)", built, n, st.Connections)
+		case !keepAlive && built != n:
+			t.Errorf("no keepalive: %d traces for %d requests that each dialed; want one each", built, n)
+		}
+	}
+}
