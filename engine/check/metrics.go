@@ -64,6 +64,15 @@ type Metrics struct {
 	// QueueWaitMs is how long requests waited between their scheduled and actual start
 	// (an open-model run whose concurrency cap was full, or a late schedule).
 	QueueWaitMs Spread `expr:"queue_wait_ms" json:"queue_wait_ms"`
+	// BytesUp and BytesDown are the bytes the link delivered each way (client to server,
+	// server to client); 0 without a link. ListenOverflows counts connections reset because
+	// the modelled listen queue was full (server.backlog_overflow: refuse).
+	BytesUp         float64 `expr:"bytes_up" json:"bytes_up"`
+	BytesDown       float64 `expr:"bytes_down" json:"bytes_down"`
+	ListenOverflows float64 `expr:"listen_overflows" json:"listen_overflows"`
+	// SYNRetriedConnects counts requests whose new connection connected only after the
+	// client's kernel retransmitted a dropped SYN (a connect of 1 s or more in real time).
+	SYNRetriedConnects float64 `expr:"syn_retried_connects" json:"syn_retried_connects"`
 
 	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
 	// response (the request did not fail at the socket), so errors does not count it.

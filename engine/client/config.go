@@ -48,6 +48,7 @@ type Config struct {
 	SessionResumption bool              // keep a TLS session cache so new connections may resume
 	HTTP2             bool              // h2 via ALPN (TLS) or h2c prior knowledge (plain), standard library
 	Method            string            // default GET
+	BodyBytes         int               // request body size; sent with Content-Length by every method that has one
 	Path              string            // default "/"
 	Headers           map[string]string // extra request headers, e.g. Idempotency-Key
 	KeepAlive         bool              // reuse connections; false sends Connection: close and closes after each response
@@ -116,6 +117,12 @@ func (c Config) normalized() (Config, error) {
 	}
 	if !isToken(c.Method) {
 		return c, fmt.Errorf("method %q: not an HTTP token", c.Method)
+	}
+	if c.BodyBytes < 0 || c.BodyBytes > maxRequestBody {
+		return c, fmt.Errorf("body bytes %d: must be 0-%d", c.BodyBytes, maxRequestBody)
+	}
+	if c.BodyBytes > 0 && (c.Method == "HEAD" || c.Method == "TRACE") {
+		return c, fmt.Errorf("method %s with %d body bytes: a %s request has no body", c.Method, c.BodyBytes, c.Method)
 	}
 	if c.Path == "" {
 		c.Path = "/"

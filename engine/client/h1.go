@@ -54,8 +54,10 @@ func buildRequest(cfg *Config) []byte {
 	for _, k := range cfg.sortedHeaderKeys() {
 		fmt.Fprintf(&b, "%s: %s\r\n", k, cfg.Headers[k])
 	}
-	switch cfg.Method {
-	case "POST", "PUT", "PATCH":
+	switch {
+	case cfg.BodyBytes > 0:
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", cfg.BodyBytes)
+	case cfg.Method == "POST" || cfg.Method == "PUT" || cfg.Method == "PATCH":
 		b.WriteString("Content-Length: 0\r\n")
 	}
 	if !cfg.KeepAlive {
@@ -64,8 +66,14 @@ func buildRequest(cfg *Config) []byte {
 		b.WriteString("Connection: keep-alive\r\n")
 	}
 	b.WriteString("\r\n")
-	return []byte(b.String())
+	return append([]byte(b.String()), requestBody(cfg.BodyBytes)...)
 }
+
+// maxRequestBody bounds client.body_bytes, like the server's body.
+const maxRequestBody = 64 << 20
+
+// requestBody is the upload: n bytes of 'k'. The server reads and discards it.
+func requestBody(n int) []byte { return bytes.Repeat([]byte{'k'}, n) }
 
 // readLine returns one line without its CRLF. A stream that ends before the line is
 // complete is io.EOF if nothing at all was read, else io.ErrUnexpectedEOF.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -21,6 +22,7 @@ type stdClient struct {
 	rt     http.RoundTripper // the caller's, for the go-func implementation; nil: tr
 	req    *http.Request     // every request's method, URL and headers; WithContext per try
 	reqErr error             // why the template could not be built
+	body   []byte            // the upload (client.body_bytes), sent by every attempt
 	traces sync.Pool         // *attemptTrace
 	built  atomic.Int64      // traces built (tests: how often one was reused)
 	stats  counters
@@ -41,6 +43,9 @@ func newStdClient(cfg Config) *stdClient {
 		scheme = "https"
 	}
 	s.req, s.reqErr = requestTemplate(cfg, scheme+"://"+cfg.Addr+cfg.Path)
+	if cfg.BodyBytes > 0 {
+		s.body = requestBody(cfg.BodyBytes)
+	}
 	dialer := &net.Dialer{}
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
@@ -346,6 +351,11 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		return r
 	}
 	req := s.req.WithContext(actx)
+	if n := len(s.body); n > 0 {
+		// A fresh reader per attempt over the one body: the template holds none.
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(s.body)), nil }
+	}
 	if s.rt != nil {
 		// The caller's RoundTripper may set headers of its own: not on the shared map.
 		req.Header = s.req.Header.Clone()

@@ -24,7 +24,14 @@
 //     request with RST; the proxy notices that RST (SO_ERROR) and carries it
 //     to the client behind the FIN, which is the stale-connection race;
 //   - an upstream that refuses the connection becomes a reset to the client
-//     one RTT after it connected.
+//     one RTT after it connected;
+//   - data leaves its sender by a TCP sending model (tcpmodel.go): slow start
+//     from an initial window of 10 segments that doubles per round trip, the
+//     window's restart after idle as Linux does it, and an optional bandwidth
+//     limit per link or shared; a chunk is released RTT/2 after its last byte
+//     left the sender, so a chunk may be split across rounds;
+//   - an optional listen queue at the edge (backlog.go): a real kernel
+//     backlog whose overflow drops SYNs, or a modelled one that resets.
 //
 // Durations are used as given: the runner scales them before calling Start.
 // Nothing is bound or dialed outside 127.0.0.0/8 and ::1.

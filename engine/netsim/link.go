@@ -40,6 +40,9 @@ type link struct {
 
 	up, down *direction
 	once     sync.Once
+
+	acceptAt time.Time // when the modelled server accepts it (backlog.go)
+	overflow bool      // the modelled queue was full: refuse it
 	truth    connTruth
 }
 
@@ -55,6 +58,11 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
+	l.up.snd, l.down.snd = newSender(&p.cfg), newSender(&p.cfg)
+	l.up.pace, l.down.pace = p.paceUp, p.paceDown
+	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
+		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
+	}
 	return l
 }
 
@@ -62,17 +70,24 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 // are started on demand by the queues.
 func (l *link) run() {
 	defer l.p.wg.Done()
+	if l.overflow {
+		l.p.overflows.Add(1)
+		l.refused()
+		return
+	}
+	if wait := time.Until(l.acceptAt); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			return
+		}
+	}
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(l.p.ctx, "tcp", l.p.cfg.Upstream)
 	if err != nil {
-		l.mu.Lock()
-		if l.truth.closedBy == "" {
-			l.truth.closedBy, l.truth.reason, l.truth.closed = SideServer, ReasonRefused, time.Duration(l.since(time.Now()))
-		}
-		l.mu.Unlock()
-		// A refused SYN is answered by a reset that reaches the client one
-		// round trip after it connected.
-		l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
+		l.refused()
 		return
 	}
 	l.truth.connected.Store(max(l.since(time.Now()), 1))
@@ -92,6 +107,17 @@ func (l *link) run() {
 	l.p.wg.Add(2)
 	go l.up.readLoop()
 	go l.down.readLoop()
+}
+
+// refused answers the client with a reset one round trip after it connected, as a
+// refused SYN is.
+func (l *link) refused() {
+	l.mu.Lock()
+	if l.truth.closedBy == "" {
+		l.truth.closedBy, l.truth.reason, l.truth.closed = SideServer, ReasonRefused, time.Duration(l.since(time.Now()))
+	}
+	l.mu.Unlock()
+	l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished

@@ -50,6 +50,32 @@ type Config struct {
 	// AllowRemoteUpstream lets Upstream be an address outside loopback (a user's own
 	// server elsewhere). The proxy still listens on loopback only.
 	AllowRemoteUpstream bool
+
+	// InitialWindow is the TCP initial congestion window of the slow-start model, in
+	// segments of MSS bytes, for both directions; zero means DefaultInitialWindow (10)
+	// and a negative value turns slow start off, so every chunk leaves as it arrives.
+	// See tcpmodel.go for the model and what it leaves out.
+	InitialWindow int
+	// NoSlowStartAfterIdle keeps the window of a connection that was idle longer than
+	// its RTO, as a host with net.ipv4.tcp_slow_start_after_idle=0 does. By default
+	// the window shrinks as Linux's does.
+	NoSlowStartAfterIdle bool
+	// Bandwidth, when positive, limits each direction to this many bits per second:
+	// bytes are serialized one after another and wait while the link is busy.
+	Bandwidth int64
+	// BandwidthShared makes the limit one bottleneck per direction for all links of the
+	// proxy instead of one per link.
+	BandwidthShared bool
+
+	// Backlog, when positive, is the listen queue at the proxy's edge: connections
+	// the modelled server has not accepted yet. AcceptDelay is how long that server
+	// takes per accept (a server too busy to accept). See backlog.go.
+	Backlog     int
+	AcceptDelay time.Duration
+	// RefuseOverflow answers a connection that finds the queue full with a reset, as
+	// Linux with net.ipv4.tcp_abort_on_overflow=1; by default its SYN is dropped and
+	// the client's kernel retries it (1 s, 3 s, 7 s, ... after the first).
+	RefuseOverflow bool
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
@@ -72,6 +98,10 @@ type Stats struct {
 	// ResetsDown counts resets delivered to clients, including refused
 	// upstream connections.
 	ResetsDown int64
+	// Overflows counts connections refused because the modelled listen queue was
+	// full (RefuseOverflow). Dropped SYNs never reach the proxy: the client's kernel
+	// retries them and the client's connect time shows them.
+	Overflows int64
 }
 
 // Proxy is a running latency proxy. Its methods are safe for concurrent use.
@@ -93,6 +123,14 @@ type Proxy struct {
 	accepted, open, peakOpen atomic.Int64
 	bytesUp, bytesDown       atomic.Int64
 	resetsUp, resetsDown     atomic.Int64
+	overflows                atomic.Int64
+
+	// The modelled accept queue (backlog.go); only acceptLoop uses them.
+	acceptFree time.Time   // when the modelled server can accept the next connection
+	pending    []time.Time // accept times of connections still waiting in the queue
+
+	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
+	paceUp, paceDown *pacer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -106,6 +144,9 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	if cfg.RTT < 0 {
 		return nil, fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
+	}
+	if cfg.Bandwidth < 0 {
+		return nil, fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
 	}
 	if cfg.Jitter < 0 {
 		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
@@ -135,7 +176,15 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netsim: resolving listen address %q: %w", cfg.Listen, err)
 	}
-	ln, err := net.ListenTCP("tcp", laddr)
+	if cfg.Backlog < 0 || cfg.AcceptDelay < 0 {
+		return nil, fmt.Errorf("netsim: backlog %d and accept delay %v must not be negative", cfg.Backlog, cfg.AcceptDelay)
+	}
+	var ln *net.TCPListener
+	if cfg.Backlog > 0 && !cfg.RefuseOverflow {
+		ln, err = listenBacklog(laddr, cfg.Backlog)
+	} else {
+		ln, err = net.ListenTCP("tcp", laddr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("netsim: listening on %s: %w", cfg.Listen, err)
 	}
@@ -148,6 +197,9 @@ func Start(cfg Config) (*Proxy, error) {
 		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
 		links:  make(map[*link]struct{}),
 		peers:  make(map[int]struct{}),
+	}
+	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
+		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -218,6 +270,7 @@ func (p *Proxy) Stats() Stats {
 		BytesDown:  p.bytesDown.Load(),
 		ResetsUp:   p.resetsUp.Load(),
 		ResetsDown: p.resetsDown.Load(),
+		Overflows:  p.overflows.Load(),
 	}
 }
 
@@ -264,6 +317,7 @@ func (p *Proxy) acceptLoop() {
 		t0 := time.Now()
 		id := p.accepted.Add(1)
 		l := newLink(p, c, t0, uint64(id))
+		l.acceptAt, l.overflow = p.admit(t0)
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -286,6 +340,9 @@ func (p *Proxy) acceptLoop() {
 			}
 		}
 		go l.run()
+		if !p.acceptPause() {
+			return
+		}
 	}
 }
 

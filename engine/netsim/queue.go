@@ -50,6 +50,9 @@ type direction struct {
 	srcEOF   atomic.Bool   // the reader saw FIN on src
 	oob      [64]byte      // control messages (arrival timestamps) for the reader
 	finAt    time.Time     // the reader found the FIN queued behind data that arrived then
+	snd      sender        // the sending model (slow start); the reader's own
+	pace     *pacer        // the bandwidth limit, nil without one
+	pieces   []piece       // the reader's scratch for snd.depart
 
 	mu        sync.Mutex
 	q         []chunk
@@ -61,13 +64,48 @@ type direction struct {
 	watching  atomic.Bool // a watchReset goroutine is running
 }
 
-// push queues c, stamped at arrival, for release one delayed trip later.
+// push queues c, stamped at arrival, for release one delayed trip later. Data goes
+// through the sending model first (tcpmodel.go): it may leave the sender later, in
+// several pieces, when the congestion window or the bandwidth holds it back.
 func (d *direction) push(c chunk, stamp time.Time) {
+	if c.kind == evData && (d.snd.on || d.pace != nil) {
+		d.pushData(c, stamp)
+		return
+	}
 	due := stamp.Add(d.l.p.oneWay())
 	if due.Before(d.floor) {
 		due = d.floor
 	}
 	d.pushAt(c, due)
+}
+
+// pushData queues a data chunk by the sending model. Only the reader calls it.
+func (d *direction) pushData(c chunk, stamp time.Time) {
+	// Nothing leaves before the handshake lets it: the floor less the one-way trip.
+	ready := stamp
+	if dep := d.floor.Add(-d.l.p.cfg.RTT / 2); ready.Before(dep) {
+		ready = dep
+	}
+	d.pieces = d.snd.depart(ready, c.n, d.pieces[:0])
+	off := 0
+	for i, pc := range d.pieces {
+		dep := pc.dep
+		if d.pace != nil {
+			dep = d.pace.send(dep, pc.n)
+		}
+		due := dep.Add(d.l.p.oneWay())
+		if due.Before(d.floor) {
+			due = d.floor
+		}
+		part := chunk{kind: evData, n: pc.n}
+		if i == len(d.pieces)-1 {
+			part.data, part.pool = c.data[off:], c.pool
+		} else {
+			part.data = append([]byte(nil), c.data[off:off+pc.n]...)
+		}
+		off += pc.n
+		d.pushAt(part, due)
+	}
 }
 
 // pushAt queues c for release at due, or later if an earlier chunk is due

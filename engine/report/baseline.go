@@ -171,6 +171,10 @@ var defaultRules = func() map[string]Rule {
 		"backend_reused_requests":   count(LowerIsWorse),
 		"backend_errors":            count(HigherIsWorse),
 		"backend_proxy_connections": count(HigherIsWorse),
+		"bytes_up":                  {Worse: Informational},
+		"bytes_down":                {Worse: Informational},
+		"listen_overflows":          count(HigherIsWorse),
+		"syn_retried_connects":      count(HigherIsWorse),
 	}
 	for _, n := range check.Names() {
 		if strings.HasPrefix(n, "errors_by_class.") || strings.HasPrefix(n, "backend_errors_by_class.") {

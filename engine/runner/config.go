@@ -93,6 +93,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		HTTP2:             speaksHTTP2(st),
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
+		BodyBytes:         c.BodyBytes,
 		Path:              c.Path,
 		Headers:           c.Headers,
 		KeepAlive:         c.KeepAlive,
@@ -146,11 +147,28 @@ func speaksHTTP2(st scenario.Settings) bool {
 }
 
 func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
-	return netsim.Config{
+	c := netsim.Config{
 		Upstream: upstream,
 		RTT:      sc.d(st.Network.RTT),
 		Jitter:   sc.d(st.Network.Jitter),
 		Seed:     st.Load.Seed,
+	}
+	tcpModel(&c, st.Network, sc)
+	c.Backlog = st.Server.Backlog
+	c.AcceptDelay = sc.d(st.Server.AcceptDelay)
+	c.RefuseOverflow = st.Server.BacklogOverflow == "refuse"
+	return c
+}
+
+// tcpModel sets the link's sending model: slow start and the bandwidth limit. A time
+// scale stretches every duration, so it divides the rate: a transfer takes the same
+// share of the run at any scale.
+func tcpModel(c *netsim.Config, n scenario.Network, sc scaler) {
+	c.InitialWindow = n.InitialWindow
+	c.NoSlowStartAfterIdle = !n.SlowStartAfterIdle
+	if n.Bandwidth > 0 {
+		c.Bandwidth = max(int64(float64(n.Bandwidth)/float64(sc)), 1)
+		c.BandwidthShared = n.BandwidthShared
 	}
 }
 
@@ -158,12 +176,14 @@ func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config
 // the seed, so the two links do not jitter in step.
 func backendProxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
 	n := st.Balancer.BackendNetwork
-	return netsim.Config{
+	c := netsim.Config{
 		Upstream: upstream,
 		RTT:      sc.d(n.RTT),
 		Jitter:   sc.d(n.Jitter),
 		Seed:     st.Load.Seed ^ 0x6b616c6162, // "kalab"
 	}
+	tcpModel(&c, n, sc)
+	return c
 }
 
 // balancerConfig translates a scenario's balancer section; addr is what its backend pool
@@ -209,7 +229,7 @@ func startBalancer(st scenario.Settings, sc scaler, addr string) (balancerHop, e
 
 // directBackend reports whether the balancer-server hop has no link to simulate.
 func directBackend(st scenario.Settings) bool {
-	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0)
+	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 && st.Balancer.BackendNetwork.Bandwidth == 0)
 }
 
 func loadSpec(st scenario.Settings, sc scaler) load.Spec {
@@ -240,6 +260,19 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 		rtt += ns(b.BackendNetwork.RTT) + 2*ns(b.BackendNetwork.Jitter)
 	}
 	perRequest := 4*rtt + ns(st.Server.Response.Delay) + float64(20*time.Millisecond)
+	// A large body takes slow-start rounds (a window doubling from initial_window
+	// segments) and, under a bandwidth limit, its time on the wire.
+	body := float64(st.Server.Response.BodyBytes + 1024)
+	for w := float64(max(st.Network.InitialWindow, 1) * netsim.MSS); body > w; w *= 2 {
+		perRequest += rtt
+		body -= w
+	}
+	if bw := float64(st.Network.Bandwidth); bw > 0 {
+		perRequest += float64(st.Server.Response.BodyBytes+1024) * 8 / bw * float64(time.Second)
+		if st.Network.BandwidthShared {
+			perRequest *= float64(max(l.Concurrency, 1))
+		}
+	}
 	waves := (n + max(l.Concurrency, 1) - 1) / max(l.Concurrency, 1)
 	expected := float64(waves) * perRequest
 	if l.Burst > 0 {

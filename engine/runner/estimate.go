@@ -6,6 +6,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -97,6 +98,20 @@ func estimate(st scenario.Settings) time.Duration {
 			reused += brtt
 		}
 	}
+	// Slow start (netsim's sending model): a large body needs more windows than one, on
+	// a new connection from initial_window segments; a reused one has its window grown
+	// unless it sat idle longer than its RTO with slow_start_after_idle on. A bandwidth
+	// limit adds each request's time on the wire.
+	bodies := st.Server.Response.BodyBytes + st.Client.BodyBytes
+	newRounds, grown := slowStartRounds(bodies, max(st.Network.InitialWindow, 1)*netsim.MSS)
+	reusedRounds, _ := slowStartRounds(bodies, grown)
+	if bw := float64(st.Network.Bandwidth); bw > 0 {
+		wire := time.Duration(float64(bodies+1024) * 8 / bw * float64(time.Second))
+		reused += wire
+	}
+	handshake += time.Duration(newRounds-reusedRounds) * rtt
+	reused += time.Duration(reusedRounds) * rtt
+	restart := st.Network.SlowStartAfterIdle
 	fresh := reused + handshake
 	pools := pools(st)
 	idle := effectiveIdle(st)
@@ -119,6 +134,10 @@ func estimate(st scenario.Settings) time.Duration {
 		fromScratch := i == 0 || !pools || (idle > 0 && pauses[i-1] >= idle)
 		if i > 0 {
 			total += pauses[i-1]
+			if restart && !fromScratch && pauses[i-1] > netsim.RTO(rtt) {
+				// The window shrank while idle: count it back up from scratch.
+				total += time.Duration(newRounds-reusedRounds) * rtt
+			}
 		}
 		if l.Rate > 0 {
 			// Arrivals spread over the burst; the last one still needs its answer.
@@ -146,12 +165,34 @@ func estimate(st scenario.Settings) time.Duration {
 			conns += min(b, conc)
 		}
 	}
+	if q := st.Server.Backlog; q > 0 && conc > q+1 && n > q+1 {
+		// A burst larger than the listen queue waits for SYN retries (1 s and up), up to
+		// the client's timeout, while the server accepts the rest.
+		wait := 3 * time.Second
+		if t := st.Client.Timeout.D(); t > 0 {
+			wait = min(wait, t)
+		}
+		total += max(wait, time.Duration(min(n, conc))*st.Server.AcceptDelay.D())
+	} else {
+		total += time.Duration(min(n, conc)) * st.Server.AcceptDelay.D()
+	}
 	real := time.Duration(float64(total) * scale)
 	// The settle wait after the client closes: its FINs cross the link.
 	real += time.Duration(float64(rtt) * scale)
 	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
 	real += time.Duration(processes) * perProcess
 	return real
+}
+
+// slowStartRounds returns how many more windows than one n bytes need from a window of
+// w bytes that doubles per round trip, and the window after them.
+func slowStartRounds(n, w int) (int, int) {
+	rounds := 0
+	for n -= w; n > 0; n -= w {
+		w *= 2
+		rounds++
+	}
+	return rounds, w
 }
 
 // pools reports whether the client keeps connections for reuse at all: keepalive on, and no

@@ -35,6 +35,9 @@ var mutations = []mutation{
 	{"10-lb-idle-mismatch.yaml", "no idle close at the balancer", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
 	{"11-http2-cold-start.yaml", "Go shares one HTTP/2 connection from the start", func(s *scenario.Settings) { s.Client.MaxConns = 1 }},
 	{"12-alb-backend-race.yaml", "no idle close on the backend", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
+	{"13-large-response-slow-start.yaml", "no slow start (a window of 10,000 segments)", func(s *scenario.Settings) { s.Network.InitialWindow = 10000 }},
+	{"13-large-response-slow-start.yaml", "no restart after idle", func(s *scenario.Settings) { s.Network.SlowStartAfterIdle = false }},
+	{"14-listen-queue-burst.yaml", "no listen queue limit", func(s *scenario.Settings) { s.Server.Backlog = 0 }},
 }
 
 // TestSuiteFindingsCanFail runs each bundled file with its model broken and requires a

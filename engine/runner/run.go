@@ -316,9 +316,16 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	start := time.Now()
 	var answered atomic.Int64
 	var sawConn atomic.Bool
+	var retriedConnects atomic.Int64
+	// The client's connect time includes the link's simulated SYN/SYN-ACK (one RTT, real
+	// time); what exceeds it by a second is the kernel retransmitting a dropped SYN.
+	handshake := scale.d(st.Network.RTT)
 	// planned is when the schedule meant the request to start; zero for a real program,
 	// which keeps its own schedule.
 	record := func(ev client.Event, planned time.Time) {
+		if ev.Connect-handshake >= synRetryAfter {
+			retriedConnects.Add(1)
+		}
 		if ev.Status > 0 {
 			answered.Add(1)
 		}
@@ -451,6 +458,10 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	flat["connections"] = float64(cs.Connections)
 	flat["server_connections"] = float64(ss.Connections)
 	flat["proxy_connections"] = float64(ps.Accepted)
+	flat["bytes_up"] = float64(ps.BytesUp)
+	flat["bytes_down"] = float64(ps.BytesDown)
+	flat["listen_overflows"] = float64(ps.Overflows)
+	flat["syn_retried_connects"] = float64(retriedConnects.Load())
 	flat["tls_handshakes"] = float64(ss.TLSHandshakes)
 	flat["tls_resumed"] = float64(ss.TLSResumed)
 	flat["hidden_retries"] = float64(max(cs.HiddenRetries, int64(flat["hidden_retries"])))
@@ -518,6 +529,12 @@ func balancerMetrics(flat map[string]float64, bal balancerHop, backendProxy *net
 		flat["backend_proxy_connections"] = float64(backendProxy.Stats().Accepted)
 	}
 }
+
+// synRetryAfter is the client kernel's first SYN retransmission (TCP_TIMEOUT_INIT, RFC 6298
+// section 2.1: 1 s). A connect on loopback takes microseconds unless its SYN was dropped, so
+// a connect that took this long beyond the simulated handshake, in real time whatever the
+// time scale, retried its SYN.
+const synRetryAfter = time.Second
 
 func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) report.Request {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
@@ -594,7 +611,8 @@ func portOf(addr string) int {
 // direct reports whether a run has no link to simulate and the embedded server, so the
 // client can dial the server without the proxy.
 func direct(st scenario.Settings) bool {
-	return st.Network.RTT == 0 && st.Network.Jitter == 0 && realKind(st.Server) == ""
+	return st.Network.RTT == 0 && st.Network.Jitter == 0 && st.Network.Bandwidth == 0 &&
+		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && realKind(st.Server) == ""
 }
 
 // open is how many connections are still open on the link (or at the server when direct).

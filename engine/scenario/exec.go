@@ -86,6 +86,8 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return s(c.Method)
 	case "path":
 		return s(c.Path)
+	case "body_bytes":
+		return i(c.BodyBytes)
 	case "retry.attempts":
 		return i(c.Retry.Attempts)
 	case "retry.idempotent_only":

@@ -23,7 +23,7 @@ type Preset struct {
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
 const defaultsYAML = `
 time_scale: 1
-network: {rtt: 0, jitter: 0}
+network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
 server:
   tls: false
   tls_version: "1.3"
@@ -36,10 +36,14 @@ server:
   max_requests: 0
   close_every: 0
   http2_max_streams: 0
+  backlog: 0
+  accept_delay: 0
+  backlog_overflow: drop
   response: {status: 200, body_bytes: 200, delay: 0}
 client:
   implementation: model
   keepalive: true
+  body_bytes: 0
   idle_timeout: none
   honor_hint: false
   hint_parser: node
@@ -157,7 +161,7 @@ var ClientPresets = registry([]Preset{
 // field: a generic proxy with the ALB's 60 s on both sides and an immediate 502.
 const balancerDefaultsYAML = `
 idle_timeout: 60s
-backend_network: {rtt: 0, jitter: 0}
+backend_network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
 backend: {keepalive: true, idle_timeout: 60s, max_idle: 0, max_conns: 0, scheduling: lifo, liveness_check: true, timeout: 30s}
 on_backend_error: error
 retries: 1

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,72 @@ type BalancerBackend struct {
 type Network struct {
 	RTT    Duration `yaml:"rtt" json:"rtt"`
 	Jitter Duration `yaml:"jitter" json:"jitter"`
+	// InitialWindow is the TCP initial congestion window in segments of 1,448 bytes.
+	InitialWindow int `yaml:"initial_window" json:"initial_window"`
+	// SlowStartAfterIdle shrinks the window of a connection idle longer than its RTO, as
+	// Linux does by default (net.ipv4.tcp_slow_start_after_idle=1).
+	SlowStartAfterIdle bool `yaml:"slow_start_after_idle" json:"slow_start_after_idle"`
+	// Bandwidth limits each direction; zero means no limit.
+	Bandwidth Bandwidth `yaml:"bandwidth" json:"bandwidth"`
+	// BandwidthShared makes the limit one bottleneck for all connections of the run.
+	BandwidthShared bool `yaml:"bandwidth_shared" json:"bandwidth_shared"`
 }
+
+// Bandwidth is a rate in bits per second, written as 10Mbit, 1Gbit, 512kbit or none.
+type Bandwidth int64
+
+var bandwidthSyntax = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(bit|kbit|Mbit|Gbit)$`)
+
+// ParseBandwidth reads a scenario bandwidth: a positive rate with a decimal unit (bit,
+// kbit, Mbit, Gbit, as tc writes them), none, or 0.
+func ParseBandwidth(s string) (Bandwidth, error) {
+	s = strings.TrimSpace(s)
+	if s == "none" || s == "0" {
+		return 0, nil
+	}
+	m := bandwidthSyntax.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a bandwidth (use e.g. 10Mbit, 1Gbit, 512kbit or none)", s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	mult := map[string]float64{"bit": 1, "kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}[m[2]]
+	bps := v * mult
+	if err != nil || bps < 1000 || bps > 1e12 {
+		return 0, fmt.Errorf("%q is out of range: a bandwidth is from 1kbit to 1000Gbit", s)
+	}
+	return Bandwidth(bps), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *Bandwidth) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a bandwidth such as 10Mbit, 1Gbit or none")
+	}
+	v, err := ParseBandwidth(n.Value)
+	if err != nil {
+		return atNode(n, err)
+	}
+	*b = v
+	return nil
+}
+
+// String formats the rate in the largest unit that keeps it whole, "none" for zero.
+func (b Bandwidth) String() string {
+	switch {
+	case b == 0:
+		return "none"
+	case b%1e9 == 0:
+		return fmt.Sprintf("%dGbit", b/1e9)
+	case b%1e6 == 0:
+		return fmt.Sprintf("%dMbit", b/1e6)
+	case b%1e3 == 0:
+		return fmt.Sprintf("%dkbit", b/1e3)
+	}
+	return fmt.Sprintf("%dbit", int64(b))
+}
+
+// MarshalJSON writes the rate as its string form, so records read like the file.
+func (b Bandwidth) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(b.String())), nil }
 
 // Server configures the embedded server.
 type Server struct {
@@ -64,6 +130,10 @@ type Server struct {
 	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
+	// Backlog, AcceptDelay and BacklogOverflow are the listen queue at the link's edge.
+	Backlog         int      `yaml:"backlog" json:"backlog"`
+	AcceptDelay     Duration `yaml:"accept_delay" json:"accept_delay"`
+	BacklogOverflow string   `yaml:"backlog_overflow" json:"backlog_overflow"`
 	Response        Response `yaml:"response" json:"response"`
 	// Exec, Command and URL put a real server behind the proxy instead of the embedded one.
 	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
@@ -98,6 +168,7 @@ type Client struct {
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
 	Method            string            `yaml:"method" json:"method"`
+	BodyBytes         int               `yaml:"body_bytes" json:"body_bytes"`
 	Path              string            `yaml:"path" json:"path"`
 	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Retry             Retry             `yaml:"retry" json:"retry"`

@@ -394,6 +394,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(r, id, n)
 	}
+	// Read the whole upload before answering, as an application that parses its body
+	// does; net/http would otherwise drain at most 256 KiB and close the connection.
+	_, _ = io.Copy(io.Discard, r.Body)
 	if s.cfg.Delay > 0 {
 		t := time.NewTimer(s.cfg.Delay)
 		select {

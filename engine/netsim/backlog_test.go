@@ -1,0 +1,151 @@
+//go:build linux
+
+package netsim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// synRetries returns when the client's kernel retransmits an unanswered SYN, counted
+// from the first: the initial RTO of 1 s, repeated tcp_syn_linear_timeouts times more
+// (Linux 6.5+, commit ccce324dabfe "tcp: make the first N SYN RTO backoffs linear",
+// default 4, macOS's schedule), then doubling: 1, 2, 3, 4, 5, 7, 11 s by default, 1, 3,
+// 7 s on older kernels.
+func synRetries(t *testing.T, n int) []time.Duration {
+	linear := 0
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_syn_linear_timeouts"); err == nil {
+		if _, err := fmt.Sscan(string(b), &linear); err != nil {
+			t.Fatalf("tcp_syn_linear_timeouts: %v", err)
+		}
+	}
+	var at time.Duration
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		iv := time.Second
+		if i > linear {
+			iv <<= i - linear
+		}
+		at += iv
+		out = append(out, at)
+	}
+	return out
+}
+
+// TestBacklogDropsSYN fills a real listen queue of 1 (Linux holds 2) in front of a
+// server that accepts once per accept_delay. The next connection's SYN is dropped and
+// the client's kernel retries it on its schedule (synRetries); the first retry after
+// the server's next accept gets in. A client whose connect timeout comes first gives up.
+func TestBacklogDropsSYN(t *testing.T) {
+	t.Parallel()
+	retries := synRetries(t, 8)
+	for _, tc := range []struct {
+		accept time.Duration
+		late   time.Duration // the kernel's retransmission timer runs late on this VM
+	}{
+		{700 * time.Millisecond, 50 * time.Millisecond},   // in at the first retry, 1 s
+		{2500 * time.Millisecond, 150 * time.Millisecond}, // in at 3 s (1, 2, 3 or 1, 3)
+	} {
+		t.Run(tc.accept.String(), func(t *testing.T) {
+			t.Parallel()
+			var want time.Duration
+			for _, r := range retries {
+				if r > tc.accept {
+					want = r
+					break
+				}
+			}
+			p, err := Start(Config{Upstream: tcpServer(t, echo), Backlog: 1, AcceptDelay: tc.accept})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			dial(t, p.Addr())
+			waitFor(t, "the first accept", func() bool { return p.Stats().Accepted == 1 })
+			start := time.Now()
+			dial(t, p.Addr()) // queued
+			dial(t, p.Addr()) // queued: the queue is full
+			if d := time.Since(start); d > 200*time.Millisecond {
+				t.Skipf("machine too busy: two queued connects took %v", d)
+			}
+			type result struct {
+				d   time.Duration
+				err error
+			}
+			dialed := func(timeout time.Duration) chan result {
+				ch := make(chan result, 1)
+				go func() {
+					s := time.Now()
+					c, err := net.DialTimeout("tcp", p.Addr(), timeout)
+					if err == nil {
+						defer c.Close()
+					}
+					ch <- result{time.Since(s), err}
+				}()
+				return ch
+			}
+			giveUp := want - 300*time.Millisecond
+			retried, gaveUp := dialed(10*time.Second), dialed(giveUp)
+			r := <-retried
+			if r.err != nil {
+				t.Fatalf("retried connect: %v", r.err)
+			}
+			within(t, "connect through a retried SYN", r.d, want-50*time.Millisecond, want+tc.late)
+			t.Logf("connected at %v, SYN retry due at %v (schedule %v)", r.d, want, retries[:4])
+			g := <-gaveUp
+			var ne net.Error
+			if g.err == nil || !errors.As(g.err, &ne) || !ne.Timeout() {
+				t.Fatalf("connect with a %v timeout: %v after %v, want a timeout", giveUp, g.err, g.d)
+			}
+			within(t, "connect timeout", g.d, giveUp-50*time.Millisecond, giveUp+50*time.Millisecond)
+		})
+	}
+}
+
+// TestBacklogRefuses models tcp_abort_on_overflow=1: with a queue of 1 and a server
+// that accepts once per second, the fourth connection finds two waiting and is reset
+// one RTT after it connected; the second is served when the server accepts it.
+func TestBacklogRefuses(t *testing.T) {
+	t.Parallel()
+	rtt := 50 * time.Millisecond
+	p, err := Start(Config{Upstream: tcpServer(t, echo), RTT: rtt, Backlog: 1, AcceptDelay: time.Second, RefuseOverflow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	start := time.Now()
+	conns := make([]*net.TCPConn, 4)
+	for i := range conns {
+		conns[i] = dial(t, p.Addr())
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Skipf("machine too busy: four connects took %v", d)
+	}
+	for _, c := range conns {
+		if _, err := c.Write([]byte{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = conns[3].SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = conns[3].Read(make([]byte, 1))
+	refusedAt := time.Since(start)
+	if !isConnReset(err) {
+		t.Fatalf("overflowing connection read: %v, want ECONNRESET", err)
+	}
+	within(t, "reset of the overflowing connection", refusedAt, rtt-20*time.Millisecond, rtt+50*time.Millisecond)
+	// The second waits for the accept at 1 s, then its byte goes up and back: the
+	// request is already past its floor, the echo takes half a trip.
+	_ = conns[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(conns[1], make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "echo on the queued connection", time.Since(start), time.Second+rtt/2-50*time.Millisecond, time.Second+rtt/2+50*time.Millisecond)
+	if n := p.Stats().Overflows; n != 1 {
+		t.Errorf("Overflows = %d, want 1", n)
+	}
+}
