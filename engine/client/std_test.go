@@ -21,7 +21,14 @@ func TestStdTraceReusedOnlyWithoutADial(t *testing.T) {
 		st := c.Stats()
 		t.Logf("keepalive %v: %d traces built for %d requests over %d connections", keepAlive, built, n, st.Connections)
 		switch {
-		case keepAlive && (st.Connections != 1 || built > 2):
+		case keepAlive && st.Connections != 1:
+			t.Errorf("keepalive: %d connections for %d requests; want 1", st.Connections, n)
+		case keepAlive && raceEnabled:
+			// sync.Pool drops a share of its objects under -race: only the count's ceiling holds.
+			if built > n {
+				t.Errorf("keepalive: %d traces for %d requests", built, n)
+			}
+		case keepAlive && built > 2:
 			t.Errorf("keepalive: %d traces for %d requests over %d connection(s); want 1 connection and at most 2 traces (the first dials)", built, n, st.Connections)
 		case !keepAlive && built != n:
 			t.Errorf("no keepalive: %d traces for %d requests that each dialed; want one each", built, n)
