@@ -234,6 +234,13 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Config.Lag like a chunk's.
 func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 	due := start.Add(p.cfg.RTT)
+	if !time.Now().Before(due) {
+		// The connect itself took longer than the round trip: the kernel retried a SYN the
+		// full listen queue dropped (server.backlog), or the machine stalled. No timer of
+		// the model was armed, so there is no lateness of the model's to record; the
+		// chunks' timers still record a stall.
+		return nil
+	}
 	var (
 		t *time.Timer
 		w waiter
