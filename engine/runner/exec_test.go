@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,21 +46,7 @@ func needRuntime(t *testing.T, rec *report.Run) {
 
 func requestLines(t *testing.T, dir string, rec *report.Run) []report.Request {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, rec.RequestsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []report.Request
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r report.Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return readRequests(t, filepath.Join(dir, rec.RequestsFile))
 }
 
 // 40 sequential HTTPS requests at 50 ms RTT, with and without keep-alive, through each
