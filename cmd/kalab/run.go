@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -85,7 +86,7 @@ type runFlags struct {
 	requireClients bool
 	allowRemote    bool
 	shardFlags
-	// lagTolerance multiplies each run's timing tolerance; 0 measures lateness but never
+	// lagTolerance multiplies each run's timing tolerance (derived from its checks); 0 measures lateness but never
 	// marks a run noisy.
 	lagTolerance float64
 }
@@ -109,7 +110,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
-	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from its plan; 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
@@ -252,6 +253,18 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
+		// The metrics the baseline gates are checks too: each run's timing tolerance
+		// covers them (README "Runs that know when they are wrong").
+		tols := inv.cmp.Tolerances
+		inv.opt.BaselineGates = func(scenario string) []string {
+			var gated []string
+			for _, m := range check.Names() {
+				if r := tols.Rule(scenario, m); !r.Tolerance.Off && r.Worse != report.Informational {
+					gated = append(gated, m)
+				}
+			}
+			return gated
+		}
 	}
 	if fault := os.Getenv(envTestFault); fault != "" {
 		// Tests only: fail while the second run is judged, after the first is recorded.

@@ -4,6 +4,7 @@ package lag
 
 import (
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -24,9 +25,12 @@ type Recorder struct {
 	counts [nBuckets]atomic.Uint64
 	n      atomic.Uint64
 	max    atomic.Int64
+	sum    atomic.Int64 // nanoseconds, for the mean: a total (total_ms) adds every lateness
 	// over counts samples above Watch, for a scheduler that watches runs in flight.
 	watch atomic.Int64
 	over  atomic.Uint64
+	// hold is lateness a test adds on purpose (see Hold).
+	hold atomic.Int64
 }
 
 // Add records one timer that fired late by d; an early or on-time timer counts as 0.
@@ -38,6 +42,7 @@ func (r *Recorder) Add(d time.Duration) {
 	us := uint64(d / time.Microsecond)
 	r.counts[index(us)].Add(1)
 	r.n.Add(1)
+	r.sum.Add(int64(d))
 	for m := r.max.Load(); int64(d) > m && !r.max.CompareAndSwap(m, int64(d)); m = r.max.Load() {
 	}
 	if w := r.watch.Load(); w > 0 && int64(d) > w {
@@ -50,7 +55,25 @@ func (r *Recorder) Since(due time.Time) {
 	if r == nil {
 		return
 	}
+	if h := r.hold.Load(); h > 0 {
+		// Every caller acts on the timer after Since returns (the link delivers its chunk,
+		// the schedule starts its burst), so this wait makes the timer really late.
+		until := due.Add(time.Duration(h))
+		for time.Now().Before(until) {
+			runtime.Gosched()
+		}
+	}
 	r.Add(time.Since(due))
+}
+
+// Hold makes every later Since wait until d after its timer was due before it returns and
+// records: lateness injected on purpose, for tests that prove what a tolerance absorbs.
+// Since waits by spinning, so the lateness is d (plus whatever the machine adds), not a
+// sleep's own lateness. 0 stops it.
+func (r *Recorder) Hold(d time.Duration) {
+	if r != nil {
+		r.hold.Store(int64(max(d, 0)))
+	}
 }
 
 // Watch makes the recorder count the samples later than limit (see Over); 0 stops counting.
@@ -70,10 +93,11 @@ func (r *Recorder) Over() (over, n uint64) {
 
 // Summary is a snapshot of a recorder, in real time.
 type Summary struct {
-	N   uint64
-	P50 time.Duration
-	P99 time.Duration
-	Max time.Duration
+	N    uint64
+	P50  time.Duration
+	P99  time.Duration
+	Max  time.Duration
+	Mean time.Duration
 }
 
 // Summary returns the percentiles of what was recorded; all zero when nothing was.
@@ -91,6 +115,7 @@ func (r *Recorder) Summary() Summary {
 	if n == 0 {
 		return s
 	}
+	s.Mean = time.Duration(r.sum.Load() / int64(n))
 	s.P50 = min(quantile(&counts, n, 0.50), s.Max)
 	s.P99 = min(quantile(&counts, n, 0.99), s.Max)
 	return s

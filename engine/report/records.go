@@ -90,13 +90,24 @@ type Timing struct {
 
 // TimingSource is one timer source's lateness in real milliseconds.
 type TimingSource struct {
-	N   uint64  `json:"n"`
-	P50 float64 `json:"p50_ms"`
-	P99 float64 `json:"p99_ms"`
-	Max float64 `json:"max_ms"`
-	// ToleranceMs is the p99 lateness the run's verdicts can absorb, derived from its plan;
-	// absent when nothing in the plan depends on this source's timing.
+	N    uint64  `json:"n"`
+	P50  float64 `json:"p50_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
+	Mean float64 `json:"mean_ms,omitempty"`
+	// ToleranceMs is the p99 lateness the run's verdicts can absorb, when its p99 is
+	// judged (Limits has every judged statistic); absent when none is.
 	ToleranceMs *float64 `json:"tolerance_ms,omitempty"`
+	// Limits are the statistics of this source the run was judged on, each with its
+	// tolerance and the check that set it; absent when no check depends on this source.
+	Limits []TimingLimit `json:"limits,omitempty"`
+}
+
+// TimingLimit is one judged statistic of a timer source's lateness.
+type TimingLimit struct {
+	Stat        string  `json:"stat"` // p50, p99, max or mean
+	ToleranceMs float64 `json:"tolerance_ms"`
+	SetBy       string  `json:"set_by"` // the metric and check (or baseline) that set it
 }
 
 // ClientRuntime is the real program that was the client of a run.

@@ -12,9 +12,32 @@ import (
 // another: long enough for a link at 10 ms RTT to fire dozens of timers.
 const admitWindow = 100 * time.Millisecond
 
-// admitOver is the share of timers over tolerance in a window that still counts as
-// headroom: the tolerance is judged on the p99.
-const admitOver = 0.01
+// admitShare is the share of a source's timers that may be later than the limit it is
+// watched at, in a window that still counts as headroom: a limit on the p99 allows 1%, on
+// the p50 or the mean half, on the max none.
+func admitShare(stat string) float64 {
+	switch stat {
+	case statMax:
+		return 0
+	case statP50, statMean:
+		return 0.5
+	}
+	return 0.01
+}
+
+// watchedLimit is the limit a source is watched at while it runs: the one on its highest
+// statistic (max, then p99, then p50 or mean), which a stall crosses first.
+func watchedLimit(ls []limit) (limit, bool) {
+	rank := map[string]int{statMax: 3, statP99: 2, statP50: 1, statMean: 1}
+	var best limit
+	ok := false
+	for _, l := range ls {
+		if !ok || rank[l.Stat] > rank[best.Stat] || (rank[l.Stat] == rank[best.Stat] && l.D < best.D) {
+			best, ok = l, true
+		}
+	}
+	return best, ok
+}
 
 // admission starts runs by measured headroom: another run starts only while the runs in
 // flight keep their timers inside their tolerance; --parallel stays the ceiling.
@@ -25,8 +48,9 @@ type admission struct {
 }
 
 type watched struct {
-	recs []*lag.Recorder
-	last []uint64 // over and n at the previous look, two per recorder
+	recs  []*lag.Recorder
+	share []float64 // admitShare of each recorder's watched limit
+	last  []uint64  // over and n at the previous look, two per recorder
 }
 
 func newAdmission() *admission {
@@ -35,7 +59,7 @@ func newAdmission() *admission {
 
 // admit waits for headroom (see wait), then starts watching the run's judged sources. It
 // returns false when ctx ends first.
-func (a *admission) admit(ctx context.Context, tm *timers, tol map[string]time.Duration) (ok bool, backoffs int) {
+func (a *admission) admit(ctx context.Context, tm *timers, tol tolerance) (ok bool, backoffs int) {
 	a.gate.Lock()
 	defer a.gate.Unlock()
 	if ok, backoffs = a.wait(ctx); ok {
@@ -45,16 +69,13 @@ func (a *admission) admit(ctx context.Context, tm *timers, tol map[string]time.D
 }
 
 // add starts watching a run's judged sources.
-func (a *admission) add(tm *timers, tol map[string]time.Duration) {
-	for name, r := range tm.sources() {
-		if limit, ok := tol[name]; ok {
-			r.Watch(limit)
-		}
-	}
+func (a *admission) add(tm *timers, tol tolerance) {
 	w := &watched{}
 	for name, r := range tm.sources() {
-		if _, ok := tol[name]; ok {
+		if l, ok := watchedLimit(tol.of(name)); ok {
+			r.Watch(l.D)
 			w.recs = append(w.recs, r)
+			w.share = append(w.share, admitShare(l.Stat))
 			w.last = append(w.last, 0, 0)
 		}
 	}
@@ -69,8 +90,8 @@ func (a *admission) remove(tm *timers) {
 	a.mu.Unlock()
 }
 
-// healthy reports whether, since the previous look, every run in flight kept at least
-// 1-admitOver of each judged source's timers inside its tolerance.
+// healthy reports whether, since the previous look, every run in flight kept each judged
+// source's timers inside its watched limit, but for the share that limit allows.
 func (a *admission) healthy() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -80,7 +101,7 @@ func (a *admission) healthy() bool {
 			over, n := r.Over()
 			dOver, dN := over-w.last[2*i], n-w.last[2*i+1]
 			w.last[2*i], w.last[2*i+1] = over, n
-			if dN > 0 && float64(dOver) > admitOver*float64(dN) {
+			if dN > 0 && float64(dOver) > w.share[i]*float64(dN) {
 				ok = false
 			}
 		}

@@ -70,8 +70,8 @@ func prepare(r *scenario.Run, opt Options) (scenario.Settings, []string, *execRu
 }
 
 // execute performs one run and returns its record; it never returns without one. Its
-// timers report to tm, judged against tol.
-func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, tol map[string]time.Duration) *report.Run {
+// timers report to tm, judged by judge.
+func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, judge *timingJudge) *report.Run {
 	st, notes, ex := prepare(r, opt)
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
@@ -105,7 +105,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
-	rec.Timing = judgeTiming(tm, tol)
+	rec.Timing = judgeTiming(tm, judge.after(st, m))
 	switch {
 	case skipped != "" && opt.RequireClients:
 		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"

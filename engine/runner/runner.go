@@ -41,9 +41,12 @@ type Options struct {
 	Judge        func(*report.Run)
 	SkipRequests bool // do not write per-request (and per-connection) files
 	AllowRemote  bool // a server.url may name a host outside loopback
-	// LagTolerance multiplies the timing tolerance each run derives from its plan; 0 means
-	// 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
+	// LagTolerance multiplies the timing tolerance each run derives from its checks; 0
+	// means 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
 	LagTolerance float64
+	// BaselineGates, when set, lists the metrics the baseline comparison gates for a
+	// scenario: timing tolerances are derived from them as from the run's own checks.
+	BaselineGates func(scenario string) []string
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// skipped (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
@@ -290,18 +293,17 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		return rec
 	}
 	st := settings(j.run, opt)
-	tol := tolerances(st, scaler(st.TimeScale))
-	switch f := opt.LagTolerance; {
-	case f < 0:
-		clear(tol)
-	case f > 0:
-		for k, v := range tol {
-			tol[k] = time.Duration(float64(v) * f)
-		}
+	var gated []string
+	if opt.BaselineGates != nil {
+		gated = opt.BaselineGates(j.sc.Name)
 	}
+	// Before the run its tolerance is what the plan says (admission watches it); after it,
+	// each expect check's own margin replaces the plan's guess (judge.after).
+	judge := &timingJudge{reads: reads(j.sc, j.run, gated), factor: opt.LagTolerance}
+	tol := judge.before(st)
 	var reruns []string
 	for attempt := 1; ; attempt++ {
-		tm := &timers{}
+		tm := newTimers()
 		var held int
 		if attempt == 1 {
 			held = conns.acquire(ctx, j.weight)
@@ -320,7 +322,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		if held == 0 {
 			return notStarted(j.sc, j.run, opt)
 		}
-		rec := execute(ctx, w, j.sc, j.run, opt, tm, tol)
+		rec := execute(ctx, w, j.sc, j.run, opt, tm, judge)
 		adm.remove(tm)
 		conns.release(held)
 		if rec.Timing == nil {

@@ -2,10 +2,13 @@ package runner
 
 import (
 	"fmt"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -18,25 +21,37 @@ const (
 	srcIdleClose = "idle_close"
 )
 
-// Tolerance rule (README "Runs that know when they are wrong"). A verdict about connection
-// reuse turns on two kinds of margin: a latency is a whole number of round trips, and a
-// reuse or a race turns on whether a pause ends before or after an idle timeout. A timer
-// late by a fraction of those margins moves a latency by that fraction of an RTT, or moves a
-// pause that fraction of the way toward the timeout it must not cross. So:
+// Tolerance rule (README "Runs that know when they are wrong"). A timer's lateness matters
+// only through the checks that read what it moves, so each run's tolerance is derived from
+// the metrics its own checks read: its expect checks, the compare checks that name its
+// variant, and the metrics a baseline gates when the invocation compares with one.
 //
-//   - link:       p99 lateness <= RTT/rttDivisor, and <= gap/gapDivisor
-//   - schedule:   p99 lateness <= gap/gapDivisor
-//   - idle_close: p99 lateness <= gap/gapDivisor
+//   - A latency metric is a sum of delayed trips. A request waits in turn on at most
+//     trips(st) of the link's timers (its request and response; for a new connection the
+//     simulated SYN-ACK and the TLS flights), so a check on latency_ms.pNN moves by about
+//     trips x the link's lateness at that percentile. Its margin is not known before the
+//     run, so it is taken as a tenth of the RTT (the tightest checks of the bundled suite:
+//     p50 within 10% of one RTT, a ratio within 3% of three): the link's lateness at the
+//     matching statistic may reach RTT/latencyDivisor/trips. p50 and min are judged on the
+//     link's p50; p90-p99 on its p99; max on its max; mean, total_ms and rps, which add
+//     every trip, on its mean, and total_ms/rps also on the schedule's mean against a tenth
+//     of the shortest pause.
+//   - A count (connections, errors, reused requests, retries...) turns on whether a pause
+//     ends before or after an idle timeout. A flip needs the pause and the timeout to move
+//     the whole gap between them toward each other: the schedule's lateness plus the two
+//     link trips around the pause on one side, the idle close plus the trip of its FIN on
+//     the other. So each side's budget is shared: schedule and idle_close p99 <= gap/2,
+//     link p99 <= gap/4; at their tolerances they add to at most the gap.
+//   - A metric timing cannot move (requests, bytes, CPU, time_wait...) sets nothing, and a
+//     run with no check that timing can move is recorded but not judged.
 //
-// where RTT and gap are in real time (after the time scale), and gap is the smallest
-// distance between an end of the pause range (load.pause min and max) and a timeout that
-// decides reuse (server.idle_timeout, client.idle_timeout, and the client's hint-derived
-// timeout: server idle timeout or hint minus client.hint_buffer). A source no term applies
-// to is recorded but not judged. Pairs exactly equal are skipped: a pause set exactly on a
-// timeout is a coin toss that no precision decides.
+// RTT and gap are in real time (after the time scale). gap is the smallest distance between
+// an end of the pause range and a timeout that decides reuse (see pauseGap).
 const (
-	rttDivisor = 10
-	gapDivisor = 4
+	latencyDivisor = 10
+	gapShare       = 2 // schedule and idle_close: gap/2
+	linkGapShare   = 4 // link: gap/4 (two trips around a pause share half the gap)
+	pauseDivisor   = 10
 )
 
 // tolFloor keeps a tolerance from asking for better than the clocks themselves can
@@ -44,10 +59,51 @@ const (
 // millisecond; asking for less than this would mark every run noisy on any machine.
 const tolFloor = 200 * time.Microsecond
 
+// Statistics of a source's lateness a limit can judge.
+const (
+	statP50  = "p50"
+	statP99  = "p99"
+	statMax  = "max"
+	statMean = "mean"
+)
+
+// limit is one judged statistic of one source: its lateness in real time may reach D.
+type limit struct {
+	Src, Stat string
+	D         time.Duration
+	By        string // the metric and the check that set it
+}
+
+// tolerance is a run's limits, at most one per source and statistic (the tightest).
+type tolerance []limit
+
+// of returns the source's limits.
+func (t tolerance) of(src string) []limit {
+	var out []limit
+	for _, l := range t {
+		if l.Src == src {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// scaled multiplies every limit by f (--lag-tolerance).
+func (t tolerance) scaled(f float64) tolerance {
+	out := slices.Clone(t)
+	for i := range out {
+		out[i].D = time.Duration(float64(out[i].D) * f)
+	}
+	return out
+}
+
 // timers are one run's lateness recorders.
 type timers struct {
 	link, schedule, idle, queue lag.Recorder
 }
+
+// newTimers makes a run's recorders; tests replace it to inject lateness.
+var newTimers = func() *timers { return &timers{} }
 
 // sources returns the recorders by source name.
 func (t *timers) sources() map[string]*lag.Recorder {
@@ -66,59 +122,245 @@ func (t *timers) addMetrics(flat map[string]float64, scale float64) {
 	put("queue_wait_ms", t.queue.Summary())
 }
 
-// tolerances derives, from a run's settings, the p99 lateness each source may reach in
-// real time before the run's verdicts are not to be trusted.
-func tolerances(st scenario.Settings, scale scaler) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	tighten := func(src string, d time.Duration) {
-		d = max(d, tolFloor)
-		if cur, ok := out[src]; !ok || d < cur {
-			out[src] = d
+// metricClass says how timing moves a metric: a latency judged at a statistic of the
+// link's lateness, a count that turns on a pause against a timeout, or nothing.
+func metricClass(metric string) (class string, stat string) {
+	switch metric {
+	case "latency_ms.p50", "latency_ms.min":
+		return "latency", statP50
+	case "latency_ms.p90", "latency_ms.p95", "latency_ms.p99":
+		return "latency", statP99
+	case "latency_ms.max":
+		return "latency", statMax
+	case "latency_ms.mean", "total_ms", "rps":
+		return "latency", statMean
+	case "requests", "bytes_up", "bytes_down", "cpu_us_per_request", "peak_rss_mb", "time_wait",
+		"listen_overflows", "syn_retried_connects", "balancer_requests":
+		return "", ""
+	}
+	if strings.HasPrefix(metric, "lag_ms.") || strings.HasPrefix(metric, "queue_wait_ms.") {
+		return "", ""
+	}
+	return "count", ""
+}
+
+// trips is how many of the link's delayed one-way trips a request can wait on in turn: its
+// request and response, and for a new connection the simulated SYN-ACK and the TLS
+// handshake's flights (one round trip for TLS 1.3, two for TLS 1.2).
+func trips(st scenario.Settings) int {
+	k := 3
+	if st.Server.TLS {
+		if st.Server.TLSVersion == "1.2" {
+			k += 4
+		} else {
+			k += 2
 		}
 	}
-	if !direct(st) && st.Network.RTT > 0 {
-		tighten(srcLink, scale.d(st.Network.RTT)/rttDivisor)
+	return k
+}
+
+// read is one metric a check reads, and where; expect is the check when it is one of the
+// run's own expect checks, whose margin can be measured once the run's metrics are known.
+type read struct {
+	metric, by string
+	expect     *scenario.Assertion
+}
+
+// reads lists the metrics the run's checks read: its expect checks, the compare checks that
+// name its variant, and the metrics a baseline gates.
+func reads(sc *scenario.Scenario, r *scenario.Run, gated []string) []read {
+	var out []read
+	at := func(kind string, a scenario.Assertion) string {
+		return fmt.Sprintf("%s check at %s:%d", kind, filepath.Base(a.File), a.Line)
 	}
-	if gap, ok := pauseGap(st); ok {
-		g := scale.d(scenario.Duration(gap)) / gapDivisor
-		if !direct(st) {
-			tighten(srcLink, g)
+	for i := range r.Expect {
+		a := &r.Expect[i]
+		for _, ref := range a.Refs() {
+			out = append(out, read{ref.Metric, ref.Metric + " in the " + at("expect", *a), a})
 		}
-		tighten(srcSchedule, g)
-		if st.Server.IdleTimeout > 0 {
-			tighten(srcIdleClose, g)
+	}
+	if sc != nil {
+		for _, a := range sc.Compare {
+			for _, ref := range a.Refs() {
+				if ref.Variant == r.Variant {
+					out = append(out, read{ref.Metric, ref.Key() + " in the " + at("compare", a), nil})
+				}
+			}
 		}
+	}
+	for _, m := range gated {
+		out = append(out, read{m, m + " gated by the baseline", nil})
 	}
 	return out
 }
 
-// pauseGap is the smallest distance, in scenario time, between an end of the pause range
-// and a timeout that decides reuse; ok is false for a run without pauses or timeouts.
-func pauseGap(st scenario.Settings) (time.Duration, bool) {
-	l := st.Load
-	if l.Burst <= 0 || l.Burst >= l.Requests || l.Pause.Max <= 0 {
-		return 0, false
+// timingJudge derives a run's tolerance: from its plan before the run, and after it with
+// each expect check's own margin on the run's metrics.
+type timingJudge struct {
+	reads  []read
+	factor float64 // --lag-tolerance: 0 means 1, negative judges nothing
+}
+
+func (j *timingJudge) scaled(t tolerance) tolerance {
+	switch f := j.factor; {
+	case f < 0:
+		return nil
+	case f > 0:
+		return t.scaled(f)
 	}
-	var timeouts []time.Duration
-	if t := st.Server.IdleTimeout.D(); t > 0 {
-		timeouts = append(timeouts, t)
-		if st.Client.HonorHint && st.Server.KeepaliveHint.Mode == scenario.HintOn {
-			timeouts = append(timeouts, t-st.Client.HintBuffer.D())
+	return t
+}
+
+// before is the tolerance the plan gives, with every latency margin taken as RTT/10.
+func (j *timingJudge) before(st scenario.Settings) tolerance {
+	return j.scaled(tolerances(j.reads, st, scaler(st.TimeScale), nil))
+}
+
+// after is the tolerance the run is judged on: an expect check on a latency uses the margin
+// it had on the run's metrics.
+func (j *timingJudge) after(st scenario.Settings, m check.Metrics) tolerance {
+	return j.scaled(tolerances(j.reads, st, scaler(st.TimeScale), &m))
+}
+
+// margin is the most lateness per link trip at which an expect check's verdict stays what
+// it was for every value the lateness could have added to the latencies it reads. Lateness
+// only adds, so the model's value of a latency lies between the observed one and the
+// observed one less trips x the lateness; the check is evaluated across that range (in
+// steps of a two-hundredth of limit), and the first lateness that changes its verdict
+// bounds the margin. ok is false when the check reads no latency.
+func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, limit time.Duration) (time.Duration, bool) {
+	var lat []string
+	for _, ref := range a.Refs() {
+		if strings.HasPrefix(ref.Metric, "latency_ms.") {
+			lat = append(lat, ref.Metric)
 		}
 	}
-	if st.Client.HonorHint && st.Server.KeepaliveHint.Mode == scenario.HintDuration {
-		timeouts = append(timeouts, st.Server.KeepaliveHint.Duration.D()-st.Client.HintBuffer.D())
+	if len(lat) == 0 || limit <= 0 {
+		return 0, false
 	}
-	if t := st.Client.IdleTimeout.D(); t > 0 {
-		timeouts = append(timeouts, t)
+	flat := m.Flat()
+	verdict := func(late time.Duration) bool {
+		f := maps.Clone(flat)
+		d := float64(trips) * float64(late) / float64(time.Millisecond) / scale // scenario ms
+		for _, name := range lat {
+			f[name] = max(f[name]-d, 0)
+		}
+		ok, err := a.Eval(check.FromFlat(f))
+		return ok && err == nil
 	}
-	best, ok := time.Duration(0), false
-	for _, p := range []time.Duration{l.Pause.Min.D(), l.Pause.Max.D()} {
-		for _, t := range timeouts {
-			if t <= 0 {
+	const steps = 200
+	v0 := verdict(0)
+	for i := 1; i <= steps; i++ {
+		if verdict(limit*time.Duration(i)/steps) != v0 {
+			return limit * time.Duration(i-1) / steps, true
+		}
+	}
+	return limit, true
+}
+
+// tolerances derives, from a run's settings and the metrics its checks read, the lateness
+// each source may reach in real time before the run's verdicts are not to be trusted. With
+// the run's metrics (m not nil), an expect check on a latency is judged on its own margin
+// (see margin), up to one RTT of lateness per trip, instead of RTT/10.
+func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics) tolerance {
+	var out tolerance
+	tighten := func(src, stat string, d time.Duration, by string) {
+		d = max(d, tolFloor)
+		for i, l := range out {
+			if l.Src == src && l.Stat == stat {
+				if d < l.D {
+					out[i].D, out[i].By = d, by
+				}
+				return
+			}
+		}
+		out = append(out, limit{Src: src, Stat: stat, D: d, By: by})
+	}
+	link := !direct(st) && st.Network.RTT > 0
+	gap, gapWhy, hasGap := pauseGap(st)
+	for _, x := range rd {
+		class, stat := metricClass(x.metric)
+		switch class {
+		case "latency":
+			if link {
+				k := trips(st)
+				rtt := scale.d(st.Network.RTT)
+				if m != nil && x.expect != nil && strings.HasPrefix(x.metric, "latency_ms.") {
+					if d, ok := margin(x.expect.Assertion, *m, k, float64(scale), rtt); ok {
+						tighten(srcLink, stat, d, fmt.Sprintf("%s: its margin on this run, over %d trips", x.by, k))
+						break
+					}
+				}
+				tighten(srcLink, stat, rtt/latencyDivisor/time.Duration(k),
+					fmt.Sprintf("%s: RTT/%d over %d trips", x.by, latencyDivisor, k))
+			}
+			if stat == statMean && x.metric != "latency_ms.mean" && pauses(st) {
+				tighten(srcSchedule, statMean, scale.d(st.Load.Pause.Min)/pauseDivisor,
+					fmt.Sprintf("%s: a tenth of the shortest pause", x.by))
+			}
+		case "count":
+			if !hasGap {
 				continue
 			}
-			g := p - t
+			g := scale.d(scenario.Duration(gap))
+			by := x.by + ": " + gapWhy
+			tighten(srcSchedule, statP99, g/gapShare, by)
+			if st.Server.IdleTimeout > 0 {
+				tighten(srcIdleClose, statP99, g/gapShare, by)
+			}
+			if !direct(st) {
+				tighten(srcLink, statP99, g/linkGapShare, by)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
+	return out
+}
+
+// pauses reports whether the schedule pauses between bursts.
+func pauses(st scenario.Settings) bool {
+	l := st.Load
+	return l.Burst > 0 && l.Burst < l.Requests && l.Pause.Min > 0
+}
+
+// pauseGap is the smallest distance, in scenario time, between an end of the pause range
+// and a timeout that decides reuse, with what it is between; ok is false for a run without
+// pauses or timeouts. The timeouts are the server's idle timeout, the client's, and the
+// client's hint-derived one (server idle timeout or hint, minus client.hint_buffer); a
+// server timeout longer than a client timeout decides nothing, since the client has
+// closed the connection first. Pairs exactly equal are skipped: a pause set exactly on a
+// timeout is a coin toss that no precision decides.
+func pauseGap(st scenario.Settings) (time.Duration, string, bool) {
+	l := st.Load
+	if l.Burst <= 0 || l.Burst >= l.Requests || l.Pause.Max <= 0 {
+		return 0, "", false
+	}
+	type timeout struct {
+		d    time.Duration
+		name string
+	}
+	var clientSide []timeout
+	srv := st.Server.IdleTimeout.D()
+	if srv > 0 && st.Client.HonorHint && st.Server.KeepaliveHint.Mode == scenario.HintOn {
+		clientSide = append(clientSide, timeout{srv - st.Client.HintBuffer.D(), "the hinted timeout"})
+	}
+	if st.Client.HonorHint && st.Server.KeepaliveHint.Mode == scenario.HintDuration {
+		clientSide = append(clientSide, timeout{st.Server.KeepaliveHint.Duration.D() - st.Client.HintBuffer.D(), "the hinted timeout"})
+	}
+	if t := st.Client.IdleTimeout.D(); t > 0 {
+		clientSide = append(clientSide, timeout{t, "client.idle_timeout"})
+	}
+	timeouts := slices.Clone(clientSide)
+	if srv > 0 && !slices.ContainsFunc(clientSide, func(c timeout) bool { return c.d > 0 && c.d < srv }) {
+		timeouts = append(timeouts, timeout{srv, "server.idle_timeout"})
+	}
+	best, why, ok := time.Duration(0), "", false
+	for _, p := range []time.Duration{l.Pause.Min.D(), l.Pause.Max.D()} {
+		for _, t := range timeouts {
+			if t.d <= 0 {
+				continue
+			}
+			g := p - t.d
 			if g < 0 {
 				g = -g
 			}
@@ -127,26 +369,43 @@ func pauseGap(st scenario.Settings) (time.Duration, bool) {
 			}
 			if !ok || g < best {
 				best, ok = g, true
+				why = fmt.Sprintf("a pause of %v is %v from %s %v", p, g, t.name, t.d)
 			}
 		}
 	}
-	return best, ok
+	return best, why, ok
 }
 
-// judgeTiming builds a run's timing record: each source's lateness against its tolerance.
-func judgeTiming(t *timers, tol map[string]time.Duration) *report.Timing {
+// statOf returns one statistic of a summary.
+func statOf(s lag.Summary, stat string) time.Duration {
+	switch stat {
+	case statP50:
+		return s.P50
+	case statMax:
+		return s.Max
+	case statMean:
+		return s.Mean
+	}
+	return s.P99
+}
+
+// judgeTiming builds a run's timing record: each source's lateness against its limits.
+func judgeTiming(t *timers, tol tolerance) *report.Timing {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	tm := &report.Timing{Sources: map[string]report.TimingSource{}, Attempt: 1}
 	var over []string
 	for name, r := range t.sources() {
 		s := r.Summary()
-		src := report.TimingSource{N: s.N, P50: ms(s.P50), P99: ms(s.P99), Max: ms(s.Max)}
-		if limit, ok := tol[name]; ok {
-			v := ms(limit)
-			src.ToleranceMs = &v
-			if s.N > 0 && s.P99 > limit {
-				over = append(over, fmt.Sprintf("%s timers fired %.2f ms late (p99 of %d, max %.2f ms) against a tolerance of %.2f ms",
-					name, ms(s.P99), s.N, ms(s.Max), v))
+		src := report.TimingSource{N: s.N, P50: ms(s.P50), P99: ms(s.P99), Max: ms(s.Max), Mean: ms(s.Mean)}
+		for _, l := range tol.of(name) {
+			v := ms(l.D)
+			src.Limits = append(src.Limits, report.TimingLimit{Stat: l.Stat, ToleranceMs: v, SetBy: l.By})
+			if l.Stat == statP99 {
+				src.ToleranceMs = &v
+			}
+			if got := statOf(s, l.Stat); s.N > 0 && got > l.D {
+				over = append(over, fmt.Sprintf("%s timers fired %.2f ms late at the %s (of %d, max %.2f ms) against a tolerance of %.2f ms set by %s",
+					name, ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
 			}
 		}
 		tm.Sources[name] = src

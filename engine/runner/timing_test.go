@@ -10,43 +10,114 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
-func TestTolerancesFromThePlan(t *testing.T) {
+func TestTolerancesFromTheChecks(t *testing.T) {
 	t.Parallel()
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	type lim = map[string]time.Duration // "source.stat" -> tolerance
 	cases := []struct {
 		name string
 		src  string
-		want map[string]time.Duration
+		want lim
 	}{
-		{"rtt only", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\nload: {requests: 2}\n",
-			map[string]time.Duration{srcLink: ms(1.5)}},
-		{"direct: nothing judged", "name: a\nload: {requests: 2}\n", map[string]time.Duration{}},
-		{"pause range around the server's idle close", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\n" +
-			"server: {idle_timeout: 2s}\nload: {requests: 20, burst: 10, pause: 1.5s..2.5s}\n",
-			// gap = 500 ms, /4, x0.1 = 12.5 ms; the link keeps RTT/10 = 1.5 ms
-			map[string]time.Duration{srcLink: ms(1.5), srcSchedule: ms(12.5), srcIdleClose: ms(12.5)}},
-		{"a client idle timeout closer to the pause", "name: a\nnetwork: {rtt: 150ms}\n" +
-			"server: {idle_timeout: 2s}\nclient: {idle_timeout: 1900ms}\nload: {requests: 20, burst: 10, pause: 1.5s..2.5s}\n",
-			// gap = |1.5 s - 1.9 s| = 400 ms -> 100 ms
-			map[string]time.Duration{srcLink: ms(15), srcSchedule: ms(100), srcIdleClose: ms(100)}},
-		{"floor", "name: a\nnetwork: {rtt: 1ms}\ntime_scale: 0.1\nload: {requests: 2}\n",
-			map[string]time.Duration{srcLink: tolFloor}},
+		{"no check timing can move: nothing judged", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\nload: {requests: 2}\nexpect: [requests == 2]\n",
+			lim{}},
+		{"a count without pauses: nothing judged", "name: a\nnetwork: {rtt: 150ms}\nload: {requests: 2}\nexpect: [connections == 1]\n",
+			lim{}},
+		{"p50 of plain HTTP: RTT/10 over 3 trips, on the link's p50", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\nload: {requests: 2}\n" +
+			"expect: [latency_ms.p50 < 160]\n",
+			lim{"link.p50": ms(0.5)}},
+		{"p99 and max of TLS 1.3: 5 trips, on the link's p99 and max", "name: a\nnetwork: {rtt: 100ms}\nserver: {tls: true}\nload: {requests: 2}\n" +
+			"expect: [latency_ms.p99 < 600, latency_ms.max < 700]\n",
+			lim{"link.p99": ms(2), "link.max": ms(2)}},
+		{"TLS 1.2: 7 trips; total_ms on the means", "name: a\nnetwork: {rtt: 140ms}\nserver: {tls: true, tls_version: \"1.2\"}\n" +
+			"load: {requests: 20, burst: 10, pause: 500ms}\nexpect: [total_ms < 9000]\n",
+			lim{"link.mean": ms(2), "schedule.mean": ms(50)}},
+		{"compare check: only the variants it names", "name: a\nnetwork: {rtt: 100ms}\nload: {requests: 2}\n" +
+			"variants:\n  - name: x\n  - name: y\ncompare: [\"variant('x').latency_ms.p50 < 2 * variant('x').latency_ms.min\"]\n",
+			lim{"link.p50": ms(10.0 / 3)}},
+		{"count beside a pause range around the server's idle close", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\n" +
+			"server: {idle_timeout: 2s}\nload: {requests: 20, burst: 10, pause: 1.5s..2.5s}\nexpect: [errors < 5]\n",
+			// gap = 500 ms x0.1 = 50 ms: schedule and idle close /2, link /4
+			lim{"link.p99": ms(12.5), "schedule.p99": ms(25), "idle_close.p99": ms(25)}},
+		{"a server timeout past the client's own decides nothing", "name: a\nnetwork: {rtt: 150ms}\n" +
+			"server: {idle_timeout: 60s}\nclient: {idle_timeout: 55s}\nload: {requests: 20, burst: 10, pause: 59.85s..60.15s}\nexpect: [errors == 0]\n",
+			// gap = 59.85 s - 55 s = 4.85 s, not the 150 ms to the server's 60 s
+			lim{"link.p99": ms(1212.5), "schedule.p99": ms(2425), "idle_close.p99": ms(2425)}},
+		{"counts and latency together: the tightest per statistic", "name: a\nnetwork: {rtt: 10ms}\n" +
+			"server: {idle_timeout: 100ms}\nload: {requests: 10, burst: 1, pause: 80ms}\nexpect: [connections == 1, latency_ms.p99 < 12]\n",
+			// latency: 10/10/3; count: gap 20 ms -> link 5, schedule and idle 10
+			lim{"link.p99": ms(1.0 / 3), "schedule.p99": ms(10), "idle_close.p99": ms(10)}},
+		{"floor", "name: a\nnetwork: {rtt: 1ms}\ntime_scale: 0.1\nload: {requests: 2}\nexpect: [latency_ms.p50 < 1]\n",
+			lim{"link.p50": tolFloor}},
+		{"direct: no link to judge", "name: a\nload: {requests: 2}\nexpect: [latency_ms.p50 < 1]\n", lim{}},
 	}
 	for _, c := range cases {
 		p := plan(t, c.src)
-		st := p.Scenarios[0].Runs[0].Settings
-		got := tolerances(st, scaler(st.TimeScale))
+		sc := p.Scenarios[0]
+		r := sc.Runs[0]
+		st := r.Settings
+		got := lim{}
+		for _, l := range tolerances(reads(sc, r, nil), st, scaler(st.TimeScale), nil) {
+			got[l.Src+"."+l.Stat] = l.D
+			if l.By == "" {
+				t.Errorf("%s: %s.%s says nothing of what set it", c.name, l.Src, l.Stat)
+			}
+		}
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 			continue
 		}
 		for k, v := range c.want {
-			if got[k] != v {
+			if d := got[k] - v; d < -time.Microsecond || d > time.Microsecond {
 				t.Errorf("%s: %s = %v, want %v", c.name, k, got[k], v)
 			}
+		}
+	}
+	// A baseline's gated metrics count as checks.
+	p := plan(t, "name: a\nnetwork: {rtt: 30ms}\nload: {requests: 2}\n")
+	sc := p.Scenarios[0]
+	tol := tolerances(reads(sc, sc.Runs[0], []string{"latency_ms.p50", "requests"}), sc.Runs[0].Settings, 1, nil)
+	if len(tol) != 1 || tol[0].Src != srcLink || tol[0].Stat != statP50 || tol[0].D != time.Millisecond ||
+		!strings.Contains(tol[0].By, "baseline") {
+		t.Errorf("baseline gates: %+v, want link p50 of 1ms set by the baseline", tol)
+	}
+}
+
+// TestMarginOfAnExpectCheck: the margin is the lateness per trip that, taken off the
+// latencies the check reads (trips x lateness, in scenario time), first changes its verdict.
+func TestMarginOfAnExpectCheck(t *testing.T) {
+	t.Parallel()
+	compile := func(src string) *check.Assertion {
+		a, err := check.Compile(src, check.Expect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	var m check.Metrics
+	m.LatencyMs.P50, m.LatencyMs.Min, m.Connections = 26, 13, 1
+	ms := time.Millisecond
+	cases := []struct {
+		expr  string
+		scale float64
+		want  time.Duration
+		ok    bool
+	}{
+		{"latency_ms.p50 <= 23", 1, ms, true},                            // fails at 26; passes once 3 x 1 ms is off
+		{"latency_ms.p50 <= 23", 0.1, ms / 10, true},                     // scenario ms are a tenth of real ones
+		{"latency_ms.min >= 10", 1, ms, true},                            // passes at 13; fails once 3 x 1 ms is off
+		{"latency_ms.p50 <= 30", 1, 20 * ms, true},                       // lateness only raises: never flips
+		{"connections == 1", 1, 0, false},                                // reads no latency
+		{"latency_ms.p50 >= 20 && latency_ms.p50 < 30", 1, 2 * ms, true}, // the lower edge, 6 ms away
+	}
+	for _, c := range cases {
+		got, ok := margin(compile(c.expr), m, 3, c.scale, 20*ms)
+		if ok != c.ok || got > c.want || got < c.want-c.want/100-20*ms/200 {
+			t.Errorf("%s at scale %g: margin %v (ok %v), want %v (ok %v) to one step", c.expr, c.scale, got, ok, c.want, c.ok)
 		}
 	}
 }
@@ -138,7 +209,7 @@ func TestAdmissionWaitsForHeadroom(t *testing.T) {
 	t.Parallel()
 	a := newAdmission()
 	busy := &timers{}
-	tol := map[string]time.Duration{srcLink: time.Millisecond}
+	tol := tolerance{{Src: srcLink, Stat: statP99, D: time.Millisecond}}
 	if ok, n := a.admit(context.Background(), busy, tol); !ok || n != 0 {
 		t.Fatalf("the first run must start at once: ok=%v backoffs=%d", ok, n)
 	}

@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// The calibration tests inject real lateness into one timer source (lag.Recorder.Hold: the
+// link delivers its chunk, or the schedule starts its burst, that much after it was due)
+// and prove the tolerance both ways: lateness just under it leaves the verdict right, and
+// lateness that flips the verdict (shown by running with judging off) is over it, so the
+// run is flagged noisy and neither passes nor fails. They replace newTimers, so they do not
+// run in parallel (parallel tests start only after every sequential one has ended).
+
+// holdRun runs src once with lateness held on one source of every attempt's timers.
+// factor is --lag-tolerance (-1: judge nothing).
+func holdRun(t *testing.T, src string, hold func(*timers), factor float64) *report.Run {
+	t.Helper()
+	prev := newTimers
+	newTimers = func() *timers {
+		tm := &timers{}
+		hold(tm)
+		return tm
+	}
+	defer func() { newTimers = prev }()
+	o := opts(t)
+	o.LagTolerance = factor
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Runs[0]
+}
+
+// limitOf returns the run's tolerance on one statistic of one source.
+func limitOf(t *testing.T, r *report.Run, src, stat string) time.Duration {
+	t.Helper()
+	for _, l := range r.Timing.Sources[src].Limits {
+		if l.Stat == stat {
+			return time.Duration(l.ToleranceMs * float64(time.Millisecond))
+		}
+	}
+	t.Fatalf("no %s %s limit in %+v", src, stat, r.Timing.Sources[src])
+	return 0
+}
+
+// checkUnder asserts a run with lateness just under its tolerance kept its right verdict;
+// it skips when the machine's own lateness took the run over.
+func checkUnder(t *testing.T, r *report.Run) {
+	t.Helper()
+	if r.Timing.Noisy {
+		t.Skipf("the machine's own lateness on top of the injected one went over the tolerance: %s", r.Timing.Reason)
+	}
+	if r.Status != report.StatusPass {
+		t.Fatalf("lateness under the tolerance moved the verdict: status %s, checks %+v, error %q", r.Status, r.Checks, r.Error)
+	}
+}
+
+// checkFlagged asserts a run whose lateness flips its verdict was flagged, never judged.
+func checkFlagged(t *testing.T, r *report.Run, src string) {
+	t.Helper()
+	if r.Status != report.StatusError || !r.Timing.Noisy || len(r.Checks) != 0 {
+		t.Fatalf("a run late enough to flip its verdict was judged: status %s, noisy %v, checks %+v", r.Status, r.Timing.Noisy, r.Checks)
+	}
+	if !strings.Contains(r.Timing.Reason, src+" timers fired") || r.Timing.Attempt != MaxAttempts {
+		t.Fatalf("reason %q after %d attempts, want %s named after %d", r.Timing.Reason, r.Timing.Attempt, src, MaxAttempts)
+	}
+}
+
+// TestLatencyToleranceCalibrated: at 20 ms RTT a reused request costs one RTT (20 ms plus
+// well under 1 ms of processing). A latency check is judged on its margin on the run's
+// metrics: lateness that leaves the verdict where it was is accepted, lateness that put the
+// observed value across the bound is over it. Each case runs once with judging off, to show
+// what the injected lateness does to the verdict, and once judged.
+func TestLatencyToleranceCalibrated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real timers for a few seconds")
+	}
+	src := func(expect string) string {
+		return "name: cal-latency\nnetwork: {rtt: 20ms}\nload: {requests: 30, concurrency: 1}\nexpect: [\"" + expect + "\"]\n"
+	}
+	none := func(*timers) {}
+	base := holdRun(t, src("latency_ms.p50 <= 23"), none, -1)
+	if p50 := base.Metrics.LatencyMs.P50; p50 > 20.5 {
+		t.Skipf("without injected lateness a reused request took %.2f ms against a 20 ms RTT: the machine leaves no room to inject", p50)
+	}
+	cases := []struct {
+		name, expect string
+		hold         time.Duration
+		off          string // the verdict with judging off
+		noisy        bool
+	}{
+		// 2 x 0.6 ms: p50 about 21.5, still under 23; the right verdict, pass, kept.
+		{"pass kept", "latency_ms.p50 <= 23", 600 * time.Microsecond, report.StatusPass, false},
+		// 2 x 2.5 ms: p50 about 25.5, over 23; the flip must be flagged.
+		{"pass flipped", "latency_ms.p50 <= 23", 2500 * time.Microsecond, report.StatusFail, true},
+		// The right verdict is a fail (20 > 19); 2 x 0.3 ms keeps it a fail, with a margin of
+		// (21 - 19) / 3 trips, over the 0.3 ms held.
+		{"fail kept", "latency_ms.p50 <= 19", 300 * time.Microsecond, report.StatusFail, false},
+	}
+	for _, c := range cases {
+		hold := func(tm *timers) { tm.link.Hold(c.hold) }
+		off := holdRun(t, src(c.expect), hold, -1)
+		if off.Status != c.off {
+			t.Fatalf("%s: judging off, %v on every trip gave %s (p50 %.2f ms), want %s", c.name, c.hold, off.Status, off.Metrics.LatencyMs.P50, c.off)
+		}
+		r := holdRun(t, src(c.expect), hold, 1)
+		t.Logf("%s: link held %v: p50 %.2f ms, link p50 lateness %.2f ms, limits %+v", c.name, c.hold, r.Metrics.LatencyMs.P50,
+			r.Timing.Sources[srcLink].P50, r.Timing.Sources[srcLink].Limits)
+		if c.noisy {
+			checkFlagged(t, r, srcLink)
+			continue
+		}
+		if r.Timing.Noisy {
+			t.Skipf("%s: the machine's own lateness on top of the injected one went over the tolerance: %s", c.name, r.Timing.Reason)
+		}
+		if r.Status != c.off {
+			t.Fatalf("%s: lateness under the tolerance moved the verdict: status %s, want %s", c.name, r.Status, c.off)
+		}
+	}
+}
+
+// TestCountToleranceCalibrated: the client pauses 70 ms on a connection the server closes
+// after 100 ms idle, so one connection serves every request while the pause keeps 30 ms
+// from the timeout. The schedule's tolerance is gap/2 = 15 ms: 13 ms of lateness on every
+// pause keeps the connection; 40 ms carries the pause past the close (a new connection
+// each time), and is over the tolerance.
+func TestCountToleranceCalibrated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real timers for a few seconds")
+	}
+	src := `
+name: cal-count
+network: {rtt: 2ms}
+server: {idle_timeout: 100ms}
+client: {idle_timeout: none}
+load: {requests: 6, concurrency: 1, burst: 1, pause: 70ms}
+expect: ["connections == 1"]
+`
+	tol := limitOf(t, holdRun(t, src, func(*timers) {}, 1), srcSchedule, statP99)
+	if tol != 15*time.Millisecond {
+		t.Fatalf("schedule p99 tolerance %v, want gap/2 = 15ms", tol)
+	}
+	under := tol * 9 / 10
+	r := holdRun(t, src, func(tm *timers) { tm.schedule.Hold(under) }, 1)
+	t.Logf("schedule held %v (tolerance %v): connections %.0f, schedule p99 lateness %.2f ms", under, tol, r.Metrics.Connections, r.Timing.Sources[srcSchedule].P99)
+	checkUnder(t, r)
+
+	flip := 40 * time.Millisecond
+	off := holdRun(t, src, func(tm *timers) { tm.schedule.Hold(flip) }, -1)
+	if off.Status != report.StatusFail {
+		t.Fatalf("judging off, pauses %v late should fail the check (connections %.0f): status %s", flip, off.Metrics.Connections, off.Status)
+	}
+	checkFlagged(t, holdRun(t, src, func(tm *timers) { tm.schedule.Hold(flip) }, 1), srcSchedule)
+}
