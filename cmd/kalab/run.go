@@ -254,14 +254,29 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
 		// The metrics the baseline gates are checks too: each run's timing tolerance
-		// covers them (README "Runs that know when they are wrong").
-		tols := inv.cmp.Tolerances
-		inv.opt.BaselineGates = func(scenario string) []string {
-			var gated []string
+		// covers them, with the slack the baseline allows as their known margin (README
+		// "Runs that know when they are wrong").
+		cmp := inv.cmp
+		inv.opt.BaselineGates = func(scn, variant string, scale float64) map[string]float64 {
+			old := cmp.Baseline.Run(scn, variant)
+			if old == nil {
+				return nil // a new run: nothing to compare with
+			}
+			if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
+				scale = old.TimeScale
+			}
+			flat := old.Metrics.Flat()
+			gated := map[string]float64{}
 			for _, m := range check.Names() {
-				if r := tols.Rule(scenario, m); !r.Tolerance.Off && r.Worse != report.Informational {
-					gated = append(gated, m)
+				r := cmp.Tolerances.Rule(scn, m)
+				if r.Tolerance.Off || r.Worse == report.Informational {
+					continue
 				}
+				slack := r.Slack(m, flat, scale)
+				if m == "rps" && flat["rps"] > 0 {
+					slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
+				}
+				gated[m] = slack
 			}
 			return gated
 		}

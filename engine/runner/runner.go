@@ -44,9 +44,11 @@ type Options struct {
 	// LagTolerance multiplies the timing tolerance each run derives from its checks; 0
 	// means 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
 	LagTolerance float64
-	// BaselineGates, when set, lists the metrics the baseline comparison gates for a
-	// scenario: timing tolerances are derived from them as from the run's own checks.
-	BaselineGates func(scenario string) []string
+	// BaselineGates, when set, returns the metrics the baseline comparison will gate for a
+	// run, each with its slack (how far it may move from the baseline value, in its own
+	// unit; for rps, the equivalent slack of total_ms), at the run's time scale: timing
+	// tolerances are derived from them as from the run's own checks.
+	BaselineGates func(scenario, variant string, scale float64) map[string]float64
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// skipped (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
@@ -293,9 +295,9 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		return rec
 	}
 	st := settings(j.run, opt)
-	var gated []string
+	var gated map[string]float64
 	if opt.BaselineGates != nil {
-		gated = opt.BaselineGates(j.sc.Name)
+		gated = opt.BaselineGates(j.sc.Name, j.run.Variant, st.TimeScale)
 	}
 	// Before the run its tolerance is what the plan says (admission watches it); after it,
 	// each expect check's own margin replaces the plan's guess (judge.after).

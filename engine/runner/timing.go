@@ -164,11 +164,14 @@ func trips(st scenario.Settings) int {
 type read struct {
 	metric, by string
 	expect     *scenario.Assertion
+	// slack, when positive, is how far a baseline lets the metric move, in its unit (the
+	// margin known before the run; for rps, total_ms's equivalent).
+	slack float64
 }
 
 // reads lists the metrics the run's checks read: its expect checks, the compare checks that
-// name its variant, and the metrics a baseline gates.
-func reads(sc *scenario.Scenario, r *scenario.Run, gated []string) []read {
+// name its variant, and the metrics a baseline gates (with their slack).
+func reads(sc *scenario.Scenario, r *scenario.Run, gated map[string]float64) []read {
 	var out []read
 	at := func(kind string, a scenario.Assertion) string {
 		return fmt.Sprintf("%s check at %s:%d", kind, filepath.Base(a.File), a.Line)
@@ -176,20 +179,20 @@ func reads(sc *scenario.Scenario, r *scenario.Run, gated []string) []read {
 	for i := range r.Expect {
 		a := &r.Expect[i]
 		for _, ref := range a.Refs() {
-			out = append(out, read{ref.Metric, ref.Metric + " in the " + at("expect", *a), a})
+			out = append(out, read{ref.Metric, ref.Metric + " in the " + at("expect", *a), a, 0})
 		}
 	}
 	if sc != nil {
 		for _, a := range sc.Compare {
 			for _, ref := range a.Refs() {
 				if ref.Variant == r.Variant {
-					out = append(out, read{ref.Metric, ref.Key() + " in the " + at("compare", a), nil})
+					out = append(out, read{ref.Metric, ref.Key() + " in the " + at("compare", a), nil, 0})
 				}
 			}
 		}
 	}
-	for _, m := range gated {
-		out = append(out, read{m, m + " gated by the baseline", nil})
+	for _, m := range slices.Sorted(maps.Keys(gated)) {
+		out = append(out, read{m, m + " gated by the baseline", nil, gated[m]})
 	}
 	return out
 }
@@ -282,6 +285,10 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 		class, stat := metricClass(x.metric)
 		switch class {
 		case "latency":
+			if x.slack > 0 {
+				baselineLimits(tighten, x, st, scale)
+				break
+			}
 			if link {
 				k := trips(st)
 				rtt := scale.d(st.Network.RTT)
@@ -315,6 +322,37 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 	}
 	slices.SortFunc(out, func(a, b limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
 	return out
+}
+
+// baselineLimits sets the limits of a latency the baseline gates, whose margin is known
+// before the run: the slack the baseline allows (scenario ms, so x scale in real time). A
+// percentile moves by trips x the link's lateness; total_ms (and rps, given as total_ms's
+// slack) by that along each lane of the closed loop (requests / concurrency requests in
+// turn), plus every pause's lateness, which then shares the slack half and half.
+func baselineLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale scaler) {
+	_, stat := metricClass(x.metric)
+	k := trips(st)
+	slack := time.Duration(x.slack * float64(scale) * float64(time.Millisecond))
+	link := !direct(st) && st.Network.RTT > 0
+	if strings.HasPrefix(x.metric, "latency_ms.") {
+		if link {
+			tighten(srcLink, stat, slack/time.Duration(k), fmt.Sprintf("%s: its slack of %.1f ms over %d trips", x.by, x.slack, k))
+		}
+		return
+	}
+	lanes := max(st.Load.Concurrency, 1)
+	inTurn := (st.Load.Requests + lanes - 1) / lanes
+	share := slack
+	if pauses(st) {
+		share = slack / 2
+		n := (st.Load.Requests+st.Load.Burst-1)/st.Load.Burst - 1 // pauses between bursts
+		tighten(srcSchedule, statMean, share/time.Duration(max(n, 1)),
+			fmt.Sprintf("%s: half its slack of %.1f ms over %d pauses", x.by, x.slack, n))
+	}
+	if link {
+		tighten(srcLink, statMean, share/time.Duration(k*inTurn),
+			fmt.Sprintf("%s: its slack of %.1f ms over %d requests in turn of %d trips", x.by, x.slack, inTurn, k))
+	}
 }
 
 // pauses reports whether the schedule pauses between bursts.

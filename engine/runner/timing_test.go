@@ -77,13 +77,22 @@ func TestTolerancesFromTheChecks(t *testing.T) {
 			}
 		}
 	}
-	// A baseline's gated metrics count as checks.
-	p := plan(t, "name: a\nnetwork: {rtt: 30ms}\nload: {requests: 2}\n")
+	// A baseline's gated metrics count as checks, with the slack it allows as their margin.
+	p := plan(t, "name: a\nnetwork: {rtt: 30ms}\ntime_scale: 0.5\nload: {requests: 8, concurrency: 2, burst: 4, pause: 1s}\n")
 	sc := p.Scenarios[0]
-	tol := tolerances(reads(sc, sc.Runs[0], []string{"latency_ms.p50", "requests"}), sc.Runs[0].Settings, 1, nil)
-	if len(tol) != 1 || tol[0].Src != srcLink || tol[0].Stat != statP50 || tol[0].D != time.Millisecond ||
-		!strings.Contains(tol[0].By, "baseline") {
-		t.Errorf("baseline gates: %+v, want link p50 of 1ms set by the baseline", tol)
+	st := sc.Runs[0].Settings
+	got := lim{}
+	for _, l := range tolerances(reads(sc, sc.Runs[0], map[string]float64{"latency_ms.p50": 6, "total_ms": 48, "requests": 0}), st, scaler(st.TimeScale), nil) {
+		got[l.Src+"."+l.Stat] = l.D
+		if !strings.Contains(l.By, "gated by the baseline") {
+			t.Errorf("baseline gates: %s.%s set by %q", l.Src, l.Stat, l.By)
+		}
+	}
+	// p50: 6 ms x0.5 over 3 trips = 1 ms. total_ms: 48 ms x0.5 = 24 ms, half for the one
+	// pause (12 ms), half over 4 requests in turn of 3 trips (1 ms).
+	want := lim{"link.p50": ms(1), "link.mean": ms(1), "schedule.mean": ms(12)}
+	if len(got) != len(want) || got["link.p50"] != want["link.p50"] || got["link.mean"] != want["link.mean"] || got["schedule.mean"] != want["schedule.mean"] {
+		t.Errorf("baseline gates: %v, want %v", got, want)
 	}
 }
 
