@@ -361,22 +361,19 @@ func pauses(st scenario.Settings) bool {
 	return l.Burst > 0 && l.Burst < l.Requests && l.Pause.Min > 0
 }
 
-// pauseGap is the smallest distance, in scenario time, between an end of the pause range
-// and a timeout that decides reuse, with what it is between; ok is false for a run without
-// pauses or timeouts. The timeouts are the server's idle timeout, the client's, and the
-// client's hint-derived one (server idle timeout or hint, minus client.hint_buffer); a
-// server timeout longer than a client timeout decides nothing, since the client has
-// closed the connection first. Pairs exactly equal are skipped: a pause set exactly on a
-// timeout is a coin toss that no precision decides.
-func pauseGap(st scenario.Settings) (time.Duration, string, bool) {
-	l := st.Load
-	if l.Burst <= 0 || l.Burst >= l.Requests || l.Pause.Max <= 0 {
-		return 0, "", false
-	}
-	type timeout struct {
-		d    time.Duration
-		name string
-	}
+// timeout is one idle timeout that decides reuse, in scenario time.
+type timeout struct {
+	d    time.Duration
+	name string
+}
+
+// decidingTimeouts lists the idle timeouts that decide reuse: the server's idle timeout,
+// the client's, and the client's hint-derived one (server idle timeout or hint, minus
+// client.hint_buffer). A server timeout longer than a client timeout decides nothing when
+// the client talks to the server itself, since the client has closed the connection
+// first; behind a balancer the server's timeout governs the balancer's connections, which
+// the client's timeouts do not close.
+func decidingTimeouts(st scenario.Settings) []timeout {
 	var clientSide []timeout
 	srv := st.Server.IdleTimeout.D()
 	if srv > 0 && st.Client.HonorHint && st.Server.KeepaliveHint.Mode == scenario.HintOn {
@@ -388,16 +385,26 @@ func pauseGap(st scenario.Settings) (time.Duration, string, bool) {
 	if t := st.Client.IdleTimeout.D(); t > 0 {
 		clientSide = append(clientSide, timeout{t, "client.idle_timeout"})
 	}
-	timeouts := slices.Clone(clientSide)
-	if srv > 0 && !slices.ContainsFunc(clientSide, func(c timeout) bool { return c.d > 0 && c.d < srv }) {
-		timeouts = append(timeouts, timeout{srv, "server.idle_timeout"})
+	out := slices.DeleteFunc(slices.Clone(clientSide), func(t timeout) bool { return t.d <= 0 })
+	shadowed := st.Balancer == nil && slices.ContainsFunc(out, func(c timeout) bool { return c.d < srv })
+	if srv > 0 && !shadowed {
+		out = append(out, timeout{srv, "server.idle_timeout"})
+	}
+	return out
+}
+
+// pauseGap is the smallest distance, in scenario time, between an end of the pause range
+// and a timeout that decides reuse (decidingTimeouts), with what it is between; ok is false
+// for a run without pauses or timeouts. Pairs exactly equal are skipped: a pause set
+// exactly on a timeout is a coin toss that no precision decides.
+func pauseGap(st scenario.Settings) (time.Duration, string, bool) {
+	l := st.Load
+	if l.Burst <= 0 || l.Burst >= l.Requests || l.Pause.Max <= 0 {
+		return 0, "", false
 	}
 	best, why, ok := time.Duration(0), "", false
 	for _, p := range []time.Duration{l.Pause.Min.D(), l.Pause.Max.D()} {
-		for _, t := range timeouts {
-			if t.d <= 0 {
-				continue
-			}
+		for _, t := range decidingTimeouts(st) {
 			g := p - t.d
 			if g < 0 {
 				g = -g

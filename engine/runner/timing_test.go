@@ -47,6 +47,11 @@ func TestTolerancesFromTheChecks(t *testing.T) {
 			"server: {idle_timeout: 60s}\nclient: {idle_timeout: 55s}\nload: {requests: 20, burst: 10, pause: 59.85s..60.15s}\nexpect: [errors == 0]\n",
 			// gap = 59.85 s - 55 s = 4.85 s, not the 150 ms to the server's 60 s
 			lim{"link.p99": ms(1212.5), "schedule.p99": ms(2425), "idle_close.p99": ms(2425)}},
+		{"behind a balancer the client's timeouts do not shadow the server's", "name: a\nnetwork: {rtt: 20ms}\n" +
+			"server: {idle_timeout: 6s}\nclient: {idle_timeout: 4s}\nbalancer: {preset: aws-alb, backend_network: {rtt: 400ms}}\n" +
+			"load: {requests: 20, burst: 4, pause: 5.2s..6.4s}\nexpect: [errors == 0]\n",
+			// gap = 6.4 s - 6 s = 400 ms (the server's close), not 1.2 s (the client's 4 s)
+			lim{"link.p99": ms(100), "schedule.p99": ms(200), "idle_close.p99": ms(200)}},
 		{"counts and latency together: the tightest per statistic", "name: a\nnetwork: {rtt: 10ms}\n" +
 			"server: {idle_timeout: 100ms}\nload: {requests: 10, burst: 1, pause: 80ms}\nexpect: [connections == 1, latency_ms.p99 < 12]\n",
 			// latency: 10/10/3; count: gap 20 ms -> link 5, schedule and idle 10
