@@ -13,7 +13,7 @@ import (
 // instant: over TLS, 20 connections each idle once for 20 ms (a deadline Go's netpoller
 // rounds to whole milliseconds), seen from the client as a clean close (close_notify, then
 // EOF), against a server without Sleep in the same test. The Sleep server's median
-// lateness (its Lag recorder) must be under 0.4 ms, and under half the Go deadline's when
+// lateness (its Lag recorder) must be under 0.4 ms (0.8 under the race detector), and under half the Go deadline's when
 // that one is late by more than 0.4 ms; the client, which also reads the response and the
 // TLS alert, must see it earlier than the deadline's. A probe goroutine measures
 // how late this machine wakes goroutines; when that swamps what is measured, the test skips.
@@ -52,8 +52,12 @@ func TestPreciseIdleClose(t *testing.T) {
 	if wake.P50 > 3*time.Millisecond {
 		t.Skipf("this machine is too busy to judge: goroutines woke up %v late at the median", wake.P50)
 	}
-	if p.P50 > 400*time.Microsecond {
-		t.Errorf("the precise idle close was %v late at the median, want under 400µs", p.P50)
+	bound := 400 * time.Microsecond
+	if raceEnabled {
+		bound *= 2
+	}
+	if p.P50 > bound {
+		t.Errorf("the precise idle close was %v late at the median, want under %v", p.P50, bound)
 	}
 	if d.P50 > 400*time.Microsecond && p.P50 >= d.P50/2 {
 		t.Errorf("the precise idle close (%v) is not half as late as net/http's deadline (%v)", p.P50, d.P50)
