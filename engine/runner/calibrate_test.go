@@ -126,7 +126,7 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 
 // TestCountToleranceCalibrated: the client pauses 70 ms on a connection the server closes
 // after 100 ms idle, so one connection serves every request while the pause keeps 30 ms
-// from the timeout. The schedule's tolerance is gap/2 = 15 ms: 13 ms of lateness on every
+// from the timeout. The schedule's tolerance is gap/2 = 15 ms: 12 ms of lateness on every
 // pause keeps the connection; 40 ms carries the pause past the close (a new connection
 // each time), and is over the tolerance.
 func TestCountToleranceCalibrated(t *testing.T) {
@@ -145,7 +145,7 @@ expect: ["connections == 1"]
 	if tol != 15*time.Millisecond {
 		t.Fatalf("schedule p99 tolerance %v, want gap/2 = 15ms", tol)
 	}
-	under := tol * 9 / 10
+	under := tol * 8 / 10 // 12 ms: the spin that holds it overshoots by a millisecond on a busy machine
 	r := holdRun(t, src, func(tm *timers) { tm.schedule.Hold(under) }, 1)
 	t.Logf("schedule held %v (tolerance %v): connections %.0f, schedule p99 lateness %.2f ms", under, tol, r.Metrics.Connections, r.Timing.Sources[srcSchedule].P99)
 	checkUnder(t, r)
