@@ -54,8 +54,14 @@ type direction struct {
 	pace     *pacer        // the bandwidth limit, nil without one
 	pieces   []piece       // the reader's scratch for snd.depart
 
+	// The writer's own, kept across its goroutines so a direction that
+	// starts a writer per chunk allocates nothing for its waits.
+	wt *time.Timer // timers-only waits
+	ww waiter      // precise waits on the shared clock
+
 	mu        sync.Mutex
-	q         []chunk
+	q         []chunk // q[head:] is queued; the slots before head are spent
+	head      int
 	last      time.Time // due time of the newest chunk: keeps order under jitter
 	queued    int
 	writing   bool
@@ -124,6 +130,12 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 	}
 	d.last = due
 	c.due = due
+	if d.head == len(d.q) {
+		// Empty: reuse the backing array from its start rather than let the
+		// queue creep along it and reallocate.
+		clear(d.q)
+		d.q, d.head = d.q[:0], 0
+	}
 	d.q = append(d.q, c)
 	d.queued += c.n
 	start := !d.writing
@@ -143,26 +155,20 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 // queue is empty, so an idle direction costs no goroutine.
 func (d *direction) writeLoop() {
 	defer d.l.p.wg.Done()
-	var (
-		t *time.Timer // timers-only waits
-		w waiter      // precise waits on the shared clock
-	)
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
 	for {
 		d.mu.Lock()
-		if len(d.q) == 0 {
+		if d.head == len(d.q) {
 			d.writing = false
 			d.mu.Unlock()
 			return
 		}
-		c := d.q[0]
+		c := d.q[d.head]
 		d.mu.Unlock()
 
-		if !d.l.p.waitUntil(c.due, d.l.done, &t, &w) {
+		if !d.l.p.waitUntil(c.due, d.l.done, &d.wt, &d.ww) {
+			if d.wt != nil {
+				d.wt.Stop()
+			}
 			d.drop()
 			return
 		}
@@ -170,8 +176,8 @@ func (d *direction) writeLoop() {
 		d.deliver(c)
 
 		d.mu.Lock()
-		d.q[0] = chunk{}
-		d.q = d.q[1:]
+		d.q[d.head] = chunk{}
+		d.head++
 		d.queued -= c.n
 		d.mu.Unlock()
 		select {
@@ -184,10 +190,10 @@ func (d *direction) writeLoop() {
 // drop releases everything still queued after the link was torn down.
 func (d *direction) drop() {
 	d.mu.Lock()
-	for _, c := range d.q {
+	for _, c := range d.q[d.head:] {
 		c.release()
 	}
-	d.q = nil
+	d.q, d.head = nil, 0
 	d.queued = 0
 	d.writing = false
 	d.mu.Unlock()
