@@ -25,6 +25,8 @@ import (
 //	x-direct   p50 through the proxy / (the model + p50 straight to the server): what the
 //	           link adds beyond its RTT, against what the endpoints alone cost
 //	late-p50-us, late-p99-us  how late the link released chunks (its lag record)
+//	cpu-us/req, direct-cpu-us/req  the whole process's CPU per request, through the
+//	           proxy and straight to the server
 //
 // Run it with: go test -run '^$' -bench SmallRTT -benchtime 1x ./engine/netsim
 func BenchmarkSmallRTT(b *testing.B) {
@@ -55,17 +57,19 @@ func BenchmarkSmallRTT(b *testing.B) {
 func benchSmallRTT(b *testing.B, upstream string, rtt time.Duration, trips float64, load func(target string) []time.Duration) {
 	b.Helper()
 	const rounds = 5
-	var xModel, xDirect, lateP50, lateP99, cpuPerReq []float64
+	var xModel, xDirect, lateP50, lateP99, cpuPerReq, cpuDirectPerReq []float64
 	model := time.Duration(trips * float64(rtt))
 	for range b.N {
 		for range rounds {
+			before := cpuTime(b)
 			direct := load(upstream)
+			cpuDirect := cpuTime(b) - before
 			rec := &lag.Recorder{}
 			p, err := Start(Config{Upstream: upstream, RTT: rtt, Lag: rec})
 			if err != nil {
 				b.Fatal(err)
 			}
-			before := cpuTime(b)
+			before = cpuTime(b)
 			lat := load(p.Addr())
 			cpu := cpuTime(b) - before
 			if err := p.Close(); err != nil {
@@ -78,6 +82,7 @@ func benchSmallRTT(b *testing.B, upstream string, rtt time.Duration, trips float
 			lateP50 = append(lateP50, float64(s.P50.Microseconds()))
 			lateP99 = append(lateP99, float64(s.P99.Microseconds()))
 			cpuPerReq = append(cpuPerReq, float64(cpu.Microseconds())/float64(len(lat)))
+			cpuDirectPerReq = append(cpuDirectPerReq, float64(cpuDirect.Microseconds())/float64(len(direct)))
 		}
 	}
 	report := func(v []float64, unit string) {
@@ -92,6 +97,7 @@ func benchSmallRTT(b *testing.B, upstream string, rtt time.Duration, trips float
 	report(lateP50, "late-p50-us")
 	report(lateP99, "late-p99-us")
 	report(cpuPerReq, "cpu-us/req")
+	report(cpuDirectPerReq, "direct-cpu-us/req")
 }
 
 func median(l []time.Duration) time.Duration {
