@@ -52,10 +52,26 @@
 // deadline; the goroutine exits when nothing is pending. Where no timerfd
 // is available it sleeps on a Go timer and spins the whole window. A
 // negative SpinWindow gives every writer a plain Go timer instead, which
-// now saves little CPU and is about a millisecond less exact. An idle link holds two reader goroutines and no buffers: a writer
+// now saves little CPU and is about a millisecond less exact.
+//
+// Releases are coalesced on a grid: a chunk due at t is released at the end
+// of the quantum holding t, so every chunk due within one quantum, on any
+// link of the process, is released by the same wake-up. The quantum is
+// RTT/50, at most 20 µs (20 µs at 1 ms RTT and above, 10 µs at 0.5 ms).
+// The rule is exact: a chunk is never released before its due time, and the
+// grid adds less than one quantum (fireAt, TestFireAtNeverEarly). A chunk
+// whose due time has already passed when its writer reaches it is released
+// at once: nothing is armed and nothing is rounded. Config.Lag records each
+// release against the chunk's own due time, so the quantum's delay counts as
+// lateness like any other (TestCoalescingDelayIsRecordedAsLateness).
+//
+// An idle link holds two reader goroutines and no buffers: a writer
 // goroutine exists only while its queue is non-empty, read buffers come
 // from a pool and are taken only once a socket is readable, and chunks of up
-// to 2 KiB are copied out of them. Each direction has at most 4 MiB in
+// to 2 KiB are copied out of them into pooled 2 KiB buffers. The hot path
+// allocates nothing per chunk: the writer's clock registration and timer,
+// the queue's array and the reader's recvmsg callback are kept per
+// direction and reused. Each direction has at most 4 MiB in
 // flight, like a TCP window. Close tears every link down and waits for every
 // goroutine the proxy started; the shared clock's goroutine belongs to no
 // proxy and ends by itself once no writer is waiting.

@@ -2,6 +2,7 @@ package netsim
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -14,7 +15,8 @@ import (
 // BenchmarkSmallRTT is the case of issue 20: services in one region, 1 ms RTT.
 //
 //   - reused: 64 kept-alive HTTP/1.1 connections, each sending sequential GETs, so 64
-//     requests are always in flight through one proxy. The model is 1 RTT.
+//     requests are always in flight through one proxy. The model is 1 RTT. The same with
+//     8 in flight shows the link where the endpoints leave the cores some room.
 //   - new-tls: sequential GETs each on a new TLS 1.3 connection. The model is 3 RTT.
 //
 // Every round measures the same load twice, straight to the server and through the
@@ -31,12 +33,14 @@ import (
 // Run it with: go test -run '^$' -bench SmallRTT -benchtime 1x ./engine/netsim
 func BenchmarkSmallRTT(b *testing.B) {
 	const rtt = time.Millisecond
-	b.Run("reused/inflight=64", func(b *testing.B) {
-		addr, _ := httpServer(b, false)
-		benchSmallRTT(b, addr, rtt, 1, func(target string) []time.Duration {
-			return rawLoad(b, target, 64, 60)
+	for _, inFlight := range []int{64, 8} {
+		b.Run(fmt.Sprintf("reused/inflight=%d", inFlight), func(b *testing.B) {
+			addr, _ := httpServer(b, false)
+			benchSmallRTT(b, addr, rtt, 1, func(target string) []time.Duration {
+				return rawLoad(b, target, inFlight, 3840/inFlight)
+			})
 		})
-	})
+	}
 	b.Run("new-tls", func(b *testing.B) {
 		addr, pool := httpServer(b, true)
 		c := httpClient(b, pool, false)
