@@ -49,7 +49,14 @@
 // 250 µs (a vCPU woken from idle takes 100 to 250 µs to run it), and wakes
 // every writer whose deadline passed, in deadline order. However many
 // links are waiting, at most one goroutine spins, for at most 250 µs per
-// deadline; the goroutine exits when nothing is pending. Where no timerfd
+// deadline; the goroutine exits when nothing is pending. It spins only
+// while deadlines are sparse (fewer than 4 releases in the current and the
+// previous millisecond) and for at most a quarter of wall time: dense
+// deadlines, many links at a small RTT, would keep it yielding without
+// pause and take a core from the endpoints, so then it blocks on the
+// timerfd until the deadline itself (measured in clock.go: at 1 ms RTT
+// with 8 in flight, 1.05-1.16x instead of 1.14-1.29x the model plus the
+// endpoints' own time, for 15-30 µs more lateness per release). Where no timerfd
 // is available it sleeps on a Go timer and spins the whole window. A
 // negative SpinWindow gives every writer a plain Go timer instead, which
 // now saves little CPU and is about a millisecond less exact.
