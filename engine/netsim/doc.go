@@ -163,6 +163,10 @@
 //	  before                  1.09-1.10    1.80-1.84    4,610-4,680  3 µs
 //	  after                   1.09-1.13    1.61-1.85    3,960-5,010  16-17 µs
 //
+// Two more alternating runs each at load average 1.0 to 1.3 gave, before
+// and after: x-direct 1.17 and 1.01-1.04 with 8 in flight, 1.53-1.61 and
+// 1.32-1.65 with 64, 1.06-1.10 and 1.07-1.10 for new TLS.
+//
 // With 8 in flight the link now adds 7-12% to the endpoints' own time
 // (target 15%), against 15-20% before: the clock no longer spins through
 // dense deadlines, so each release is 35-41 µs late instead of about 1 µs,
