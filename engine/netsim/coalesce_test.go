@@ -93,3 +93,30 @@ func TestCoalescingDelayIsRecordedAsLateness(t *testing.T) {
 	}
 	t.Logf("recorded lateness: p50 %v, p99 %v, max %v over %d chunks", s.P50, s.P99, s.Max, s.N)
 }
+
+// TestPastDueReleasesWithoutWaiting checks that a chunk whose due time has passed is
+// released at once: no timer made, nothing registered with the clock, and no rounding up to
+// the quantum (here a whole second, so a rounded wait would show).
+func TestPastDueReleasesWithoutWaiting(t *testing.T) {
+	for _, spin := range []time.Duration{DefaultSpinWindow, -1} {
+		p, err := Start(Config{Upstream: tcpServer(t, echo), RTT: time.Millisecond, SpinWindow: spin, quantum: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			tm *time.Timer
+			w  waiter
+		)
+		start := time.Now()
+		if !p.waitUntil(start.Add(-time.Nanosecond), make(chan struct{}), &tm, &w) {
+			t.Fatal("waitUntil reported the link closed")
+		}
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Errorf("spin %v: a past-due release waited %v", spin, took)
+		}
+		if tm != nil || w.ch != nil {
+			t.Errorf("spin %v: a past-due release armed a timer (%v) or registered with the clock (%v)", spin, tm != nil, w.ch != nil)
+		}
+		_ = p.Close()
+	}
+}
