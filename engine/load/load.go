@@ -42,6 +42,10 @@ type Spec struct {
 	// Lag, when set, receives how late each pause and each open-model arrival the schedule
 	// slept for fired against its planned instant.
 	Lag *lag.Recorder
+	// Sleep, when set, waits until at or returns false as soon as done closes; the runner
+	// passes a precise clock (netsim.Sleeper) here. When nil the schedule sleeps on a Go
+	// timer, which on Linux fires up to about a millisecond late.
+	Sleep func(at time.Time, done <-chan struct{}) bool
 }
 
 type scheduledKey struct{}
@@ -240,7 +244,12 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 	// it woke. An instant already past when the schedule reaches it is not a late timer but
 	// a call queued behind the concurrency cap: that shows as the call's queue wait.
 	wait := func(at time.Time) bool {
-		if d := time.Until(at); d > 0 {
+		if d := time.Until(at); d > 0 && s.Sleep != nil {
+			if !s.Sleep(at, ctx.Done()) {
+				return false
+			}
+			s.Lag.Since(at)
+		} else if d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():

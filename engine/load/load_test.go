@@ -572,3 +572,42 @@ func TestScheduledIsThePlannedStart(t *testing.T) {
 		t.Error("a context not from Run has no scheduled start")
 	}
 }
+
+// TestRunSleepsOnTheGivenClock checks that a Spec's Sleep waits out every pause and every
+// open-model arrival instead of a Go timer, with the planned instants, and that its false
+// (the run's context done) stops the schedule.
+func TestRunSleepsOnTheGivenClock(t *testing.T) {
+	var calls []time.Time
+	sleep := func(at time.Time, done <-chan struct{}) bool {
+		calls = append(calls, at)
+		time.Sleep(time.Until(at))
+		return true
+	}
+	s := Spec{Requests: 9, Burst: 3, PauseMin: 5 * time.Millisecond, PauseMax: 5 * time.Millisecond, Sleep: sleep}
+	if err := Run(context.Background(), s, func(context.Context, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 {
+		t.Fatalf("Sleep called %d times for 2 pauses", len(calls))
+	}
+	calls = nil
+	s = Spec{Requests: 4, Rate: 200, Sleep: sleep}
+	if err := Run(context.Background(), s, func(context.Context, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 3 {
+		t.Fatalf("Sleep called %d times for 3 spaced arrivals", len(calls))
+	}
+	for i := 1; i < len(calls); i++ {
+		if gap := calls[i].Sub(calls[i-1]); gap != 5*time.Millisecond {
+			t.Errorf("arrival %d planned %v after the previous, want 5ms", i+1, gap)
+		}
+	}
+	var started int
+	s = Spec{Requests: 9, Burst: 3, PauseMin: time.Millisecond, PauseMax: time.Millisecond,
+		Sleep: func(time.Time, <-chan struct{}) bool { return false }}
+	_ = Run(context.Background(), s, func(context.Context, int) { started++ })
+	if started != 3 {
+		t.Errorf("%d requests started after Sleep returned false at the first pause, want 3", started)
+	}
+}

@@ -217,6 +217,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	} else {
 		scfg := serverConfig(st, scale)
 		scfg.Lag = &tm.idle
+		scfg.Sleep = preciseSleep
 		// The connection id on every response ties the server's close records to the
 		// client's connections (the proxy between them gives each side its own ports).
 		scfg.Stamp = true
@@ -368,6 +369,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	} else {
 		spec := loadSpec(st, scale)
 		spec.Lag = &tm.schedule
+		spec.Sleep = new(netsim.Sleeper).Until
 		loadErr = load.Run(runCtx, spec, func(ctx context.Context, seq int) {
 			ev := cl.Do(ctx, seq)
 			if !ev.OK() && ctx.Err() != nil {

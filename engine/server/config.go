@@ -105,6 +105,14 @@ type Config struct {
 	Listen string
 	// Lag, when set, receives how late each idle close happened after IdleTimeout.
 	Lag *lag.Recorder
+	// Sleep, when set, waits until at or returns false once done closes; it makes the
+	// HTTP/1.1 idle close precise. net/http's own idle close is a read deadline, a Go
+	// timer, which on Linux fires up to about a millisecond late when the process is idle
+	// (its netpoller waits in whole milliseconds); at a time scale of 0.02 that is 50 ms of
+	// scenario time. With Sleep the server closes a connection still idle at exactly
+	// IdleTimeout itself; net/http's deadline stays as the backstop. The runner passes
+	// the precise clock of the simulated link (netsim.Sleeper).
+	Sleep func(at time.Time, done <-chan struct{}) bool
 }
 
 // maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.

@@ -76,6 +76,8 @@ type connInfo struct {
 	opened    time.Time
 	requests  atomic.Int64
 	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
+	http1     atomic.Bool  // it served an HTTP/1.1 request: the precise idle close applies
+	idleTimer *time.Timer  // the precise idle close's lead timer; only the ConnState hook touches it
 	closing   atomic.Value // string: the reason the server put "Connection: close" on a response
 }
 
@@ -339,7 +341,9 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		}
 	case http.StateIdle:
 		if v, ok := s.conns.Load(underlying(c)); ok {
-			v.(*connInfo).idleSince.Store(time.Now().UnixNano())
+			ci := v.(*connInfo)
+			ci.idleSince.Store(time.Now().UnixNano())
+			s.armIdleClose(c, ci)
 		}
 	case http.StateClosed, http.StateHijacked:
 		v, ok := s.conns.LoadAndDelete(underlying(c))
@@ -348,6 +352,9 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		}
 		ci := v.(*connInfo)
 		now := time.Now()
+		if ci.idleTimer != nil {
+			ci.idleTimer.Stop()
+		}
 		rec := ConnRecord{ID: uint64(ci.id), Opened: ci.opened, Closed: now, Requests: ci.requests.Load()}
 		switch reason, _ := ci.closing.Load().(string); {
 		case s.closing.Load():
@@ -373,6 +380,38 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		s.open.Add(-1)
 		s.connWG.Done()
 	}
+}
+
+// idleLead is how long before an idle close the precise clock takes over from a Go timer.
+const idleLead = 2 * time.Millisecond
+
+// armIdleClose makes the server close c itself at exactly IdleTimeout after it went idle,
+// when Config.Sleep is set and c speaks HTTP/1.1 (an HTTP/2 connection's idle timer ends in
+// a GOAWAY that net/http sends). A Go timer wakes idleLead early, the precise clock waits
+// out the rest, and c is closed only if it is still in the same idle period. net/http's
+// read deadline, armed for the same instant, stays as the backstop; the close it makes is
+// the same (a TLS close_notify, then a FIN), so the client cannot tell which one fired.
+func (s *Server) armIdleClose(c net.Conn, ci *connInfo) {
+	if s.cfg.Sleep == nil || s.cfg.IdleTimeout <= 0 || !ci.http1.Load() {
+		return
+	}
+	lead := max(s.cfg.IdleTimeout-idleLead, 0)
+	if ci.idleTimer != nil {
+		ci.idleTimer.Reset(lead)
+		return
+	}
+	ci.idleTimer = time.AfterFunc(lead, func() {
+		since := ci.idleSince.Load()
+		if since == 0 || s.closing.Load() {
+			return // active again, or the server is closing every connection anyway
+		}
+		if !s.cfg.Sleep(time.Unix(0, since).Add(s.cfg.IdleTimeout), s.serveDone) {
+			return
+		}
+		if ci.idleSince.Load() == since && !s.closing.Load() {
+			_ = c.Close()
+		}
+	})
 }
 
 // handle answers every request with the configured status, headers and body.
@@ -408,6 +447,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	if r.ProtoMajor == 1 {
+		if ci != nil && !ci.http1.Load() {
+			ci.http1.Store(true)
+		}
 		if reason := s.connectionHeaders(h, r, n); reason != "" && ci != nil {
 			ci.closing.Store(reason)
 		}

@@ -1,0 +1,22 @@
+package netsim
+
+import "time"
+
+// sleepSpin is how long before an instant a Sleeper stops trusting Go timers. With a
+// timerfd the clock blocks on the kernel timer until spinTail before the instant; without
+// one it sleeps on a Go timer until this window opens and yields from there.
+const sleepSpin = 2 * time.Millisecond
+
+// Sleeper waits for instants on the process-wide precise clock that delays the link's
+// chunks, for timers other than the link's that carry the model: a load schedule's pauses
+// and arrivals. A Go timer on Linux fires up to about a millisecond late when the process is
+// otherwise idle, because the runtime's netpoller waits in whole milliseconds
+// (runtime/netpoll_epoll.go rounds any wait under 1 ms up to 1 ms and longer ones down to
+// whole ms); at a time scale of 0.02 a millisecond is 50 ms of scenario time. A Sleeper is
+// reused by one goroutine at a time; it allocates only on its first wait.
+type Sleeper struct{ w waiter }
+
+// Until waits until at, or returns false as soon as done closes (also when both happened).
+func (s *Sleeper) Until(at time.Time, done <-chan struct{}) bool {
+	return preciseClock().wait(&s.w, at, sleepSpin, done)
+}
