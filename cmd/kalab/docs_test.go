@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -172,5 +173,34 @@ func TestUsageAligned(t *testing.T) {
 	}
 	if col < 0 {
 		t.Fatal("no command lines in the usage text")
+	}
+}
+
+// `kalab help presets` names, for every preset, what it models and whether a truth file
+// checked it: "verified against PROGRAM on DATE by scenarios/truth/FILE" or "not verified".
+func TestHelpPresetsSaysWhatEachWasVerifiedAgainst(t *testing.T) {
+	var out, errb strings.Builder
+	if code := Main([]string{"help", "presets"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	blocks := strings.Split(out.String(), "\n\n")
+	verified := regexp.MustCompile(`(?m)^    verified against .+ on \d{4}-\d{2}-\d{2} by scenarios/truth/[a-z0-9-]+\.yaml$`)
+	for _, reg := range []map[string]*scenario.Preset{scenario.ServerPresets, scenario.ClientPresets, scenario.BalancerPresets} {
+		for name, p := range reg {
+			i := slices.IndexFunc(blocks, func(b string) bool {
+				return strings.HasPrefix(strings.TrimLeft(b, "\n"), "  "+name+": "+p.Models+"\n")
+			})
+			if i < 0 {
+				t.Errorf("%s: no block starting %q", name, "  "+name+": "+p.Models)
+				continue
+			}
+			b := blocks[i]
+			switch {
+			case p.Verified != "" && !verified.MatchString(b):
+				t.Errorf("%s: verified by %q, but the help does not say against what, when and by which truth file:\n%s", name, p.Verified, b)
+			case p.Verified == "" && !strings.Contains(b, "\n    not verified"):
+				t.Errorf("%s: not verified, but the help does not say so:\n%s", name, b)
+			}
+		}
 	}
 }

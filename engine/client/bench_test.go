@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,16 @@ func benchClient(b *testing.B, cfg Config) {
 	if cfg.Addr == "" {
 		cfg.Addr = startBenchServer(b)
 	}
+	b.ReportAllocs()
+	cpu, wall := runClient(b, cfg, b.N, b.ResetTimer)
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+	b.ReportMetric(float64(b.N)/wall.Seconds(), "req/s")
+}
+
+// runClient makes a client of cfg, opens its 64 connections, calls started, then sends n
+// requests with 64 in flight and returns the process's CPU time and the wall time they took.
+func runClient(b *testing.B, cfg Config, n int, started func()) (cpu, wall time.Duration) {
 	cfg.KeepAlive = true
 	c, err := New(cfg)
 	if err != nil {
@@ -141,8 +152,7 @@ func benchClient(b *testing.B, cfg Config) {
 	wg.Wait()
 
 	var next, failed atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
+	started()
 	cpu0, wall0 := cpuTime(), time.Now()
 	for range inFlight {
 		wg.Add(1)
@@ -150,7 +160,7 @@ func benchClient(b *testing.B, cfg Config) {
 			defer wg.Done()
 			for {
 				i := next.Add(1)
-				if i > int64(b.N) {
+				if i > int64(n) {
 					return
 				}
 				if ev := c.Do(context.Background(), int(i)); !ev.OK() {
@@ -160,18 +170,48 @@ func benchClient(b *testing.B, cfg Config) {
 		}()
 	}
 	wg.Wait()
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d requests failed", n, b.N)
+	cpu, wall = cpuTime()-cpu0, time.Since(wall0)
+	if k := failed.Load(); k > 0 {
+		b.Fatalf("%d of %d requests failed", k, n)
 	}
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
-	b.ReportMetric(float64(b.N)/wall.Seconds(), "req/s")
 	// Go's Transport may dial past the in-flight count (a dial races an idle hand-back);
 	// the model pool must not.
 	if st := c.Stats(); cfg.Implementation != ImplGoNetHTTP && st.Connections > inFlight {
 		b.Fatalf("%d connections for %d in flight", st.Connections, inFlight)
 	}
+	return cpu, wall
+}
+
+// BenchmarkGoNetHTTPVsModel measures go-net-http against the model client in the same run,
+// alternating rounds of 20,000 requests each (64 in flight, the same server), so both see
+// the same machine. It reports go-net-http's CPU per request and its ratio to the model's,
+// as the median over the rounds with the min and max beside it. Run it with
+// go test -run '^$' -bench GoNetHTTPVsModel -benchtime 1x ./engine/client
+func BenchmarkGoNetHTTPVsModel(b *testing.B) {
+	addr := os.Getenv(benchAddrEnv)
+	if addr == "" {
+		addr = startBenchServer(b)
+	}
+	const rounds, n = 5, 20000
+	var model, std, ratio []float64
+	for range b.N {
+		for range rounds {
+			cm, _ := runClient(b, Config{Addr: addr}, n, func() {})
+			cs, _ := runClient(b, Config{Addr: addr, Implementation: ImplGoNetHTTP}, n, func() {})
+			m, s := float64(cm.Nanoseconds())/1e3/n, float64(cs.Nanoseconds())/1e3/n
+			model, std, ratio = append(model, m), append(std, s), append(ratio, s/m)
+		}
+	}
+	report := func(v []float64, unit string) {
+		slices.Sort(v)
+		b.ReportMetric(v[len(v)/2], unit)
+		b.ReportMetric(v[0], unit+"-min")
+		b.ReportMetric(v[len(v)-1], unit+"-max")
+	}
+	b.ReportMetric(0, "ns/op")
+	report(std, "go-net-http-cpu-µs/req")
+	report(model, "model-cpu-µs/req")
+	report(ratio, "x-model")
 }
 
 func BenchmarkModelKeepAlive64(b *testing.B) { benchClient(b, Config{}) }

@@ -129,3 +129,74 @@ func TestClockFiresInDeadlineOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestClockSpinsOnlyWhileSparse checks when the clock may spin toward a deadline: with
+// allowance left and fewer than busyFires releases in the current and previous window; not
+// once the allowance is spent, until wall time refills it at 1/spinShare; not while
+// deadlines are dense.
+func TestClockSpinsOnlyWhileSparse(t *testing.T) {
+	c := newClock()
+	if c.tfd != nil {
+		defer c.tfd.Close()
+	}
+	now := time.Now()
+	if !c.mayspin(now) {
+		t.Fatal("a fresh clock must spin: deadlines are sparse and the allowance full")
+	}
+	c.allowance = 0
+	if c.mayspin(now) {
+		t.Fatal("the clock spun with no allowance left")
+	}
+	// 4 µs of wall time refill 1 µs of spinning.
+	if !c.mayspin(now.Add(spinShare * time.Microsecond)) {
+		t.Fatal("wall time did not refill the allowance")
+	}
+	if c.allowance != time.Microsecond {
+		t.Fatalf("allowance %v after %v, want 1µs", c.allowance, spinShare*time.Microsecond)
+	}
+	if c.mayspin(now.Add(time.Hour)); c.allowance != spinBurst {
+		t.Fatalf("allowance %v after an hour, want it capped at %v", c.allowance, spinBurst)
+	}
+	c.winFires = busyFires
+	if c.mayspin(now.Add(time.Hour)) {
+		t.Fatalf("the clock spun with %d releases in its window", busyFires)
+	}
+	c.winFires, c.prevWin = 0, busyFires
+	if c.mayspin(now.Add(time.Hour)) {
+		t.Fatalf("the clock spun with %d releases in the previous window", busyFires)
+	}
+}
+
+// TestClockDenseNeverEarly registers deadlines 50 µs apart, dense enough that the clock
+// blocks on its kernel timer instead of spinning, and checks that every waiter is woken,
+// none before its deadline, in deadline order.
+func TestClockDenseNeverEarly(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	if c.tfd == nil {
+		t.Skip("no timerfd: the clock always spins here")
+	}
+	const n = 400
+	ws := make([]*waiter, n)
+	base := time.Now().Add(20 * time.Millisecond)
+	for i := range ws {
+		ws[i] = &waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 50 * time.Microsecond)}
+		ws[i].start = ws[i].due.Add(-spinTail)
+		c.add(ws[i])
+	}
+	for i, w := range ws {
+		select {
+		case <-w.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter %d never fired", i)
+		}
+		if now := time.Now(); now.Before(w.due) {
+			t.Fatalf("waiter %d fired %v early", i, w.due.Sub(now))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.winFires+c.prevWin < busyFires {
+		t.Errorf("the last windows counted %d+%d releases; 20 per millisecond were due", c.winFires, c.prevWin)
+	}
+}

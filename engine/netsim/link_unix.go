@@ -11,52 +11,65 @@ import (
 // openReader returns the function readLoop calls for each chunk: it waits
 // until the source socket is readable, takes a pooled buffer only then (so
 // an idle link holds none) and reads with recvmsg, which also brings the
-// kernel's receive timestamp where the platform gives one (Linux).
+// kernel's receive timestamp where the platform gives one (Linux). The
+// function and its state are made once per direction, so a read allocates
+// nothing.
 func (d *direction) openReader() (func() (buf *[]byte, n int, stamp time.Time, err error), error) {
 	rc, err := d.src.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	enableKernelStamps(rc)
+	r := &recvState{d: d}
+	r.try = r.recv
 	return func() (*[]byte, int, time.Time, error) {
-		var (
-			buf        *[]byte
-			n, oobn    int
-			rerr       error
-			finPending bool
-		)
-		err := rc.Read(func(fd uintptr) bool {
-			b := bufPool.Get().(*[]byte)
-			for {
-				n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), *b, d.oob[:], 0)
-				if rerr != syscall.EINTR {
-					break
-				}
-			}
-			if rerr == syscall.EAGAIN {
-				bufPool.Put(b)
-				return false
-			}
-			buf = b
-			if rerr == nil && n > 0 && d == d.l.down {
-				// Is the server's FIN already queued behind this data? Then it came
-				// with the data (a close straight after a response, or after a TLS
-				// close_notify), whenever this goroutine gets to read it.
-				finPending = peekEOF(fd)
-			}
-			return true
-		})
-		stamp := arrival(time.Now(), d.oob[:max(oobn, 0)])
+		r.buf, r.n, r.oobn, r.rerr, r.finPending = nil, 0, 0, nil, false
+		err := rc.Read(r.try)
+		stamp := arrival(time.Now(), d.oob[:max(r.oobn, 0)])
 		if err == nil {
-			err = rerr
+			err = r.rerr
 		}
-		if finPending {
+		if r.finPending {
 			d.finAt = stamp
-		} else if err == nil && n <= 0 && !d.finAt.IsZero() {
+		} else if err == nil && r.n <= 0 && !d.finAt.IsZero() {
 			stamp = d.finAt
 		}
-		return buf, n, stamp, err
+		return r.buf, r.n, stamp, err
 	}, nil
+}
+
+// recvState is one direction's reader state for the callback RawConn.Read calls.
+type recvState struct {
+	d          *direction
+	try        func(fd uintptr) bool // recv, bound once
+	buf        *[]byte
+	n, oobn    int
+	rerr       error
+	finPending bool
+}
+
+// recv reads once from fd; false means the socket has nothing yet (EAGAIN).
+func (r *recvState) recv(fd uintptr) bool {
+	d := r.d
+	b := bufPool.Get().(*[]byte)
+	for {
+		r.n, r.oobn, _, _, r.rerr = syscall.Recvmsg(int(fd), *b, d.oob[:], 0)
+		if r.rerr != syscall.EINTR {
+			break
+		}
+	}
+	if r.rerr == syscall.EAGAIN {
+		bufPool.Put(b)
+		return false
+	}
+	r.buf = b
+	if r.rerr == nil && r.n > 0 && d == d.l.down {
+		// Is the server's FIN already queued behind this data? Then it came
+		// with the data (a close straight after a response, or after a TLS
+		// close_notify), whenever this goroutine gets to read it.
+		r.finPending = peekEOF(fd)
+	}
+	return true
 }
 
 // sockErrIsReset reports whether the kernel has recorded a reset on c. It

@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,10 @@ type Config struct {
 	// Linux with net.ipv4.tcp_abort_on_overflow=1; by default its SYN is dropped and
 	// the client's kernel retries it (1 s, 3 s, 7 s, ... after the first).
 	RefuseOverflow bool
+
+	// quantum overrides quantumFor(RTT) when positive; tests only, to make the
+	// coalescing delay large enough to observe.
+	quantum time.Duration
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
@@ -106,11 +111,12 @@ type Stats struct {
 
 // Proxy is a running latency proxy. Its methods are safe for concurrent use.
 type Proxy struct {
-	cfg    Config
-	ln     *net.TCPListener
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg     Config
+	quantum time.Duration // the coalescing quantum, quantumFor(cfg.RTT)
+	ln      *net.TCPListener
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -190,13 +196,14 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		cfg:    cfg,
-		ln:     ln,
-		ctx:    ctx,
-		cancel: cancel,
-		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
-		links:  make(map[*link]struct{}),
-		peers:  make(map[int]struct{}),
+		cfg:     cfg,
+		quantum: cmp.Or(cfg.quantum, quantumFor(cfg.RTT)),
+		ln:      ln,
+		ctx:     ctx,
+		cancel:  cancel,
+		rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
+		links:   make(map[*link]struct{}),
+		peers:   make(map[int]struct{}),
 	}
 	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
 		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}

@@ -27,10 +27,10 @@ type chunk struct {
 	due  time.Time
 }
 
-// release returns the chunk's pooled buffer, if it holds one.
+// release returns the chunk's pooled buffer, if it holds one, to the pool it came from.
 func (c *chunk) release() {
 	if c.pool != nil {
-		bufPool.Put(c.pool)
+		putBuf(c.pool)
 		c.pool = nil
 	}
 }
@@ -54,8 +54,14 @@ type direction struct {
 	pace     *pacer        // the bandwidth limit, nil without one
 	pieces   []piece       // the reader's scratch for snd.depart
 
+	// The writer's own, kept across its goroutines so a direction that
+	// starts a writer per chunk allocates nothing for its waits.
+	wt *time.Timer // timers-only waits
+	ww waiter      // precise waits on the shared clock
+
 	mu        sync.Mutex
-	q         []chunk
+	q         []chunk // q[head:] is queued; the slots before head are spent
+	head      int
 	last      time.Time // due time of the newest chunk: keeps order under jitter
 	queued    int
 	writing   bool
@@ -124,6 +130,12 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 	}
 	d.last = due
 	c.due = due
+	if d.head == len(d.q) {
+		// Empty: reuse the backing array from its start rather than let the
+		// queue creep along it and reallocate.
+		clear(d.q)
+		d.q, d.head = d.q[:0], 0
+	}
 	d.q = append(d.q, c)
 	d.queued += c.n
 	start := !d.writing
@@ -143,26 +155,20 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 // queue is empty, so an idle direction costs no goroutine.
 func (d *direction) writeLoop() {
 	defer d.l.p.wg.Done()
-	var (
-		t *time.Timer // timers-only waits
-		w waiter      // precise waits on the shared clock
-	)
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
 	for {
 		d.mu.Lock()
-		if len(d.q) == 0 {
+		if d.head == len(d.q) {
 			d.writing = false
 			d.mu.Unlock()
 			return
 		}
-		c := d.q[0]
+		c := d.q[d.head]
 		d.mu.Unlock()
 
-		if !d.l.p.waitUntil(c.due, d.l.done, &t, &w) {
+		if !d.l.p.waitUntil(c.due, d.l.done, &d.wt, &d.ww) {
+			if d.wt != nil {
+				d.wt.Stop()
+			}
 			d.drop()
 			return
 		}
@@ -170,8 +176,8 @@ func (d *direction) writeLoop() {
 		d.deliver(c)
 
 		d.mu.Lock()
-		d.q[0] = chunk{}
-		d.q = d.q[1:]
+		d.q[d.head] = chunk{}
+		d.head++
 		d.queued -= c.n
 		d.mu.Unlock()
 		select {
@@ -184,10 +190,10 @@ func (d *direction) writeLoop() {
 // drop releases everything still queued after the link was torn down.
 func (d *direction) drop() {
 	d.mu.Lock()
-	for _, c := range d.q {
+	for _, c := range d.q[d.head:] {
 		c.release()
 	}
-	d.q = nil
+	d.q, d.head = nil, 0
 	d.queued = 0
 	d.writing = false
 	d.mu.Unlock()
@@ -291,12 +297,20 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// waitUntil waits until due, or returns false if done closes first. With a
-// spin window the wait goes to the process-wide precise clock, which keeps
-// one goroutine awake near deadlines however many writers are waiting;
-// without one it is a plain timer, which Go on Linux fires up to about a
+// waitUntil waits until due, or returns false if done closes first. A due
+// that has already passed returns at once: nothing is armed. Otherwise the
+// wait ends at fireAt(due, p.quantum), the end of due's quantum, so every
+// chunk due within one quantum is released by the same wake-up (never
+// before its due time, less than one quantum after it). With a spin window
+// the wait goes to the process-wide precise clock, which keeps one
+// goroutine awake near deadlines however many writers are waiting; without
+// one it is a plain timer, which Go on Linux fires up to about a
 // millisecond late. t and w belong to the calling writer and are reused.
 func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *waiter) bool {
+	if !time.Now().Before(due) {
+		return open(done)
+	}
+	due = fireAt(due, p.quantum)
 	if spin := p.cfg.SpinWindow; spin > 0 {
 		return preciseClock().wait(w, due, spin, done)
 	}
@@ -313,6 +327,39 @@ func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w
 		}
 	}
 	return open(done)
+}
+
+// maxQuantum bounds the coalescing quantum: see quantumFor.
+const maxQuantum = 20 * time.Microsecond
+
+// quantumFor is the coalescing quantum of a link of the given RTT: RTT/50, at
+// most maxQuantum (20 µs), so at most 2% of a one-way trip at 1 ms RTT and
+// 0.08% at 50 ms. An RTT of zero gives zero: no coalescing.
+func quantumFor(rtt time.Duration) time.Duration {
+	return min(rtt/50, maxQuantum)
+}
+
+// quantumEpoch anchors the process's quantum grid. Every proxy shares it, so
+// chunks of different links due in the same quantum share one wake-up too.
+var quantumEpoch = time.Now()
+
+// fireAt is the instant a chunk due at due is released: the end of the
+// quantum holding due on a grid of step q from quantumEpoch, or due itself
+// when it falls on the grid or q is not positive. So fireAt(due, q) >= due
+// and fireAt(due, q) - due < q: never early, less than one quantum late.
+// The arithmetic is on monotonic readings (Sub, Add), never wall time.
+func fireAt(due time.Time, q time.Duration) time.Time {
+	if q <= 0 {
+		return due
+	}
+	r := due.Sub(quantumEpoch) % q
+	switch {
+	case r > 0:
+		return due.Add(q - r)
+	case r < 0: // due before the epoch: the grid extends backwards
+		return due.Add(-r)
+	}
+	return due
 }
 
 // open reports whether done is still open: a wait that ended on time but after the link

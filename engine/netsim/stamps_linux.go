@@ -28,20 +28,26 @@ func arrival(now time.Time, oob []byte) time.Time {
 	if len(oob) == 0 {
 		return now
 	}
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return now
-	}
-	for _, m := range msgs {
-		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS ||
-			len(m.Data) < int(unsafe.Sizeof(syscall.Timespec{})) {
-			continue
+	// Walked in place: syscall.ParseSocketControlMessage allocates a slice per read.
+	for len(oob) >= syscall.CmsgLen(0) {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if h.Len < syscall.SizeofCmsghdr || int(h.Len) > len(oob) {
+			return now
 		}
-		ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
-		age := now.Sub(time.Unix(ts.Unix()))
-		if age > 0 && age < time.Second {
-			return now.Add(-age)
+		data := oob[syscall.CmsgLen(0):h.Len]
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS &&
+			len(data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&data[0]))
+			age := now.Sub(time.Unix(ts.Unix()))
+			if age > 0 && age < time.Second {
+				return now.Add(-age)
+			}
 		}
+		next := syscall.CmsgSpace(int(h.Len) - syscall.CmsgLen(0))
+		if next > len(oob) {
+			return now
+		}
+		oob = oob[next:]
 	}
 	return now
 }

@@ -117,6 +117,15 @@ expect: ["errors == 0"]
 	r := out.Runs[0]
 	t.Logf("burst: %s, %v requests, %v connections, %v errors; budget %d descriptors (%s); peak %d open, %d before",
 		r.Status, r.Metrics.Requests, r.Metrics.Connections, r.Metrics.Errors, h.fds, h.per, peak.Load(), base)
+	// 10,000 streams at once keep both cores busy, so the link's timers may run late and
+	// the run end without a verdict (timing.go); what this test guards is that the budget
+	// admitted it and its requests all went through.
+	if strings.Contains(r.Error, "file descriptors") {
+		t.Errorf("burst refused by the descriptor budget: %s", r.Error)
+	}
+	if r.Status == report.StatusError {
+		t.Logf("burst ended without a verdict: %s", r.Error)
+	}
 	if r.Metrics.Requests != 10000 || r.Metrics.Errors != 0 {
 		t.Errorf("burst: %v requests, %v errors; want 10000 and 0", r.Metrics.Requests, r.Metrics.Errors)
 	}

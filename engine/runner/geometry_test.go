@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -82,5 +83,66 @@ func TestStaleRaceBandsFollowFromThePauses(t *testing.T) {
 	}
 	if len(want) != 4 {
 		t.Errorf("checked %d variants (%v); the file's variants changed", len(want), want)
+	}
+}
+
+// predictPoolDials counts the connections a closed-model run in batches opens, from its
+// plan: the first batch dials one per request in flight (c); each later batch finds the
+// connections the pool kept after the last one (kept: the pool size, or none when a pause
+// reaches an idle timeout) and dials c - kept. Lateness can only lower the count (a request
+// that starts a round trip late finds a connection its batch returned), so the band is the
+// prediction less the counting noise, round(sqrt(n)).
+func predictPoolDials(st scenario.Settings) (lo, hi int) {
+	l := st.Load
+	c := min(max(l.Concurrency, 1), l.Burst)
+	batches := (l.Requests + l.Burst - 1) / l.Burst
+	kept := c
+	if m := st.Client.MaxIdle; m > 0 && m < c {
+		kept = m
+	}
+	pause := time.Duration(l.Pause.Max)
+	for _, idle := range []scenario.Duration{st.Server.IdleTimeout, st.Client.IdleTimeout} {
+		if idle > 0 && pause >= time.Duration(idle) {
+			kept = 0
+		}
+	}
+	if !st.Client.KeepAlive {
+		kept = 0
+	}
+	n := c + (batches-1)*(c-kept)
+	return n - int(math.Round(math.Sqrt(float64(n)))), n
+}
+
+// The pool-thrash file's connection bands are what its batches predict: each kept-alive
+// variant must check exactly the computed band, so a change to the plan (requests, batch,
+// pool size, pause) that moves the count makes this test fail until the band follows.
+func TestPoolThrashCountFollowsFromTheBatches(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	file := filepath.Join(filepath.Dir(self), "..", "..", "scenarios", "08-pool-thrash.yaml")
+	p, err := scenario.LoadFiles([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]int{}
+	for _, r := range p.Scenarios[0].Runs {
+		if !r.Settings.Client.KeepAlive {
+			continue
+		}
+		lo, hi := predictPoolDials(r.Settings)
+		checked[r.Variant] = hi
+		want := fmt.Sprintf("connections >= %d && connections <= %d", lo, hi)
+		var have []string
+		for _, a := range r.Expect {
+			have = append(have, a.Source)
+		}
+		if !slices.Contains(have, want) {
+			t.Errorf("%s: the batches predict %q; the file checks %q", r.Variant, want, have)
+		}
+	}
+	// The prediction itself, worked by hand from the file: 50 batches of 10, a pool of 2
+	// keeps 2 and dials 8 per batch; a pool of 10 keeps all 10.
+	if checked["idle-2"] != 402 || checked["idle-10"] != 10 || len(checked) != 2 {
+		t.Errorf("predicted %v; want idle-2 402 and idle-10 10", checked)
 	}
 }

@@ -68,8 +68,8 @@ load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: unif
 var ServerPresets = registry([]Preset{
 	{
 		Name:     "node",
-		Models:   "Node.js 22/24 http.Server defaults (keepAliveTimeout 5000 ms)",
-		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (nodejs/node PR #54863, measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
+		Models:   "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
+		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (socket.setTimeout(keepAliveTimeout + HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER), 1000, nodejs/node PR #54863, the same line in Node 20.20.2's own copy; measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
 		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
 		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
@@ -104,14 +104,14 @@ var ServerPresets = registry([]Preset{
 var ClientPresets = registry([]Preset{
 	{
 		Name:     "node-agent",
-		Models:   "Node.js 22/24 new https.Agent({keepAlive: true})",
-		Source:   "node lib/_http_agent.js keepSocketAlive: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
+		Models:   "Node.js new https.Agent({keepAlive: true}) since the hint rule of nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
+		Source:   "node lib/_http_agent.js keepSocketAlive, the same in Node 20.20.2's own copy and in nodejs/node main (where the 1,000 ms became the agentKeepAliveTimeoutBuffer option, default 1000, nodejs/node#59315); releases before #54863 used the hint whole and never refused a socket for it, which no preset models: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
 		Verified: "Node 20.20.2 https.Agent({keepAlive: true}) on 2026-12-01 by scenarios/truth/node-agent.yaml",
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "node-agent-default",
-		Models: "Node.js 22/24 new https.Agent() (keepAlive defaults to false)",
+		Models: "Node.js new https.Agent() (keepAlive defaults to false): Node 20.20.2 through nodejs/node main",
 		Source: "node lib/_http_agent.js; doc/api/http.md new Agent([options])",
 		YAML:   "implementation: model\nkeepalive: false\nhttp2: never\nretry: {attempts: 0}",
 	},
@@ -123,8 +123,8 @@ var ClientPresets = registry([]Preset{
 	},
 	{
 		Name:     "undici",
-		Models:   "undici 6.14.1+ (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s",
-		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in undici 6); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		Models:   "undici 6.14.1 through 7.30.2 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
+		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
 		Verified: "Node 20.20.2 fetch (undici 6.24.1) on 2026-12-01 by scenarios/truth/undici.yaml",
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},

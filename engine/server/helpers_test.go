@@ -101,12 +101,20 @@ func (rc *rawClient) waitEOF(t testing.TB, limit time.Duration) time.Time {
 // server's goroutines just after the client observed the event.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	eventuallyWithin(t, 5*time.Second, what, cond)
+}
+
+// eventuallyWithin is eventually with its own limit, for events that take several timers
+// and goroutine hand-offs, which a loaded machine can stretch to seconds.
+func eventuallyWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	start := time.Now()
+	for deadline := start.Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if cond() {
 			return
 		}
 	}
-	t.Fatalf("timed out waiting for %s", what)
+	t.Fatalf("timed out waiting %v for %s", time.Since(start).Round(time.Millisecond), what)
 }
 
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }

@@ -329,10 +329,17 @@ func TestHTTP2IdleCloseCounted(t *testing.T) {
 	if resp.ProtoMajor != 2 {
 		t.Fatalf("proto %s, want HTTP/2", resp.Proto)
 	}
-	eventually(t, "the idle h2 connection closed and counted", func() bool {
+	// The close takes the idle timer (400 ms), a GOAWAY, the client's close or net/http's
+	// one-second grace, and the ConnState hooks: about 1.4 s on an idle machine. CI once
+	// saw it take more than 5 s beside the other packages' tests, so the wait is long;
+	// what is checked is that it is closed and counted as an idle close, not when.
+	eventuallyWithin(t, 20*time.Second, "the idle h2 connection closed and counted", func() bool {
 		st := s.Stats()
 		return st.Open == 0 && st.IdleCloses == 1
 	})
+	if st := s.Stats(); st.Connections != 1 {
+		t.Errorf("%d connections, want 1", st.Connections)
+	}
 }
 
 func TestHTTP1StillServedWhenHTTP2On(t *testing.T) {

@@ -152,19 +152,42 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if r.get("record") == "run" and r.get("metrics"):
         p50[r["variant"]] = r["metrics"]["latency_ms"]["p50"]
-def cell(v, model):
-    return f"{v:9.3f} {v / model:7.3f}x" if v is not None else f"{'-':>9} {'-':>8}"
-rows = [f"{'case':<8} {'rtt':>6} {'model':>7} {'kalab p50':>9} {'ratio':>8} {'no link':>9} {'toxiproxy':>9} {'ratio':>8}"]
+def cell(v, model, floor):
+    if v is None:
+        return f"{'-':>9} {'-':>8} {'-':>8}"
+    plus = f"{v / (model + floor):7.3f}x" if floor is not None else f"{'-':>8}"
+    return f"{v:9.3f} {v / model:7.3f}x {plus}"
+rows = [f"{'case':<8} {'rtt':>6} {'model':>7} {'kalab p50':>9} {'ratio':>8} {'ratio+':>8} {'no link':>9} {'toxiproxy':>9} {'ratio':>8} {'ratio+':>8}"]
 for rtt in (1, 50, 150):
     for kind, k in (("reused", 1), ("new-tcp", 2), ("new-tls", 3)):
         model = k * rtt
         got = p50.get(f"{kind}-{rtt}")
         floor = p50.get(f"{kind}-{rtt}-nolink")
         tox = p50.get(f"{kind}-{rtt}-toxiproxy")
-        rows.append(f"{kind:<8} {rtt:>4}ms {model:>5}ms {cell(got, model)} {floor if floor is not None else float('nan'):9.3f} {cell(tox, model)}")
+        rows.append(f"{kind:<8} {rtt:>4}ms {model:>5}ms {cell(got, model, floor)} {floor if floor is not None else float('nan'):9.3f} {cell(tox, model, floor)}")
 print("\n".join(rows))
 PY
 )
+
+# Same-run ratios from the Go benchmarks: netsim at 1 ms RTT (through the proxy against the
+# same load straight to the server, alternating rounds) and go-net-http against the model
+# client (alternating rounds against one server).
+ratio_of() { # file metric: "median [min..max]"
+	awk -v m="$2" '{ for (i = 1; i < NF; i++) { if ($(i+1) == m) v = $i; if ($(i+1) == m "-min") lo = $i; if ($(i+1) == m "-max") hi = $i } }
+		END { if (v != "") printf "%s [%s..%s]", v, lo, hi }' "$1"
+}
+(cd "$root" && go test -c -o "$work/netsim-rtt.test" ./engine/netsim)
+"$work/netsim-rtt.test" -test.run '^$' -test.bench '^BenchmarkSmallRTT$' -test.benchtime 1x >"$work/smallrtt.out" 2>&1 || true
+"$work/client.test" -test.run '^$' -test.bench '^BenchmarkGoNetHTTPVsModel$' -test.benchtime 1x >"$work/vsmodel.out" 2>&1 || true
+go_ratios=""
+for sub in reused/inflight=64 reused/inflight=8 new-tls; do
+	grep -F "BenchmarkSmallRTT/$sub-" "$work/smallrtt.out" >"$work/sub.out" || true
+	go_ratios+=$(printf '1 ms %-18s p50/model %s  p50/(model+direct) %s  cpu µs/req %s (direct %s)' "$sub" \
+		"$(ratio_of "$work/sub.out" x-model)" "$(ratio_of "$work/sub.out" x-direct)" \
+		"$(ratio_of "$work/sub.out" cpu-us/req)" "$(ratio_of "$work/sub.out" direct-cpu-us/req)")$'\n'
+done
+go_ratios+=$(printf 'go-net-http vs model client: %s; go-net-http cpu µs/req %s' \
+	"$(ratio_of "$work/vsmodel.out" x-model)" "$(ratio_of "$work/vsmodel.out" go-net-http-cpu-µs/req)")
 
 # Memory per held connection: kalab's proxy (engine/netsim BenchmarkIdleConns: 5,000 idle
 # connections, client and server in another process) and toxiproxy's (2,000 idle
@@ -208,8 +231,12 @@ for r in "${rows[@]}"; do
 done
 echo
 echo "# RTT error: median latency (ms) against the model; reused at 64 in flight (1 ms) or 8,"
-echo "# new connections one at a time; 'no link' is the same load with RTT 0"
+echo "# new connections one at a time; 'no link' is the same load with RTT 0; ratio+ is the"
+echo "# median against the model plus the no-link median (what the endpoints cost by themselves)"
 echo "$rtt_table"
+echo
+echo "# the same-run ratios of the Go benchmarks (median of 5 alternating rounds [min..max])"
+echo "$go_ratios"
 echo
 echo "# memory per held idle connection (RSS growth)"
 echo "kalab proxy   ${kalab_idle:-?} B"
