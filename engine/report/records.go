@@ -86,6 +86,11 @@ type Timing struct {
 	// carries their reasons in Reruns.
 	Attempt int      `json:"attempt"`
 	Reruns  []string `json:"reruns,omitempty"`
+	// CPUPressure is the share of the run's wall time (0 to 1) in which some task on the
+	// machine was ready to run but waited for a CPU (Linux pressure stall information,
+	// /proc/pressure/cpu "some"), the run's own work included; absent where the system does
+	// not say. Recorded, not judged: it stretches computing no timer sees.
+	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

@@ -19,6 +19,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -85,6 +86,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
+	pressure := lag.StartPressure()
 	var m check.Metrics
 	var conns connOutcome
 	var err error
@@ -106,6 +108,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	rec.Timing = judgeTiming(tm, judge.after(st, m))
+	if share, ok := pressure.Share(); ok {
+		v := math.Round(share*1000) / 1000
+		rec.Timing.CPUPressure = &v
+	}
 	switch {
 	case skipped != "" && opt.RequireClients:
 		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
