@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -57,15 +56,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
 		return invalid("--tolerance and --fail-missing need --baseline")
 	}
-	if f.junitPath != "" {
-		if err := atomicfile.Check(f.junitPath); err != nil {
-			return invalid("--junit: %v", err)
-		}
-	}
-	if f.htmlPath != "" {
-		if err := atomicfile.Check(f.htmlPath); err != nil {
-			return invalid("--html: %v", err)
-		}
+	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
+		return invalid("%v", err)
 	}
 	if err := report.CheckOut(f.out); err != nil {
 		return invalid("--out: %v", err)

@@ -148,15 +148,8 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
-	if f.junitPath != "" {
-		if err := atomicfile.Check(f.junitPath); err != nil {
-			return invalid("--junit: %v", err)
-		}
-	}
-	if f.htmlPath != "" {
-		if err := atomicfile.Check(f.htmlPath); err != nil {
-			return invalid("--html: %v", err)
-		}
+	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
+		return invalid("%v", err)
 	}
 	if err := f.shardFlags.check(); err != nil {
 		return invalid("%v", err)
@@ -410,6 +403,20 @@ func writeJUnit(path string, in report.JUnitInput) error {
 	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
 	if err != nil {
 		return fmt.Errorf("JUnit report: %w", err)
+	}
+	return nil
+}
+
+// checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
+// runs, so that a bad path is found at once rather than after the last run.
+func checkOutputFiles(junit, html string) error {
+	for _, o := range []struct{ flag, path string }{{"--junit", junit}, {"--html", html}} {
+		if o.path == "" {
+			continue
+		}
+		if err := atomicfile.Check(o.path); err != nil {
+			return fmt.Errorf("%s: %w", o.flag, err)
+		}
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ var requestFields = map[string]bool{"method": true, "path": true, "headers": tru
 // client in two variants.
 var Ignored = map[string]bool{"preset": true, "implementation": true}
 
+// nodeProbe prints the versions of Node, its bundled undici and its OpenSSL.
+var nodeProbe = []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`}
+
 var adapters = map[string]*Adapter{
 	"node-agent": {
 		Name: "node-agent", Runtime: "node", Interpreter: "node", Script: "node-agent.mjs",
@@ -67,7 +70,7 @@ var adapters = map[string]*Adapter{
 			"liveness_check":   {"true", "Node drops a free socket as soon as its FIN arrives"},
 			"retry.attempts":   {"0", "Node's http client never re-sends a request"},
 		},
-		probe: []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`},
+		probe: nodeProbe,
 	},
 	"node-fetch": {
 		Name: "node-fetch", Runtime: "node", Interpreter: "node", Script: "node-fetch.mjs",
@@ -89,7 +92,7 @@ var adapters = map[string]*Adapter{
 			"liveness_check":   {"true", "undici drops an idle socket as soon as its FIN arrives"},
 			"retry.attempts":   {"0", "fetch does not re-send a failed request"},
 		},
-		probe: []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`},
+		probe: nodeProbe,
 	},
 	"python-requests": {
 		Name: "python-requests", Runtime: "python3", Interpreter: "python3", Script: "python-requests.py",

@@ -236,26 +236,30 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 	pauses := newPauser(s)
 	arr := newArrivals(s)
 	size := s.burstSize()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	sleep := s.Sleep
+	if sleep == nil {
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		sleep = func(at time.Time, done <-chan struct{}) bool {
+			timer.Reset(time.Until(at))
+			select {
+			case <-done:
+				timer.Stop()
+				return false
+			case <-timer.C:
+				return true
+			}
+		}
+	}
 
 	// wait sleeps until at, or returns false as soon as ctx is done; it records how late
 	// it woke. An instant already past when the schedule reaches it is not a late timer but
 	// a call queued behind the concurrency cap: that shows as the call's queue wait.
 	wait := func(at time.Time) bool {
-		if d := time.Until(at); d > 0 && s.Sleep != nil {
-			if !s.Sleep(at, ctx.Done()) {
+		if time.Until(at) > 0 {
+			if !sleep(at, ctx.Done()) {
 				return false
-			}
-			s.Lag.Since(at)
-		} else if d > 0 {
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return false
-			case <-timer.C:
 			}
 			s.Lag.Since(at)
 		}

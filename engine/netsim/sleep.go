@@ -20,3 +20,11 @@ type Sleeper struct{ w waiter }
 func (s *Sleeper) Until(at time.Time, done <-chan struct{}) bool {
 	return preciseClock().wait(&s.w, at, sleepSpin, done)
 }
+
+// Sleep waits on the precise clock until at, or returns false as soon as done closes, with
+// a waiter of its own: for callers that wait from many goroutines at once (a server's idle
+// closes), where one Sleeper cannot be shared.
+func Sleep(at time.Time, done <-chan struct{}) bool {
+	var s Sleeper
+	return s.Until(at, done)
+}

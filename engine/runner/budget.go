@@ -29,16 +29,21 @@ func newBudget(total int) *budget {
 	return b
 }
 
-// acquire waits for n units (capped at the total, so a run larger than the budget runs
-// alone); it returns what it took, or 0 when ctx ended first.
-func (b *budget) acquire(ctx context.Context, n int) int {
-	n = min(max(n, 1), b.total)
-	stop := context.AfterFunc(ctx, func() {
+// wakeWhenDone makes the waiters re-check once ctx ends, so a cancelled acquire returns;
+// the caller calls what it returns when it stops waiting.
+func (b *budget) wakeWhenDone(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.cond.Broadcast()
 		b.mu.Unlock()
 	})
-	defer stop()
+}
+
+// acquire waits for n units (capped at the total, so a run larger than the budget runs
+// alone); it returns what it took, or 0 when ctx ended first.
+func (b *budget) acquire(ctx context.Context, n int) int {
+	n = min(max(n, 1), b.total)
+	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.free < n || b.alone > 0 {
@@ -55,12 +60,7 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 // the process; runs asking for less wait behind it. It returns what it took, or 0 when ctx
 // ended first.
 func (b *budget) acquireAll(ctx context.Context) int {
-	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		b.cond.Broadcast()
-		b.mu.Unlock()
-	})
-	defer stop()
+	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.alone++

@@ -19,12 +19,8 @@ import (
 // how late this machine wakes goroutines; when that swamps what is measured, the test skips.
 func TestPreciseIdleClose(t *testing.T) {
 	const idle, n = 20 * time.Millisecond, 20
-	sleep := func(at time.Time, done <-chan struct{}) bool {
-		var s netsim.Sleeper
-		return s.Until(at, done)
-	}
 	var precise, deadline lag.Recorder
-	sp := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &precise, Sleep: sleep})
+	sp := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &precise, Sleep: netsim.Sleep})
 	sd := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &deadline})
 	var seenPrecise, seenDeadline []time.Duration
 	probe := lag.StartProbe(time.Millisecond)
