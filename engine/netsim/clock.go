@@ -78,6 +78,8 @@ type clock struct {
 	refilled          time.Time
 	winStart          time.Time
 	winFires, prevWin int
+
+	calls []*waiter // scheduled waiters due in this pass (run's own; reused)
 }
 
 func newClock() *clock {
@@ -96,11 +98,13 @@ func newClock() *clock {
 	}
 }
 
-// waiter is one writer's registration. A writer reuses its waiter for
-// every chunk, so waiting allocates nothing after the first chunk.
+// waiter is one registration: a writer waiting on ch (wait), or a callback
+// fn that the clock's goroutine calls itself (schedule). Its owner reuses
+// it for every chunk, so waiting allocates nothing after the first chunk.
 type waiter struct {
 	due, start time.Time
 	ch         chan struct{} // receives one token when due has passed
+	fn         func()        // for schedule: called instead of sending on ch
 	in         *waitHeap     // the heap holding the waiter, nil when not registered
 	idx        int
 }
@@ -113,12 +117,7 @@ func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan s
 		if w.ch == nil {
 			w.ch = make(chan struct{}, 1)
 		}
-		lead := spin
-		if c.tfd != nil {
-			lead = min(spin, spinTail)
-		}
-		w.due, w.start = due, due.Add(-lead)
-		c.add(w)
+		c.register(w, due, spin)
 		select {
 		case <-w.ch:
 		case <-done:
@@ -127,6 +126,38 @@ func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan s
 		}
 	}
 	return open(done)
+}
+
+// schedule has the clock's goroutine call w.fn once due has passed, as
+// precisely as wait would wake a waiting goroutine, with no goroutine
+// parked meanwhile. fn runs on the clock's goroutine, one call at a time and
+// after the clock's lock is released: it may schedule w again, and must not
+// block, since every other deadline of the process waits while it runs.
+// cancel takes the registration back.
+func (c *clock) schedule(w *waiter, due time.Time, spin time.Duration) {
+	c.register(w, due, spin)
+}
+
+// register sets w's deadline and the start of its spin, and adds it.
+func (c *clock) register(w *waiter, due time.Time, spin time.Duration) {
+	lead := spin
+	if c.tfd != nil {
+		lead = min(spin, spinTail)
+	}
+	w.due, w.start = due, due.Add(-lead)
+	c.add(w)
+}
+
+// cancel unregisters a scheduled w. It reports false when w was not
+// registered any more: its fn has run, or is about to run.
+func (c *clock) cancel(w *waiter) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.in == nil {
+		return false
+	}
+	c.unregister(w)
+	return true
 }
 
 // add registers w and makes sure the run goroutine will see it in time.
@@ -168,6 +199,11 @@ func (c *clock) remove(w *waiter) {
 		}
 		return
 	}
+	c.unregister(w)
+}
+
+// unregister takes w out of its heap. Callers hold c.mu.
+func (c *clock) unregister(w *waiter) {
 	heap.Remove(w.in, w.idx)
 	if c.pending.Len() == 0 && c.armed.Len() == 0 {
 		// Wake run now so it exits instead of waiting for a deadline
@@ -207,13 +243,25 @@ func (c *clock) run() {
 		}
 		for c.armed.Len() > 0 && !c.armed.s[0].due.After(now) {
 			w := heap.Pop(&c.armed).(*waiter)
-			w.ch <- struct{}{} // never blocks: one token per registration
+			if w.fn != nil {
+				c.calls = append(c.calls, w)
+			} else {
+				w.ch <- struct{}{} // never blocks: one token per registration
+			}
 			fired = true
 			c.winFires++
 		}
 		switch {
 		case fired:
+			calls := c.calls
 			c.mu.Unlock()
+			// Scheduled callbacks run here, in deadline order, without the
+			// lock: they may schedule their waiter again.
+			for i, w := range calls {
+				calls[i] = nil
+				w.fn()
+			}
+			c.calls = calls[:0] // only run touches calls
 			// Let the writers just woken run on this P first.
 			runtime.Gosched()
 		case c.armed.Len() > 0 && c.tfd != nil && !c.mayspin(now):

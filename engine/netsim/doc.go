@@ -72,13 +72,20 @@
 // release against the chunk's own due time, so the quantum's delay counts as
 // lateness like any other (TestCoalescingDelayIsRecordedAsLateness).
 //
-// An idle link holds two reader goroutines and no buffers: a writer
-// goroutine exists only while its queue is non-empty, read buffers come
-// from a pool and are taken only once a socket is readable, and chunks of up
-// to 2 KiB are copied out of them into pooled 2 KiB buffers. The hot path
-// allocates nothing per chunk: the writer's clock registration and timer,
-// the queue's array and the reader's recvmsg callback are kept per
-// direction and reused. Each direction has at most 4 MiB in
+// A chunk is released without a goroutine of its own: the shared clock's
+// goroutine, when the chunk is due, writes it to the destination socket
+// with one non-blocking write (fire, in queue.go), and a reader that finds
+// its chunk already due writes it the same way. Only what cannot be done
+// at once (a socket without room for the whole chunk, a FIN or reset to
+// deliver, a failed socket, or a link without the precise clock) goes to
+// a writer goroutine, which may block, and which exists only while its
+// queue is non-empty. So an idle link holds two reader goroutines and no
+// buffers: read buffers come from a pool and are taken only once a socket
+// is readable, and chunks of up to 2 KiB are copied out of them into
+// pooled 2 KiB buffers. The hot path allocates nothing per chunk: the
+// clock registrations, the timer, the queue's array and the reader's
+// recvmsg and the writer's write callbacks are kept per direction and
+// reused. Each direction has at most 4 MiB in
 // flight, like a TCP window. Close tears every link down and waits for every
 // goroutine the proxy started; the shared clock's goroutine belongs to no
 // proxy and ends by itself once no writer is waiting.

@@ -76,6 +76,7 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
+	l.up.cw.fn, l.down.cw.fn = l.up.fire, l.down.fire
 	l.up.snd, l.down.snd = newSender(&p.cfg), newSender(&p.cfg)
 	l.up.pace, l.down.pace = p.paceUp, p.paceDown
 	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
@@ -162,6 +163,8 @@ func (l *link) shutdown() {
 		if u != nil {
 			_ = u.Close()
 		}
+		l.up.unschedule()
+		l.down.unschedule()
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
 			f(l.record(time.Now()))

@@ -30,3 +30,9 @@ func (d *direction) openReader() (func() (buf *[]byte, n int, stamp time.Time, e
 // reset: a write racing a peer's close is then seen when the next read
 // fails rather than at once.
 func sockErrIsReset(*net.TCPConn) bool { return false }
+
+// rawWriter has no non-blocking write here: every release goes to a
+// writer goroutine, which writes through net.Conn.
+type rawWriter struct{}
+
+func (*rawWriter) write(*net.TCPConn, []byte) (int, bool) { return 0, false }

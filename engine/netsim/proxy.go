@@ -130,6 +130,7 @@ type Proxy struct {
 	bytesUp, bytesDown       atomic.Int64
 	resetsUp, resetsDown     atomic.Int64
 	overflows                atomic.Int64
+	writers                  atomic.Int64 // writeLoop goroutines started (tests: how releases went)
 
 	// The modelled accept queue (backlog.go); only acceptLoop uses them.
 	acceptFree time.Time   // when the modelled server can accept the next connection

@@ -25,6 +25,9 @@ type chunk struct {
 	pool *[]byte // the pooled buffer data lives in, or nil if it was copied out
 	n    int
 	due  time.Time
+	// late is set once the chunk's lateness was recorded: the clock's
+	// goroutine began releasing it and left the rest to a writer.
+	late bool
 }
 
 // release returns the chunk's pooled buffer, if it holds one, to the pool it came from.
@@ -58,13 +61,18 @@ type direction struct {
 	// starts a writer per chunk allocates nothing for its waits.
 	wt *time.Timer // timers-only waits
 	ww waiter      // precise waits on the shared clock
+	// cw has the shared clock's goroutine release due chunks itself (fire);
+	// wr is its non-blocking write to dst.
+	cw waiter
+	wr rawWriter
 
 	mu        sync.Mutex
 	q         []chunk // q[head:] is queued; the slots before head are spent
 	head      int
 	last      time.Time // due time of the newest chunk: keeps order under jitter
 	queued    int
-	writing   bool
+	writing   bool // a writeLoop goroutine releases the queue
+	clocked   bool // cw is scheduled on the shared clock, which releases the queue
 	rstQueued bool
 	broken    atomic.Bool // dst failed; later data is dropped
 	watching  atomic.Bool // a watchReset goroutine is running
@@ -138,16 +146,129 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 	}
 	d.q = append(d.q, c)
 	d.queued += c.n
-	start := !d.writing
+	start := !d.writing && !d.clocked
+	now := false
 	if start {
-		d.writing = true
 		// The caller is a goroutine the WaitGroup already counts, so this
-		// Add cannot race a Wait that has seen zero.
+		// Add cannot race a Wait that has seen zero. A release by fire
+		// counts as a goroutine until fire or unschedule ends it.
 		d.l.p.wg.Add(1)
+		switch spin := d.l.p.cfg.SpinWindow; {
+		case spin <= 0:
+			d.writing = true
+		case time.Now().Before(due):
+			// Nothing runs until the chunk is due: the clock's goroutine
+			// releases it (fire), so no writer is started and woken per chunk.
+			d.clocked = true
+			start = false
+			preciseClock().schedule(&d.cw, fireAt(due, d.l.p.quantum), spin)
+		default:
+			// Already due (the reader came to it late): released on the
+			// calling goroutine, as the clock's would.
+			d.clocked = true
+			start, now = false, true
+		}
 	}
 	d.mu.Unlock()
-	if start {
+	switch {
+	case start:
+		d.l.p.writers.Add(1)
 		go d.writeLoop()
+	case now:
+		d.fire()
+	}
+}
+
+// fire releases the chunks that are due, on the shared clock's goroutine
+// (or the pushing one, for a chunk already due when it was queued), while
+// the destination takes each one whole at once. The common case, a
+// socket with room in its send buffer, then costs one write and no
+// goroutine. Anything else (a FIN or reset to deliver, a full or failing
+// socket, a platform without the raw write) goes to a writeLoop goroutine,
+// which may block; a chunk not yet due schedules fire again.
+func (d *direction) fire() {
+	p := d.l.p
+	for {
+		d.mu.Lock()
+		if d.head == len(d.q) || d.l.isDone() {
+			// Empty, or torn down: drop sees to what is left.
+			d.dropLocked()
+			d.mu.Unlock()
+			p.wg.Done()
+			return
+		}
+		c := d.q[d.head]
+		if time.Now().Before(c.due) {
+			preciseClock().schedule(&d.cw, fireAt(c.due, p.quantum), p.cfg.SpinWindow)
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+
+		// Recorded before the write, as writeLoop does, and once.
+		p.cfg.Lag.Since(c.due)
+		if !d.writeNow(&c) {
+			d.mu.Lock()
+			c.late = true
+			d.q[d.head] = c
+			d.clocked, d.writing = false, true
+			d.mu.Unlock()
+			p.writers.Add(1)
+			go d.writeLoop() // takes over this release's count in p.wg
+			return
+		}
+		d.pop(c.n)
+	}
+}
+
+// writeNow releases a due chunk without blocking: true when it is done with
+// (written whole, or dropped because dst failed before). Otherwise c keeps
+// what is left to write, and a writer must deliver it.
+func (d *direction) writeNow(c *chunk) bool {
+	if c.kind != evData {
+		return false
+	}
+	if d.broken.Load() {
+		c.release()
+		return true
+	}
+	if d == d.l.up {
+		d.l.wroteUpstream(time.Now())
+	}
+	n, ok := d.wr.write(d.dst, c.data)
+	if n < len(c.data) || !ok {
+		c.data = c.data[n:]
+		return false
+	}
+	c.release()
+	d.wrote(c.n)
+	return true
+}
+
+// unschedule takes a release scheduled on the clock back, once the link is
+// torn down, so Close need not wait for the chunk's due time.
+func (d *direction) unschedule() {
+	d.mu.Lock()
+	if d.clocked && preciseClock().cancel(&d.cw) {
+		d.dropLocked()
+		d.mu.Unlock()
+		d.l.p.wg.Done()
+		return
+	}
+	// Not scheduled, or fire is running or about to: it sees the link done.
+	d.mu.Unlock()
+}
+
+// pop removes the released head of the queue and wakes a reader waiting for room.
+func (d *direction) pop(n int) {
+	d.mu.Lock()
+	d.q[d.head] = chunk{}
+	d.head++
+	d.queued -= n
+	d.mu.Unlock()
+	select {
+	case d.space <- struct{}{}:
+	default:
 	}
 }
 
@@ -172,31 +293,36 @@ func (d *direction) writeLoop() {
 			d.drop()
 			return
 		}
-		d.l.p.cfg.Lag.Since(c.due)
-		d.deliver(c)
-
-		d.mu.Lock()
-		d.q[d.head] = chunk{}
-		d.head++
-		d.queued -= c.n
-		d.mu.Unlock()
-		select {
-		case d.space <- struct{}{}:
-		default:
+		if !c.late {
+			d.l.p.cfg.Lag.Since(c.due)
 		}
+		d.deliver(c)
+		d.pop(c.n)
 	}
 }
 
 // drop releases everything still queued after the link was torn down.
 func (d *direction) drop() {
 	d.mu.Lock()
+	d.dropLocked()
+	d.mu.Unlock()
+}
+
+// dropLocked releases what is queued and ends the release in progress
+// (writer or clock). Callers hold d.mu.
+func (d *direction) dropLocked() {
 	for _, c := range d.q[d.head:] {
 		c.release()
 	}
-	d.q, d.head = nil, 0
+	if d.head == len(d.q) {
+		// Empty: keep the array for the next chunks (d.q[:0] on the next push).
+		clear(d.q)
+		d.q, d.head = d.q[:0], 0
+	} else {
+		d.q, d.head = nil, 0
+	}
 	d.queued = 0
-	d.writing = false
-	d.mu.Unlock()
+	d.writing, d.clocked = false, false
 }
 
 // deliver performs one chunk's effect on dst.
@@ -218,15 +344,7 @@ func (d *direction) deliver(c chunk) {
 			d.writeFailed(err)
 			return
 		}
-		d.bytes.Add(int64(c.n))
-		if d == d.l.up {
-			d.l.truth.bytesUp.Add(int64(c.n))
-		} else {
-			d.l.truth.bytesDown.Add(int64(c.n))
-		}
-		if d.other.srcEOF.Load() {
-			d.watchReset()
-		}
+		d.wrote(c.n)
 	case evFin:
 		if d.broken.Load() {
 			return
@@ -241,6 +359,19 @@ func (d *direction) deliver(c chunk) {
 		_ = d.dst.SetLinger(0)
 		d.resets.Add(1)
 		d.l.shutdown()
+	}
+}
+
+// wrote counts a chunk of n bytes delivered whole.
+func (d *direction) wrote(n int) {
+	d.bytes.Add(int64(n))
+	if d == d.l.up {
+		d.l.truth.bytesUp.Add(int64(n))
+	} else {
+		d.l.truth.bytesDown.Add(int64(n))
+	}
+	if d.other.srcEOF.Load() {
+		d.watchReset()
 	}
 }
 
