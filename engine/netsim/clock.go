@@ -67,10 +67,11 @@ type clock struct {
 	kick chan struct{} // buffered: a registration became the earliest of its heap
 
 	mu      sync.Mutex
-	pending waitHeap // waiters not yet inside their spin, by start
-	armed   waitHeap // waiters inside their spin, by due
-	running bool     // the run goroutine exists
-	blocked bool     // run is blocked on the kernel timer for armed's head (no allowance left)
+	pending waitHeap  // waiters not yet inside their spin, by start
+	armed   waitHeap  // waiters inside their spin, by due
+	running bool      // the run goroutine exists
+	blocked bool      // run is blocked on the kernel timer for armed's head (no allowance left)
+	timerAt time.Time // when the kernel timer was last set to expire; zero: disarmed
 
 	// The spin allowance and the fire counts of the current and previous
 	// busyWindow (spinShare, busyFires); only run touches them.
@@ -174,7 +175,13 @@ func (c *clock) add(w *waiter) {
 		return
 	}
 	if w.idx == 0 {
-		c.setTimer(c.nextWake())
+		// Re-armed only to wake earlier than it already will: every pass of
+		// run re-arms the timer before it blocks on it, so an earlier wake-up
+		// finds w anyway. At a small RTT with many links this saves a
+		// timerfd_settime per chunk.
+		if at := c.nextWake(); c.timerAt.IsZero() || at.Before(c.timerAt) {
+			c.setTimer(at)
+		}
 		c.mu.Unlock()
 		// run may be yielding toward a later deadline, or, without a
 		// kernel timer, sleeping toward a later start.
@@ -366,6 +373,10 @@ func (c *clock) setTimer(at time.Time) {
 	if c.tfd == nil {
 		return
 	}
+	if !at.IsZero() && at.Equal(c.timerAt) && time.Now().Before(at) {
+		return // already set to expire then, and not expired yet
+	}
+	c.timerAt = at
 	armTimerFD(c.tfdn, at)
 }
 
