@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -182,10 +184,84 @@ func runClient(b *testing.B, cfg Config, n int, started func()) (cpu, wall time.
 	return cpu, wall
 }
 
-// BenchmarkGoNetHTTPVsModel measures go-net-http against the model client in the same run,
-// alternating rounds of 20,000 requests each (64 in flight, the same server), so both see
-// the same machine. It reports go-net-http's CPU per request and its ratio to the model's,
-// as the median over the rounds with the min and max beside it. Run it with
+// runBare is the peer with no kalab code at all: a plain net/http.Client over its own
+// Transport, keeping 64 connections alive (MaxIdleConnsPerHost; the default of 2 would close
+// the rest), each of 64 goroutines sending its own request, built once, and reading the
+// body to the end. With roundTrip it calls the Transport's RoundTrip itself, as go-net-http
+// does, skipping what http.Client adds (redirects, cookies, deadlines). It opens the
+// connections, calls started, then sends n requests with 64 in flight and returns the
+// process's CPU time and the wall time they took. What it costs is what any client that
+// drives net/http.Transport pays at the least.
+func runBare(b *testing.B, addr string, n int, roundTrip bool, started func()) (cpu, wall time.Duration) {
+	const inFlight = 64
+	tr := &http.Transport{MaxIdleConnsPerHost: inFlight}
+	defer tr.CloseIdleConnections()
+	var c interface {
+		Do(*http.Request) (*http.Response, error)
+	} = &http.Client{Transport: tr}
+	if roundTrip {
+		c = roundTripper{tr}
+	}
+	reqs := make([]*http.Request, inFlight)
+	for i := range reqs {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs[i] = req
+	}
+	var failed atomic.Int64
+	do := func(req *http.Request) {
+		resp, err := c.Do(req)
+		if err != nil {
+			failed.Add(1)
+			return
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			failed.Add(1)
+		}
+		resp.Body.Close()
+	}
+	// Warm up: open the connections outside the measurement.
+	var wg sync.WaitGroup
+	for _, req := range reqs {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(req) }()
+	}
+	wg.Wait()
+
+	var next atomic.Int64
+	started()
+	cpu0, wall0 := cpuTime(), time.Now()
+	for _, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				do(req)
+			}
+		}()
+	}
+	wg.Wait()
+	cpu, wall = cpuTime()-cpu0, time.Since(wall0)
+	if k := failed.Load(); k > 0 {
+		b.Fatalf("%d of %d requests failed", k, n+inFlight)
+	}
+	return cpu, wall
+}
+
+// roundTripper sends a request straight through its Transport.
+type roundTripper struct{ tr *http.Transport }
+
+func (r roundTripper) Do(req *http.Request) (*http.Response, error) { return r.tr.RoundTrip(req) }
+
+// BenchmarkGoNetHTTPVsModel measures go-net-http against the model client and against
+// bare net/http (runBare: an http.Client, and the Transport's RoundTrip called directly)
+// in the same run, alternating rounds of 20,000 requests each (64 in flight, the same
+// server), so all four see the same machine. It reports the CPU per request of go-net-http
+// and of both bare loops, and go-net-http's ratio to the model's (x-model), to the bare
+// client's (x-bare) and to the bare RoundTrip's (x-bare-rt), as the median over the rounds
+// with the min and max beside it. Run it with
 // go test -run '^$' -bench GoNetHTTPVsModel -benchtime 1x ./engine/client
 func BenchmarkGoNetHTTPVsModel(b *testing.B) {
 	addr := os.Getenv(benchAddrEnv)
@@ -193,13 +269,17 @@ func BenchmarkGoNetHTTPVsModel(b *testing.B) {
 		addr = startBenchServer(b)
 	}
 	const rounds, n = 5, 20000
-	var model, std, ratio []float64
+	var model, std, bare, bareRT, ratio, xBare, xBareRT []float64
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / n }
 	for range b.N {
 		for range rounds {
 			cm, _ := runClient(b, Config{Addr: addr}, n, func() {})
 			cs, _ := runClient(b, Config{Addr: addr, Implementation: ImplGoNetHTTP}, n, func() {})
-			m, s := float64(cm.Nanoseconds())/1e3/n, float64(cs.Nanoseconds())/1e3/n
-			model, std, ratio = append(model, m), append(std, s), append(ratio, s/m)
+			cb, _ := runBare(b, addr, n, false, func() {})
+			ct, _ := runBare(b, addr, n, true, func() {})
+			m, s, r, t := us(cm), us(cs), us(cb), us(ct)
+			model, std, bare, bareRT = append(model, m), append(std, s), append(bare, r), append(bareRT, t)
+			ratio, xBare, xBareRT = append(ratio, s/m), append(xBare, s/r), append(xBareRT, s/t)
 		}
 	}
 	report := func(v []float64, unit string) {
@@ -210,8 +290,26 @@ func BenchmarkGoNetHTTPVsModel(b *testing.B) {
 	}
 	b.ReportMetric(0, "ns/op")
 	report(std, "go-net-http-cpu-µs/req")
+	report(bare, "bare-net-http-cpu-µs/req")
+	report(bareRT, "bare-roundtrip-cpu-µs/req")
 	report(model, "model-cpu-µs/req")
 	report(ratio, "x-model")
+	report(xBare, "x-bare")
+	report(xBareRT, "x-bare-rt")
+}
+
+// BenchmarkBareNetHTTPKeepAlive64 is runBare on its own, as benchClient runs the two
+// implementations: examples/bench puts it beside them against nginx.
+func BenchmarkBareNetHTTPKeepAlive64(b *testing.B) {
+	addr := os.Getenv(benchAddrEnv)
+	if addr == "" {
+		addr = startBenchServer(b)
+	}
+	b.ReportAllocs()
+	cpu, wall := runBare(b, addr, b.N, false, b.ResetTimer)
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+	b.ReportMetric(float64(b.N)/wall.Seconds(), "req/s")
 }
 
 func BenchmarkModelKeepAlive64(b *testing.B) { benchClient(b, Config{}) }

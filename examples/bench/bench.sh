@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side bench: kalab's clients beside wrk, hey and vegeta against one nginx on
-# loopback, as client CPU per request. Not part of CI (slow and noisy on a shared machine);
+# Side-by-side bench: kalab's clients beside wrk, hey, vegeta and a bare net/http.Client
+# against one nginx on loopback, as client CPU per request. Not part of CI (slow and noisy on a shared machine);
 # run it by hand: bash examples/bench/bench.sh  (REQUESTS=100000 SECONDS_EACH=5 by default).
 # It installs what is missing: wrk and nginx from Debian, hey and vegeta from the Go module
 # proxy. Every load is bounded: a request count for kalab and hey, a duration for wrk and
@@ -70,11 +70,13 @@ row() { # name requests cpu-seconds
 # kalab: the client benchmarks (engine/client/bench_test.go), which count the client's
 # own CPU with getrusage; 64 requests in flight on 64 kept-alive connections.
 (cd "$root" && go test -c -o "$work/client.test" ./engine/client)
-for b in ModelKeepAlive64 GoNetHTTPKeepAlive64; do
+for b in ModelKeepAlive64 GoNetHTTPKeepAlive64 BareNetHTTPKeepAlive64; do
 	KALAB_CLIENT_BENCH_ADDR=127.0.0.1:$port "$work/client.test" -test.run '^$' -test.bench "^Benchmark$b\$" \
 		-test.benchtime "${requests}x" >"$work/out"
 	us=$(awk '/cpu-µs\/req/ { for (i = 1; i < NF; i++) if ($(i+1) == "cpu-µs/req") print $i }' "$work/out")
-	rows+=("kalab-${b%KeepAlive64} $requests $us")
+	name=kalab-${b%KeepAlive64}
+	[[ $b == Bare* ]] && name=net/http-bare # a plain http.Client loop: no kalab code
+	rows+=("$name $requests $us")
 done
 
 c=$(cpu wrk -t2 -c"$conns" -d"${secs}s" "$url")
@@ -187,7 +189,9 @@ for sub in reused/inflight=64 reused/inflight=8 new-tls; do
 		"$(ratio_of "$work/sub.out" cpu-us/req)" "$(ratio_of "$work/sub.out" direct-cpu-us/req)")$'\n'
 done
 go_ratios+=$(printf 'go-net-http vs model client: %s; go-net-http cpu µs/req %s' \
-	"$(ratio_of "$work/vsmodel.out" x-model)" "$(ratio_of "$work/vsmodel.out" go-net-http-cpu-µs/req)")
+	"$(ratio_of "$work/vsmodel.out" x-model)" "$(ratio_of "$work/vsmodel.out" go-net-http-cpu-µs/req)")$'\n'
+go_ratios+=$(printf 'go-net-http vs bare net/http.Client: %s (vs bare Transport.RoundTrip %s); bare cpu µs/req %s' \
+	"$(ratio_of "$work/vsmodel.out" x-bare)" "$(ratio_of "$work/vsmodel.out" x-bare-rt)" "$(ratio_of "$work/vsmodel.out" bare-net-http-cpu-µs/req)")
 
 # Memory per held connection: kalab's proxy (engine/netsim BenchmarkIdleConns: 5,000 idle
 # connections, client and server in another process) and toxiproxy's (2,000 idle
