@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side bench: kalab's clients beside wrk, hey, vegeta and a bare net/http.Client
-# against one nginx on loopback, as client CPU per request. Not part of CI (slow and noisy on a shared machine);
-# run it by hand: bash examples/bench/bench.sh  (REQUESTS=100000 SECONDS_EACH=5 by default).
+# against one nginx on loopback, as client CPU per request. Not part of CI (slow and noisy on
+# a shared machine); run it by hand: bash examples/bench/bench.sh  (REQUESTS=100000
+# SECONDS_EACH=5 by default).
 # It installs what is missing: wrk and nginx from Debian, hey and vegeta from the Go module
 # proxy. Every load is bounded: a request count for kalab and hey, a duration for wrk and
 # vegeta. See the README's performance section for its output and what it leaves out.
