@@ -233,6 +233,11 @@ type attemptTrace struct {
 	hooks  httptrace.ClientTrace
 	parent context.Context
 	ctx    context.Context
+	// req is the template carrying ctx, for tries that send it as it is (no body, no
+	// timeout, no caller's RoundTripper): a try uses its trace alone, and the trace goes
+	// back to the pool only after the response body was closed, when the Transport is done
+	// with the request (net/http RoundTripper: callers may reuse it then).
+	req *http.Request
 }
 
 // newTrace builds a trace whose hooks write into itself.
@@ -350,7 +355,15 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		ev.Class, ev.Error = r.class, err.Error()
 		return r
 	}
-	req := s.req.WithContext(actx)
+	var req *http.Request
+	if actx == at.ctx && len(s.body) == 0 && s.rt == nil {
+		if at.req == nil || at.req.Context() != actx {
+			at.req = s.req.WithContext(actx)
+		}
+		req = at.req
+	} else {
+		req = s.req.WithContext(actx)
+	}
 	if n := len(s.body); n > 0 {
 		// A fresh reader per attempt over the one body: the template holds none.
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"context"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // A try that takes an idle connection reuses the last try's trace; a try that dials never
@@ -41,5 +43,27 @@ func TestStdTraceReusedOnlyWithoutADial(t *testing.T) {
 		case !keepAlive && built != n:
 			t.Errorf("no keepalive: %d traces for %d requests that each dialed; want one each", built, n)
 		}
+	}
+}
+
+// A try without a body or timeout sends the request its trace keeps for the trace's
+// context: a try under another context must get a request carrying that context, or a
+// cancelled caller would still be sent on the background one.
+func TestStdKeptRequestFollowsTheContext(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, okHandler)
+	c := mustNew(t, Config{Implementation: ImplGoNetHTTP, Addr: srv.addr, KeepAlive: true})
+	run, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	for i := range 3 { // one context for all, as a run passes: the kept request is reused
+		wantOK(t, c.Do(run, i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ev := c.Do(ctx, 3); ev.OK() {
+		t.Fatalf("%+v: a request under a cancelled context was sent", ev)
+	}
+	for i := 4; i < 7; i++ {
+		wantOK(t, c.Do(run, i))
 	}
 }
