@@ -332,6 +332,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		}
 		tw.Flush()
 		fmt.Fprintln(stdout, "\nA compare expression reads another run's metric as variant('NAME').METRIC.")
+		fmt.Fprint(stdout, timingHelp)
 		return exitOK
 	case "presets":
 		for _, sec := range []struct {
@@ -408,3 +409,19 @@ func helpClients(w io.Writer) {
 		fmt.Fprintf(w, "  %-32s %-8s %s\n", r.Match, r.Class, r.Runtime)
 	}
 }
+
+// timingHelp describes the run record's timing fields, which are not metrics: no
+// expression reads them; they say whether the run's figures can be believed.
+const timingHelp = `
+Each run record's timing (not metrics: no expression reads them) says whether its figures
+can be believed, in real milliseconds:
+  sources.<link|schedule|idle_close>  how late each timer source fired (n, p50, p99, max,
+                                      mean) and the limits its checks set (set_by)
+  noisy, reason, attempt, reruns      over a limit: no verdict, rerun alone, then exit 3
+  cpu_wait_ms                         how long kalab's threads waited for a core during the
+                                      run; a time metric regressed against a baseline by
+                                      less than the extra wait per request could add is
+                                      noisy, not a failure
+  cpu_pressure                        share of the run's wall time some task on the machine
+                                      waited for a CPU (recorded, not judged)
+`

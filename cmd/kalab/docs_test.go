@@ -204,3 +204,40 @@ func TestHelpPresetsSaysWhatEachWasVerifiedAgainst(t *testing.T) {
 		}
 	}
 }
+
+// TestTimingHelp keeps `kalab help metrics`'s account of the run record's timing in step
+// with the result schema: every field of timing is named there.
+func TestTimingHelp(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(schema.Result, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if tm, ok := x["timing"].(map[string]any); ok {
+				if props, ok := tm["properties"].(map[string]any); ok {
+					fields = slices.Sorted(maps.Keys(props))
+				}
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	if len(fields) == 0 {
+		t.Fatal("schema/result.schema.json has no timing object with properties")
+	}
+	for _, f := range fields {
+		if !strings.Contains(timingHelp, f) {
+			t.Errorf("kalab help metrics does not name timing.%s (cmd/kalab/cli.go timingHelp)", f)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -428,6 +429,9 @@ const (
 	VerdictImproved  = "improved"  // better by more than the tolerance
 	VerdictChanged   = "changed"   // an informational metric that moved
 	VerdictOff       = "off"       // not compared (tolerance off)
+	// VerdictCPU: worse by more than the tolerance, but by less than the run's extra wait
+	// for a core (against the baseline run's) could have added: no verdict (see cpuShift).
+	VerdictCPU = "cpu"
 )
 
 // States of a run in a comparison.
@@ -445,6 +449,10 @@ type MetricDelta struct {
 	Rule     Rule
 	Slack    float64 // how far it could move in its worse direction
 	Verdict  string
+	// CPUShift is how far the run's extra wait for a core could have moved the metric in
+	// its worse direction; set for a time metric of a run that waited more than its
+	// baseline run.
+	CPUShift float64
 }
 
 // Delta is New - Old.
@@ -536,7 +544,81 @@ func (c *Comparer) CompareRun(cur *Run) RunDiff {
 	d.Metrics = compareMetrics(old.Metrics.Flat(), cur.Metrics.Flat(), scale, func(m string) Rule {
 		return c.Tolerances.Rule(cur.Scenario, m)
 	})
+	shift := cpuShift(old, cur)
+	for i := range d.Metrics {
+		m := &d.Metrics[i]
+		if m.CPUShift = shift(m.Metric, m.New); m.CPUShift > 0 && m.Verdict == VerdictRegressed {
+			moved := *m
+			moved.New -= m.CPUShift
+			if m.Rule.Worse == LowerIsWorse {
+				moved.New = m.New + m.CPUShift
+			}
+			if verdict(moved) != VerdictRegressed {
+				m.Verdict = VerdictCPU
+			}
+		}
+	}
 	return d
+}
+
+// waitPerRequest is how long a run's threads waited for a core per request, in real ms;
+// false when its record does not say.
+func waitPerRequest(r *Run) (float64, bool) {
+	if r == nil || r.Timing == nil || r.Timing.CPUWaitMs == nil || r.Metrics.Requests <= 0 {
+		return 0, false
+	}
+	return *r.Timing.CPUWaitMs / r.Metrics.Requests, true
+}
+
+// cpuShift returns, for each time metric, how far the current run's extra wait for a core
+// could have moved it in its worse direction, in the metric's unit. A request's latency is
+// its trips on the link plus the computing between them (client, proxy, server); when a
+// core is busy elsewhere the computing waits, which no timer sees. Each run records how
+// long its process's threads waited for a core (timing.cpu_wait_ms); what the current run
+// waited per request beyond what the baseline run waited per request, in scenario time, is
+// what the busier machine could have added to a request:
+//   - latency_ms.* moves by that excess (the mean exactly; a percentile by the mean of the
+//     excess, an estimate);
+//   - total_ms by the excess of every request a lane serves in turn (requests / concurrency);
+//   - rps by what that does to total_ms.
+//
+// Counts, bytes and CPU are not moved. A run that waited no more than its baseline run, or
+// whose record or baseline record does not say, moves nothing.
+func cpuShift(old, cur *Run) func(metric string, value float64) float64 {
+	none := func(string, float64) float64 { return 0 }
+	now, ok1 := waitPerRequest(cur)
+	then, ok2 := waitPerRequest(old)
+	if !ok1 || !ok2 {
+		return none
+	}
+	scale := cur.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	excess := (now - then) / scale // scenario ms per request
+	if excess <= 0 {
+		return none
+	}
+	n := cur.Metrics.Requests
+	var p struct {
+		Load struct{ Concurrency float64 } `json:"load"`
+	}
+	_ = json.Unmarshal(cur.Params, &p) // absent or unreadable: one lane, the widest shift
+	inTurn := n / max(p.Load.Concurrency, 1)
+	total := cur.Metrics.TotalMs
+	return func(metric string, value float64) float64 {
+		switch {
+		case strings.HasPrefix(metric, "latency_ms."):
+			return excess
+		case metric == "total_ms":
+			return excess * inTurn
+		case metric == "rps" && total > 0:
+			// rps = n / total: a total shorter by the shift gives this many more per second.
+			t := max(total-excess*inTurn, total/1e3)
+			return value*total/t - value
+		}
+		return 0
+	}
 }
 
 func completed(status string) bool { return status == StatusPass || status == StatusFail }
@@ -593,6 +675,7 @@ func verdict(m MetricDelta) string {
 // BaselineRef naming the baseline run, the regressions and the improvements.
 func (c *Comparer) Apply(cur *Run) RunDiff {
 	d := c.CompareRun(cur)
+	var unsure []string
 	ref := &BaselineRef{File: c.Baseline.Path, RunID: d.BaselineRunID, State: d.State, Note: d.Note}
 	for _, m := range d.Metrics {
 		switch m.Verdict {
@@ -608,9 +691,22 @@ func (c *Comparer) Apply(cur *Run) RunDiff {
 			cur.Status = StatusFail
 		case VerdictImproved:
 			ref.Improved = append(ref.Improved, m.Metric)
+		case VerdictCPU:
+			unsure = append(unsure, fmt.Sprintf("%s %s against %s, but inside the %s this run's extra wait for a core could add",
+				m.Metric, num(m.New), m.Expr(), num(m.CPUShift)))
 		}
 	}
 	cur.Baseline = ref
+	if len(unsure) > 0 && len(ref.Regressed) == 0 && cur.Timing != nil {
+		// Not a result: what the machine's other work took from this run could be the
+		// whole regression. The runner reruns it alone (README "Runs that know when they
+		// are wrong"). A run with a regression no wait could make has its verdict.
+		now, _ := waitPerRequest(cur)
+		then, _ := waitPerRequest(c.Baseline.Run(cur.Scenario, cur.Variant))
+		cur.Timing.Noisy = true
+		cur.Timing.Reason = fmt.Sprintf("cpu: this run's threads waited %s ms per request for a core, the baseline run's %s; %s",
+			num(now), num(then), strings.Join(unsure, "; "))
+	}
 	return d
 }
 

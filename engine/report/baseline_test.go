@@ -376,3 +376,83 @@ func TestSelectedLimitsMissing(t *testing.T) {
 		t.Errorf("renamed file: missing %v, want [else]", got)
 	}
 }
+
+// withWait sets a run's recorded wait for a core, in real ms.
+func withWait(r *Run, ms float64) *Run {
+	r.Timing = &Timing{Sources: map[string]TimingSource{}, Attempt: 1, CPUWaitMs: &ms}
+	return r
+}
+
+// TestCPUWaitExcusesOnlyWhatItCouldAdd: a time metric that regressed by less than the
+// run's extra wait for a core per request (over its baseline run's) could add gets no
+// verdict and makes the run noisy; by more, it still regresses; counts are never excused.
+// The baseline run waited 1 ms per request (200 ms over 200 requests); its mean latency
+// is 156 ms, so the default +30% allows up to 202.8.
+func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
+	t.Parallel()
+	base := withWait(baseRun("s", "v"), 200)
+	base.Params = json.RawMessage(`{"network":{},"server":{},"client":{},"load":{"concurrency":10},"time_scale":1}`)
+	cmp := &Comparer{Baseline: loadBase(t, base), Tolerances: &Tolerances{}}
+	verdicts := func(cur *Run) map[string]string {
+		out := map[string]string{}
+		for _, m := range cmp.CompareRun(cur).Metrics {
+			out[m.Metric] = m.Verdict
+		}
+		return out
+	}
+	cur := func(waitMs, mean, total float64, conns float64) *Run {
+		r := withWait(baseRun("s", "v"), waitMs)
+		r.Params = base.Params
+		r.RunID, r.Metrics.LatencyMs.Mean, r.Metrics.TotalMs, r.Metrics.Connections = "now", mean, total, conns
+		return r
+	}
+	for _, tc := range []struct {
+		name                string
+		wait, mean, total   float64
+		conns               float64
+		mean0, total0, con0 string
+	}{
+		// 11 ms per request against 1: 10 ms more; the mean 210 less 10 is 200 <= 202.8.
+		{"inside the excess", 2200, 210, 31000, 1, VerdictCPU, VerdictSame, VerdictSame},
+		// 6 ms per request: 5 more; 210 less 5 is 205 > 202.8.
+		{"beyond the excess", 1200, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
+		// It waited less than the baseline run: nothing to take away.
+		{"no excess", 100, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
+		// total_ms may reach 31000 + 15%: 35650. 20 requests in turn per lane (200 / 10)
+		// x 10 ms = 200 ms of shift.
+		{"total inside", 2200, 156, 35650 + 150, 1, VerdictSame, VerdictCPU, VerdictSame},
+		{"total beyond", 2200, 156, 35650 + 250, 1, VerdictSame, VerdictRegressed, VerdictSame},
+		// A count is not moved by computing (connections may reach 1 + 3).
+		{"count", 2200, 156, 31000, 5, VerdictSame, VerdictSame, VerdictRegressed},
+	} {
+		got := verdicts(cur(tc.wait, tc.mean, tc.total, tc.conns))
+		if got["latency_ms.mean"] != tc.mean0 || got["total_ms"] != tc.total0 || got["connections"] != tc.con0 {
+			t.Errorf("%s: mean %s, total_ms %s, connections %s; want %s, %s, %s", tc.name,
+				got["latency_ms.mean"], got["total_ms"], got["connections"], tc.mean0, tc.total0, tc.con0)
+		}
+	}
+
+	// Apply: no verdict makes the run noisy, with no failed check; the runner reruns it.
+	r := cur(2200, 210, 31000, 1)
+	cmp.Apply(r)
+	if !r.Timing.Noisy || r.Status != StatusPass || len(r.Checks) != 0 ||
+		!strings.Contains(r.Timing.Reason, "waited 11 ms per request for a core, the baseline run's 1;") ||
+		!strings.Contains(r.Timing.Reason, "latency_ms.mean 210") {
+		t.Errorf("noisy %v, status %s, checks %+v, reason %q", r.Timing.Noisy, r.Status, r.Checks, r.Timing.Reason)
+	}
+	// A regression no wait could make keeps its verdict: the run fails on it, and the
+	// excused one is not a check.
+	r = cur(2200, 210, 31000, 5)
+	cmp.Apply(r)
+	if r.Timing.Noisy || r.Status != StatusFail || len(r.Checks) != 1 || r.Checks[0].Observed["connections"] != 5 {
+		t.Errorf("with connections regressed too: noisy %v, status %s, checks %+v", r.Timing.Noisy, r.Status, r.Checks)
+	}
+	// A baseline that does not say how long it waited excuses nothing.
+	old := baseRun("s", "v")
+	cmp2 := &Comparer{Baseline: loadBase(t, old), Tolerances: &Tolerances{}}
+	r = cur(2200, 210, 31000, 1)
+	cmp2.Apply(r)
+	if r.Timing.Noisy || r.Status != StatusFail {
+		t.Errorf("against a baseline without cpu_wait_ms: noisy %v, status %s", r.Timing.Noisy, r.Status)
+	}
+}

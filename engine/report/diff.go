@@ -128,8 +128,11 @@ func toleranceText(r Rule) string {
 }
 
 func verdictText(v string) string {
-	if v == VerdictRegressed {
+	switch v {
+	case VerdictRegressed:
 		return "REGRESSED"
+	case VerdictCPU:
+		return "no verdict (cpu)"
 	}
 	return v
 }

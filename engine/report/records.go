@@ -91,6 +91,12 @@ type Timing struct {
 	// /proc/pressure/cpu "some"), the run's own work included; absent where the system does
 	// not say. Recorded, not judged: it stretches computing no timer sees.
 	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
+	// CPUWaitMs is how long, in real milliseconds, this process's threads were ready to
+	// run during the run but waited for a core (Linux schedstat run-queue delay, plus the
+	// process's share of hypervisor steal); absent where the system does not say. Judged
+	// against a baseline: a time metric's regression inside what the run's extra wait per
+	// request could add makes the run noisy (lag.CPUWait, report.cpuShift).
+	CPUWaitMs *float64 `json:"cpu_wait_ms,omitempty"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

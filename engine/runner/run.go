@@ -86,7 +86,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	pressure := lag.StartPressure()
+	pressure, cpuWait := lag.StartPressure(), lag.StartCPUWait()
 	var m check.Metrics
 	var conns connOutcome
 	var err error
@@ -111,6 +111,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if share, ok := pressure.Share(); ok {
 		v := math.Round(share*1000) / 1000
 		rec.Timing.CPUPressure = &v
+	}
+	if d, ok := cpuWait.Wait(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		rec.Timing.CPUWaitMs = &v
 	}
 	switch {
 	case skipped != "" && opt.RequireClients:
@@ -149,6 +153,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
 		opt.Judge(rec)
+		if rec.Timing.Noisy {
+			// The judge found a verdict the machine's other work could have made (a
+			// baseline regression inside the run's extra wait for a core): as above, not a
+			// result, and none of its checks stand.
+			rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
+			rec.Checks, rec.Baseline = []report.Check{}, nil
+		}
 	}
 	ev := log.Info()
 	if rec.Status == report.StatusError {

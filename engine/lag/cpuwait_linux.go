@@ -1,0 +1,94 @@
+package lag
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// readThreadWaits reads the second field of /proc/self/task/<tid>/schedstat (nanoseconds
+// spent waiting on a run queue) for every thread of the process.
+func readThreadWaits() (threadWaits, bool) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	out := make(threadWaits, len(ents))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended between the listing and the read
+		}
+		d, ok := parseSchedstat(b)
+		if !ok {
+			return nil, false
+		}
+		out[tid] = d
+	}
+	return out, len(out) > 0
+}
+
+// parseSchedstat returns the run-queue delay of a schedstat line: "run_ns wait_ns slices".
+func parseSchedstat(b []byte) (time.Duration, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return time.Duration(n), true
+}
+
+// userHZ is the unit of /proc/stat's times: Linux reports them in USER_HZ, 100 per second
+// on every architecture it exports to user space (man 5 proc).
+const userHZ = 100
+
+// readSysCPU reads the machine's busy and steal time from the "cpu" line of /proc/stat and
+// this process's CPU time from getrusage.
+func readSysCPU() (sysCPU, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return sysCPU{}, false
+	}
+	s, ok := parseProcStat(b)
+	if !ok {
+		return sysCPU{}, false
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return sysCPU{}, false
+	}
+	s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return s, true
+}
+
+// parseProcStat reads the aggregate "cpu" line: user nice system idle iowait irq softirq
+// steal ...; busy is user+nice+system+irq+softirq.
+func parseProcStat(b []byte) (sysCPU, bool) {
+	for line := range bytes.Lines(b) {
+		f := bytes.Fields(line)
+		if len(f) < 9 || string(f[0]) != "cpu" {
+			continue
+		}
+		var v [8]int64
+		for i := range v {
+			n, err := strconv.ParseInt(string(f[i+1]), 10, 64)
+			if err != nil || n < 0 {
+				return sysCPU{}, false
+			}
+			v[i] = n
+		}
+		tick := time.Second / userHZ
+		busy := v[0] + v[1] + v[2] + v[5] + v[6]
+		return sysCPU{busy: time.Duration(busy) * tick, steal: time.Duration(v[7]) * tick}, true
+	}
+	return sysCPU{}, false
+}

@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// cpuSrc is CPU-heavy on purpose: every request is a new TLS connection.
+const cpuSrc = `
+name: cpu
+network: {rtt: 10ms}
+server: {tls: true}
+client: {keepalive: false}
+load: {requests: 60, concurrency: 4}
+`
+
+// hog keeps a busy process per core running until the test ends (at most a minute):
+// the machine's other work, as a shared CI runner has it.
+func hog(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	var cmds []*exec.Cmd
+	for range runtime.NumCPU() {
+		c := exec.CommandContext(ctx, "yes")
+		if err := c.Start(); err != nil {
+			cancel()
+			t.Skipf("no CPU hog: %v", err)
+		}
+		cmds = append(cmds, c)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+	})
+}
+
+// TestCPUWaitJudgedAgainstABaseline runs the same CPU-heavy run alone and beside busy
+// processes. The busy machine must show in the record as more wait for a core per request
+// (the measure sees the hog), and what it added to the mean latency must lie inside what
+// that extra wait excuses (the excuse is wide enough for what a hog does). Then the real
+// records go through the baseline judge: a mean regressed by half the excuse beyond its
+// bound gets no verdict and makes the run noisy, one regressed by twice the excuse fails.
+func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a CPU hog")
+	}
+	run := func() *report.Run {
+		o := opts(t)
+		o.Parallel = 1
+		out, err := Execute(context.Background(), plan(t, cpuSrc), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := out.Runs[0]
+		if r.Status != report.StatusPass {
+			t.Fatalf("status %s: %s", r.Status, r.Error)
+		}
+		if r.Timing.CPUWaitMs == nil {
+			t.Skip("this system does not say how long threads waited for a core")
+		}
+		return r
+	}
+	quiet := run()
+	hog(t)
+	busy := run()
+	perReq := func(r *report.Run) float64 { return *r.Timing.CPUWaitMs / r.Metrics.Requests }
+	excess := perReq(busy) - perReq(quiet)
+	added := busy.Metrics.LatencyMs.Mean - quiet.Metrics.LatencyMs.Mean
+	t.Logf("wait per request %.3f ms alone, %.3f beside the hog; mean latency %.2f -> %.2f ms (cpu_pressure %v -> %v)",
+		perReq(quiet), perReq(busy), quiet.Metrics.LatencyMs.Mean, busy.Metrics.LatencyMs.Mean, *quiet.Timing.CPUPressure, *busy.Timing.CPUPressure)
+	if excess <= 0 {
+		t.Fatalf("beside %d busy processes the run's threads waited %.3f ms per request for a core, alone %.3f: the hog does not show",
+			runtime.NumCPU(), perReq(busy), perReq(quiet))
+	}
+	// What the link's timers lost is seen by them; the rest of what the hog added is
+	// computing that waited, which the excuse must cover.
+	linkLate := (busy.Timing.Sources[srcLink].Mean - quiet.Timing.Sources[srcLink].Mean) * float64(trips(scenario.Settings{Server: scenario.Server{TLS: true}}))
+	if added-linkLate > excess {
+		t.Errorf("the hog added %.2f ms to the mean latency (%.2f of it link lateness), more than the %.2f ms per request of extra wait excuses",
+			added, linkLate, excess)
+	}
+
+	judge := func(baseMean float64) *report.Run {
+		base := *quiet // the quiet run's wait, the busy run's figures but one
+		base.Metrics = busy.Metrics
+		base.Metrics.LatencyMs.Mean = baseMean
+		w, err := report.Create(t.TempDir(), "base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRun(&base); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := report.LoadBaseline(w.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := *busy
+		tm := *busy.Timing
+		cur.Timing, cur.Checks = &tm, nil
+		tols := &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{"cpu": {Rules: map[string]scenario.Tolerance{
+			"latency_ms.mean": {Value: 1}, // the mean may rise by 1 ms
+		}}}}
+		(&report.Comparer{Baseline: b, Tolerances: tols}).Apply(&cur)
+		return &cur
+	}
+	mean := busy.Metrics.LatencyMs.Mean
+	if r := judge(mean - 1 - excess/2); !r.Timing.Noisy || len(r.Checks) != 0 {
+		t.Errorf("a mean %.2f ms over its bound with %.2f ms of extra wait per request was judged: noisy %v, checks %+v", excess/2, excess, r.Timing.Noisy, r.Checks)
+	}
+	if r := judge(mean - 1 - 2*excess); r.Timing.Noisy || r.Status != report.StatusFail {
+		t.Errorf("a mean %.2f ms over its bound with %.2f ms of extra wait per request was excused: noisy %v (%s), status %s", 2*excess, excess, r.Timing.Noisy, r.Timing.Reason, r.Status)
+	}
+}
+
+// TestJudgeMadeNoisyIsRerun: a run the baseline judge finds noisy (a regression inside its
+// extra wait for a core) is not a result: its checks are dropped, it is rerun alone, and
+// if it stays noisy it ends as an engine error that says what to do. The judge here is a
+// stand-in for report.Comparer (tested above on real records); what is under test is the
+// runner's handling of its finding.
+func TestJudgeMadeNoisyIsRerun(t *testing.T) {
+	src := `
+name: j
+network: {rtt: 2ms}
+load: {requests: 5}
+expect: ["errors == 0"]
+`
+	for _, tc := range []struct {
+		name        string
+		noisyTimes  int
+		wantStatus  string
+		wantAttempt int
+	}{
+		{"noisy once", 1, report.StatusPass, 2},
+		{"noisy always", MaxAttempts, report.StatusError, MaxAttempts},
+	} {
+		o := opts(t)
+		calls := 0
+		o.Judge = func(r *report.Run) {
+			calls++
+			if calls <= tc.noisyTimes {
+				r.Timing.Noisy, r.Timing.Reason = true, "cpu: stand-in"
+			}
+		}
+		out, err := Execute(context.Background(), plan(t, src), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := out.Runs[0]
+		if r.Status != tc.wantStatus || r.Timing.Attempt != tc.wantAttempt || len(r.Timing.Reruns) == 0 ||
+			r.Timing.Reruns[0] != "attempt 1: cpu: stand-in" {
+			t.Fatalf("%s: status %s (%s), attempt %d, reruns %q", tc.name, r.Status, r.Error, r.Timing.Attempt, r.Timing.Reruns)
+		}
+		if tc.wantStatus == report.StatusError && (len(r.Checks) != 0 || r.Baseline != nil ||
+			!strings.Contains(r.Error, "the machine could not hold this run's timing")) {
+			t.Fatalf("%s: checks %+v, baseline %+v, error %q", tc.name, r.Checks, r.Baseline, r.Error)
+		}
+		if tc.wantStatus == report.StatusPass && len(r.Checks) != 1 {
+			t.Fatalf("%s: checks %+v", tc.name, r.Checks)
+		}
+	}
+}
