@@ -200,3 +200,69 @@ func TestClockDenseNeverEarly(t *testing.T) {
 		t.Errorf("the last windows counted %d+%d releases; 20 per millisecond were due", c.winFires, c.prevWin)
 	}
 }
+
+// TestClockSchedulesCallbacks checks the clock's other way of firing: callbacks run on its
+// own goroutine (schedule), each once, never before its deadline, in deadline order
+// whatever the order they were scheduled in (also those fired by one pass), none of those cancelled in time, and one that
+// schedules itself again from its callback fires again.
+func TestClockSchedulesCallbacks(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	const n = 40
+	base := time.Now().Add(30 * time.Millisecond)
+	var (
+		mu    sync.Mutex
+		fired []int
+		again = make(chan time.Time, 1)
+	)
+	ws := make([]*waiter, n)
+	for i := n - 1; i >= 0; i-- { // latest deadline first
+		w := &waiter{}
+		// Groups of four due within nanoseconds of each other fire in one pass.
+		due := base.Add(time.Duration(i/4)*time.Millisecond + time.Duration(i))
+		w.fn = func() {
+			now := time.Now()
+			if now.Before(due) {
+				t.Errorf("callback %d ran %v early", i, due.Sub(now))
+			}
+			mu.Lock()
+			fired = append(fired, i)
+			mu.Unlock()
+			if i == n-1 { // the last one schedules itself once more
+				w.fn = func() { again <- time.Now() }
+				c.schedule(w, now.Add(2*time.Millisecond), DefaultSpinWindow)
+			}
+		}
+		ws[i] = w
+		c.schedule(w, due, DefaultSpinWindow)
+	}
+	for i := 0; i < n; i += 4 {
+		if !c.cancel(ws[i]) {
+			t.Fatalf("cancel of callback %d, 30 ms ahead, found it gone", i)
+		}
+	}
+	select {
+	case <-again:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rescheduled callback never ran")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var want []int
+	for i := range n {
+		if i%4 != 0 {
+			want = append(want, i)
+		}
+	}
+	if len(fired) != len(want) {
+		t.Fatalf("callbacks %v ran, want %v", fired, want)
+	}
+	for k := range want {
+		if fired[k] != want[k] {
+			t.Fatalf("callbacks ran in the order %v, want %v", fired, want)
+		}
+	}
+	if c.cancel(ws[1]) {
+		t.Error("cancel found a callback that had already run")
+	}
+}
