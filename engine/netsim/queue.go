@@ -25,9 +25,9 @@ type chunk struct {
 	pool *[]byte // the pooled buffer data lives in, or nil if it was copied out
 	n    int
 	due  time.Time
-	// late is set once the chunk's lateness was recorded: the clock's
+	// lagged is set once the chunk's lateness was recorded: the clock's
 	// goroutine began releasing it and left the rest to a writer.
-	late bool
+	lagged bool
 }
 
 // release returns the chunk's pooled buffer, if it holds one, to the pool it came from.
@@ -209,7 +209,7 @@ func (d *direction) fire() {
 		p.cfg.Lag.Since(c.due)
 		if !d.writeNow(&c) {
 			d.mu.Lock()
-			c.late = true
+			c.lagged = true
 			d.q[d.head] = c
 			d.clocked, d.writing = false, true
 			d.mu.Unlock()
@@ -293,7 +293,7 @@ func (d *direction) writeLoop() {
 			d.drop()
 			return
 		}
-		if !c.late {
+		if !c.lagged {
 			d.l.p.cfg.Lag.Since(c.due)
 		}
 		d.deliver(c)
