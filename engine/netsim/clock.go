@@ -2,9 +2,12 @@ package netsim
 
 import (
 	"container/heap"
+	"math"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -62,9 +65,14 @@ var preciseClock = sync.OnceValue(newClock)
 // as none is left, so an idle process holds none and nothing outlives the
 // proxies that used it.
 type clock struct {
-	tfd  *os.File      // the kernel timer, nil if unavailable
-	tfdn uintptr       // its descriptor; File.Fd would make it blocking
-	kick chan struct{} // buffered: a registration became the earliest of its heap
+	tfd  *os.File // the kernel timer, nil if unavailable
+	tfdn uintptr  // its descriptor; File.Fd would make it blocking
+	// tfdRC parks run on the timer without reading it (waitTimer): expired
+	// tells from expiry, the instant the timer is set for, whether it has passed.
+	tfdRC   syscall.RawConn
+	expiry  atomic.Int64 // nanoseconds after quantumEpoch; MaxInt64 when disarmed
+	expired func(fd uintptr) bool
+	kick    chan struct{} // buffered: a registration became the earliest of its heap
 
 	mu      sync.Mutex
 	pending waitHeap  // waiters not yet inside their spin, by start
@@ -91,12 +99,34 @@ func newClock() *clock {
 	if !portable {
 		tfd, tfdn = newTimerFD()
 	}
-	return &clock{
+	c := &clock{
 		tfd:     tfd,
 		tfdn:    tfdn,
 		kick:    make(chan struct{}, 1),
 		pending: waitHeap{byStart: true},
 	}
+	c.expiry.Store(math.MaxInt64)
+	if tfd != nil {
+		if rc, err := tfd.SyscallConn(); err == nil {
+			c.tfdRC = rc
+			c.expired = func(uintptr) bool { return int64(time.Since(quantumEpoch)) >= c.expiry.Load() }
+		}
+	}
+	return c
+}
+
+// waitTimer parks run until the kernel timer expires (or returns at once if it
+// has). It reads nothing from the timer: the netpoller watches it edge-triggered,
+// and every expiry wakes it whether or not earlier ones were read, so the time
+// itself says whether the wait is over. A wake-up from an expiry before the
+// timer was set again only runs expired once more. That saves the two reads
+// per wake-up (one finding nothing, one after it) a read of the count costs.
+func (c *clock) waitTimer(tick []byte) error {
+	if c.tfdRC != nil {
+		return c.tfdRC.Read(c.expired)
+	}
+	_, err := c.tfd.Read(tick)
+	return err
 }
 
 // waiter is one registration: a writer waiting on ch (wait), or a callback
@@ -277,7 +307,7 @@ func (c *clock) run() {
 			c.blocked = true
 			c.setTimer(c.nextWake())
 			c.mu.Unlock()
-			_, err := c.tfd.Read(tick[:])
+			err := c.waitTimer(tick[:])
 			c.mu.Lock()
 			c.blocked = false
 			c.mu.Unlock()
@@ -299,7 +329,7 @@ func (c *clock) run() {
 			if c.tfd != nil {
 				// Parks on the netpoller until the timer expires; add
 				// moves the timer earlier if an earlier waiter arrives.
-				if _, err := c.tfd.Read(tick[:]); err == nil {
+				if err := c.waitTimer(tick[:]); err == nil {
 					continue
 				}
 				// Not expected of a private timerfd. Sleeping on a Go
@@ -377,6 +407,11 @@ func (c *clock) setTimer(at time.Time) {
 		return // already set to expire then, and not expired yet
 	}
 	c.timerAt = at
+	if at.IsZero() {
+		c.expiry.Store(math.MaxInt64)
+	} else {
+		c.expiry.Store(int64(at.Sub(quantumEpoch)))
+	}
 	armTimerFD(c.tfdn, at)
 }
 
