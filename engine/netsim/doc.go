@@ -194,24 +194,30 @@
 //
 // That profile also showed a goroutine started, parked on the clock, woken
 // and ended per chunk (newproc, goexit, a channel hand-off and a
-// scheduling pass each) and a timerfd_settime per chunk. Now the clock's
-// goroutine writes each due chunk itself with one non-blocking write, and
-// re-arms its timerfd only to wake earlier. Eight alternating runs each of
-// the code before (e1285b3) and after, 2026-12-01 07:51 UTC, load average
-// 2.2-2.4 (min/median/max over the runs of each run's median of 5 rounds):
+// scheduling pass each), a timerfd_settime per chunk and two timerfd reads
+// per wake-up. Now the clock's goroutine writes each due chunk itself with
+// one non-blocking write, re-arms its timerfd only to wake earlier, and
+// parks on it without reading it. Eight alternating runs each of the code
+// before (e1285b3) and after, 2026-12-01 08:08 UTC, load average 0.3-1.4
+// (min/median/max over the runs of each run's median of 5 rounds):
 //
 //	                          x-direct          CPU µs/req     added CPU µs/req  release late p50
 //	reused, 64 in flight
-//	  before                  1.08/1.16/1.61    66/72/81       37/39/43          189/259/475 µs
-//	  after                   0.96/1.08/1.32    61/64/93       27/34/48          112/141/395 µs
+//	  before                  1.05/1.08/1.13    59/61/75       28/33/41          173/185/267 µs
+//	  after                   0.93/0.99/1.15    56/58/86       29/30/46          90/114/241 µs
 //	reused, 8 in flight
-//	  before                  1.00/1.02/1.06    141/146/158    108/118/126       27/28/31 µs
-//	  after                   1.00/1.01/1.04    111/118/149    84/91/109         23/24/29 µs
+//	  before                  1.00/1.01/1.02    134/135/157    108/110/127       26/27/29 µs
+//	  after                   0.99/1.00/1.01    104/107/148    78/82/107         21/22/26 µs
 //	new TLS 1.3
-//	  before                  1.04/1.07/1.09                                     15 µs
-//	  after                   1.03/1.06/1.08                                     14 µs
+//	  before                  1.01/1.04/1.07                                     16 µs
+//	  after                   1.04/1.04/1.07                                     15 µs
 //
-// ("added" is CPU per request through the proxy less the same load's
+// Eight such runs at load 2.2-2.4, without the timerfd change (which
+// matters at 8 in flight, where the clock wakes about once per chunk),
+// gave x-direct 1.08/1.16/1.61 before and 0.96/1.08/1.32 after with 64 in
+// flight; five at load 2.9-3.8 gave 1.30/1.35/1.64 and 1.25/1.39/1.57: the
+// process then waits for cores that other processes hold, whatever the link
+// does. ("added" is CPU per request through the proxy less the same load's
 // straight to the server.) What is left of the proxy's CPU is the kernel's:
 // in a CPU profile of the 64-in-flight case after this change (-benchtime
 // 4x, straight and proxied rounds together) the proxy's code is 28% of the
