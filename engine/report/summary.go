@@ -197,7 +197,7 @@ func timingSummary(w io.Writer, runs []*Run) {
 	if reran == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\ntiming: %d of %d runs rerun alone because their timers fired later than their checks tolerate; %d still noisy\n",
+	fmt.Fprintf(w, "\ntiming: %d of %d runs rerun alone because their timers fired later, or their computing waited longer for a core, than their checks tolerate; %d still noisy\n",
 		reran, len(runs), noisy)
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
