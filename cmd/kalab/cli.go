@@ -419,9 +419,11 @@ can be believed, in real milliseconds:
                                       mean) and the limits its checks set (set_by)
   noisy, reason, attempt, reruns      over a limit: no verdict, rerun alone, then exit 3
   cpu_wait_ms                         how long kalab's threads waited for a core during the
-                                      run; a time metric regressed against a baseline by
-                                      less than the extra wait per request could add is
-                                      noisy, not a failure
+                                      run
+  link_trips                          the link's trips a request waits on in turn; against
+                                      a baseline, a time metric regressed by less than the
+                                      extra wait per request plus the extra link lateness
+                                      times these trips could add is noisy, not a failure
   cpu_pressure                        share of the run's wall time some task on the machine
                                       waited for a CPU (recorded, not judged)
 `

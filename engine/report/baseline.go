@@ -429,9 +429,10 @@ const (
 	VerdictImproved  = "improved"  // better by more than the tolerance
 	VerdictChanged   = "changed"   // an informational metric that moved
 	VerdictOff       = "off"       // not compared (tolerance off)
-	// VerdictCPU: worse by more than the tolerance, but by less than the run's extra wait
-	// for a core (against the baseline run's) could have added: no verdict (see cpuShift).
-	VerdictCPU = "cpu"
+	// VerdictMachine: worse by more than the tolerance, but by less than what the machine
+	// took from the run beyond what it took from the baseline run (its extra wait for a
+	// core and its link's extra lateness) could have added: no verdict (see machineShift).
+	VerdictMachine = "machine"
 )
 
 // States of a run in a comparison.
@@ -449,10 +450,9 @@ type MetricDelta struct {
 	Rule     Rule
 	Slack    float64 // how far it could move in its worse direction
 	Verdict  string
-	// CPUShift is how far the run's extra wait for a core could have moved the metric in
-	// its worse direction; set for a time metric of a run that waited more than its
-	// baseline run.
-	CPUShift float64
+	// MachineShift is how far what the machine took from the run beyond its baseline run
+	// (machineShift) could have moved the metric in its worse direction; 0 for counts.
+	MachineShift float64
 }
 
 // Delta is New - Old.
@@ -544,81 +544,103 @@ func (c *Comparer) CompareRun(cur *Run) RunDiff {
 	d.Metrics = compareMetrics(old.Metrics.Flat(), cur.Metrics.Flat(), scale, func(m string) Rule {
 		return c.Tolerances.Rule(cur.Scenario, m)
 	})
-	shift := cpuShift(old, cur)
+	shift := machineShift(old, cur)
 	for i := range d.Metrics {
 		m := &d.Metrics[i]
-		if m.CPUShift = shift(m.Metric, m.New); m.CPUShift > 0 && m.Verdict == VerdictRegressed {
+		if m.MachineShift = shift.of(m.Metric, m.New); m.MachineShift > 0 && m.Verdict == VerdictRegressed {
 			moved := *m
-			moved.New -= m.CPUShift
+			moved.New -= m.MachineShift
 			if m.Rule.Worse == LowerIsWorse {
-				moved.New = m.New + m.CPUShift
+				moved.New = m.New + m.MachineShift
 			}
 			if verdict(moved) != VerdictRegressed {
-				m.Verdict = VerdictCPU
+				m.Verdict = VerdictMachine
 			}
 		}
 	}
 	return d
 }
 
-// waitPerRequest is how long a run's threads waited for a core per request, in real ms;
-// false when its record does not say.
-func waitPerRequest(r *Run) (float64, bool) {
-	if r == nil || r.Timing == nil || r.Timing.CPUWaitMs == nil || r.Metrics.Requests <= 0 {
-		return 0, false
-	}
-	return *r.Timing.CPUWaitMs / r.Metrics.Requests, true
+// taken is what the machine took from a run, per request, in real ms: how long its threads
+// waited for a core (timing.cpu_wait_ms over the requests) and how late its link's timers
+// fired on average times the trips a request waits on (timing.link_trips). Each part is
+// false when the record does not say.
+type taken struct {
+	wait, link     float64
+	hasWait, hasLn bool
 }
 
-// cpuShift returns, for each time metric, how far the current run's extra wait for a core
-// could have moved it in its worse direction, in the metric's unit. A request's latency is
-// its trips on the link plus the computing between them (client, proxy, server); when a
-// core is busy elsewhere the computing waits, which no timer sees. Each run records how
-// long its process's threads waited for a core (timing.cpu_wait_ms); what the current run
-// waited per request beyond what the baseline run waited per request, in scenario time, is
-// what the busier machine could have added to a request:
-//   - latency_ms.* moves by that excess (the mean exactly; a percentile by the mean of the
-//     excess, an estimate);
+func takenFrom(r *Run) taken {
+	var t taken
+	if r == nil || r.Timing == nil || r.Metrics.Requests <= 0 {
+		return t
+	}
+	if w := r.Timing.CPUWaitMs; w != nil {
+		t.wait, t.hasWait = *w/r.Metrics.Requests, true
+	}
+	if l, ok := r.Timing.Sources["link"]; ok && r.Timing.LinkTrips > 0 {
+		t.link, t.hasLn = l.Mean*float64(r.Timing.LinkTrips), true
+	}
+	return t
+}
+
+// shift is how far a busier machine could have moved each time metric of a run.
+type shift struct {
+	perRequest float64 // scenario ms
+	inTurn     float64 // requests a lane serves in turn
+	total      float64 // the run's total_ms
+}
+
+// of returns how far the metric could have moved in its worse direction, in its unit.
+func (s shift) of(metric string, value float64) float64 {
+	if s.perRequest <= 0 {
+		return 0
+	}
+	switch {
+	case strings.HasPrefix(metric, "latency_ms."):
+		return s.perRequest
+	case metric == "total_ms":
+		return s.perRequest * s.inTurn
+	case metric == "rps" && s.total > 0:
+		// rps = n / total: a total shorter by the shift gives this many more per second.
+		t := max(s.total-s.perRequest*s.inTurn, s.total/1e3)
+		return value*s.total/t - value
+	}
+	return 0
+}
+
+// machineShift returns how far what the machine took from the current run beyond what it
+// took from the baseline run could have moved each time metric (README "Runs that know
+// when they are wrong"). A request's latency is its trips on the link plus the computing
+// between them; a busier machine makes the link's timers fire later (each trip by the
+// link's lateness) and the computing wait for a core, which no timer sees. Per request, in
+// scenario time, the excess is the extra wait for a core plus the extra mean link lateness
+// times the trips a request waits on, each counted only where it grew:
+//   - latency_ms.* moves by that excess (the mean exactly; a percentile by the mean, an
+//     estimate);
 //   - total_ms by the excess of every request a lane serves in turn (requests / concurrency);
 //   - rps by what that does to total_ms.
 //
-// Counts, bytes and CPU are not moved. A run that waited no more than its baseline run, or
-// whose record or baseline record does not say, moves nothing.
-func cpuShift(old, cur *Run) func(metric string, value float64) float64 {
-	none := func(string, float64) float64 { return 0 }
-	now, ok1 := waitPerRequest(cur)
-	then, ok2 := waitPerRequest(old)
-	if !ok1 || !ok2 {
-		return none
+// Counts, bytes and CPU are not moved. The link's own limits (timing.sources.link) still
+// judge its lateness alone; this judges it together with the wait for a core.
+func machineShift(old, cur *Run) shift {
+	now, then := takenFrom(cur), takenFrom(old)
+	var excess float64
+	if now.hasWait && then.hasWait {
+		excess += max(now.wait-then.wait, 0)
+	}
+	if now.hasLn && then.hasLn {
+		excess += max(now.link-then.link, 0)
 	}
 	scale := cur.TimeScale
 	if scale <= 0 {
 		scale = 1
 	}
-	excess := (now - then) / scale // scenario ms per request
-	if excess <= 0 {
-		return none
-	}
-	n := cur.Metrics.Requests
 	var p struct {
 		Load struct{ Concurrency float64 } `json:"load"`
 	}
 	_ = json.Unmarshal(cur.Params, &p) // absent or unreadable: one lane, the widest shift
-	inTurn := n / max(p.Load.Concurrency, 1)
-	total := cur.Metrics.TotalMs
-	return func(metric string, value float64) float64 {
-		switch {
-		case strings.HasPrefix(metric, "latency_ms."):
-			return excess
-		case metric == "total_ms":
-			return excess * inTurn
-		case metric == "rps" && total > 0:
-			// rps = n / total: a total shorter by the shift gives this many more per second.
-			t := max(total-excess*inTurn, total/1e3)
-			return value*total/t - value
-		}
-		return 0
-	}
+	return shift{perRequest: excess / scale, inTurn: cur.Metrics.Requests / max(p.Load.Concurrency, 1), total: cur.Metrics.TotalMs}
 }
 
 func completed(status string) bool { return status == StatusPass || status == StatusFail }
@@ -691,21 +713,21 @@ func (c *Comparer) Apply(cur *Run) RunDiff {
 			cur.Status = StatusFail
 		case VerdictImproved:
 			ref.Improved = append(ref.Improved, m.Metric)
-		case VerdictCPU:
-			unsure = append(unsure, fmt.Sprintf("%s %s against %s, but inside the %s this run's extra wait for a core could add",
-				m.Metric, num(m.New), m.Expr(), num(m.CPUShift)))
+		case VerdictMachine:
+			unsure = append(unsure, fmt.Sprintf("%s %s against %s, but inside the %s this could add",
+				m.Metric, num(m.New), m.Expr(), num(m.MachineShift)))
 		}
 	}
 	cur.Baseline = ref
 	if len(unsure) > 0 && len(ref.Regressed) == 0 && cur.Timing != nil {
 		// Not a result: what the machine's other work took from this run could be the
 		// whole regression. The runner reruns it alone (README "Runs that know when they
-		// are wrong"). A run with a regression no wait could make has its verdict.
-		now, _ := waitPerRequest(cur)
-		then, _ := waitPerRequest(c.Baseline.Run(cur.Scenario, cur.Variant))
+		// are wrong"). A run with a regression nothing the machine took could make keeps
+		// its verdict.
+		now, then := takenFrom(cur), takenFrom(c.Baseline.Run(cur.Scenario, cur.Variant))
 		cur.Timing.Noisy = true
-		cur.Timing.Reason = fmt.Sprintf("cpu: this run's threads waited %s ms per request for a core, the baseline run's %s; %s",
-			num(now), num(then), strings.Join(unsure, "; "))
+		cur.Timing.Reason = fmt.Sprintf("machine: per request this run's threads waited %s ms for a core and its link's timers added %s ms, the baseline run's %s and %s; %s",
+			num(now.wait), num(now.link), num(then.wait), num(then.link), strings.Join(unsure, "; "))
 	}
 	return d
 }

@@ -413,14 +413,14 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 		mean0, total0, con0 string
 	}{
 		// 11 ms per request against 1: 10 ms more; the mean 210 less 10 is 200 <= 202.8.
-		{"inside the excess", 2200, 210, 31000, 1, VerdictCPU, VerdictSame, VerdictSame},
+		{"inside the excess", 2200, 210, 31000, 1, VerdictMachine, VerdictSame, VerdictSame},
 		// 6 ms per request: 5 more; 210 less 5 is 205 > 202.8.
 		{"beyond the excess", 1200, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
 		// It waited less than the baseline run: nothing to take away.
 		{"no excess", 100, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
 		// total_ms may reach 31000 + 15%: 35650. 20 requests in turn per lane (200 / 10)
 		// x 10 ms = 200 ms of shift.
-		{"total inside", 2200, 156, 35650 + 150, 1, VerdictSame, VerdictCPU, VerdictSame},
+		{"total inside", 2200, 156, 35650 + 150, 1, VerdictSame, VerdictMachine, VerdictSame},
 		{"total beyond", 2200, 156, 35650 + 250, 1, VerdictSame, VerdictRegressed, VerdictSame},
 		// A count is not moved by computing (connections may reach 1 + 3).
 		{"count", 2200, 156, 31000, 5, VerdictSame, VerdictSame, VerdictRegressed},
@@ -436,9 +436,36 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	r := cur(2200, 210, 31000, 1)
 	cmp.Apply(r)
 	if !r.Timing.Noisy || r.Status != StatusPass || len(r.Checks) != 0 ||
-		!strings.Contains(r.Timing.Reason, "waited 11 ms per request for a core, the baseline run's 1;") ||
+		!strings.Contains(r.Timing.Reason, "per request this run's threads waited 11 ms for a core and its link's timers added 0 ms, the baseline run's 1 and 0;") ||
 		!strings.Contains(r.Timing.Reason, "latency_ms.mean 210") {
 		t.Errorf("noisy %v, status %s, checks %+v, reason %q", r.Timing.Noisy, r.Status, r.Checks, r.Timing.Reason)
+	}
+	// The link's extra lateness counts with the wait, over the trips a request waits on:
+	// the baseline's link was 0.1 ms late on average, 3 trips a request. Each alone leaves
+	// the mean regressed (wait 5 ms more: 205; link 1 ms more x 3: 207), together they
+	// reach 202 <= 202.8.
+	withLink := func(r *Run, mean float64) *Run {
+		r.Timing.LinkTrips = 3
+		r.Timing.Sources["link"] = TimingSource{Mean: mean}
+		return r
+	}
+	base2 := withLink(withWait(baseRun("s", "v"), 200), 0.1)
+	base2.Params = base.Params
+	cmp3 := &Comparer{Baseline: loadBase(t, base2), Tolerances: &Tolerances{}}
+	for _, tc := range []struct {
+		wait, link float64
+		want       string
+	}{
+		{1200, 0.1, VerdictRegressed},
+		{200, 1.1, VerdictRegressed},
+		{1200, 1.1, VerdictMachine},
+	} {
+		r := withLink(cur(tc.wait, 210, 31000, 1), tc.link)
+		for _, m := range cmp3.CompareRun(r).Metrics {
+			if m.Metric == "latency_ms.mean" && m.Verdict != tc.want {
+				t.Errorf("wait %v ms, link mean %v ms late: mean %s, want %s (shift %v)", tc.wait, tc.link, m.Verdict, tc.want, m.MachineShift)
+			}
+		}
 	}
 	// A regression no wait could make keeps its verdict: the run fails on it, and the
 	// excused one is not a check.

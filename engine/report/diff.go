@@ -131,8 +131,8 @@ func verdictText(v string) string {
 	switch v {
 	case VerdictRegressed:
 		return "REGRESSED"
-	case VerdictCPU:
-		return "no verdict (cpu)"
+	case VerdictMachine:
+		return "no verdict (machine)"
 	}
 	return v
 }

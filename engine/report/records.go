@@ -93,10 +93,14 @@ type Timing struct {
 	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
 	// CPUWaitMs is how long, in real milliseconds, this process's threads were ready to
 	// run during the run but waited for a core (Linux schedstat run-queue delay, plus the
-	// process's share of hypervisor steal); absent where the system does not say. Judged
-	// against a baseline: a time metric's regression inside what the run's extra wait per
-	// request could add makes the run noisy (lag.CPUWait, report.cpuShift).
+	// process's share of hypervisor steal); absent where the system does not say.
 	CPUWaitMs *float64 `json:"cpu_wait_ms,omitempty"`
+	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in
+	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
+	// link. Against a baseline, the extra wait per request and the extra link lateness
+	// times these trips are what a busier machine could add to a request: a time metric's
+	// regression inside that makes the run noisy (report.machineShift).
+	LinkTrips int `json:"link_trips,omitempty"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

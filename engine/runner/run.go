@@ -112,6 +112,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		v := math.Round(share*1000) / 1000
 		rec.Timing.CPUPressure = &v
 	}
+	if !direct(st) && st.Network.RTT > 0 {
+		rec.Timing.LinkTrips = trips(st)
+	}
 	if d, ok := cpuWait.Wait(); ok {
 		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
 		rec.Timing.CPUWaitMs = &v
