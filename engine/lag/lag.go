@@ -50,6 +50,20 @@ func (r *Recorder) Add(d time.Duration) {
 	}
 }
 
+// addN records n samples of lateness d at once (a histogram taken from elsewhere).
+func (r *Recorder) addN(d time.Duration, n uint64) {
+	d = max(d, 0)
+	us := uint64(d / time.Microsecond)
+	r.counts[index(us)].Add(n)
+	r.n.Add(n)
+	r.sum.Add(int64(d) * int64(n))
+	for m := r.max.Load(); int64(d) > m && !r.max.CompareAndSwap(m, int64(d)); m = r.max.Load() {
+	}
+	if w := r.watch.Load(); w > 0 && int64(d) > w {
+		r.over.Add(n)
+	}
+}
+
 // Since records the lateness of a timer planned for due and firing now.
 func (r *Recorder) Since(due time.Time) {
 	if r == nil {

@@ -86,7 +86,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	pressure, cpuWait := lag.StartPressure(), lag.StartCPUWait()
+	pressure, cpuWait, sched := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched()
 	var m check.Metrics
 	var conns connOutcome
 	var err error
@@ -107,6 +107,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
+	sched.Into(&tm.sched)
 	rec.Timing = judgeTiming(tm, judge.after(st, m))
 	if share, ok := pressure.Share(); ok {
 		v := math.Round(share*1000) / 1000

@@ -19,6 +19,9 @@ const (
 	srcLink      = "link"
 	srcSchedule  = "schedule"
 	srcIdleClose = "idle_close"
+	// srcSched is not a timer of the model: it is how long the process's goroutines waited
+	// to run once they could (lag.Sched), recorded in the run record's timing only.
+	srcSched = "sched"
 )
 
 // Tolerance rule (README "Runs that know when they are wrong"). A timer's lateness matters
@@ -100,6 +103,7 @@ func (t tolerance) scaled(f float64) tolerance {
 // timers are one run's lateness recorders.
 type timers struct {
 	link, schedule, idle, queue lag.Recorder
+	sched                       lag.Recorder // filled at the run's end (lag.Sched.Into)
 }
 
 // newTimers makes a run's recorders; tests replace it to inject lateness.
@@ -107,7 +111,7 @@ var newTimers = func() *timers { return &timers{} }
 
 // sources returns the recorders by source name.
 func (t *timers) sources() map[string]*lag.Recorder {
-	return map[string]*lag.Recorder{srcLink: &t.link, srcSchedule: &t.schedule, srcIdleClose: &t.idle}
+	return map[string]*lag.Recorder{srcLink: &t.link, srcSchedule: &t.schedule, srcIdleClose: &t.idle, srcSched: &t.sched}
 }
 
 // addMetrics writes lag_ms.* and queue_wait_ms.* in scenario time.
@@ -117,7 +121,9 @@ func (t *timers) addMetrics(flat map[string]float64, scale float64) {
 		flat[prefix+".p50"], flat[prefix+".p99"], flat[prefix+".max"] = ms(s.P50), ms(s.P99), ms(s.Max)
 	}
 	for name, r := range t.sources() {
-		put("lag_ms."+name, r.Summary())
+		if name != srcSched {
+			put("lag_ms."+name, r.Summary())
+		}
 	}
 	put("queue_wait_ms", t.queue.Summary())
 }
@@ -306,6 +312,15 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 					fmt.Sprintf("%s: a tenth of the shortest pause", x.by))
 			}
 		case "count":
+			if t, ok := shortestTimeout(st); ok {
+				// A goroutine that waits to run holds back whatever it was about to do: a
+				// wait as long as the shortest deciding timeout, less the round trip a
+				// connection idles between two requests of a burst, can carry an idle
+				// connection past it in the middle of a burst. One wait is enough, so it is
+				// judged at the max, with half of that distance.
+				d := scale.d(scenario.Duration(t.d-st.Network.RTT.D())) / gapShare
+				tighten(srcSched, statMax, d, fmt.Sprintf("%s: half of %s %v less one RTT", x.by, t.name, t.d))
+			}
 			if !hasGap {
 				continue
 			}
@@ -359,6 +374,19 @@ func baselineLimits(tighten func(src, stat string, d time.Duration, by string), 
 func pauses(st scenario.Settings) bool {
 	l := st.Load
 	return l.Burst > 0 && l.Burst < l.Requests && l.Pause.Min > 0
+}
+
+// shortestTimeout is the shortest timeout that decides reuse (decidingTimeouts) and is
+// longer than one RTT; false when there is none.
+func shortestTimeout(st scenario.Settings) (timeout, bool) {
+	var best timeout
+	ok := false
+	for _, t := range decidingTimeouts(st) {
+		if t.d > st.Network.RTT.D() && (!ok || t.d < best.d) {
+			best, ok = t, true
+		}
+	}
+	return best, ok
 }
 
 // timeout is one idle timeout that decides reuse, in scenario time.
@@ -449,8 +477,12 @@ func judgeTiming(t *timers, tol tolerance) *report.Timing {
 				src.ToleranceMs = &v
 			}
 			if got := statOf(s, l.Stat); s.N > 0 && got > l.D {
-				over = append(over, fmt.Sprintf("%s timers fired %.2f ms late at the %s (of %d, max %.2f ms) against a tolerance of %.2f ms set by %s",
-					name, ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
+				what := name + " timers fired"
+				if name == srcSched {
+					what = "goroutines waited to run (the runtime's sampled scheduling latency)"
+				}
+				over = append(over, fmt.Sprintf("%s %.2f ms late at the %s (of %d, max %.2f ms) against a tolerance of %.2f ms set by %s",
+					what, ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
 			}
 		}
 		tm.Sources[name] = src

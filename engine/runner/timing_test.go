@@ -25,8 +25,9 @@ func TestTolerancesFromTheChecks(t *testing.T) {
 	}{
 		{"no check timing can move: nothing judged", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\nload: {requests: 2}\nexpect: [requests == 2]\n",
 			lim{}},
-		{"a count without pauses: nothing judged", "name: a\nnetwork: {rtt: 150ms}\nload: {requests: 2}\nexpect: [connections == 1]\n",
-			lim{}},
+		{"a count without pauses: only a stall as long as the timeout", "name: a\nnetwork: {rtt: 150ms}\nload: {requests: 2}\nexpect: [connections == 1]\n",
+			// the server's default 5 s idle close less one RTT, halved
+			lim{"sched.max": ms(2425)}},
 		{"p50 of plain HTTP: RTT/10 over 3 trips, on the link's p50", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\nload: {requests: 2}\n" +
 			"expect: [latency_ms.p50 < 160]\n",
 			lim{"link.p50": ms(0.5)}},
@@ -42,20 +43,22 @@ func TestTolerancesFromTheChecks(t *testing.T) {
 		{"count beside a pause range around the server's idle close", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\n" +
 			"server: {idle_timeout: 2s}\nload: {requests: 20, burst: 10, pause: 1.5s..2.5s}\nexpect: [errors < 5]\n",
 			// gap = 500 ms x0.1 = 50 ms: schedule and idle close /2, link /4
-			lim{"link.p99": ms(12.5), "schedule.p99": ms(25), "idle_close.p99": ms(25)}},
+			// a stall: (2 s - 150 ms) x 0.1 / 2
+			lim{"link.p99": ms(12.5), "schedule.p99": ms(25), "idle_close.p99": ms(25), "sched.max": ms(92.5)}},
 		{"a server timeout past the client's own decides nothing", "name: a\nnetwork: {rtt: 150ms}\n" +
 			"server: {idle_timeout: 60s}\nclient: {idle_timeout: 55s}\nload: {requests: 20, burst: 10, pause: 59.85s..60.15s}\nexpect: [errors == 0]\n",
 			// gap = 59.85 s - 55 s = 4.85 s, not the 150 ms to the server's 60 s
-			lim{"link.p99": ms(1212.5), "schedule.p99": ms(2425), "idle_close.p99": ms(2425)}},
+			lim{"link.p99": ms(1212.5), "schedule.p99": ms(2425), "idle_close.p99": ms(2425), "sched.max": ms(27425)}},
 		{"behind a balancer the client's timeouts do not shadow the server's", "name: a\nnetwork: {rtt: 20ms}\n" +
 			"server: {idle_timeout: 6s}\nclient: {idle_timeout: 4s}\nbalancer: {preset: aws-alb, backend_network: {rtt: 400ms}}\n" +
 			"load: {requests: 20, burst: 4, pause: 5.2s..6.4s}\nexpect: [errors == 0]\n",
 			// gap = 6.4 s - 6 s = 400 ms (the server's close), not 1.2 s (the client's 4 s)
-			lim{"link.p99": ms(100), "schedule.p99": ms(200), "idle_close.p99": ms(200)}},
+			// a stall: the client's 4 s is the shortest timeout, (4 s - 20 ms) / 2
+			lim{"link.p99": ms(100), "schedule.p99": ms(200), "idle_close.p99": ms(200), "sched.max": ms(1990)}},
 		{"counts and latency together: the tightest per statistic", "name: a\nnetwork: {rtt: 10ms}\n" +
 			"server: {idle_timeout: 100ms}\nload: {requests: 10, burst: 1, pause: 80ms}\nexpect: [connections == 1, latency_ms.p99 < 12]\n",
 			// latency: 10/10/3; count: gap 20 ms -> link 5, schedule and idle 10
-			lim{"link.p99": ms(1.0 / 3), "schedule.p99": ms(10), "idle_close.p99": ms(10)}},
+			lim{"link.p99": ms(1.0 / 3), "schedule.p99": ms(10), "idle_close.p99": ms(10), "sched.max": ms(45)}},
 		{"floor", "name: a\nnetwork: {rtt: 1ms}\ntime_scale: 0.1\nload: {requests: 2}\nexpect: [latency_ms.p50 < 1]\n",
 			lim{"link.p50": tolFloor}},
 		{"direct: no link to judge", "name: a\nload: {requests: 2}\nexpect: [latency_ms.p50 < 1]\n", lim{}},
@@ -258,5 +261,28 @@ func TestAdmissionWaitsForHeadroom(t *testing.T) {
 	defer cancel2()
 	if ok, _ := a.admit(ctx2, &timers{}, tol); !ok {
 		t.Fatal("not admitted once the run in flight kept its time")
+	}
+}
+
+// TestStallJudgedAtTheMax: one goroutine that waited to run longer than the stall limit
+// makes the run noisy, however few the samples; under the limit it does not.
+func TestStallJudgedAtTheMax(t *testing.T) {
+	t.Parallel()
+	p := plan(t, "name: a\nnetwork: {rtt: 10ms}\nserver: {idle_timeout: 100ms}\nload: {requests: 10, burst: 1, pause: 80ms}\nexpect: [connections == 1]\n")
+	sc, r := p.Scenarios[0], p.Scenarios[0].Runs[0]
+	tol := tolerances(reads(sc, r, nil), r.Settings, scaler(1), nil) // sched.max: 45 ms
+	for _, tc := range []struct {
+		wait  time.Duration
+		noisy bool
+	}{{40 * time.Millisecond, false}, {50 * time.Millisecond, true}} {
+		tm := &timers{}
+		for range 1000 {
+			tm.sched.Add(10 * time.Microsecond)
+		}
+		tm.sched.Add(tc.wait)
+		got := judgeTiming(tm, tol)
+		if got.Noisy != tc.noisy || (tc.noisy && !strings.Contains(got.Reason, "goroutines waited to run")) {
+			t.Errorf("one wait of %v among 1,000 short ones: noisy %v (%s), want %v", tc.wait, got.Noisy, got.Reason, tc.noisy)
+		}
 	}
 }
