@@ -417,6 +417,9 @@ Each run record's timing (not metrics: no expression reads them) says whether it
 can be believed, in real milliseconds:
   sources.<link|schedule|idle_close>  how late each timer source fired (n, p50, p99, max,
                                       mean) and the limits its checks set (set_by)
+  sources.sched                       how long goroutines waited to run once they could
+                                      (the runtime's sampled scheduling latency), judged
+                                      at the max for count checks
   noisy, reason, attempt, reruns      over a limit: no verdict, rerun alone, then exit 3
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
