@@ -80,8 +80,14 @@ func TestFullSocketHandsOverToWriter(t *testing.T) {
 	if n := p.writers.Load(); n == 0 {
 		t.Error("no writer goroutine took over from a full socket: was the socket never full?")
 	}
+	// The count follows each write's return, which the server's read can overtake: wait
+	// for it (bounded) rather than read it at once.
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Stats().BytesUp != size && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if st := p.Stats(); st.BytesUp != size {
-		t.Errorf("BytesUp = %d, want %d", st.BytesUp, size)
+		t.Errorf("BytesUp = %d 5 s after the server had every byte, want %d", st.BytesUp, size)
 	}
 }
 
