@@ -96,6 +96,19 @@ func testClockWakes(t *testing.T, c *clock) {
 	}
 }
 
+// awaitFired waits (up to 5 s) for waiter i to fire and checks it did not fire early.
+func awaitFired(t *testing.T, i int, w *waiter) {
+	t.Helper()
+	select {
+	case <-w.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("waiter %d never fired", i)
+	}
+	if now := time.Now(); now.Before(w.due) {
+		t.Fatalf("waiter %d fired %v early", i, w.due.Sub(now))
+	}
+}
+
 // TestClockFiresInDeadlineOrder checks the firing order itself, which
 // goroutine wake-ups in the test above could blur: waiters registered
 // latest deadline first must still be fired earliest first, none before
@@ -112,14 +125,7 @@ func TestClockFiresInDeadlineOrder(t *testing.T) {
 		c.add(ws[i])
 	}
 	for i, w := range ws {
-		select {
-		case <-w.ch:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("waiter %d never fired", i)
-		}
-		if now := time.Now(); now.Before(w.due) {
-			t.Fatalf("waiter %d fired %v early", i, w.due.Sub(now))
-		}
+		awaitFired(t, i, w)
 		// Everything later must still be waiting when this one has fired;
 		// the one right after may already be due on a slow machine.
 		for j := i + 2; j < n; j++ {
@@ -185,14 +191,7 @@ func TestClockDenseNeverEarly(t *testing.T) {
 		c.add(ws[i])
 	}
 	for i, w := range ws {
-		select {
-		case <-w.ch:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("waiter %d never fired", i)
-		}
-		if now := time.Now(); now.Before(w.due) {
-			t.Fatalf("waiter %d fired %v early", i, w.due.Sub(now))
-		}
+		awaitFired(t, i, w)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -71,7 +71,7 @@ func (a *admission) admit(ctx context.Context, tm *timers, tol tolerance) (ok bo
 // add starts watching a run's judged sources.
 func (a *admission) add(tm *timers, tol tolerance) {
 	w := &watched{}
-	for name, r := range tm.sources() {
+	for name, r := range tm.timerSources() {
 		if l, ok := watchedLimit(tol.of(name)); ok {
 			r.Watch(l.D)
 			w.recs = append(w.recs, r)

@@ -128,9 +128,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
 	case rec.Timing.Noisy:
-		// Not a result: its checks are not evaluated, so it can neither pass nor fail. The
-		// scheduler reruns it alone, or ends it as an engine error.
-		rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
+		notAResult(rec)
 	case err != nil:
 		rec.Status, rec.Error = report.StatusError, err.Error()
 	default:
@@ -159,10 +157,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Judge(rec)
 		if rec.Timing.Noisy {
 			// The judge found a verdict the machine's other work could have made (a
-			// baseline regression inside the run's extra wait for a core): as above, not a
-			// result, and none of its checks stand.
-			rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
-			rec.Checks, rec.Baseline = []report.Check{}, nil
+			// baseline regression inside what it took from the run).
+			notAResult(rec)
 		}
 	}
 	ev := log.Info()
@@ -178,6 +174,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunEnded(r, rec)
 	}
 	return rec
+}
+
+// notAResult marks a noisy run as one without a verdict: none of its checks stand, so it
+// can neither pass nor fail. The scheduler reruns it alone, or ends it as an engine error.
+func notAResult(rec *report.Run) {
+	rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
+	rec.Checks, rec.Baseline = []report.Check{}, nil
 }
 
 // connOutcome is what a run recorded about its connections.

@@ -111,7 +111,23 @@ var newTimers = func() *timers { return &timers{} }
 
 // sources returns the recorders by source name.
 func (t *timers) sources() map[string]*lag.Recorder {
-	return map[string]*lag.Recorder{srcLink: &t.link, srcSchedule: &t.schedule, srcIdleClose: &t.idle, srcSched: &t.sched}
+	src := t.timerSources()
+	src[srcSched] = &t.sched
+	return src
+}
+
+// timerSources returns the recorders of the model's own timers, which fill while the run
+// goes (so admission can watch them) and have metrics (lag_ms.*); sched is filled at the end.
+func (t *timers) timerSources() map[string]*lag.Recorder {
+	return map[string]*lag.Recorder{srcLink: &t.link, srcSchedule: &t.schedule, srcIdleClose: &t.idle}
+}
+
+// lateWhat says what a source's lateness is, for a noisy run's reason.
+var lateWhat = map[string]string{
+	srcLink:      "link timers fired",
+	srcSchedule:  "schedule timers fired",
+	srcIdleClose: "idle_close timers fired",
+	srcSched:     "goroutines waited to run (the runtime's sampled scheduling latency)",
 }
 
 // addMetrics writes lag_ms.* and queue_wait_ms.* in scenario time.
@@ -120,10 +136,8 @@ func (t *timers) addMetrics(flat map[string]float64, scale float64) {
 	put := func(prefix string, s lag.Summary) {
 		flat[prefix+".p50"], flat[prefix+".p99"], flat[prefix+".max"] = ms(s.P50), ms(s.P99), ms(s.Max)
 	}
-	for name, r := range t.sources() {
-		if name != srcSched {
-			put("lag_ms."+name, r.Summary())
-		}
+	for name, r := range t.timerSources() {
+		put("lag_ms."+name, r.Summary())
 	}
 	put("queue_wait_ms", t.queue.Summary())
 }
@@ -477,12 +491,8 @@ func judgeTiming(t *timers, tol tolerance) *report.Timing {
 				src.ToleranceMs = &v
 			}
 			if got := statOf(s, l.Stat); s.N > 0 && got > l.D {
-				what := name + " timers fired"
-				if name == srcSched {
-					what = "goroutines waited to run (the runtime's sampled scheduling latency)"
-				}
 				over = append(over, fmt.Sprintf("%s %.2f ms late at the %s (of %d, max %.2f ms) against a tolerance of %.2f ms set by %s",
-					what, ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
+					lateWhat[name], ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
 			}
 		}
 		tm.Sources[name] = src
