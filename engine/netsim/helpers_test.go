@@ -215,3 +215,37 @@ func within(tb testing.TB, what string, got, lo, hi time.Duration) {
 		tb.Errorf("%s = %v, want between %v and %v", what, got, lo, hi)
 	}
 }
+
+// inStep runs workers goroutines at once: each calls open (its warm-up, such as opening its
+// connection), all wait until every one has, then each calls the run open returned, and
+// the latencies of every run are gathered. A nil run (open failed) measures nothing.
+func inStep(workers int, open func(i int) (run func() []time.Duration)) []time.Duration {
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		wg    sync.WaitGroup
+		ready sync.WaitGroup
+		start = make(chan struct{})
+	)
+	for i := range workers {
+		wg.Add(1)
+		ready.Add(1)
+		go func() {
+			defer wg.Done()
+			run := open(i)
+			ready.Done()
+			if run == nil {
+				return
+			}
+			<-start
+			own := run()
+			mu.Lock()
+			lat = append(lat, own...)
+			mu.Unlock()
+		}()
+	}
+	ready.Wait()
+	close(start)
+	wg.Wait()
+	return lat
+}

@@ -3,7 +3,6 @@ package netsim
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -33,36 +32,18 @@ func benchParallel(b *testing.B, runs, conns int, rtt time.Duration, n int) {
 	// its proxy when proxied) at once, the first opening the connection,
 	// and returns the latencies after the first.
 	each := func(addr func(i int) string, pause time.Duration, n int) []time.Duration {
-		var (
-			mu    sync.Mutex
-			lat   []time.Duration
-			wg    sync.WaitGroup
-			ready sync.WaitGroup
-			start = make(chan struct{})
-		)
-		for i := range runs * conns {
-			wg.Add(1)
-			ready.Add(1)
-			go func() {
-				defer wg.Done()
-				c := httpClient(b, nil, true)
-				get(b, c, "http", addr(i/conns)) // opens the reused connection
-				ready.Done()
-				<-start
+		return inStep(runs*conns, func(i int) func() []time.Duration {
+			c := httpClient(b, nil, true)
+			get(b, c, "http", addr(i/conns)) // opens the reused connection
+			return func() []time.Duration {
 				own := make([]time.Duration, 0, n)
 				for range n {
 					time.Sleep(pause)
 					own = append(own, get(b, c, "http", addr(i/conns)))
 				}
-				mu.Lock()
-				lat = append(lat, own...)
-				mu.Unlock()
-			}()
-		}
-		ready.Wait()
-		close(start)
-		wg.Wait()
-		return lat
+				return own
+			}
+		})
 	}
 	var lat []time.Duration
 	var cpu time.Duration

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,70 +114,52 @@ func median(l []time.Duration) time.Duration {
 // opens it). The client is a few lines over a raw socket, so what is measured is the
 // server and the link rather than a client library.
 func rawLoad(tb testing.TB, target string, conns, n int) []time.Duration {
-	var (
-		mu    sync.Mutex
-		lat   = make([]time.Duration, 0, conns*n)
-		wg    sync.WaitGroup
-		ready sync.WaitGroup
-		start = make(chan struct{})
-		fail  = make(chan error, conns)
-	)
+	fail := make(chan error, conns)
 	req := []byte("GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
-	for range conns {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", target)
-			if err != nil {
-				ready.Done()
-				fail <- err
-				return
+	lat := inStep(conns, func(int) func() []time.Duration {
+		c, err := net.Dial("tcp", target)
+		if err != nil {
+			fail <- err
+			return nil
+		}
+		_ = c.SetDeadline(time.Now().Add(time.Minute))
+		buf := make([]byte, 4096)
+		do := func() error {
+			if _, err := c.Write(req); err != nil {
+				return err
 			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(time.Minute))
-			buf := make([]byte, 4096)
-			do := func() error {
-				if _, err := c.Write(req); err != nil {
+			have := 0
+			for {
+				m, err := c.Read(buf[have:])
+				if err != nil {
 					return err
 				}
-				have := 0
-				for {
-					m, err := c.Read(buf[have:])
-					if err != nil {
-						return err
-					}
-					have += m
-					// The handler answers an 11-byte body with Content-Length.
-					if i := bytes.Index(buf[:have], []byte("\r\n\r\n")); i >= 0 && have-i-4 >= 11 {
-						return nil
-					}
+				have += m
+				// The handler answers an 11-byte body with Content-Length.
+				if i := bytes.Index(buf[:have], []byte("\r\n\r\n")); i >= 0 && have-i-4 >= 11 {
+					return nil
 				}
 			}
-			err = do()
-			ready.Done()
-			if err != nil {
-				fail <- err
-				return
-			}
-			<-start
+		}
+		if err := do(); err != nil {
+			c.Close()
+			fail <- err
+			return nil
+		}
+		return func() []time.Duration {
+			defer c.Close()
 			own := make([]time.Duration, 0, n)
 			for range n {
 				t0 := time.Now()
 				if err := do(); err != nil {
 					fail <- err
-					return
+					return nil
 				}
 				own = append(own, time.Since(t0))
 			}
-			mu.Lock()
-			lat = append(lat, own...)
-			mu.Unlock()
-		}()
-	}
-	ready.Wait()
-	close(start)
-	wg.Wait()
+			return own
+		}
+	})
 	select {
 	case err := <-fail:
 		tb.Fatalf("raw load: %v", err)
