@@ -3,7 +3,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,23 +30,86 @@ const budgetChildEnv = "KALAB_BUDGET_CHILD"
 // with the exact count: 10,001 connections × 4, the reserve and what is already open.
 func TestDescriptorBudgetAtTheUsualLimit(t *testing.T) {
 	if os.Getenv(budgetChildEnv) == "1" {
-		budgetChild(t)
+		f := budgetChild(t)
+		line, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("%s%s\n", budgetResultTag, line)
 		return
 	}
 	if testing.Short() {
 		t.Skip("a 10,000-request burst")
 	}
 	t.Parallel()
+	f := runBudgetChild(t)
+	t.Logf("figures: %+v", f)
+}
+
+// budgetResultTag starts the child's line of figures (budgetFigures as JSON).
+const budgetResultTag = "BUDGET CHILD FIGURES "
+
+// budgetFigures is what budgetChild measured under a limit of 1,024 soft and 20,000 hard.
+type budgetFigures struct {
+	HeldNeed         int     // the limit 10,000 held proxied HTTP/1.1 connections need (refused)
+	HeldLimit        int     // the limit the refusal names
+	BurstRequests    int     // the 10,000-request HTTP/2 burst: requests that went through
+	BurstErrors      int     // its errors
+	BurstConnections int     // the connections it opened
+	BurstBudget      int     // the descriptors its budget set aside
+	BurstPeak        int     // the most descriptors it held at once (beyond those open before)
+	BurstWallMs      float64 // its wall time
+	BurstVerdict     bool    // it ended with a verdict (false: the machine could not time it)
+}
+
+// runBudgetChild runs budgetChild in a child process, whose descriptor limit may be lowered
+// without touching the other tests, and returns its figures; the child's assertions fail tb.
+func runBudgetChild(tb testing.TB) budgetFigures {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDescriptorBudgetAtTheUsualLimit$", "-test.v")
 	cmd.Env = append(os.Environ(), budgetChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
-	t.Logf("child:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "BUDGET CHILD OK") {
-		t.Fatalf("child: %v", err)
+	if _, bench := tb.(*testing.B); !bench {
+		tb.Logf("child:\n%s", out)
 	}
+	if err == nil && bytes.Contains(out, []byte("--- SKIP")) {
+		tb.Skipf("the child skipped:\n%s", out)
+	}
+	_, line, found := bytes.Cut(out, []byte(budgetResultTag))
+	if err != nil || !found {
+		tb.Fatalf("child: %v\n%s", err, out)
+	}
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	var f budgetFigures
+	if err := json.Unmarshal(line, &f); err != nil {
+		tb.Fatalf("child's figures %q: %v", line, err)
+	}
+	return f
 }
 
-func budgetChild(t *testing.T) {
+// BenchmarkDescriptorBudget runs the child of TestDescriptorBudgetAtTheUsualLimit (limit
+// 1,024 soft and 20,000 hard, the usual hard limit of a shared machine) and reports what it
+// measured: the limit 10,000 held proxied HTTP/1.1 connections would need (refused before
+// they start), and for a 10,000-request HTTP/2 burst the descriptors its budget set aside,
+// the most it held at once, its connections, errors and wall time. examples/bench prints
+// the same two rows from the kalab binary. Run it with
+// go test -run '^$' -bench DescriptorBudget -benchtime 1x ./engine/runner
+func BenchmarkDescriptorBudget(b *testing.B) {
+	var f budgetFigures
+	for range b.N {
+		f = runBudgetChild(b)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(f.HeldNeed), "held-10000-need-fds")
+	b.ReportMetric(float64(f.BurstBudget), "burst-budget-fds")
+	b.ReportMetric(float64(f.BurstPeak), "burst-peak-fds")
+	b.ReportMetric(float64(f.BurstConnections), "burst-conns")
+	b.ReportMetric(float64(f.BurstErrors), "burst-errors")
+	b.ReportMetric(f.BurstWallMs, "burst-wall-ms")
+}
+
+func budgetChild(t *testing.T) budgetFigures {
+	var f budgetFigures
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
@@ -73,6 +138,12 @@ load: {requests: 10000, concurrency: 10000}
 		t.Fatalf("10,000 proxied connections under a hard limit of 20,000: status %s, %v requests; want a run refused before it starts", rec.Status, rec.Metrics.Requests)
 	}
 	t.Logf("refused: %s", rec.Error)
+	if _, err := fmt.Sscanf(rec.Error, "not started: needs %d file descriptors", &f.HeldNeed); err != nil {
+		t.Errorf("message %q: %v", rec.Error, err)
+	}
+	if i := strings.Index(rec.Error, "the limit is "); i >= 0 {
+		fmt.Sscanf(rec.Error[i:], "the limit is %d", &f.HeldLimit)
+	}
 	for _, want := range []string{
 		"not started: needs ",
 		fmt.Sprintf("file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server), %d reserved,", 10001*4, reserve),
@@ -108,7 +179,9 @@ expect: ["errors == 0"]
 			}
 		}
 	}()
+	start := time.Now()
 	out, err = Execute(context.Background(), burst, opts(t))
+	f.BurstWallMs = float64(time.Since(start).Microseconds()) / 1e3
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -133,5 +206,7 @@ expect: ["errors == 0"]
 	if used := int(peak.Load()) - base; used > h.fds+64 {
 		t.Errorf("the burst held %d descriptors; its budget says %d (%s)", used, h.fds, h.per)
 	}
-	fmt.Println("BUDGET CHILD OK")
+	f.BurstRequests, f.BurstErrors, f.BurstConnections = int(r.Metrics.Requests), int(r.Metrics.Errors), int(r.Metrics.Connections)
+	f.BurstBudget, f.BurstPeak, f.BurstVerdict = h.fds, int(peak.Load())-base, r.Status != report.StatusError
+	return f
 }
