@@ -10,7 +10,9 @@ import (
 // RaiseFileLimit raises the soft RLIMIT_NOFILE toward need, capped at the
 // hard limit. It returns an error naming how many descriptors are needed
 // when the hard limit is lower than need; the soft limit is still raised as
-// far as it goes.
+// far as it goes. The caller knows what a connection holds (2 with no proxy,
+// DescriptorsPerConn with one, more behind a balancer) and says so itself;
+// engine/runner's DescriptorError does.
 func RaiseFileLimit(need uint64) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -39,8 +41,8 @@ func RaiseFileLimit(need uint64) error {
 	}
 	if need > lim.Max {
 		return fmt.Errorf("netsim: need %d open file descriptors but the hard limit is %d; "+
-			"raise it (ulimit -Hn, or LimitNOFILE= for a service) or simulate fewer connections "+
-			"(each uses about %d)", need, lim.Max, DescriptorsPerConn)
+			"raise it (ulimit -Hn, or LimitNOFILE= for a service) or simulate fewer connections",
+			need, lim.Max)
 	}
 	return nil
 }
