@@ -1,8 +1,3 @@
-//go:build unix
-
-// The benchmark counts the client's CPU with getrusage, which Windows lacks
-// (engine/metrics cannot be used here: it imports this package).
-
 package client
 
 import (
@@ -19,9 +14,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // benchServerEnv makes the test binary run only the benchmark's HTTP server, in its own
@@ -111,12 +107,6 @@ func startBenchServer(b *testing.B) string {
 	return strings.TrimSpace(addr)
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // benchAddrEnv points the benchmarks at a server already running (examples/bench runs
 // them against nginx, beside wrk, hey and vegeta) instead of their own.
 const benchAddrEnv = "KALAB_CLIENT_BENCH_ADDR"
@@ -155,7 +145,7 @@ func runClient(b *testing.B, cfg Config, n int, started func()) (cpu, wall time.
 
 	var next, failed atomic.Int64
 	started()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := lag.ProcessCPU(), time.Now()
 	for range inFlight {
 		wg.Add(1)
 		go func() {
@@ -172,7 +162,7 @@ func runClient(b *testing.B, cfg Config, n int, started func()) (cpu, wall time.
 		}()
 	}
 	wg.Wait()
-	cpu, wall = cpuTime()-cpu0, time.Since(wall0)
+	cpu, wall = lag.ProcessCPU()-cpu0, time.Since(wall0)
 	if k := failed.Load(); k > 0 {
 		b.Fatalf("%d of %d requests failed", k, n)
 	}
@@ -232,7 +222,7 @@ func runBare(b *testing.B, addr string, n int, roundTrip bool, started func()) (
 
 	var next atomic.Int64
 	started()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := lag.ProcessCPU(), time.Now()
 	for _, req := range reqs {
 		wg.Add(1)
 		go func() {
@@ -243,7 +233,7 @@ func runBare(b *testing.B, addr string, n int, roundTrip bool, started func()) (
 		}()
 	}
 	wg.Wait()
-	cpu, wall = cpuTime()-cpu0, time.Since(wall0)
+	cpu, wall = lag.ProcessCPU()-cpu0, time.Since(wall0)
 	if k := failed.Load(); k > 0 {
 		b.Fatalf("%d of %d requests failed", k, n+inFlight)
 	}

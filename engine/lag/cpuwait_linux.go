@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -52,7 +51,7 @@ func parseSchedstat(b []byte) (time.Duration, bool) {
 const userHZ = 100
 
 // readSysCPU reads the machine's busy and steal time from the "cpu" line of /proc/stat and
-// this process's CPU time from getrusage.
+// this process's CPU time (ProcessCPU).
 func readSysCPU() (sysCPU, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -62,12 +61,8 @@ func readSysCPU() (sysCPU, bool) {
 	if !ok {
 		return sysCPU{}, false
 	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return sysCPU{}, false
-	}
-	s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return s, true
+	s.self = ProcessCPU()
+	return s, s.self > 0
 }
 
 // parseProcStat reads the aggregate "cpu" line: user nice system idle iowait irq softirq

@@ -1,5 +1,8 @@
 // Package lag records how late the timers that carry a run's model fired against their plan:
-// the link's delayed chunks, the schedule's starts and pauses, the server's idle closes.
+// the link's delayed chunks, the schedule's starts and pauses, the server's idle closes. It
+// also measures what else the machine took from a run (goroutine stalls, Sched; the wait for
+// a core, CPUWait; CPU pressure) and the process's CPU time (ProcessCPU), which engine/metrics
+// and the benchmarks read too.
 package lag
 
 import (

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // DefaultProbeInterval is the RSS sampling interval StartProcProbe uses when given
@@ -34,7 +36,7 @@ func StartProcProbe(interval time.Duration) *ProcProbe {
 	if interval <= 0 {
 		interval = DefaultProbeInterval
 	}
-	p := &ProcProbe{cpu0: ProcessCPU(), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &ProcProbe{cpu0: lag.ProcessCPU(), stop: make(chan struct{}), done: make(chan struct{})}
 	p.sample()
 	go p.loop(interval)
 	return p
@@ -72,7 +74,7 @@ func (p *ProcProbe) Stop() (cpu time.Duration, peakRSSBytes uint64) {
 		close(p.stop)
 		<-p.done
 		p.sample() // the end of the window counts too
-		p.cpuUsed = max(ProcessCPU()-p.cpu0, 0)
+		p.cpuUsed = max(lag.ProcessCPU()-p.cpu0, 0)
 	})
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // The fidelity benchmarks each run a fixed sample per iteration (they take
@@ -100,7 +100,7 @@ func benchRequests(b *testing.B, rtt, spin time.Duration, tlsOn, keepAlive bool,
 }
 
 // cpuTime is the process's user plus system CPU time so far.
-func cpuTime(testing.TB) time.Duration { return metrics.ProcessCPU() }
+func cpuTime(testing.TB) time.Duration { return lag.ProcessCPU() }
 
 // BenchmarkIdleConns holds 5,000 idle connections through one proxy and
 // reports the proxy process's peak RSS growth per connection. The client

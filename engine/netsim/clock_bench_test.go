@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // BenchmarkClockWake measures how late the shared clock wakes a waiter and
@@ -27,7 +27,7 @@ func BenchmarkClockWake(b *testing.B) {
 			}
 			const n = 300
 			var late []time.Duration
-			cpu0 := metrics.ProcessCPU()
+			cpu0 := lag.ProcessCPU()
 			for range b.N {
 				for i := range n {
 					var w waiter
@@ -36,7 +36,7 @@ func BenchmarkClockWake(b *testing.B) {
 					late = append(late, time.Since(due))
 				}
 			}
-			cpu := metrics.ProcessCPU() - cpu0
+			cpu := lag.ProcessCPU() - cpu0
 			if c.tfd != nil {
 				_ = c.tfd.Close()
 			}

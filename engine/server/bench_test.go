@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // benchInFlight and benchBody are the measurement: plain HTTP/1.1 keep-alive,
@@ -30,7 +30,7 @@ const (
 )
 
 // cpuTime is this process's user+system CPU so far.
-func cpuTime(testing.TB) time.Duration { return metrics.ProcessCPU() }
+func cpuTime(testing.TB) time.Duration { return lag.ProcessCPU() }
 
 // BenchmarkHTTP1KeepAlive64 drives the server from an in-process client: 64 keep-alive
 // connections, each with one request in flight. cpu-µs/req counts the whole process,

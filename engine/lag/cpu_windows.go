@@ -1,4 +1,4 @@
-package metrics
+package lag
 
 import (
 	"syscall"
