@@ -113,7 +113,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		v := math.Round(share*1000) / 1000
 		rec.Timing.CPUPressure = &v
 	}
-	if !direct(st) && st.Network.RTT > 0 {
+	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
 		rec.Timing.LinkTrips = trips(st)
 	}
 	if d, ok := cpuWait.Wait(); ok {

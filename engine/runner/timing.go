@@ -299,7 +299,7 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 		}
 		out = append(out, limit{Src: src, Stat: stat, D: d, By: by})
 	}
-	link := !direct(st) && st.Network.RTT > 0
+	link := st.Network.RTT > 0
 	gap, gapWhy, hasGap := pauseGap(st)
 	for _, x := range rd {
 		class, stat := metricClass(x.metric)
@@ -362,7 +362,7 @@ func baselineLimits(tighten func(src, stat string, d time.Duration, by string), 
 	_, stat := metricClass(x.metric)
 	k := trips(st)
 	slack := time.Duration(x.slack * float64(scale) * float64(time.Millisecond))
-	link := !direct(st) && st.Network.RTT > 0
+	link := st.Network.RTT > 0
 	if strings.HasPrefix(x.metric, "latency_ms.") {
 		if link {
 			tighten(srcLink, stat, slack/time.Duration(k), fmt.Sprintf("%s: its slack of %.1f ms over %d trips", x.by, x.slack, k))
