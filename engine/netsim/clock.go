@@ -69,17 +69,18 @@ type clock struct {
 	tfdn uintptr  // its descriptor; File.Fd would make it blocking
 	// tfdRC parks run on the timer without reading it (waitTimer): expired
 	// tells from expiry, the instant the timer is set for, whether it has passed.
-	tfdRC   syscall.RawConn
-	expiry  atomic.Int64 // nanoseconds after quantumEpoch; MaxInt64 when disarmed
+	tfdRC syscall.RawConn
+	// expiry is when the kernel timer is set to expire (sinceEpoch), MaxInt64 when
+	// disarmed: written under mu by setTimer, read without it by expired.
+	expiry  atomic.Int64
 	expired func(fd uintptr) bool
 	kick    chan struct{} // buffered: a registration became the earliest of its heap
 
 	mu      sync.Mutex
-	pending waitHeap  // waiters not yet inside their spin, by start
-	armed   waitHeap  // waiters inside their spin, by due
-	running bool      // the run goroutine exists
-	blocked bool      // run is blocked on the kernel timer for armed's head (no allowance left)
-	timerAt time.Time // when the kernel timer was last set to expire; zero: disarmed
+	pending waitHeap // waiters not yet inside their spin, by start
+	armed   waitHeap // waiters inside their spin, by due
+	running bool     // the run goroutine exists
+	blocked bool     // run is blocked on the kernel timer for armed's head (no allowance left)
 
 	// The spin allowance and the fire counts of the current and previous
 	// busyWindow (spinShare, busyFires); only run touches them.
@@ -109,11 +110,14 @@ func newClock() *clock {
 	if tfd != nil {
 		if rc, err := tfd.SyscallConn(); err == nil {
 			c.tfdRC = rc
-			c.expired = func(uintptr) bool { return int64(time.Since(quantumEpoch)) >= c.expiry.Load() }
+			c.expired = func(uintptr) bool { return sinceEpoch(time.Now()) >= c.expiry.Load() }
 		}
 	}
 	return c
 }
+
+// sinceEpoch is at in nanoseconds after quantumEpoch, the clock's measure of instants.
+func sinceEpoch(at time.Time) int64 { return int64(at.Sub(quantumEpoch)) }
 
 // waitTimer parks run until the kernel timer expires (or returns at once if it
 // has). It reads nothing from the timer: the netpoller watches it edge-triggered,
@@ -209,7 +213,7 @@ func (c *clock) add(w *waiter) {
 		// run re-arms the timer before it blocks on it, so an earlier wake-up
 		// finds w anyway. At a small RTT with many links this saves a
 		// timerfd_settime per chunk.
-		if at := c.nextWake(); c.timerAt.IsZero() || at.Before(c.timerAt) {
+		if at := c.nextWake(); sinceEpoch(at) < c.expiry.Load() { // disarmed: MaxInt64
 			c.setTimer(at)
 		}
 		c.mu.Unlock()
@@ -403,14 +407,13 @@ func (c *clock) setTimer(at time.Time) {
 	if c.tfd == nil {
 		return
 	}
-	if !at.IsZero() && at.Equal(c.timerAt) && time.Now().Before(at) {
+	if !at.IsZero() && sinceEpoch(at) == c.expiry.Load() && time.Now().Before(at) {
 		return // already set to expire then, and not expired yet
 	}
-	c.timerAt = at
 	if at.IsZero() {
 		c.expiry.Store(math.MaxInt64)
 	} else {
-		c.expiry.Store(int64(at.Sub(quantumEpoch)))
+		c.expiry.Store(sinceEpoch(at))
 	}
 	armTimerFD(c.tfdn, at)
 }
