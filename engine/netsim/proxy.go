@@ -294,12 +294,9 @@ func (p *Proxy) Stats() Stats {
 func (p *Proxy) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
-		p.closed = true
-		links := make([]*link, 0, len(p.links))
-		for l := range p.links {
-			links = append(links, l)
-		}
+		p.closed = true // no link is added after this
 		p.mu.Unlock()
+		links := p.liveLinks()
 		p.cancel()
 		if err := p.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			p.closeErr = fmt.Errorf("netsim: closing listener: %w", err)
@@ -310,6 +307,17 @@ func (p *Proxy) Close() error {
 		p.wg.Wait()
 	})
 	return p.closeErr
+}
+
+// liveLinks returns the links open now.
+func (p *Proxy) liveLinks() []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	links := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		links = append(links, l)
+	}
+	return links
 }
 
 func (p *Proxy) acceptLoop() {
