@@ -8,22 +8,13 @@ import (
 )
 
 func TestParseSchedstat(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
+	checkParser(t, "parseSchedstat", parseSchedstat, []parseCase{
 		{"190071501 22014113 779\n", 22014113, true},
 		{"0 0 1\n", 0, true},
 		{"190071501\n", 0, false},
 		{"1 -2 3\n", 0, false},
 		{"", 0, false},
-	} {
-		got, ok := parseSchedstat([]byte(tc.in))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseSchedstat(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }
 
 func TestParseProcStat(t *testing.T) {
