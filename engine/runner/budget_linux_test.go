@@ -52,14 +52,12 @@ const budgetResultTag = "BUDGET CHILD FIGURES "
 // budgetFigures is what budgetChild measured under a limit of 1,024 soft and 20,000 hard.
 type budgetFigures struct {
 	HeldNeed         int     // the limit 10,000 held proxied HTTP/1.1 connections need (refused)
-	HeldLimit        int     // the limit the refusal names
 	BurstRequests    int     // the 10,000-request HTTP/2 burst: requests that went through
 	BurstErrors      int     // its errors
 	BurstConnections int     // the connections it opened
 	BurstBudget      int     // the descriptors its budget set aside
 	BurstPeak        int     // the most descriptors it held at once (beyond those open before)
 	BurstWallMs      float64 // its wall time
-	BurstVerdict     bool    // it ended with a verdict (false: the machine could not time it)
 }
 
 // runBudgetChild runs budgetChild in a child process, whose descriptor limit may be lowered
@@ -141,9 +139,6 @@ load: {requests: 10000, concurrency: 10000}
 	if _, err := fmt.Sscanf(rec.Error, "not started: needs %d file descriptors", &f.HeldNeed); err != nil {
 		t.Errorf("message %q: %v", rec.Error, err)
 	}
-	if i := strings.Index(rec.Error, "the limit is "); i >= 0 {
-		fmt.Sscanf(rec.Error[i:], "the limit is %d", &f.HeldLimit)
-	}
 	for _, want := range []string{
 		"not started: needs ",
 		fmt.Sprintf("file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server), %d reserved,", 10001*4, reserve),
@@ -207,6 +202,6 @@ expect: ["errors == 0"]
 		t.Errorf("the burst held %d descriptors; its budget says %d (%s)", used, h.fds, h.per)
 	}
 	f.BurstRequests, f.BurstErrors, f.BurstConnections = int(r.Metrics.Requests), int(r.Metrics.Errors), int(r.Metrics.Connections)
-	f.BurstBudget, f.BurstPeak, f.BurstVerdict = h.fds, int(peak.Load())-base, r.Status != report.StatusError
+	f.BurstBudget, f.BurstPeak = h.fds, int(peak.Load())-base
 	return f
 }
