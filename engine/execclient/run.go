@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	URL     string   // the target, through the run's link
 	CAPEM   []byte   // the server's certificate; nil for plain HTTP
 	Plan    Plan     // URL, CAFile and the protocol fields are filled in by Run
+	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
+	// the program gets only these, an allowlist and the protocol's (engine/childenv).
+	Env []string
 	// Stderr receives the program's standard error as it comes; nil discards it. The
 	// last part is kept in Report.Stderr either way.
 	Stderr io.Writer
@@ -76,7 +80,9 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		// Generous: a loaded machine can take seconds to start an interpreter.
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
-		out, err := exec.CommandContext(pctx, path, a.probe...).CombinedOutput()
+		probe := exec.CommandContext(pctx, path, a.probe...)
+		probe.Env = childenv.For(cfg.Env, nil)
+		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
 			// Slow is not missing: this is an error, not a skip.
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
@@ -180,7 +186,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = workDir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = childenv.For(cfg.Env, env)
 	cmd.Stdin = nil
 	ownGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second

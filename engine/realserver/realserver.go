@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	AllowRemote bool
 	// Program is the executable for nginx, node or haproxy; empty looks it up on PATH.
 	Program string
+	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
+	// the server gets only these and an allowlist (engine/childenv).
+	Env []string
 
 	TLS            bool
 	TLSVersion     uint16 // tls.VersionTLS13 (default) or tls.VersionTLS12
@@ -291,7 +295,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 			return err
 		}
 		argv, configFile = append([]string{path}, args...), cf
-		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad)}
+		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad, s.cfg.Env)}
 	}
 	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
 	logDir := s.cfg.LogDir
@@ -316,6 +320,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
+	cmd.Env = childenv.For(s.cfg.Env, nil)
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
@@ -405,10 +410,12 @@ func commandName(command string) string {
 	return filepath.Base(f[0])
 }
 
-func programVersion(ctx context.Context, path string, ad adapter) string {
+func programVersion(ctx context.Context, path string, ad adapter, env []string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, path, ad.versionArgs()...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, path, ad.versionArgs()...)
+	cmd.Env = childenv.For(env, nil)
+	out, _ := cmd.CombinedOutput()
 	return ad.version(string(out))
 }
 

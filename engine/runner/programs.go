@@ -70,7 +70,8 @@ type Program struct {
 	Path      string // client.exec, server.exec or server.command
 	Scenario  string
 	Variant   string
-	// Bundled: a bundled adapter or a server kalab configures (allowed by ExecBundled).
+	// Bundled: a bundled adapter or a server kalab configures, in a run without env:
+	// (allowed by ExecBundled).
 	Bundled bool
 	// Command is what would start, as text: the adapter or server name and its runtime,
 	// or the user's command.
@@ -97,6 +98,11 @@ func Programs(plan *scenario.Plan) []Program {
 func runPrograms(file string, r *scenario.Run) []Program {
 	var out []Program
 	add := func(path, at string, bundled bool, command string) {
+		if env := r.Settings.Env; len(env) > 0 {
+			// NODE_OPTIONS, LD_PRELOAD and their kind make a bundled program run other code.
+			bundled = false
+			command += " with env: " + envNames(env)
+		}
 		p := Program{File: file, Path: path, Scenario: r.Scenario, Variant: r.Variant, Bundled: bundled, Command: command}
 		var ok bool
 		if p.Line, p.Col, ok = r.Position(at); !ok {
@@ -160,4 +166,13 @@ func refusal(p Program, policy ExecPolicy) string {
 		}
 	}
 	return fmt.Sprintf("would start %s; kalab run starts the programs a scenario names only when allowed: %s", p.Command, how)
+}
+
+// envNames lists the names of env: entries (their values may be secrets).
+func envNames(env []string) string {
+	names := make([]string, len(env))
+	for i, e := range env {
+		names[i], _, _ = strings.Cut(e, "=")
+	}
+	return strings.Join(names, ", ")
 }
