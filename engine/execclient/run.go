@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is skipped, not
@@ -154,6 +157,9 @@ const stderrKeep = 4 << 10
 // emitted stand). When ctx ends the program's process group is killed.
 func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) (Report, error) {
 	rep := Report{Identity: id}
+	if err := loopbackURL(cfg.URL); err != nil {
+		return rep, fmt.Errorf("exec: the client's target: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "kalab-exec-")
 	if err != nil {
 		return rep, fmt.Errorf("exec: %w", err)
@@ -260,6 +266,21 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		return rep, fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
 	}
 	return rep, nil
+}
+
+// loopbackURL refuses a target off loopback: a program kalab starts is only ever sent
+// to kalab's own link or server.
+func loopbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{false: "80", true: "443"}[u.Scheme == "https"]
+	}
+	_, err = loopback.Check(net.JoinHostPort(u.Hostname(), port), false)
+	return err
 }
 
 func (id Identity) label() string {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/childenv"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -211,17 +212,14 @@ func parseURL(raw string, allowRemote bool) (addr string, tlsOn bool, path strin
 	if port == "" {
 		port = map[bool]string{false: "80", true: "443"}[tlsOn]
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && !allowRemote {
+	if addr, err = loopback.Check(net.JoinHostPort(host, port), allowRemote); err != nil {
 		return "", false, "", fmt.Errorf("%q is not on loopback; kalab sends traffic off the machine only with --allow-remote", raw)
 	}
 	path = u.EscapedPath()
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return net.JoinHostPort(host, port), tlsOn, path, nil
+	return addr, tlsOn, path, nil
 }
 
 func (s *Server) startURL() error {
@@ -420,9 +418,19 @@ func programVersion(ctx context.Context, path string, ad adapter, env []string) 
 }
 
 // probe sends one request straight to the server (not through the proxy) and records the
-// Server header it answers with.
+// Server header it answers with. It dials only an address that passes the loopback check
+// (--allow-remote: the URL's), through no proxy, and never follows a redirect: one is
+// reported as an error naming where it pointed.
 func (s *Server) probe(ctx context.Context) error {
-	tr := &http.Transport{DisableKeepAlives: true}
+	dialer := &net.Dialer{}
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			checked, err := loopback.Check(addr, s.cfg.AllowRemote)
+			if err != nil {
+				return nil, err
+			}
+			return dialer.DialContext(ctx, network, checked)
+		}}
 	var protos http.Protocols
 	switch {
 	case s.cfg.HTTP2 && !s.cfg.TLS:
@@ -449,12 +457,16 @@ func (s *Server) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := (&http.Client{Transport: tr, CheckRedirect: noRedirect}).Do(req)
 	if err != nil {
 		return fmt.Errorf("probe request to %s: %w", s.addr, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
 	_ = resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
+		return fmt.Errorf("the probe request to %s was answered %s with a redirect to %q; kalab follows no redirect: give the URL the server answers itself", s.addr, resp.Status, loc)
+	}
 	s.ident.ServerHeader = resp.Header.Get("Server")
 	if s.ident.Kind == URL || s.ident.Kind == Command {
 		if name, version, ok := strings.Cut(s.ident.ServerHeader, "/"); ok {
