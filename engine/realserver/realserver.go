@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"io"
 	"net"
 	"net/http"
@@ -172,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, serverName: server.CertName}
 	if cfg.LogDir != "" {
-		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		if err := os.MkdirAll(cfg.LogDir, atomicfile.DirMode); err != nil {
 			return nil, fmt.Errorf("%s: creating the log directory: %w", cfg.Kind, err)
 		}
 	}
@@ -303,13 +304,13 @@ func (s *Server) startProgram(ctx context.Context) error {
 	if configFile != "" && s.cfg.LogDir != "" {
 		if b, err := os.ReadFile(configFile); err == nil {
 			keep := filepath.Join(s.cfg.LogDir, filepath.Base(configFile))
-			if os.WriteFile(keep, b, 0o644) == nil {
+			if os.WriteFile(keep, b, atomicfile.Mode) == nil {
 				s.logs = append(s.logs, keep)
 			}
 		}
 	}
 	logPath := filepath.Join(logDir, logName)
-	if s.logFile, err = os.Create(logPath); err != nil {
+	if s.logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode); err != nil {
 		return err
 	}
 	s.logs = append(s.logs, logPath)
