@@ -101,6 +101,8 @@ reset, refused, end), when, and after how long idle (idle_ms). server_idle_close
 server_idle_close_ms.{min,p50,max} sum up the server's idle closes for every run, the
 embedded server's too.
 A field a server cannot express is a load error (file:line:col, exit 2).
+kalab run starts server.exec only with --allow-exec=bundled, server.command only with
+--allow-exec (KALAB_ALLOW_EXEC=bundled or 1); kalab validate lists what run would start.
 `
 
 // Main is the whole CLI; it returns the process exit code.
@@ -417,6 +419,8 @@ func plural(n int) string {
 func helpClients(w io.Writer) {
 	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
 	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	fmt.Fprintln(w, "kalab run starts an adapter only with --allow-exec=bundled, a command only with --allow-exec")
+	fmt.Fprintln(w, "(KALAB_ALLOW_EXEC=bundled or 1); a program gets PATH, HOME, LANG, LC_ALL, TMPDIR, TZ, env: and KALAB_*.")
 	for _, name := range execclient.Names() {
 		a, _ := execclient.Lookup(name)
 		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)

@@ -253,9 +253,13 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 	}
 	// Programs are refused before anything runs, for the runs this invocation selects.
-	if ds := runner.CheckExec(filterPlan(inv.plan, inv.opt.Filter), f.allowExec); len(ds) > 0 {
+	selected := filterPlan(inv.plan, inv.opt.Filter)
+	if ds := runner.CheckExec(selected, f.allowExec); len(ds) > 0 {
 		printDiagnostics(stderr, ds)
 		return nil, exitInvalid, false
+	}
+	for _, p := range runner.Programs(selected) {
+		f.log.Debug().Str("run", p.Scenario+"/"+p.Variant).Str("program", p.Command).Str("allowed_by", "--allow-exec="+f.allowExec.String()).Msg("will start a program the scenario names")
 	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
