@@ -59,3 +59,21 @@ func checkOnlyAllowed(t *testing.T, env string, extra ...string) {
 		}
 	}
 }
+
+// A program is never handed a target off loopback: Run refuses before starting it.
+func TestRunRefusesRemoteTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := Config{Command: []string{"sh", "-c", "touch started"}, Dir: dir, URL: "http://192.0.2.1/", Plan: Plan{Requests: 1}}
+	id, err := Identify(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), cfg, id, func(client.Event) {})
+	if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("error %v, want the loopback refusal", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "started")); serr == nil {
+		t.Error("the program was started")
+	}
+}
