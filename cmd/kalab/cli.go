@@ -101,6 +101,8 @@ reset, refused, end), when, and after how long idle (idle_ms). server_idle_close
 server_idle_close_ms.{min,p50,max} sum up the server's idle closes for every run, the
 embedded server's too.
 A field a server cannot express is a load error (file:line:col, exit 2).
+kalab run starts server.exec only with --allow-exec=bundled, server.command only with
+--allow-exec (KALAB_ALLOW_EXEC=bundled or 1); kalab validate lists what run would start.
 `
 
 // Main is the whole CLI; it returns the process exit code.
@@ -299,8 +301,41 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d file%s valid, %d run%s\n", len(files), plural(len(files)), plan.Runs(), plural(plan.Runs()))
+		listPrograms(stdout, runner.Programs(plan))
 	}
 	return exitOK
+}
+
+// listPrograms tells what kalab run would start that validate does not: each run's
+// programs, with the opt-in each needs.
+func listPrograms(w io.Writer, progs []runner.Program) {
+	if len(progs) == 0 {
+		fmt.Fprintln(w, "\nno run starts a program (kalab run needs no --allow-exec)")
+		return
+	}
+	fmt.Fprintf(w, "\nkalab run would start these programs (kalab validate starts none):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WHERE\tRUN\tFIELD\tPROGRAM\tNEEDS")
+	needAll := false
+	runs := map[string]bool{}
+	for _, p := range progs {
+		runs[p.Scenario+"/"+p.Variant] = true
+		needs := "--allow-exec=bundled"
+		if !p.Bundled {
+			needs, needAll = "--allow-exec", true
+		}
+		where := p.File
+		if p.Line > 0 {
+			where = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+		}
+		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", where, p.Scenario, p.Variant, p.Path, p.Command, needs)
+	}
+	tw.Flush()
+	need := "--allow-exec=bundled (or " + runner.EnvAllowExec + "=bundled)"
+	if needAll {
+		need = "--allow-exec (or " + runner.EnvAllowExec + "=1)"
+	}
+	fmt.Fprintf(w, "%d run%s start programs: kalab run refuses %s without %s\n", len(runs), plural(len(runs)), map[bool]string{true: "it", false: "them"}[len(runs) == 1], need)
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
@@ -384,6 +419,8 @@ func plural(n int) string {
 func helpClients(w io.Writer) {
 	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
 	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	fmt.Fprintln(w, "kalab run starts an adapter only with --allow-exec=bundled, a command only with --allow-exec")
+	fmt.Fprintln(w, "(KALAB_ALLOW_EXEC=bundled or 1); a program gets PATH, HOME, LANG, LC_ALL, TMPDIR, TZ, env: and KALAB_*.")
 	for _, name := range execclient.Names() {
 		a, _ := execclient.Lookup(name)
 		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -372,7 +373,7 @@ func copyRequests(from, to, rel string) error {
 		return fmt.Errorf("%s: request file %q is outside the run directory", from, rel)
 	}
 	src, dst := filepath.Join(from, rel), filepath.Join(to, rel)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), atomicfile.DirMode); err != nil {
 		return err
 	}
 	if err := os.Link(src, dst); err == nil {
@@ -386,7 +387,7 @@ func copyRequests(from, to, rel string) error {
 		return err
 	}
 	defer in.Close()
-	o, err := os.Create(dst)
+	o, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,8 @@ type runFlags struct {
 	// requireClients: a run whose real client is not installed is an error, not skipped.
 	requireClients bool
 	allowRemote    bool
+	// allowExec is which programs a scenario may start (--allow-exec, $KALAB_ALLOW_EXEC).
+	allowExec runner.ExecPolicy
 	shardFlags
 	// lagTolerance multiplies each run's timing tolerance (derived from its checks); 0 measures lateness but never
 	// marks a run noisy.
@@ -109,6 +111,8 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
+	allowExec := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
+	fs.Lookup("allow-exec").NoOptDefVal = "all"
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
@@ -124,6 +128,13 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	invalid := func(format string, a ...any) (*runFlags, int, bool) {
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
+	}
+	if fs.Changed("allow-exec") {
+		if f.allowExec, err = runner.ParseExecPolicy(*allowExec); err != nil {
+			return invalid("--allow-exec %v", err)
+		}
+	} else if f.allowExec, err = runner.ExecPolicyFromEnv(); err != nil {
+		return invalid("%v", err)
 	}
 	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
 		return invalid("--time-scale must be more than 0 and at most 100")
@@ -240,6 +251,15 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		if err := applyShard(f, inv, files); err != nil {
 			return fail("%v", err)
 		}
+	}
+	// Programs are refused before anything runs, for the runs this invocation selects.
+	selected := filterPlan(inv.plan, inv.opt.Filter)
+	if ds := runner.CheckExec(selected, f.allowExec); len(ds) > 0 {
+		printDiagnostics(stderr, ds)
+		return nil, exitInvalid, false
+	}
+	for _, p := range runner.Programs(selected) {
+		f.log.Debug().Str("run", p.Scenario+"/"+p.Variant).Str("program", p.Command).Str("allowed_by", "--allow-exec="+f.allowExec.String()).Msg("will start a program the scenario names")
 	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -92,6 +94,15 @@ func CheckDir(dir string) error {
 	return nil
 }
 
+// Mode is the permission every file kalab writes for the user (results, requests, JUnit,
+// HTML) is created with: the process's umask then applies, as for any program (0644
+// under the usual 022, 0664 under 002), and others never get write permission, whatever
+// the umask.
+const Mode fs.FileMode = 0o664
+
+// DirMode is Mode for the directories that hold them.
+const DirMode fs.FileMode = 0o775
+
 // File is a report file being written: writes go to a temporary file beside the target
 // until Commit renames it into place. Abort (or a failed Commit) removes the temporary file.
 type File struct {
@@ -105,11 +116,25 @@ func Create(path string) (*File, error) {
 	if err := checkTarget(path); err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, unwrap(err))
 	}
 	return &File{path: path, tmp: tmp}, nil
+}
+
+// createTemp creates a new file named prefix and a random suffix in dir with Mode (as
+// os.CreateTemp does, but os.CreateTemp makes every file 0600, whatever the umask).
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, Mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"), Err: fs.ErrExist}
 }
 
 // Write writes to the temporary file.

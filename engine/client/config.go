@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Implementation names accepted in Config.Implementation.
@@ -106,7 +107,7 @@ func (c Config) normalized() (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("addr %q: %w", c.Addr, err)
 	}
-	if !isLoopback(host) {
+	if !loopback.IsLoopback(host) {
 		return c, fmt.Errorf("addr %q: kalab only dials loopback addresses", c.Addr)
 	}
 	if c.ServerName == "" {
@@ -189,14 +190,6 @@ func validClass(cl ErrorClass) bool {
 		}
 	}
 	return false
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // isToken reports whether s is a non-empty RFC 9110 token.

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is skipped, not
@@ -35,6 +39,9 @@ type Config struct {
 	URL     string   // the target, through the run's link
 	CAPEM   []byte   // the server's certificate; nil for plain HTTP
 	Plan    Plan     // URL, CAFile and the protocol fields are filled in by Run
+	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
+	// the program gets only these, an allowlist and the protocol's (engine/childenv).
+	Env []string
 	// Stderr receives the program's standard error as it comes; nil discards it. The
 	// last part is kept in Report.Stderr either way.
 	Stderr io.Writer
@@ -76,7 +83,9 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		// Generous: a loaded machine can take seconds to start an interpreter.
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
-		out, err := exec.CommandContext(pctx, path, a.probe...).CombinedOutput()
+		probe := exec.CommandContext(pctx, path, a.probe...)
+		probe.Env = childenv.For(cfg.Env, nil)
+		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
 			// Slow is not missing: this is an error, not a skip.
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
@@ -148,6 +157,9 @@ const stderrKeep = 4 << 10
 // emitted stand). When ctx ends the program's process group is killed.
 func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) (Report, error) {
 	rep := Report{Identity: id}
+	if err := loopbackURL(cfg.URL); err != nil {
+		return rep, fmt.Errorf("exec: the client's target: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "kalab-exec-")
 	if err != nil {
 		return rep, fmt.Errorf("exec: %w", err)
@@ -180,7 +192,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = workDir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = childenv.For(cfg.Env, env)
 	cmd.Stdin = nil
 	ownGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
@@ -254,6 +266,21 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		return rep, fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
 	}
 	return rep, nil
+}
+
+// loopbackURL refuses a target off loopback: a program kalab starts is only ever sent
+// to kalab's own link or server.
+func loopbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{false: "80", true: "443"}[u.Scheme == "https"]
+	}
+	_, err = loopback.Check(net.JoinHostPort(u.Hostname(), port), false)
+	return err
 }
 
 func (id Identity) label() string {

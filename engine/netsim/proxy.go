@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Config describes one simulated link. Durations arrive already scaled by the
@@ -158,16 +159,11 @@ func Start(cfg Config) (*Proxy, error) {
 	if cfg.Jitter < 0 {
 		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
 	}
-	listen, err := loopbackAddr(cfg.Listen)
+	listen, err := loopback.Check(cfg.Listen, false)
 	if err != nil {
 		return nil, fmt.Errorf("netsim: checking listen address: %w", err)
 	}
-	upstream, err := loopbackAddr(cfg.Upstream)
-	if err != nil && cfg.AllowRemoteUpstream {
-		if _, _, serr := net.SplitHostPort(cfg.Upstream); serr == nil {
-			upstream, err = cfg.Upstream, nil
-		}
-	}
+	upstream, err := loopback.Check(cfg.Upstream, cfg.AllowRemoteUpstream)
 	if err != nil {
 		return nil, fmt.Errorf("netsim: checking upstream address: %w", err)
 	}
@@ -212,23 +208,6 @@ func Start(cfg Config) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
-}
-
-// loopbackAddr accepts host:port where host is a loopback IP literal or
-// "localhost", and returns it with an IP literal so nothing resolves later.
-func loopbackAddr(hostport string) (string, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return "", fmt.Errorf("parsing %q: %w", hostport, err)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return "", fmt.Errorf("%q is not a loopback address; netsim only uses 127.0.0.0/8 or ::1", hostport)
-	}
-	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // Addr returns the host:port clients dial to go through the simulated link.

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/childenv"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -51,6 +54,9 @@ type Config struct {
 	AllowRemote bool
 	// Program is the executable for nginx, node or haproxy; empty looks it up on PATH.
 	Program string
+	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
+	// the server gets only these and an allowlist (engine/childenv).
+	Env []string
 
 	TLS            bool
 	TLSVersion     uint16 // tls.VersionTLS13 (default) or tls.VersionTLS12
@@ -167,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, serverName: server.CertName}
 	if cfg.LogDir != "" {
-		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		if err := os.MkdirAll(cfg.LogDir, atomicfile.DirMode); err != nil {
 			return nil, fmt.Errorf("%s: creating the log directory: %w", cfg.Kind, err)
 		}
 	}
@@ -207,17 +213,14 @@ func parseURL(raw string, allowRemote bool) (addr string, tlsOn bool, path strin
 	if port == "" {
 		port = map[bool]string{false: "80", true: "443"}[tlsOn]
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && !allowRemote {
+	if addr, err = loopback.Check(net.JoinHostPort(host, port), allowRemote); err != nil {
 		return "", false, "", fmt.Errorf("%q is not on loopback; kalab sends traffic off the machine only with --allow-remote", raw)
 	}
 	path = u.EscapedPath()
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return net.JoinHostPort(host, port), tlsOn, path, nil
+	return addr, tlsOn, path, nil
 }
 
 func (s *Server) startURL() error {
@@ -291,7 +294,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 			return err
 		}
 		argv, configFile = append([]string{path}, args...), cf
-		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad)}
+		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad, s.cfg.Env)}
 	}
 	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
 	logDir := s.cfg.LogDir
@@ -301,13 +304,13 @@ func (s *Server) startProgram(ctx context.Context) error {
 	if configFile != "" && s.cfg.LogDir != "" {
 		if b, err := os.ReadFile(configFile); err == nil {
 			keep := filepath.Join(s.cfg.LogDir, filepath.Base(configFile))
-			if os.WriteFile(keep, b, 0o644) == nil {
+			if os.WriteFile(keep, b, atomicfile.Mode) == nil {
 				s.logs = append(s.logs, keep)
 			}
 		}
 	}
 	logPath := filepath.Join(logDir, logName)
-	if s.logFile, err = os.Create(logPath); err != nil {
+	if s.logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode); err != nil {
 		return err
 	}
 	s.logs = append(s.logs, logPath)
@@ -316,6 +319,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
+	cmd.Env = childenv.For(s.cfg.Env, nil)
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
@@ -405,17 +409,29 @@ func commandName(command string) string {
 	return filepath.Base(f[0])
 }
 
-func programVersion(ctx context.Context, path string, ad adapter) string {
+func programVersion(ctx context.Context, path string, ad adapter, env []string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, path, ad.versionArgs()...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, path, ad.versionArgs()...)
+	cmd.Env = childenv.For(env, nil)
+	out, _ := cmd.CombinedOutput()
 	return ad.version(string(out))
 }
 
 // probe sends one request straight to the server (not through the proxy) and records the
-// Server header it answers with.
+// Server header it answers with. It dials only an address that passes the loopback check
+// (--allow-remote: the URL's), through no proxy, and never follows a redirect: one is
+// reported as an error naming where it pointed.
 func (s *Server) probe(ctx context.Context) error {
-	tr := &http.Transport{DisableKeepAlives: true}
+	dialer := &net.Dialer{}
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			checked, err := loopback.Check(addr, s.cfg.AllowRemote)
+			if err != nil {
+				return nil, err
+			}
+			return dialer.DialContext(ctx, network, checked)
+		}}
 	var protos http.Protocols
 	switch {
 	case s.cfg.HTTP2 && !s.cfg.TLS:
@@ -442,12 +458,16 @@ func (s *Server) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := (&http.Client{Transport: tr, CheckRedirect: noRedirect}).Do(req)
 	if err != nil {
 		return fmt.Errorf("probe request to %s: %w", s.addr, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
 	_ = resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
+		return fmt.Errorf("the probe request to %s was answered %s with a redirect to %q; kalab follows no redirect: give the URL the server answers itself", s.addr, resp.Status, loc)
+	}
 	s.ident.ServerHeader = resp.Header.Get("Server")
 	if s.ident.Kind == URL || s.ident.Kind == Command {
 		if name, version, ok := strings.Cut(s.ident.ServerHeader, "/"); ok {

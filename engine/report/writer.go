@@ -60,15 +60,15 @@ type file interface {
 // Create makes <out>/<run-id>/results.jsonl. It does not touch <out>/latest: Finish points
 // it at the run once the invocation record is written.
 func Create(out, runID string) (*Writer, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(out, atomicfile.DirMode); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
 	dir := filepath.Join(out, runID)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, atomicfile.DirMode); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
 	p := filepath.Join(dir, ResultsFile)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL|os.O_APPEND, atomicfile.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("create results file: %w", err)
 	}
@@ -287,7 +287,7 @@ func (w *Writer) mkdirIn(dir string) error {
 	if _, err := os.Stat(w.Dir); err != nil {
 		return unwrapPath(err)
 	}
-	return os.MkdirAll(dir, 0o755)
+	return os.MkdirAll(dir, atomicfile.DirMode)
 }
 
 // ClientLogPath is where a real client's standard error is kept, relative to the run
@@ -304,7 +304,7 @@ func (w *Writer) ClientLog(scenario, variant string) (*os.File, error) {
 	}
 	// Appended to by the client program as it runs, so not renamed into place: created
 	// exclusively in the new run directory instead, never replacing a file.
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, atomicfile.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("create client log: %w", err)
 	}

@@ -293,7 +293,7 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 // set reach the program (Exec.Fields); keepalive is always said.
 func execConfig(st scenario.Settings) execclient.Config {
 	c, l := st.Client, st.Load
-	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir}
+	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir, Env: st.Env}
 	if c.Exec.Adapter != "" {
 		cfg.Adapter, _ = execclient.Lookup(c.Exec.Adapter)
 	}

@@ -41,6 +41,7 @@ func realServerConfig(st scenario.Settings, sc scaler, allowRemote bool) (realse
 		Command:              s.Command,
 		URL:                  s.URL,
 		AllowRemote:          allowRemote,
+		Env:                  st.Env,
 		TLS:                  s.TLS,
 		TLSVersion:           tlsVersion(s.TLSVersion),
 		SessionTickets:       s.SessionTickets,

@@ -174,3 +174,24 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 		l.add(at("load.pause"), "load.pause", "the %s adapter cannot pause between requests (%s); use curl-loop, or no pause%s", a.Name, a.Models, where)
 	}
 }
+
+// checkEnv refuses env: entries kalab sets itself (the KALAB_* protocol variables) and a
+// name given twice; the schema has checked each entry's form.
+func (l *loader) checkEnv(node *yaml.Node, where string) {
+	_, list := lookup(node, "env")
+	list = resolve(list)
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return
+	}
+	seen := map[string]bool{}
+	for _, item := range list.Content {
+		name, _, _ := strings.Cut(item.Value, "=")
+		switch {
+		case strings.HasPrefix(strings.ToUpper(name), "KALAB_"):
+			l.add(item, "env", "%s: KALAB_* variables are the exec protocol's, set by kalab itself%s", name, where)
+		case seen[name]:
+			l.add(item, "env", "%s is given twice%s", name, where)
+		}
+		seen[name] = true
+	}
+}

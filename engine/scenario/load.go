@@ -350,7 +350,7 @@ func toleranceShape(v *yaml.Node) bool {
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
-var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "load"}
+var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "load", "env"}
 
 // settingsNode extracts the overridable sections of a mapping.
 func settingsNode(m *yaml.Node) *yaml.Node {
@@ -660,6 +660,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
 		}
 	}
+	l.checkEnv(node, where)
 	c := r.Settings.Client
 	if c.Exec != nil {
 		l.checkExec(r, node, at, where)

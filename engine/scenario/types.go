@@ -20,6 +20,10 @@ type Settings struct {
 	// Balancer, when set, puts a load balancer between client and server (topology v2:
 	// client -> network -> balancer -> backend_network -> server); nil is single-hop.
 	Balancer *Balancer `yaml:"balancer" json:"balancer,omitempty"`
+	// Env is what the programs a run starts (client.exec, server.exec, server.command) get
+	// besides kalab's allowlist: NAME=value sets a variable, a bare NAME passes kalab's
+	// own value of it through. Nothing else of kalab's environment reaches them.
+	Env []string `yaml:"env" json:"env,omitempty"`
 }
 
 // Balancer configures the embedded reverse proxy of a two-hop topology.

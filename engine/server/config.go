@@ -2,14 +2,15 @@ package server
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // HintMode says whether and how the server sends a "Keep-Alive" response header on
@@ -185,15 +186,14 @@ func checkLoopback(addr string) error {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("listen address %q: port %q is not a number 0-65535", addr, port)
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if _, err := loopback.Check(addr, false); err != nil || strings.EqualFold(host, "localhost") {
 		return fmt.Errorf("listen address %q: %w", addr, ErrNotLoopback)
 	}
 	return nil
 }
 
 // ErrNotLoopback is returned by Start when Listen names anything but a loopback IP.
-var ErrNotLoopback = errors.New("not a loopback IP address (kalab binds 127.0.0.0/8 or ::1 only)")
+var ErrNotLoopback = loopback.ErrNotLoopback
 
 // validHeaderValue rejects control characters (CR, LF, NUL...) that would let a raw
 // hint split the response.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 )
 
 // ManifestFile is the name of the manifest in a shard's run directory.
@@ -83,7 +85,7 @@ func (m *Manifest) Write(dir string) error {
 	}
 	p := filepath.Join(dir, ManifestFile)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(b, '\n'), atomicfile.Mode); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := os.Rename(tmp, p); err != nil {

@@ -33,7 +33,8 @@ const emit = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 
 async function one(i) {
   const line = { index: i, start: now() };
-  const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) } };
+  // redirect: 'manual': kalab's clients follow no redirect (README "What a scenario can do").
+  const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) }, redirect: 'manual' };
   if (c.timeout_ms > 0) init.signal = AbortSignal.timeout(c.timeout_ms);
   try {
     const res = await fetch(plan.url, init);

@@ -58,7 +58,8 @@ def one(i):
     h[plan["request_header"]] = str(i)
     line = {"index": i, "start": time.time() * 1000}
     try:
-        r = session.request(plan["method"], plan["url"], headers=h, verify=verify, timeout=timeout)
+        r = session.request(plan["method"], plan["url"], headers=h, verify=verify, timeout=timeout,
+                            allow_redirects=False)  # kalab's clients follow no redirect
         body = r.content
         line.update(status=r.status_code, bytes=len(body),
                     conn=r.headers.get("Kalab-Conn"), conn_request=r.headers.get("Kalab-Conn-Request"))
