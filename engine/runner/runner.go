@@ -65,6 +65,8 @@ type Options struct {
 	// manifest there, so that a shard that crashes is still recognised); an error stops
 	// the invocation.
 	Created func(dir string) error
+
+	middleboxes []func() Hop // hops added between the link and the server (tests)
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
