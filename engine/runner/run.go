@@ -100,50 +100,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	sched.Into(&tm.sched)
-	rec.Timing = judgeTiming(tm, judge.after(st, m))
-	if share, ok := pressure.Share(); ok {
-		v := math.Round(share*1000) / 1000
-		rec.Timing.CPUPressure = &v
-	}
-	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
-		rec.Timing.LinkTrips = trips(st)
-	}
-	if d, ok := cpuWait.Wait(); ok {
-		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
-		rec.Timing.CPUWaitMs = &v
-	}
-	switch {
-	case skipped != "" && opt.RequireClients:
-		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
-	case skipped != "":
-		rec.Status, rec.Reason = report.StatusSkipped, skipped
-	case err != nil && ctx.Err() != nil:
-		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
-	case rec.Timing.Noisy:
-		notAResult(rec)
-	case err != nil:
-		rec.Status, rec.Error = report.StatusError, err.Error()
-	default:
-		rec.Status = report.StatusPass
-		if !opt.SkipRequests {
-			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
-			if conns.written {
-				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
-			}
-		}
-	}
+	rec.Timing = runTiming(tm, judge.after(st, m), st, pressure, cpuWait)
+	settle(rec, sc, r, opt, skipped, err, ctx.Err() != nil, conns.written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
-		for _, a := range r.Expect {
-			res := a.Check(m)
-			c := report.Check{Kind: "expect", Expr: a.Source, Pass: res.Pass, Observed: res.Observed, File: a.File, Line: a.Line, Col: a.Col}
-			if res.Err != nil {
-				c.Error = res.Err.Error()
-			}
-			if !c.Pass {
-				rec.Status = report.StatusFail
-			}
-			rec.Checks = append(rec.Checks, c)
-		}
+		expectChecks(rec, r, m)
 	}
 	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
 		opt.Judge(rec)
@@ -153,6 +113,72 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			notAResult(rec)
 		}
 	}
+	logEnd(log, rec, m)
+	if opt.Observer != nil {
+		opt.Observer.RunEnded(r, rec)
+	}
+	return rec
+}
+
+// runTiming is the run's account of its own timing: its timers judged against tol, and
+// what the machine says about CPU pressure and waiting.
+func runTiming(tm *timers, tol tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
+	t := judgeTiming(tm, tol)
+	if share, ok := pressure.Share(); ok {
+		v := math.Round(share*1000) / 1000
+		t.CPUPressure = &v
+	}
+	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
+		t.LinkTrips = trips(st)
+	}
+	if d, ok := cpuWait.Wait(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		t.CPUWaitMs = &v
+	}
+	return t
+}
+
+// settle gives the run its status from how it ended, before its checks.
+func settle(rec *report.Run, sc *scenario.Scenario, r *scenario.Run, opt Options, skipped string, err error, interrupted, connsWritten bool) {
+	switch {
+	case skipped != "" && opt.RequireClients:
+		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
+	case skipped != "":
+		rec.Status, rec.Reason = report.StatusSkipped, skipped
+	case err != nil && interrupted:
+		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
+	case rec.Timing.Noisy:
+		notAResult(rec)
+	case err != nil:
+		rec.Status, rec.Error = report.StatusError, err.Error()
+	default:
+		rec.Status = report.StatusPass
+		if !opt.SkipRequests {
+			rec.RequestsFile = report.RequestsPath(sc.Name, r.Variant)
+			if connsWritten {
+				rec.ConnectionsFile = report.ConnectionsPath(sc.Name, r.Variant)
+			}
+		}
+	}
+}
+
+// expectChecks evaluates the run's expect assertions; one that fails fails the run.
+func expectChecks(rec *report.Run, r *scenario.Run, m check.Metrics) {
+	for _, a := range r.Expect {
+		res := a.Check(m)
+		c := report.Check{Kind: "expect", Expr: a.Source, Pass: res.Pass, Observed: res.Observed, File: a.File, Line: a.Line, Col: a.Col}
+		if res.Err != nil {
+			c.Error = res.Err.Error()
+		}
+		if !c.Pass {
+			rec.Status = report.StatusFail
+		}
+		rec.Checks = append(rec.Checks, c)
+	}
+}
+
+// logEnd logs the run's end at the level its status deserves.
+func logEnd(log zerolog.Logger, rec *report.Run, m check.Metrics) {
 	ev := log.Info()
 	if rec.Status == report.StatusError {
 		ev = log.Error().Str("error", rec.Error)
@@ -162,10 +188,6 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).
 		Float64("connections", m.Connections).Float64("wall_s", math.Round(rec.WallMs)/1000).Msg("run ended")
-	if opt.Observer != nil {
-		opt.Observer.RunEnded(r, rec)
-	}
-	return rec
 }
 
 // notAResult marks a noisy run as one without a verdict: none of its checks stand, so it
