@@ -34,7 +34,7 @@ type goClient struct {
 	stats    client.Stats
 }
 
-func (g *goClient) Role() string  { return "client" }
+func (g *goClient) Role() string { return "client" }
 
 func (g *goClient) Start(_ context.Context, next string) (string, error) {
 	ep := g.topo.server.endpoint()
@@ -124,7 +124,7 @@ type programClient struct {
 	rc      *recorder
 }
 
-func (p *programClient) Role() string  { return "client" }
+func (p *programClient) Role() string { return "client" }
 
 func (p *programClient) Start(_ context.Context, next string) (string, error) {
 	p.url = execURL(p.st, next)

@@ -56,7 +56,7 @@ type acceptor interface{ AcceptedFrom(peer int) bool }
 // and stop in the opposite order.
 type topology struct {
 	client clientHop
-	path   []Hop  // path[0] is what the client dials; path[len-1] is the server
+	path   []Hop     // path[0] is what the client dials; path[len-1] is the server
 	server serverHop // the last hop, with what the client and the records need of it
 	addrs  []string
 }

@@ -85,10 +85,13 @@ func (e *embeddedServer) Close() error {
 	return e.srv.Close()
 }
 
-func (e *embeddedServer) accepted() int64 { return e.srv.Stats().Connections }
-func (e *embeddedServer) open() int64                  { return e.srv.Stats().Open }
-func (e *embeddedServer) AcceptedFrom(peer int) bool   { return e.srv.AcceptedFrom(peer) }
-func (e *embeddedServer) record() *report.Server       { id := e.Identity(); return &report.Server{Kind: id.Kind, Name: id.Name, Version: id.Version} }
+func (e *embeddedServer) accepted() int64            { return e.srv.Stats().Connections }
+func (e *embeddedServer) open() int64                { return e.srv.Stats().Open }
+func (e *embeddedServer) AcceptedFrom(peer int) bool { return e.srv.AcceptedFrom(peer) }
+func (e *embeddedServer) record() *report.Server {
+	id := e.Identity()
+	return &report.Server{Kind: id.Kind, Name: id.Name, Version: id.Version}
+}
 func (e *embeddedServer) closedAt(id uint64) (server.ConnRecord, bool) { return e.srv.ConnClosed(id) }
 
 func (e *embeddedServer) endpoint() endpoint {
@@ -184,8 +187,8 @@ type link struct {
 	role  string
 	cfg   netsim.Config // Upstream is filled at Start
 	scale float64
-	log  *connLog      // the proxy's connection records, when it keeps them
-	p    *netsim.Proxy
+	log   *connLog // the proxy's connection records, when it keeps them
+	p     *netsim.Proxy
 }
 
 func (l *link) Role() string { return l.role }
@@ -228,7 +231,9 @@ func (l *link) AcceptedFrom(peer int) bool { return l.p.AcceptedFrom(peer) }
 func (l *link) accepted() int64            { return l.p.Stats().Accepted }
 
 // handshake is the simulated SYN/SYN-ACK wait the client calls after each connect.
-func (l *link) handshake(ctx context.Context, start time.Time) error { return l.p.Handshake(ctx, start) }
+func (l *link) handshake(ctx context.Context, start time.Time) error {
+	return l.p.Handshake(ctx, start)
+}
 
 // finish closes the proxy, which records the links still open as closed at the run's end:
 // its records are complete from then on.
@@ -276,7 +281,9 @@ func (b *balancerPart) Start(_ context.Context, next string) (string, error) {
 	return bal.Addr(), nil
 }
 
-func (b *balancerPart) Identity() Identity { return Identity{Kind: "balancer", Name: "kalab", Verified: true} }
+func (b *balancerPart) Identity() Identity {
+	return Identity{Kind: "balancer", Name: "kalab", Verified: true}
+}
 
 func (b *balancerPart) Timing() map[string]*lag.Recorder { return nil }
 func (b *balancerPart) Stats() Stats                     { return balancerStats(b.b.Stats()) }
