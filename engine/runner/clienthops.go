@@ -31,6 +31,7 @@ type goClient struct {
 	schedule *lag.Recorder
 	caller   bool // the caller's client (go-func): its own counts are not kalab's
 	cl       client.Client
+	impl     string // the implementation the client was built with
 	stats    client.Stats
 }
 
@@ -52,7 +53,7 @@ func (g *goClient) Start(_ context.Context, next string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("client: %w", err)
 	}
-	g.cl = cl
+	g.cl, g.impl = cl, string(ccfg.Implementation)
 	return "", nil
 }
 
@@ -60,7 +61,7 @@ func (g *goClient) Identity() Identity {
 	if g.caller {
 		return Identity{Kind: "go-func", Name: "caller"}
 	}
-	return Identity{Kind: string(clientConfig(g.st, g.scale, "", nil, "").Implementation), Name: "kalab", Verified: true}
+	return Identity{Kind: g.impl, Name: "kalab", Verified: true}
 }
 
 func (g *goClient) Timing() map[string]*lag.Recorder {

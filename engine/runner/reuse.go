@@ -58,6 +58,9 @@ func (b *reuseBook) violations(f reuseFacts) []string {
 		requests, carrying = serverCarrying(f.serverConns)
 		requests = max(requests, f.requests)
 	}
+	if len(b.carrying) > 0 && carrying > f.connections {
+		out = append(out, fmt.Sprintf("requests went out on %d connections, more than the %d the client opened", carrying, f.connections))
+	}
 	if f.reused > requests-carrying {
 		out = append(out, fmt.Sprintf("%d reused requests but %d requests on %d connections allow at most %d",
 			f.reused, requests, carrying, requests-carrying))
