@@ -32,6 +32,7 @@ type goClient struct {
 	caller   bool // the caller's client (go-func): its own counts are not kalab's
 	cl       client.Client
 	impl     string // the implementation the client was built with
+	version  string // kalab's
 	stats    client.Stats
 }
 
@@ -61,7 +62,7 @@ func (g *goClient) Identity() Identity {
 	if g.caller {
 		return Identity{Kind: "go-func", Name: "caller"}
 	}
-	return Identity{Kind: g.impl, Name: "kalab", Verified: true}
+	return Identity{Kind: g.impl, Name: "kalab", Version: g.version, Verified: true}
 }
 
 func (g *goClient) Timing() map[string]*lag.Recorder {

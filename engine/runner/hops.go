@@ -184,11 +184,12 @@ func (r *realServer) record() *report.Server {
 
 // link is a netsim latency proxy: the client's link, or the balancer's backend link.
 type link struct {
-	role  string
-	cfg   netsim.Config // Upstream is filled at Start
-	scale float64
-	log   *connLog // the proxy's connection records, when it keeps them
-	p     *netsim.Proxy
+	role    string
+	cfg     netsim.Config // Upstream is filled at Start
+	scale   float64
+	version string   // kalab's
+	log     *connLog // the proxy's connection records, when it keeps them
+	p       *netsim.Proxy
 }
 
 func (l *link) Role() string { return l.role }
@@ -207,7 +208,9 @@ func (l *link) Start(_ context.Context, next string) (string, error) {
 	return p.Addr(), nil
 }
 
-func (l *link) Identity() Identity { return Identity{Kind: "netsim", Name: "kalab", Verified: true} }
+func (l *link) Identity() Identity {
+	return Identity{Kind: "netsim", Name: "kalab", Version: l.version, Verified: true}
+}
 
 func (l *link) Timing() map[string]*lag.Recorder { return map[string]*lag.Recorder{srcLink: l.cfg.Lag} }
 
@@ -266,8 +269,9 @@ func (s linkStats) Flatten(into map[string]float64) {
 
 // balancerPart is the balancer in the middle of a two-hop topology.
 type balancerPart struct {
-	start func(next string) (balancerHop, error)
-	b     balancerHop
+	start   func(next string) (balancerHop, error)
+	b       balancerHop
+	version string // kalab's
 }
 
 func (b *balancerPart) Role() string { return "balancer" }

@@ -38,14 +38,14 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
 	if !direct(st) {
-		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale)}
+		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion}
 		front.cfg.Lag = &tm.link
 		if links != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
 		}
 		t.path = append(t.path, front)
 	}
-	t.path = append(t.path, balancerHops(st, scale, tm)...)
+	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion)...)
 	for _, mb := range opt.middleboxes {
 		t.path = append(t.path, mb())
 	}
@@ -86,13 +86,13 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 }
 
 // balancerHops are the balancer and its backend link (when it has something to simulate).
-func balancerHops(st scenario.Settings, scale scaler, tm *timers) []Hop {
+func balancerHops(st scenario.Settings, scale scaler, tm *timers, version string) []Hop {
 	if st.Balancer == nil {
 		return nil
 	}
-	hops := []Hop{&balancerPart{start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next) }}}
+	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next) }}}
 	if !directBackend(st) {
-		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale)}
+		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version}
 		back.cfg.Lag = &tm.link
 		hops = append(hops, back)
 	}
@@ -113,5 +113,5 @@ func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st sc
 	if opt.NewClient != nil {
 		build = opt.NewClient
 	}
-	return &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil}
+	return &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
 }
