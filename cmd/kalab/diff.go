@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -152,7 +153,7 @@ func scenarioTolerances(runs []*report.Run, tols *report.Tolerances, stderr io.W
 			fmt.Fprintf(stderr, "kalab diff: %s does not load, so its baseline tolerances are not applied:\n%v\n", f, err)
 			continue
 		}
-		for n, t := range report.PlanTolerances(plan, nil).Scenarios {
+		for n, t := range runner.PlanTolerances(plan, nil).Scenarios {
 			tols.Scenarios[n] = t
 		}
 		for _, sc := range plan.Scenarios {

@@ -105,7 +105,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		if _, err := base.Complete(); err != nil && !f.allowPartial {
 			return invalid("%v", err)
 		}
-		inv.cmp = &report.Comparer{Baseline: base, Tolerances: report.PlanTolerances(plan, flagTols)}
+		inv.cmp = &report.Comparer{Baseline: base, Tolerances: runner.PlanTolerances(plan, flagTols)}
 	}
 
 	runs, gaps, err := collect(shards)

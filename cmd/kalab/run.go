@@ -262,7 +262,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		f.log.Debug().Str("run", p.Scenario+"/"+p.Variant).Str("program", p.Command).Str("allowed_by", "--allow-exec="+f.allowExec.String()).Msg("will start a program the scenario names")
 	}
 	if inv.cmp != nil {
-		inv.cmp.Tolerances = report.PlanTolerances(inv.plan, flagTols)
+		inv.cmp.Tolerances = runner.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }

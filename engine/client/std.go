@@ -30,10 +30,27 @@ type stdClient struct {
 	closed atomic.Bool
 }
 
-// idConn tags a dialed connection with kalab's connection id, so traces can name it.
+// idConn tags a dialed connection with kalab's connection id, so traces can name it, and
+// counts the tries that went out on it: a try is reused when its connection carried an
+// earlier one, by kalab's own count, never by the Transport's GotConnInfo.Reused (which is
+// true for a freshly dialled connection that waited in the idle pool before its first
+// request).
 type idConn struct {
 	net.Conn
-	id uint64
+	id   uint64
+	uses atomic.Int64
+}
+
+// newIDConn tags nc with the next id and tells the try that dialled it, if any, which
+// connection its dial made (its connect and TLS phases belong to that connection).
+func (s *stdClient) newIDConn(ctx context.Context, nc net.Conn) *idConn {
+	ic := &idConn{Conn: nc, id: s.nextID.Add(1)}
+	if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
+		at.mu.Lock()
+		at.dialedID = ic.id
+		at.mu.Unlock()
+	}
+	return ic
 }
 
 func newStdClient(cfg Config) *stdClient {
@@ -71,7 +88,7 @@ func newStdClient(cfg Config) *stdClient {
 				}
 			}
 			s.stats.connections.Add(1)
-			return &idConn{Conn: nc, id: s.nextID.Add(1)}, nil
+			return s.newIDConn(ctx, nc), nil
 		},
 		DisableKeepAlives:   !cfg.KeepAlive,
 		IdleConnTimeout:     cfg.IdleTimeout,
@@ -181,7 +198,7 @@ func NewFunc(cfg Config, rt http.RoundTripper) (Client, error) {
 				return nil, err
 			}
 			s.stats.connections.Add(1)
-			return &idConn{Conn: nc, id: s.nextID.Add(1)}, nil
+			return s.newIDConn(ctx, nc), nil
 		}
 	}
 	return s, nil
@@ -224,6 +241,8 @@ type attemptTrace struct {
 	gotConns               int
 	reused                 bool
 	connID                 uint64
+	own                    bool   // the connection is kalab's idConn (its history is counted)
+	dialedID               uint64 // the connection this try's own dial made, if any
 	connectStart, tlsStart time.Time
 	connect, tlsDur        time.Duration
 	firstByte              time.Time
@@ -255,11 +274,11 @@ func (s *stdClient) newTrace() *attemptTrace {
 			at.mu.Lock()
 			defer at.mu.Unlock()
 			at.gotConns++
-			at.reused = info.Reused
 			at.wasIdle = info.WasIdle
-			at.connID = connID(info.Conn)
-			if info.Reused {
-				at.connect, at.tlsDur = 0, 0
+			ic := asIDConn(info.Conn)
+			at.own, at.reused, at.connID = ic != nil, false, 0
+			if ic != nil {
+				at.reused, at.connID = ic.uses.Add(1) > 1, ic.id
 			}
 		},
 		ConnectStart: func(string, string) {
@@ -310,6 +329,7 @@ func (s *stdClient) trace(ctx context.Context) (*attemptTrace, context.Context) 
 	}
 	at.mu.Lock()
 	at.getConns, at.wasIdle, at.dialed, at.gotConns, at.reused, at.connID = 0, false, false, 0, false, 0
+	at.own, at.dialedID = false, 0
 	at.connectStart, at.tlsStart, at.connect, at.tlsDur, at.firstByte = time.Time{}, time.Time{}, 0, 0, time.Time{}
 	at.mu.Unlock()
 	if at.parent != ctx {
@@ -391,6 +411,15 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		ev.ServerConn = uint64(n)
 	}
 	backendHeaders(resp.Header, ev)
+	if !at.own {
+		// A connection kalab did not dial (the caller's RoundTripper): its history is the
+		// embedded server's, the request's index on its connection.
+		n, ok := parseUint([]byte(resp.Header.Get(headerConnRequest)))
+		ev.Reused, r.reused = ok && n > 1, ok && n > 1
+		if ev.Reused {
+			ev.Connect, ev.TLS = 0, 0
+		}
+	}
 	if resp.ProtoMajor == 2 {
 		s.stats.h2Streams.Add(1)
 	}
@@ -417,25 +446,35 @@ func (s *stdClient) record(ev *Event, at *attemptTrace, start time.Time) attempt
 	}
 	ev.ConnID, ev.Reused = at.connID, at.reused
 	ev.Connect, ev.TLS = at.connect, at.tlsDur
+	if at.reused || (at.own && at.connID != at.dialedID) {
+		// The phases were of a dial this try did not use (the Transport handed it another
+		// connection and parked the new one in the idle pool).
+		ev.Connect, ev.TLS = 0, 0
+	}
 	if !at.firstByte.IsZero() {
 		ev.FirstByte = at.firstByte.Sub(start)
 	}
 	return attemptResult{reused: at.reused, gotByte: !at.firstByte.IsZero()}
 }
 
-// connID finds kalab's id under whatever the Transport wrapped the dialed conn in.
-func connID(c net.Conn) uint64 {
+// headerConnRequest is the embedded server's stamp of a request's 1-based index on its
+// connection (server.ConnRequestHeader).
+const headerConnRequest = "Kalab-Conn-Request"
+
+// asIDConn finds kalab's connection under whatever the Transport wrapped the dialed conn
+// in; nil for a connection kalab did not dial.
+func asIDConn(c net.Conn) *idConn {
 	for c != nil {
 		switch x := c.(type) {
 		case *idConn:
-			return x.id
+			return x
 		case *tls.Conn:
 			c = x.NetConn()
 		default:
-			return 0
+			return nil
 		}
 	}
-	return 0
+	return nil
 }
 
 // backendHeaders reads what a kalab balancer says about the backend side of a response.

@@ -2,204 +2,43 @@ package execclient
 
 import (
 	"embed"
-	"fmt"
-	"sort"
+
+	"github.com/kalab-dev/kalab/engine/adapter"
 )
 
 //go:embed adapters
 var adapterFiles embed.FS
 
-// Adapter is a bundled client program: a small script for a real runtime that speaks
-// the exec protocol, and what it can honour of a scenario's client section.
+// Adapter is a bundled client program from the catalogue (engine/adapter), with the
+// script this package runs it by.
 type Adapter struct {
-	Name    string // as written in client.exec
-	Runtime string // the program it needs on PATH (node, python3, curl)
-	Models  string // what it drives, for help texts and the README
-	// Interpreter and Script: the adapter runs as Interpreter Script (written to a
-	// temporary directory at run time).
-	Interpreter string
-	Script      string
-	// Knobs maps the client fields it honours to the runtime setting each one sets.
-	Knobs map[string]string
-	// Fixed maps client fields the runtime has no setting for to the one value it
-	// behaves as; the field may be written with that value only.
-	Fixed map[string]Fixed
-	// NoPause: it cannot wait between requests (one curl process runs its URLs back to back).
-	NoPause bool
-	// Sequential: it runs one request at a time.
-	Sequential bool
-	probe      []string // Runtime's arguments that print its versions (see identify)
+	adapter.Adapter
+	probe []string // Runtime's arguments that print its versions (see identify)
 }
 
 // Fixed is a value a runtime cannot change, and why.
-type Fixed struct {
-	Value string // as the field's canonical form: true, false, 0s, 118s, 0, undici
-	Why   string
-}
+type Fixed = adapter.Fixed
 
-// The client fields every command receives in the plan (the request itself).
-var requestFields = map[string]bool{"method": true, "path": true, "headers": true}
+// Ignored are client fields that describe kalab's own clients; an exec run ignores them.
+var Ignored = adapter.Ignored
 
-// Ignored are client fields that describe kalab's own clients; an exec run ignores them
-// (the run record says so) rather than refuse a file that compares a model with a real
-// client in two variants.
-var Ignored = map[string]bool{"preset": true, "implementation": true}
+var adapters = func() map[string]*Adapter {
+	out := map[string]*Adapter{}
+	for _, name := range adapter.Names() {
+		a, _ := adapter.Lookup(name)
+		out[name] = &Adapter{Adapter: *a, probe: a.Probe}
+	}
+	return out
+}()
 
-// nodeProbe prints the versions of Node, its bundled undici and its OpenSSL.
-var nodeProbe = []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`}
-
-var adapters = map[string]*Adapter{
-	"node-agent": {
-		Name: "node-agent", Runtime: "node", Interpreter: "node", Script: "node-agent.mjs",
-		Models: "Node's http(s).request with one http(s).Agent",
-		Knobs: map[string]string{
-			"keepalive":          "Agent keepAlive",
-			"idle_timeout":       "Agent timeout (a free socket idle this long is destroyed)",
-			"max_conns":          "Agent maxSockets",
-			"max_idle":           "Agent maxFreeSockets",
-			"scheduling":         "Agent scheduling",
-			"session_resumption": "Agent maxCachedSessions (0 when false)",
-			"timeout":            "a timer that destroys the request (ETIMEDOUT)",
-		},
-		Fixed: map[string]Fixed{
-			"http2":            {"never", "Node's https.Agent offers only http/1.1 in ALPN"},
-			"keepalive_header": {"true", "Node's http client sends Connection: keep-alive"},
-			"honor_hint":       {"true", "Node's agent always reads Keep-Alive: timeout=N (lib/_http_agent.js keepSocketAlive)"},
-			"hint_parser":      {"node", "Node's agent reads the hint with ^timeout=(\\d+)"},
-			"hint_buffer":      {"1s", "Node's agent subtracts a fixed 1000 ms from the hint"},
-			"liveness_check":   {"true", "Node drops a free socket as soon as its FIN arrives"},
-			"retry.attempts":   {"0", "Node's http client never re-sends a request"},
-		},
-		probe: nodeProbe,
-	},
-	"node-fetch": {
-		Name: "node-fetch", Runtime: "node", Interpreter: "node", Script: "node-fetch.mjs",
-		Models: "Node's global fetch (the bundled undici)",
-		Knobs: map[string]string{
-			"keepalive":          "undici Agent pipelining (0 when false)",
-			"idle_timeout":       "undici Agent keepAliveTimeout",
-			"hint_buffer":        "undici Agent keepAliveTimeoutThreshold",
-			"hint_max":           "undici Agent keepAliveMaxTimeout",
-			"max_conns":          "undici Agent connections",
-			"session_resumption": "undici connect.maxCachedSessions (0 when false)",
-			"timeout":            "AbortSignal.timeout on each fetch",
-		},
-		Fixed: map[string]Fixed{
-			"http2":            {"never", "undici 6 offers only http/1.1 in ALPN (allowH2 is off)"},
-			"keepalive_header": {"true", "undici sends Connection: keep-alive"},
-			"honor_hint":       {"true", "undici always reads Keep-Alive: timeout=N"},
-			"hint_parser":      {"undici", "undici reads the hint with timeout=(\\d+) anywhere in the value"},
-			"liveness_check":   {"true", "undici drops an idle socket as soon as its FIN arrives"},
-			"retry.attempts":   {"0", "fetch does not re-send a failed request"},
-		},
-		probe: nodeProbe,
-	},
-	"python-requests": {
-		Name: "python-requests", Runtime: "python3", Interpreter: "python3", Script: "python-requests.py",
-		Models: "a requests.Session (urllib3's connection pool)",
-		Knobs: map[string]string{
-			"keepalive": "Connection: close on every request when false",
-			"max_conns": "HTTPAdapter(pool_maxsize=N, pool_block=True)",
-			"max_idle":  "HTTPAdapter(pool_maxsize=N)",
-			"timeout":   "timeout= on each request (urllib3 applies it to connect and each read)",
-		},
-		Fixed: map[string]Fixed{
-			"http2":            {"never", "urllib3 speaks HTTP/1.1 only"},
-			"keepalive_header": {"true", "requests sends Connection: keep-alive"},
-			"idle_timeout":     {"0s", "urllib3 has no idle timeout: a pooled connection stays until the server closes it"},
-			"honor_hint":       {"false", "urllib3 ignores the Keep-Alive header"},
-			"liveness_check":   {"true", "urllib3 checks is_connection_dropped before reusing a connection"},
-			"scheduling":       {"lifo", "urllib3's pool is a LIFO queue"},
-			"retry.attempts":   {"0", "requests' default HTTPAdapter is Retry(0, read=False)"},
-		},
-		probe: []string{"-c", "import sys, requests, urllib3, ssl; print('python', sys.version.split()[0], 'requests', requests.__version__, 'urllib3', urllib3.__version__, 'openssl', ssl.OPENSSL_VERSION.split()[1])"},
-	},
-	"curl": {
-		Name: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl.sh",
-		Models: "one curl process given every URL (curl URL URL ...), its connection cache",
-		Knobs: map[string]string{
-			"keepalive":          "Connection: close on every request when false",
-			"timeout":            "--max-time",
-			"session_resumption": "--no-sessionid when false",
-		},
-		Fixed: map[string]Fixed{
-			"http2":            {"tls", "curl negotiates h2 by ALPN over TLS, and HTTP/1.1 over plain TCP"},
-			"keepalive_header": {"false", "curl sends no Connection header"},
-			"honor_hint":       {"false", "curl ignores the Keep-Alive header"},
-			"idle_timeout":     {"1m58s", "curl's CURLOPT_MAXAGE_CONN (118 s) has no command-line option"},
-			"liveness_check":   {"true", "curl checks a cached connection before reusing it"},
-		},
-		NoPause: true, Sequential: true,
-		probe: []string{"--version"},
-	},
-	"curl-loop": {
-		Name: "curl-loop", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",
-		Models: "a new curl process per request (a shell loop)",
-		Knobs: map[string]string{
-			"timeout": "--max-time",
-		},
-		Fixed: map[string]Fixed{
-			"http2":            {"tls", "curl negotiates h2 by ALPN over TLS, and HTTP/1.1 over plain TCP"},
-			"keepalive_header": {"false", "curl sends no Connection header"},
-			"keepalive":        {"false", "a process per request never reuses a connection"},
-		},
-		Sequential: true,
-		probe:      []string{"--version"},
-	},
-}
-
-// Lookup returns the bundled adapter with that name.
+// Lookup returns the bundled adapter named name.
 func Lookup(name string) (*Adapter, bool) {
 	a, ok := adapters[name]
 	return a, ok
 }
 
 // Names lists the bundled adapters, sorted.
-func Names() []string {
-	out := make([]string, 0, len(adapters))
-	for n := range adapters {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Refuse says why the adapter cannot run with client field field (a dotted path under
-// client, such as retry.attempts) set to value (its canonical form); "" when it can.
-func (a *Adapter) Refuse(field, value string) string {
-	if requestFields[field] || Ignored[field] || field == "exec" {
-		return ""
-	}
-	if _, ok := a.Knobs[field]; ok {
-		return ""
-	}
-	if f, ok := a.Fixed[field]; ok {
-		if f.Value == value {
-			return ""
-		}
-		return fmt.Sprintf("the %s adapter cannot set it to %s: %s (it can only be %s)", a.Name, value, f.Why, f.Value)
-	}
-	return fmt.Sprintf("the %s adapter has no setting for it (it honours %s); remove it from exec runs", a.Name, a.knobList())
-}
-
-func (a *Adapter) knobList() string {
-	names := make([]string, 0, len(a.Knobs))
-	for k := range a.Knobs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	if s == "" {
-		return "no client field"
-	}
-	return s
-}
+func Names() []string { return adapter.Names() }
 
 func (a *Adapter) script() ([]byte, error) {
 	return adapterFiles.ReadFile("adapters/" + a.Script)

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/tolerance"
 )
 
 // Direction says which way a metric gets worse.
@@ -42,7 +42,7 @@ func (d Direction) String() string {
 // Rule is how one metric is compared with its baseline value.
 type Rule struct {
 	Worse     Direction
-	Tolerance scenario.Tolerance
+	Tolerance tolerance.Tolerance
 	// Floor is the least slack a default or relative tolerance allows, so that noise does
 	// not fail a build; its unit depends on the metric (see floorKind). An absolute
 	// tolerance written in a scenario file or a flag is used exactly, without a floor.
@@ -107,14 +107,14 @@ func (r Rule) Slack(metric string, old map[string]float64, scale float64) float6
 	return math.Max(slack, floor)
 }
 
-func abs(v float64) scenario.Tolerance { return scenario.Tolerance{Value: v} }
-func rel(v float64) scenario.Tolerance { return scenario.Tolerance{Relative: true, Value: v} }
+func abs(v float64) tolerance.Tolerance { return tolerance.Tolerance{Value: v} }
+func rel(v float64) tolerance.Tolerance { return tolerance.Tolerance{Relative: true, Value: v} }
 
 // totalRule is the total_ms default; rps derives its floor from it.
 var totalRule = Rule{Worse: HigherIsWorse, Tolerance: rel(0.15), Floor: 5, floor: floorPerRequest}
 
 // off is the default of metrics that are shown but not gated unless a tolerance is set.
-var off = scenario.Tolerance{Off: true}
+var off = tolerance.Tolerance{Off: true}
 
 // defaultRules are the tolerances a run gets unless a scenario file or a flag sets others.
 // Counts are absolute, latencies and totals relative and upward, throughput and reuse
@@ -204,19 +204,19 @@ func DefaultRule(metric string) (Rule, bool) {
 // block overrides the defaults, and a --tolerance flag overrides both, as a command line
 // overrides configuration.
 type Tolerances struct {
-	Flags     map[string]scenario.Tolerance
+	Flags     map[string]tolerance.Tolerance
 	Scenarios map[string]ScenarioTolerances // by scenario name
 }
 
 // ScenarioTolerances are one scenario file's overrides.
 type ScenarioTolerances struct {
 	File  string
-	Rules map[string]scenario.Tolerance
+	Rules map[string]tolerance.Tolerance
 }
 
 // ParseToleranceFlag reads METRIC=TOLERANCE, as given to --tolerance. METRIC may end in
 // ".*" to set every metric of a group (latency_ms.*, errors_by_class.*).
-func ParseToleranceFlag(s string) (map[string]scenario.Tolerance, error) {
+func ParseToleranceFlag(s string) (map[string]tolerance.Tolerance, error) {
 	name, val, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
@@ -235,28 +235,15 @@ func ParseToleranceFlag(s string) (map[string]scenario.Tolerance, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%q: unknown metric %q (kalab help metrics lists them)", s, name)
 	}
-	t, err := scenario.ParseTolerance(val)
+	t, err := tolerance.Parse(val)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	out := make(map[string]scenario.Tolerance, len(names))
+	out := make(map[string]tolerance.Tolerance, len(names))
 	for _, n := range names {
 		out[n] = t
 	}
 	return out, nil
-}
-
-// PlanTolerances collects the baseline: overrides of every loaded scenario.
-func PlanTolerances(plan *scenario.Plan, flags map[string]scenario.Tolerance) *Tolerances {
-	t := &Tolerances{Flags: flags, Scenarios: map[string]ScenarioTolerances{}}
-	if plan != nil {
-		for _, s := range plan.Scenarios {
-			if len(s.Baseline) > 0 {
-				t.Scenarios[s.Name] = ScenarioTolerances{File: s.File, Rules: s.Baseline}
-			}
-		}
-	}
-	return t
 }
 
 // Rule returns the rule that applies to a metric of a scenario.

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/tolerance"
 )
 
 // BenchmarkCompareRun is the cost added to each run by --baseline: every metric of one run
 // against its baseline run.
 func BenchmarkCompareRun(b *testing.B) {
 	base := &Baseline{Path: "b", Runs: []Run{*baseRun("s", "v")}, index: map[string]int{runKey("s", "v"): 0}}
-	cmp := &Comparer{Baseline: base, Tolerances: &Tolerances{Flags: map[string]scenario.Tolerance{"errors": {Value: 1}}}}
+	cmp := &Comparer{Baseline: base, Tolerances: &Tolerances{Flags: map[string]tolerance.Tolerance{"errors": {Value: 1}}}}
 	cur := baseRun("s", "v")
 	cur.Metrics.Connections = 3
 	b.ReportAllocs()

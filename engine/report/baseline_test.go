@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/tolerance"
 )
 
 // baseRun is a completed run with round figures, for comparisons.
@@ -58,16 +58,16 @@ func TestParseTolerance(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   string
-		want scenario.Tolerance
+		want tolerance.Tolerance
 		bad  bool
 	}{
-		{in: "5%", want: scenario.Tolerance{Relative: true, Value: 0.05}},
-		{in: "0.5%", want: scenario.Tolerance{Relative: true, Value: 0.005}},
-		{in: "3", want: scenario.Tolerance{Value: 3}},
-		{in: "0", want: scenario.Tolerance{}},
-		{in: "1e1", want: scenario.Tolerance{Value: 10}},
-		{in: "off", want: scenario.Tolerance{Off: true}},
-		{in: "1000%", want: scenario.Tolerance{Relative: true, Value: 10}},
+		{in: "5%", want: tolerance.Tolerance{Relative: true, Value: 0.05}},
+		{in: "0.5%", want: tolerance.Tolerance{Relative: true, Value: 0.005}},
+		{in: "3", want: tolerance.Tolerance{Value: 3}},
+		{in: "0", want: tolerance.Tolerance{}},
+		{in: "1e1", want: tolerance.Tolerance{Value: 10}},
+		{in: "off", want: tolerance.Tolerance{Off: true}},
+		{in: "1000%", want: tolerance.Tolerance{Relative: true, Value: 10}},
 		{in: "1001%", bad: true},
 		{in: "-1", bad: true},
 		{in: "-5%", bad: true},
@@ -78,7 +78,7 @@ func TestParseTolerance(t *testing.T) {
 		{in: "", bad: true},
 		{in: "%", bad: true},
 	} {
-		got, err := scenario.ParseTolerance(tc.in)
+		got, err := tolerance.Parse(tc.in)
 		if tc.bad {
 			if err == nil {
 				t.Errorf("ParseTolerance(%q) = %+v; want an error", tc.in, got)
@@ -89,7 +89,7 @@ func TestParseTolerance(t *testing.T) {
 			t.Errorf("ParseTolerance(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 		if err == nil {
-			back, err := scenario.ParseTolerance(got.String())
+			back, err := tolerance.Parse(got.String())
 			if err != nil || back != got {
 				t.Errorf("%q renders as %q, which reads back as %+v, %v", tc.in, got.String(), back, err)
 			}
@@ -121,8 +121,8 @@ func TestParseToleranceFlag(t *testing.T) {
 func TestVerdicts(t *testing.T) {
 	t.Parallel()
 	tols := &Tolerances{
-		Flags: map[string]scenario.Tolerance{"latency_ms.p95": {Value: 1}, "peak_rss_mb": {Relative: true, Value: 0.2}},
-		Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]scenario.Tolerance{
+		Flags: map[string]tolerance.Tolerance{"latency_ms.p95": {Value: 1}, "peak_rss_mb": {Relative: true, Value: 0.2}},
+		Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]tolerance.Tolerance{
 			"latency_ms.p50": {Relative: true, Value: 0.05, Line: 4, Col: 3},
 			"latency_ms.p95": {Relative: true, Value: 0.5, Line: 5, Col: 3}, // the flag wins
 			"errors":         {Value: 0, Line: 6, Col: 3},
@@ -212,7 +212,7 @@ func TestEveryMetricHasARule(t *testing.T) {
 func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	t.Parallel()
 	b := loadBase(t, baseRun("s", "v"), baseRun("s", "w"))
-	tols := &Tolerances{Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]scenario.Tolerance{
+	tols := &Tolerances{Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]tolerance.Tolerance{
 		"connections": {Value: 0, Line: 7, Col: 3},
 	}}}}
 	cmp := &Comparer{Baseline: b, Tolerances: tols}
@@ -336,14 +336,14 @@ func FuzzParseTolerance(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tol, err := scenario.ParseTolerance(s)
+		tol, err := tolerance.Parse(s)
 		if err != nil {
 			return
 		}
 		if tol.Value < 0 || tol.Value != tol.Value || math.IsInf(tol.Value, 0) {
 			t.Fatalf("%q parsed to %+v", s, tol)
 		}
-		back, err := scenario.ParseTolerance(tol.String())
+		back, err := tolerance.Parse(tol.String())
 		if err != nil || back != tol {
 			t.Fatalf("%q -> %q -> %+v, %v", s, tol.String(), back, err)
 		}

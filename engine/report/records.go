@@ -68,8 +68,24 @@ type Run struct {
 	// Timing is how late the run's timers fired and whether that was inside what its
 	// checks can tolerate; nil for a run that did not start.
 	Timing *Timing `json:"timing,omitempty"`
+	// Hops are the parts of the run's path, the client first: who each is and what it
+	// counted; nil for a run that did not start.
+	Hops []Hop `json:"hops,omitempty"`
 
 	line int // the line it was read from, for messages about a file
+}
+
+// Hop is one part of a run's path (client, link, balancer, backend link, server, a
+// middlebox): its identity and its own counters, under the metric vocabulary's names.
+type Hop struct {
+	Role     string             `json:"role"`
+	Kind     string             `json:"kind,omitempty"`
+	Name     string             `json:"name,omitempty"`
+	Program  string             `json:"program,omitempty"`
+	Version  string             `json:"version,omitempty"`
+	Verified bool               `json:"verified"`
+	Timing   []string           `json:"timing,omitempty"` // the timing sources its timers report to
+	Stats    map[string]float64 `json:"stats"`
 }
 
 // Timing is a run's account of its own timing (README "Runs that know when they are

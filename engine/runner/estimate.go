@@ -53,33 +53,59 @@ func estimate(st scenario.Settings) time.Duration {
 	if scale <= 0 {
 		scale = 1
 	}
-	var processes int
-	var perProcess time.Duration
-	if ex := st.Client.Exec; ex != nil {
+	processes, perProcess := 0, time.Duration(0)
+	if st.Client.Exec != nil {
 		// A real client runs in real time, and behaves as its adapter fixes it.
-		scale, processes = 1, 2
-		perProcess = 300 * time.Millisecond // the user's own program: unknown
-		if a, ok := execclient.Lookup(ex.Adapter); ok {
-			perProcess = estimateProcess[a.Runtime]
-			fixed := func(field string) (string, bool) { f, ok := a.Fixed[field]; return f.Value, ok }
-			if v, ok := fixed("keepalive"); ok {
-				st.Client.KeepAlive = v == "true"
-			}
-			if v, ok := fixed("honor_hint"); ok {
-				st.Client.HonorHint = v == "true"
-			}
-			if v, ok := fixed("hint_buffer"); ok {
-				if d, err := scenario.ParseDuration(v); err == nil {
-					st.Client.HintBuffer = d
-				}
-			}
-			if a.Name == "curl-loop" {
-				processes += max(st.Load.Requests, 0)
-			}
+		scale = 1
+		processes, perProcess = execEstimate(&st)
+	}
+	n := max(st.Load.Requests, 0)
+	c := requestCosts(st)
+	total, conns := scheduleTime(st, c)
+	total += listenWait(st)
+	real := time.Duration(float64(total) * scale)
+	// The settle wait after the client closes: its FINs cross the link.
+	real += time.Duration(float64(c.rtt) * scale)
+	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
+	real += time.Duration(processes) * perProcess
+	return real
+}
+
+// execEstimate applies what a real client's adapter fixes to st and returns how many
+// processes it starts and what each costs.
+func execEstimate(st *scenario.Settings) (processes int, perProcess time.Duration) {
+	processes = 2
+	perProcess = 300 * time.Millisecond // the user's own program: unknown
+	a, ok := execclient.Lookup(st.Client.Exec.Adapter)
+	if !ok {
+		return processes, perProcess
+	}
+	perProcess = estimateProcess[a.Runtime]
+	fixed := func(field string) (string, bool) { f, ok := a.Fixed[field]; return f.Value, ok }
+	if v, ok := fixed("keepalive"); ok {
+		st.Client.KeepAlive = v == "true"
+	}
+	if v, ok := fixed("honor_hint"); ok {
+		st.Client.HonorHint = v == "true"
+	}
+	if v, ok := fixed("hint_buffer"); ok {
+		if d, err := scenario.ParseDuration(v); err == nil {
+			st.Client.HintBuffer = d
 		}
 	}
-	l := st.Load
-	n := max(l.Requests, 0)
+	if a.Name == "curl-loop" {
+		processes += max(st.Load.Requests, 0)
+	}
+	return processes, perProcess
+}
+
+// costs are a request's scenario time on a reused and on a new connection.
+type costs struct {
+	rtt, reused, handshake, fresh time.Duration
+	newRounds, reusedRounds       int // slow-start windows beyond one
+}
+
+func requestCosts(st scenario.Settings) costs {
 	rtt := st.Network.RTT.D() + st.Network.Jitter.D()/2
 	reused := rtt + st.Server.Response.Delay.D()
 	handshake := rtt // SYN, SYN-ACK: a new plain request costs 2 RTT
@@ -111,60 +137,84 @@ func estimate(st scenario.Settings) time.Duration {
 	}
 	handshake += time.Duration(newRounds-reusedRounds) * rtt
 	reused += time.Duration(reusedRounds) * rtt
-	restart := st.Network.SlowStartAfterIdle
-	fresh := reused + handshake
-	pools := pools(st)
-	idle := effectiveIdle(st)
+	return costs{rtt: rtt, reused: reused, handshake: handshake, fresh: reused + handshake,
+		newRounds: newRounds, reusedRounds: reusedRounds}
+}
 
-	// Scenario time of the schedule: bursts, waves of the concurrency, pauses.
-	spec := loadSpec(st, 1)
-	var total time.Duration
-	conns := 0
+// scheduleTime is the scenario time of the schedule (bursts, waves of the concurrency,
+// pauses) and how many connections it opens.
+func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int) {
+	l := st.Load
+	n := max(l.Requests, 0)
 	size := n
 	if l.Burst > 0 && l.Burst < n {
 		size = l.Burst
 	}
-	pauses := load.Pauses(spec)
-	conc := max(l.Concurrency, 1)
-	if l.Concurrency <= 0 && l.Rate > 0 {
-		conc = n // an open model with no cap
-	}
+	pauses := load.Pauses(loadSpec(st, 1))
+	conc := concurrencyOf(l, n)
+	pools, idle := pools(st), effectiveIdle(st)
 	for i, first := 0, 0; first < n; i, first = i+1, first+size {
 		b := min(size, n-first)
 		fromScratch := i == 0 || !pools || (idle > 0 && pauses[i-1] >= idle)
 		if i > 0 {
 			total += pauses[i-1]
-			if restart && !fromScratch && pauses[i-1] > netsim.RTO(rtt) {
+			if st.Network.SlowStartAfterIdle && !fromScratch && pauses[i-1] > netsim.RTO(c.rtt) {
 				// The window shrank while idle: count it back up from scratch.
-				total += time.Duration(newRounds-reusedRounds) * rtt
+				total += time.Duration(c.newRounds-c.reusedRounds) * c.rtt
 			}
 		}
-		if l.Rate > 0 {
-			// Arrivals spread over the burst; the last one still needs its answer.
-			total += time.Duration(float64(b-1)/l.Rate*float64(time.Second)) + reused
-			if fromScratch || !pools {
-				total += handshake
-			}
-		} else {
-			waves := (b + conc - 1) / conc
-			switch {
-			case !pools:
-				total += time.Duration(waves) * fresh
-			case fromScratch:
-				total += fresh + time.Duration(waves-1)*reused
-			default:
-				total += time.Duration(waves) * reused
-			}
-		}
-		switch {
-		case !pools:
-			conns += b
-		case fromScratch && st.Client.MaxConns > 0:
-			conns += min(b, conc, st.Client.MaxConns)
-		case fromScratch:
-			conns += min(b, conc)
-		}
+		total += burstTime(l, b, conc, pools, fromScratch, c)
+		conns += burstConns(st, b, conc, pools, fromScratch)
 	}
+	return total, conns
+}
+
+// concurrencyOf is how many requests run at once.
+func concurrencyOf(l scenario.Load, n int) int {
+	if l.Concurrency <= 0 && l.Rate > 0 {
+		return n // an open model with no cap
+	}
+	return max(l.Concurrency, 1)
+}
+
+// burstTime is the scenario time of one burst of b requests.
+func burstTime(l scenario.Load, b, conc int, pools, fromScratch bool, c costs) time.Duration {
+	if l.Rate > 0 {
+		// Arrivals spread over the burst; the last one still needs its answer.
+		t := time.Duration(float64(b-1)/l.Rate*float64(time.Second)) + c.reused
+		if fromScratch || !pools {
+			t += c.handshake
+		}
+		return t
+	}
+	waves := (b + conc - 1) / conc
+	switch {
+	case !pools:
+		return time.Duration(waves) * c.fresh
+	case fromScratch:
+		return c.fresh + time.Duration(waves-1)*c.reused
+	default:
+		return time.Duration(waves) * c.reused
+	}
+}
+
+// burstConns is how many connections one burst of b requests opens.
+func burstConns(st scenario.Settings, b, conc int, pools, fromScratch bool) int {
+	switch {
+	case !pools:
+		return b
+	case fromScratch && st.Client.MaxConns > 0:
+		return min(b, conc, st.Client.MaxConns)
+	case fromScratch:
+		return min(b, conc)
+	}
+	return 0
+}
+
+// listenWait is what the server's listen queue and accept delay add.
+func listenWait(st scenario.Settings) time.Duration {
+	n := max(st.Load.Requests, 0)
+	conc := concurrencyOf(st.Load, n)
 	if q := st.Server.Backlog; q > 0 && conc > q+1 && n > q+1 {
 		// A burst larger than the listen queue waits for SYN retries (1 s and up), up to
 		// the client's timeout, while the server accepts the rest.
@@ -172,16 +222,9 @@ func estimate(st scenario.Settings) time.Duration {
 		if t := st.Client.Timeout.D(); t > 0 {
 			wait = min(wait, t)
 		}
-		total += max(wait, time.Duration(min(n, conc))*st.Server.AcceptDelay.D())
-	} else {
-		total += time.Duration(min(n, conc)) * st.Server.AcceptDelay.D()
+		return max(wait, time.Duration(min(n, conc))*st.Server.AcceptDelay.D())
 	}
-	real := time.Duration(float64(total) * scale)
-	// The settle wait after the client closes: its FINs cross the link.
-	real += time.Duration(float64(rtt) * scale)
-	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
-	real += time.Duration(processes) * perProcess
-	return real
+	return time.Duration(min(n, conc)) * st.Server.AcceptDelay.D()
 }
 
 // slowStartRounds returns how many more windows than one n bytes need from a window of

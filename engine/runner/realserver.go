@@ -193,24 +193,32 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 			diags = append(diags, at("server.tls", kindPath, "the URL's scheme says tls is %v; remove tls or make them agree", cfg.TLS))
 		}
 	}
-	if err := realserver.Check(cfg); err != nil {
-		errs := []error{err}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = j.Unwrap() // every problem at once
+	return append(diags, configDiags(realserver.Check(cfg), r, kind, kindPath, at)...)
+}
+
+// configDiags turns what realserver.Check found into diagnostics, each at the scenario
+// field it came from.
+func configDiags(err error, r *scenario.Run, kind realserver.Kind, kindPath string, at func(path, fallback, format string, args ...any) scenario.Diagnostic) scenario.Diagnostics {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap() // every problem at once
+	}
+	var diags scenario.Diagnostics
+	for _, err := range errs {
+		var fe *realserver.FieldError
+		if !errors.As(err, &fe) || realFieldPaths[fe.Field] == "" {
+			diags = append(diags, at(kindPath, "server", "%v", err))
+			continue
 		}
-		for _, err := range errs {
-			var fe *realserver.FieldError
-			if !errors.As(err, &fe) || realFieldPaths[fe.Field] == "" {
-				diags = append(diags, at(kindPath, "server", "%v", err))
-				continue
-			}
-			path := realFieldPaths[fe.Field]
-			msg := fe.Msg
-			if _, _, ok := r.Position(path); !ok {
-				msg += fmt.Sprintf(" (the value comes from the defaults or the preset; set %s)", path)
-			}
-			diags = append(diags, at(path, kindPath, "%s: %s", kind, msg))
+		path := realFieldPaths[fe.Field]
+		msg := fe.Msg
+		if _, _, ok := r.Position(path); !ok {
+			msg += fmt.Sprintf(" (the value comes from the defaults or the preset; set %s)", path)
 		}
+		diags = append(diags, at(path, kindPath, "%s: %s", kind, msg))
 	}
 	return diags
 }

@@ -1,6 +1,32 @@
 // Package runner executes a Plan: each run gets its own server, latency proxy and client on
 // fresh loopback ports, is driven by its load schedule, and ends as one result record with
 // its checks evaluated; compare checks run when a scenario's last run ends.
+//
+// # Topology and hops
+//
+// A run is a topology: a chain of hops built from its settings in one place
+// (buildTopology), the client first, then the path it dials:
+//
+//	client -> [link] -> [balancer -> [backend_link]] -> [middleboxes] -> server
+//
+// each link only when it has something to simulate. Every hop implements Hop: Start under
+// the run's context in front of the next hop's address, returning its own; Identity (kind,
+// name, program, version, verified); Timing (the lateness recorders its timers report to);
+// Stats (a typed struct, read once after the load); Close (stop and clean up what it
+// owns). Capabilities only some hops have are small extra interfaces (the client's drive,
+// the server's endpoint and connection records, a front hop's open count and accepted
+// ports). drive starts the topology from the server outwards, lets the client hop drive
+// the load, winds it down client first, and flattens each hop's Stats into the record's
+// metrics in one place (flatten); the record also lists every hop with its identity and
+// stats. A new hop (a middlebox, a second link) is a type implementing Hop placed in the
+// path: the runner's control flow does not change.
+//
+// Reuse is counted from each connection's own history (a request is reused when its
+// connection carried an earlier one), never from a client library's flag, and every run
+// checks it: reused requests are at most the requests less the connections that carried
+// them, a reused request has no connect or TLS phase, and no client connection carried
+// more answered requests than the server counted on it. A broken invariant ends the run as
+// an error.
 package runner
 
 import (
@@ -65,6 +91,8 @@ type Options struct {
 	// manifest there, so that a shard that crashes is still recognised); an error stops
 	// the invocation.
 	Created func(dir string) error
+
+	middleboxes []func() Hop // hops added between the link and the server (tests)
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
@@ -134,6 +162,108 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if opt.RunID == "" {
 		opt.RunID = report.NewRunID(time.Now())
 	}
+	jobs, remaining, conns, err := planJobs(plan, opt)
+	if err != nil {
+		return nil, err
+	}
+	adm := newAdmission()
+	w, err := report.Create(opt.Out, opt.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := w.Close(); err != nil {
+			opt.Log.Warn().Err(err).Str("file", w.Path).Msg("closing the results file")
+		}
+	}()
+	inv, err := openInvocation(w, plan, opt, len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	// The first write error stops the plan: runs in flight end, none starts, and the file
+	// keeps the whole lines written before it.
+	parent := ctx
+	ctx, stopPlan := context.WithCancelCause(ctx)
+	defer stopPlan(nil)
+
+	out := &Outcome{Dir: w.Dir}
+	col := &collector{w: w, opt: opt, out: out, recs: make([]*report.Run, len(jobs)), remaining: remaining,
+		byScenario: map[*scenario.Scenario]map[string]*report.Run{}, stop: stopPlan}
+	queue := make(chan job)
+	var wg sync.WaitGroup
+	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				if ctx.Err() != nil && parent.Err() == nil {
+					continue // the plan stopped at a write error: no record can be written
+				}
+				col.take(j, attempts(ctx, w, j, opt, conns, adm))
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case queue <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	for _, r := range col.recs {
+		if r != nil {
+			out.Runs = append(out.Runs, r)
+		}
+	}
+	out.Interrupted = parent.Err() != nil
+	return out, finishInvocation(w, inv, out, col.writeErr)
+}
+
+// collector takes each run's record as it ends: writes it, and compares a scenario's
+// runs when its last one ends. The first write error stops the plan.
+type collector struct {
+	mu         sync.Mutex
+	w          *report.Writer
+	opt        Options
+	out        *Outcome
+	recs       []*report.Run
+	byScenario map[*scenario.Scenario]map[string]*report.Run
+	remaining  map[*scenario.Scenario]int
+	writeErr   error
+	stop       func(error)
+}
+
+func (c *collector) failed(err error) {
+	if err != nil && c.writeErr == nil {
+		c.writeErr = err
+		c.opt.Log.Error().Err(err).Msg("stopping the plan: results cannot be written")
+		c.stop(err)
+	}
+}
+
+func (c *collector) take(j job, rec *report.Run) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs[j.idx] = rec
+	c.failed(c.w.WriteRun(rec))
+	if c.byScenario[j.sc] == nil {
+		c.byScenario[j.sc] = map[string]*report.Run{}
+	}
+	c.byScenario[j.sc][j.run.Variant] = rec
+	c.remaining[j.sc]--
+	if c.remaining[j.sc] == 0 {
+		srec := compare(j.sc, c.byScenario[j.sc], c.opt)
+		c.out.Scenarios = append(c.out.Scenarios, srec)
+		c.failed(c.w.WriteScenario(srec))
+	}
+}
+
+// planJobs lists the plan's runs the filter keeps, each weighed in descriptors against
+// the invocation's budget, and counts each scenario's runs.
+func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *budget, error) {
 	var jobs []job
 	var holds []hold
 	remaining := map[*scenario.Scenario]int{}
@@ -153,11 +283,11 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 		}
 	}
 	if len(jobs) == 0 {
-		return nil, ErrNoRuns
+		return nil, nil, nil, ErrNoRuns
 	}
 	total, tooBig, err := fileBudget(holds, opt.Parallel)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	for i := range jobs {
 		jobs[i].tooBig = tooBig(holds[i])
@@ -169,19 +299,14 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 			jobs[i].weight = total
 		}
 	}
-	conns := newBudget(total)
-	adm := newAdmission()
-	w, err := report.Create(opt.Out, opt.RunID)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := w.Close(); err != nil {
-			opt.Log.Warn().Err(err).Str("file", w.Path).Msg("closing the results file")
-		}
-	}()
+	return jobs, remaining, newBudget(total), nil
+}
+
+// openInvocation writes the invocation's opening record and tells the caller where the
+// run directory is.
+func openInvocation(w *report.Writer, plan *scenario.Plan, opt Options, planned int) (*report.Invocation, error) {
 	inv := &report.Invocation{KalabVersion: opt.KalabVersion, RunID: opt.RunID, State: report.InvocationStarted,
-		PlanHash: opt.PlanHash, Shard: opt.Shard, Planned: len(jobs), StartedAt: time.Now().UTC()}
+		PlanHash: opt.PlanHash, Shard: opt.Shard, Planned: planned, StartedAt: time.Now().UTC()}
 	if inv.PlanHash == "" {
 		inv.PlanHash = PlanHash(plan, opt)
 	}
@@ -196,68 +321,12 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 			return nil, err
 		}
 	}
-	// The first write error stops the plan: runs in flight end, none starts, and the file
-	// keeps the whole lines written before it.
-	parent := ctx
-	ctx, stopPlan := context.WithCancelCause(ctx)
-	defer stopPlan(nil)
+	return inv, nil
+}
 
-	out := &Outcome{Dir: w.Dir}
-	recs := make([]*report.Run, len(jobs))
-	byScenario := map[*scenario.Scenario]map[string]*report.Run{}
-	var mu sync.Mutex
-	var writeErr error
-	failed := func(err error) {
-		if err != nil && writeErr == nil {
-			writeErr = err
-			opt.Log.Error().Err(err).Msg("stopping the plan: results cannot be written")
-			stopPlan(err)
-		}
-	}
-	queue := make(chan job)
-	var wg sync.WaitGroup
-	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range queue {
-				if ctx.Err() != nil && parent.Err() == nil {
-					continue // the plan stopped at a write error: no record can be written
-				}
-				rec := attempts(ctx, w, j, opt, conns, adm)
-				mu.Lock()
-				recs[j.idx] = rec
-				failed(w.WriteRun(rec))
-				if byScenario[j.sc] == nil {
-					byScenario[j.sc] = map[string]*report.Run{}
-				}
-				byScenario[j.sc][j.run.Variant] = rec
-				remaining[j.sc]--
-				if remaining[j.sc] == 0 {
-					srec := compare(j.sc, byScenario[j.sc], opt)
-					out.Scenarios = append(out.Scenarios, srec)
-					failed(w.WriteScenario(srec))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case queue <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(queue)
-	wg.Wait()
-	for _, r := range recs {
-		if r != nil {
-			out.Runs = append(out.Runs, r)
-		}
-	}
-	out.Interrupted = parent.Err() != nil
+// finishInvocation tallies the runs into the invocation's closing record and writes it;
+// the error is the first write error.
+func finishInvocation(w *report.Writer, inv *report.Invocation, out *Outcome, writeErr error) error {
 	end := time.Now().UTC()
 	inv.State, inv.EndedAt = report.InvocationEnded, &end
 	runs := make([]report.Run, len(out.Runs))
@@ -277,7 +346,21 @@ feed:
 	if writeErr == nil && ferr != nil {
 		writeErr = ferr
 	}
-	return out, writeErr
+	return writeErr
+}
+
+// PlanTolerances collects the baseline: overrides of every loaded scenario, under the
+// --tolerance flags.
+func PlanTolerances(plan *scenario.Plan, flags map[string]scenario.Tolerance) *report.Tolerances {
+	t := &report.Tolerances{Flags: flags, Scenarios: map[string]report.ScenarioTolerances{}}
+	if plan != nil {
+		for _, s := range plan.Scenarios {
+			if len(s.Baseline) > 0 {
+				t.Scenarios[s.Name] = report.ScenarioTolerances{File: s.File, Rules: s.Baseline}
+			}
+		}
+	}
+	return t
 }
 
 // MaxAttempts bounds how often a noisy run is tried: once among the others, then once alone

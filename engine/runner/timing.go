@@ -300,7 +300,6 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 		out = append(out, limit{Src: src, Stat: stat, D: d, By: by})
 	}
 	link := st.Network.RTT > 0
-	gap, gapWhy, hasGap := pauseGap(st)
 	for _, x := range rd {
 		class, stat := metricClass(x.metric)
 		switch class {
@@ -326,31 +325,39 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 					fmt.Sprintf("%s: a tenth of the shortest pause", x.by))
 			}
 		case "count":
-			if t, ok := shortestTimeout(st); ok {
-				// A goroutine that waits to run holds back whatever it was about to do: a
-				// wait as long as the shortest deciding timeout, less the round trip a
-				// connection idles between two requests of a burst, can carry an idle
-				// connection past it in the middle of a burst. One wait is enough, so it is
-				// judged at the max, with half of that distance.
-				d := scale.d(scenario.Duration(t.d-st.Network.RTT.D())) / gapShare
-				tighten(srcSched, statMax, d, fmt.Sprintf("%s: half of %s %v less one RTT", x.by, t.name, t.d))
-			}
-			if !hasGap {
-				continue
-			}
-			g := scale.d(scenario.Duration(gap))
-			by := x.by + ": " + gapWhy
-			tighten(srcSchedule, statP99, g/gapShare, by)
-			if st.Server.IdleTimeout > 0 {
-				tighten(srcIdleClose, statP99, g/gapShare, by)
-			}
-			if !direct(st) {
-				tighten(srcLink, statP99, g/linkGapShare, by)
-			}
+			countLimits(tighten, x, st, scale)
 		}
 	}
 	slices.SortFunc(out, func(a, b limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
 	return out
+}
+
+// countLimits sets the limits of a count the run's checks read: a goroutine's wait against
+// the shortest deciding timeout, and the timers against the gap between a pause and the
+// timeout it races.
+func countLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale scaler) {
+	gap, gapWhy, hasGap := pauseGap(st)
+	if t, ok := shortestTimeout(st); ok {
+		// A goroutine that waits to run holds back whatever it was about to do: a
+		// wait as long as the shortest deciding timeout, less the round trip a
+		// connection idles between two requests of a burst, can carry an idle
+		// connection past it in the middle of a burst. One wait is enough, so it is
+		// judged at the max, with half of that distance.
+		d := scale.d(scenario.Duration(t.d-st.Network.RTT.D())) / gapShare
+		tighten(srcSched, statMax, d, fmt.Sprintf("%s: half of %s %v less one RTT", x.by, t.name, t.d))
+	}
+	if !hasGap {
+		return
+	}
+	g := scale.d(scenario.Duration(gap))
+	by := x.by + ": " + gapWhy
+	tighten(srcSchedule, statP99, g/gapShare, by)
+	if st.Server.IdleTimeout > 0 {
+		tighten(srcIdleClose, statP99, g/gapShare, by)
+	}
+	if !direct(st) {
+		tighten(srcLink, statP99, g/linkGapShare, by)
+	}
 }
 
 // baselineLimits sets the limits of a latency the baseline gates, whose margin is known

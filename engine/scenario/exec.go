@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/adapter"
 )
 
 // Exec names a real client program for client.exec: a bundled adapter (written as its
@@ -152,13 +152,13 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	}
 	if e.Adapter == "" {
 		if len(e.Command) == 0 {
-			l.add(at("client.exec"), "client.exec", "name a bundled adapter (%s) or give {command: [program, args...]}%s", strings.Join(execclient.Names(), ", "), where)
+			l.add(at("client.exec"), "client.exec", "name a bundled adapter (%s) or give {command: [program, args...]}%s", strings.Join(adapter.Names(), ", "), where)
 		}
 		return // the user's program gets every field in the plan; it is theirs to honour
 	}
-	a, ok := execclient.Lookup(e.Adapter)
+	a, ok := adapter.Lookup(e.Adapter)
 	if !ok {
-		l.add(at("client.exec"), "client.exec", "unknown adapter %q (bundled: %s)%s", e.Adapter, strings.Join(execclient.Names(), ", "), where)
+		l.add(at("client.exec"), "client.exec", "unknown adapter %q (bundled: %s)%s", e.Adapter, strings.Join(adapter.Names(), ", "), where)
 		return
 	}
 	for _, f := range fields {

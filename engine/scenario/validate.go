@@ -14,7 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/adapter"
 	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -134,8 +134,8 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 	case field == "keepalive_hint":
 		return append(diags, at(n, path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")"))
 	case field == "exec" && n != nil && n.Kind == yaml.ScalarNode:
-		msg := value + " is not a bundled adapter (" + strings.Join(execclient.Names(), ", ") + "); your own program is {command: [program, args...]}"
-		if s := suggest.Closest(n.Value, execclient.Names()); s != "" {
+		msg := value + " is not a bundled adapter (" + strings.Join(adapter.Names(), ", ") + "); your own program is {command: [program, args...]}"
+		if s := suggest.Closest(n.Value, adapter.Names()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
 		return append(diags, at(n, path, msg))

@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// clientHop is the hop that sends the run's requests: it starts last, in front of the
+// path, and drives the load through it.
+type clientHop interface {
+	Hop
+	drive(ctx context.Context, rc *recorder) error
+}
+
+// goClient is a client in kalab's process: the model client, Go's Transport, or the
+// caller's own Go client (go-func). It runs the load schedule itself.
+type goClient struct {
+	st       scenario.Settings
+	scale    scaler
+	topo     *topology
+	build    func(client.Config) (client.Client, error)
+	schedule *lag.Recorder
+	caller   bool // the caller's client (go-func): its own counts are not kalab's
+	cl       client.Client
+	impl     string // the implementation the client was built with
+	version  string // kalab's
+	stats    client.Stats
+}
+
+func (g *goClient) Role() string { return "client" }
+
+func (g *goClient) Start(_ context.Context, next string) (string, error) {
+	ep := g.topo.server.endpoint()
+	ccfg := clientConfig(g.st, g.scale, next, ep.roots, ep.serverName)
+	if ep.tls != nil {
+		ccfg.TLS = *ep.tls
+	}
+	if ep.path != "" {
+		ccfg.Path = ep.path
+	}
+	if l, ok := g.topo.path[0].(*link); ok {
+		ccfg.Handshake = l.handshake
+	}
+	cl, err := g.build(ccfg)
+	if err != nil {
+		return "", fmt.Errorf("client: %w", err)
+	}
+	g.cl, g.impl = cl, string(ccfg.Implementation)
+	return "", nil
+}
+
+func (g *goClient) Identity() Identity {
+	if g.caller {
+		return Identity{Kind: "go-func", Name: "caller"}
+	}
+	return Identity{Kind: g.impl, Name: "kalab", Version: g.version, Verified: true}
+}
+
+func (g *goClient) Timing() map[string]*lag.Recorder {
+	return map[string]*lag.Recorder{srcSchedule: g.schedule}
+}
+
+// Close closes the client (its goodbyes reach the server and the links) and keeps its
+// final counters.
+func (g *goClient) Close() error {
+	if g.cl == nil {
+		return nil
+	}
+	err := g.cl.Close()
+	g.stats, g.cl = g.cl.Stats(), nil
+	return err
+}
+
+func (g *goClient) Stats() Stats {
+	return clientStats{Connections: g.stats.Connections, HiddenRetries: g.stats.HiddenRetries, trusted: !g.caller}
+}
+
+func (g *goClient) drive(ctx context.Context, rc *recorder) error {
+	spec := loadSpec(g.st, g.scale)
+	spec.Lag = g.schedule
+	spec.Sleep = new(netsim.Sleeper).Until
+	cl := g.cl
+	return load.Run(ctx, spec, func(ctx context.Context, seq int) {
+		ev := cl.Do(ctx, seq)
+		if !ev.OK() && ctx.Err() != nil {
+			return // cut short by an interrupt or the deadline: not a result of the scenario
+		}
+		planned, ok := load.Scheduled(ctx)
+		rc.record(ev, rc.tm.queueWait(planned, ok, ev.Start))
+	})
+}
+
+// clientStats are a client's own counters. A client kalab did not write (the caller's, a
+// real program) is not trusted for its connection count: the edge takes it from the hop
+// the client dials.
+type clientStats struct {
+	Connections, HiddenRetries int64
+	trusted                    bool
+}
+
+func (c clientStats) Flatten(into map[string]float64) {
+	into["connections"] = float64(c.Connections)
+	into["hidden_retries"] = float64(max(c.HiddenRetries, int64(into["hidden_retries"])))
+}
+
+// programClient is a real client program (client.exec) that keeps its own schedule.
+// Connection truth for a program kalab cannot trace comes from the server's log.
+type programClient struct {
+	x       *execRun
+	st      scenario.Settings
+	srvLog  *serverLog
+	topo    *topology
+	logFile func() (*os.File, string, error)
+	warn    func(error)
+	url     string
+	file    *os.File
+	rc      *recorder
+}
+
+func (p *programClient) Role() string { return "client" }
+
+func (p *programClient) Start(_ context.Context, next string) (string, error) {
+	p.url = execURL(p.st, next)
+	// The program's logs are kept beside its requests.
+	f, rel, err := p.logFile()
+	if err != nil {
+		p.warn(err)
+		return "", nil
+	}
+	p.file, p.x.cfg.Stderr, p.x.stderr = f, f, rel
+	return "", nil
+}
+
+func (p *programClient) Identity() Identity {
+	return Identity{Kind: "exec", Name: p.x.id.Adapter, Program: p.x.id.Executable, Version: p.x.id.Version}
+}
+
+func (p *programClient) Timing() map[string]*lag.Recorder { return nil }
+
+func (p *programClient) Close() error {
+	if p.file == nil {
+		return nil
+	}
+	f := p.file
+	p.file = nil
+	return f.Close()
+}
+
+func (p *programClient) drive(ctx context.Context, rc *recorder) error {
+	p.rc = rc
+	return runExec(ctx, p.x, p.url, p.topo.server.endpoint().caPEM, func(ev client.Event) { rc.record(ev, time.Time{}) })
+}
+
+func (p *programClient) Stats() Stats {
+	s := programStats{}
+	if p.rc == nil {
+		return s
+	}
+	requests := p.rc.requests
+	s.HiddenRetries = p.srvLog.hiddenResends(int(p.rc.answered.Load()))
+	if !p.rc.sawConn.Load() {
+		// The program did not echo the stamped headers: reuse as the server saw it.
+		s.ServerReused, s.requests = p.srvLog.reused, requests
+	}
+	s.CPUUsPerRequest, s.PeakRSSMB = p.x.usage(requests)
+	return s
+}
+
+// programStats are what kalab measured of a real client program.
+type programStats struct {
+	HiddenRetries   int
+	ServerReused    int // requests the server saw on a reused connection, when the program did not echo
+	requests        int // > 0 when ServerReused stands for the program's reuse
+	CPUUsPerRequest float64
+	PeakRSSMB       float64
+}
+
+func (s programStats) Flatten(into map[string]float64) {
+	into["hidden_retries"] = float64(s.HiddenRetries)
+	if s.requests > 0 {
+		into["reused_requests"] = float64(s.ServerReused)
+		into["reuse_ratio"] = float64(s.ServerReused) / float64(s.requests)
+	}
+	into["cpu_us_per_request"], into["peak_rss_mb"] = s.CPUUsPerRequest, s.PeakRSSMB
+}
+
+// programRecord is the run record's view of the program.
+func (p *programClient) programRecord() *report.ClientRuntime { return p.x.runtimeRecord() }

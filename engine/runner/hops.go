@@ -1,0 +1,320 @@
+package runner
+
+import (
+	"context"
+	"crypto/x509"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/balancer"
+	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/realserver"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/server"
+)
+
+// serverHop is the last hop of a path, with what the client and the run's records need of it.
+type serverHop interface {
+	Hop
+	endpoint() endpoint
+	// conns are the run's connection records as the server saw them (or the link in front
+	// of a server kalab does not control), in scenario time.
+	conns(rc *recorder, loadEnd time.Time) []report.Conn
+	// closedAt is when and why the server closed connection id; ok false when it cannot say.
+	closedAt(id uint64) (server.ConnRecord, bool)
+	record() *report.Server
+	// accepted is how many connections reached the server.
+	accepted() int64
+}
+
+// endpoint is what a client needs to reach the server: whom to trust and what to ask for.
+type endpoint struct {
+	roots      *x509.CertPool
+	serverName string
+	caPEM      []byte // the CA a real client program is handed (embedded server only)
+	path       string // "" keeps the scenario's
+	tls        *bool  // set when the server decides (a URL's scheme)
+}
+
+// serverStats are a server's counters.
+type serverStats struct{ Connections, TLSHandshakes, TLSResumed int64 }
+
+func (s serverStats) Flatten(into map[string]float64) {
+	into["server_connections"] = float64(s.Connections)
+	into["tls_handshakes"] = float64(s.TLSHandshakes)
+	into["tls_resumed"] = float64(s.TLSResumed)
+}
+
+// embeddedServer is kalab's own HTTP server.
+type embeddedServer struct {
+	cfg     server.Config
+	version string
+	srv     *server.Server
+}
+
+func (e *embeddedServer) Role() string { return "server" }
+
+func (e *embeddedServer) Start(context.Context, string) (string, error) {
+	srv, err := server.Start(e.cfg)
+	if err != nil {
+		return "", err
+	}
+	e.srv = srv
+	return srv.Addr(), nil
+}
+
+func (e *embeddedServer) Identity() Identity {
+	return Identity{Kind: "embedded", Name: "kalab", Version: e.version, Verified: true}
+}
+
+func (e *embeddedServer) Timing() map[string]*lag.Recorder {
+	return map[string]*lag.Recorder{srcIdleClose: e.cfg.Lag}
+}
+
+func (e *embeddedServer) Stats() Stats {
+	ss := e.srv.Stats()
+	return serverStats{Connections: ss.Connections, TLSHandshakes: ss.TLSHandshakes, TLSResumed: ss.TLSResumed}
+}
+
+func (e *embeddedServer) Close() error {
+	if e.srv == nil {
+		return nil
+	}
+	return e.srv.Close()
+}
+
+func (e *embeddedServer) accepted() int64            { return e.srv.Stats().Connections }
+func (e *embeddedServer) open() int64                { return e.srv.Stats().Open }
+func (e *embeddedServer) AcceptedFrom(peer int) bool { return e.srv.AcceptedFrom(peer) }
+func (e *embeddedServer) record() *report.Server {
+	id := e.Identity()
+	return &report.Server{Kind: id.Kind, Name: id.Name, Version: id.Version}
+}
+func (e *embeddedServer) closedAt(id uint64) (server.ConnRecord, bool) { return e.srv.ConnClosed(id) }
+
+func (e *embeddedServer) endpoint() endpoint {
+	return endpoint{roots: e.srv.RootCAs(), serverName: e.srv.ServerName(), caPEM: e.srv.CAPEM()}
+}
+
+func (e *embeddedServer) conns(rc *recorder, loadEnd time.Time) []report.Conn {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return serverConns(e.srv.Conns(), rc.serverOf, rc.start, loadEnd, float64(rc.scale))
+}
+
+// realServer is a real program (nginx, Node, HAProxy, a command) or a URL. Its own
+// counters are not kalab's to read: its connections are the links that reached it, from
+// the log of the link in front of it.
+type realServer struct {
+	cfg    realserver.Config
+	runDir string
+	links  *connLog
+	rs     *realserver.Server
+}
+
+func (r *realServer) Role() string { return "server" }
+
+func (r *realServer) Start(ctx context.Context, _ string) (string, error) {
+	rs, err := realserver.Start(ctx, r.cfg)
+	if err != nil {
+		return "", err
+	}
+	r.rs = rs
+	return rs.Addr(), nil
+}
+
+func (r *realServer) Identity() Identity {
+	id := r.rs.Identity()
+	program := id.Program
+	if program == "" {
+		program = id.URL
+	}
+	return Identity{Kind: string(id.Kind), Name: id.Name, Program: program, Version: id.Version}
+}
+
+func (r *realServer) Timing() map[string]*lag.Recorder { return nil }
+
+func (r *realServer) Stats() Stats {
+	var ss serverStats
+	for _, rec := range r.links.all() {
+		if rec.Connected > 0 {
+			ss.Connections++
+		}
+	}
+	return ss
+}
+
+func (r *realServer) Close() error {
+	if r.rs == nil {
+		return nil
+	}
+	return r.rs.Close()
+}
+
+func (r *realServer) accepted() int64 { return r.Stats().(serverStats).Connections }
+
+func (r *realServer) closedAt(uint64) (server.ConnRecord, bool) { return server.ConnRecord{}, false }
+
+func (r *realServer) endpoint() endpoint {
+	ep := endpoint{roots: r.rs.RootCAs(), serverName: r.rs.ServerName(), path: r.rs.Path()}
+	if r.rs.Identity().Kind == realserver.URL {
+		tls := strings.HasPrefix(r.cfg.URL, "https://")
+		ep.tls = &tls
+	}
+	return ep
+}
+
+func (r *realServer) conns(rc *recorder, loadEnd time.Time) []report.Conn {
+	return proxyConns(r.links.all(), rc.start, loadEnd, float64(rc.scale))
+}
+
+func (r *realServer) record() *report.Server {
+	id := r.rs.Identity()
+	out := &report.Server{Kind: string(id.Kind), Name: id.Name, Version: id.Version, Program: id.Program,
+		URL: id.URL, ServerHeader: id.ServerHeader}
+	for _, l := range r.rs.Logs() {
+		if rel, err := filepath.Rel(r.runDir, l); err == nil {
+			out.Logs = append(out.Logs, rel)
+		}
+	}
+	return out
+}
+
+// link is a netsim latency proxy: the client's link, or the balancer's backend link.
+type link struct {
+	role    string
+	cfg     netsim.Config // Upstream is filled at Start
+	scale   float64
+	version string   // kalab's
+	log     *connLog // the proxy's connection records, when it keeps them
+	p       *netsim.Proxy
+}
+
+func (l *link) Role() string { return l.role }
+
+func (l *link) Start(_ context.Context, next string) (string, error) {
+	cfg := l.cfg
+	cfg.Upstream = next
+	if l.log != nil {
+		cfg.OnConn = l.log.add
+	}
+	p, err := netsim.Start(cfg)
+	if err != nil {
+		return "", err
+	}
+	l.p = p
+	return p.Addr(), nil
+}
+
+func (l *link) Identity() Identity {
+	return Identity{Kind: "netsim", Name: "kalab", Version: l.version, Verified: true}
+}
+
+func (l *link) Timing() map[string]*lag.Recorder { return map[string]*lag.Recorder{srcLink: l.cfg.Lag} }
+
+func (l *link) Stats() Stats {
+	s := linkStats{backend: l.role == roleBackendLink, Stats: l.p.Stats(), scale: l.scale}
+	if l.log != nil {
+		s.records = l.log.all()
+	}
+	return s
+}
+
+func (l *link) Close() error {
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Close()
+}
+
+func (l *link) open() int64                { return l.p.Stats().Open }
+func (l *link) AcceptedFrom(peer int) bool { return l.p.AcceptedFrom(peer) }
+func (l *link) accepted() int64            { return l.p.Stats().Accepted }
+
+// handshake is the simulated SYN/SYN-ACK wait the client calls after each connect.
+func (l *link) handshake(ctx context.Context, start time.Time) error {
+	return l.p.Handshake(ctx, start)
+}
+
+// finish closes the proxy, which records the links still open as closed at the run's end:
+// its records are complete from then on.
+func (l *link) finish() {
+	if l.log != nil {
+		_ = l.p.Close()
+	}
+}
+
+// linkStats are a link's counters and, for the link in front of the server, its
+// connection records (the server's idle closes as the link saw them).
+type linkStats struct {
+	netsim.Stats
+	backend bool
+	records []netsim.ConnRecord
+	scale   float64
+}
+
+func (s linkStats) Flatten(into map[string]float64) {
+	if s.backend {
+		into["backend_proxy_connections"] = float64(s.Accepted)
+		return
+	}
+	into["proxy_connections"] = float64(s.Accepted)
+	into["bytes_up"] = float64(s.BytesUp)
+	into["bytes_down"] = float64(s.BytesDown)
+	into["listen_overflows"] = float64(s.Overflows)
+	idleCloseMetrics(into, s.records, s.scale)
+}
+
+// balancerPart is the balancer in the middle of a two-hop topology.
+type balancerPart struct {
+	start   func(next string) (balancerHop, error)
+	b       balancerHop
+	version string // kalab's
+}
+
+func (b *balancerPart) Role() string { return "balancer" }
+
+func (b *balancerPart) Start(_ context.Context, next string) (string, error) {
+	bal, err := b.start(next)
+	if err != nil {
+		return "", err
+	}
+	b.b = bal
+	return bal.Addr(), nil
+}
+
+func (b *balancerPart) Identity() Identity {
+	return Identity{Kind: "balancer", Name: "kalab", Verified: true}
+}
+
+func (b *balancerPart) Timing() map[string]*lag.Recorder { return nil }
+func (b *balancerPart) Stats() Stats                     { return balancerStats(b.b.Stats()) }
+func (b *balancerPart) open() int64                      { return b.b.Stats().Open }
+
+func (b *balancerPart) Close() error {
+	if b.b == nil {
+		return nil
+	}
+	return b.b.Close()
+}
+
+// balancerStats are the balancer's own counters.
+type balancerStats balancer.Stats
+
+func (bs balancerStats) Flatten(flat map[string]float64) {
+	flat["balancer_connections"] = float64(bs.Connections)
+	flat["balancer_requests"] = float64(bs.Requests)
+	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_closes"] = float64(bs.ClientCloses)
+	flat["balancer_retries"] = float64(bs.Retries)
+	flat["backend_connections"] = float64(bs.BackendConnections)
+	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	var failed int64
+	for class, n := range bs.BackendErrors {
+		flat["backend_errors_by_class."+string(class)] = float64(n)
+		failed += n
+	}
+	flat["backend_errors"] = float64(failed)
+}

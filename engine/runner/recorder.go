@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// recorder takes each request's event as it ends: into the aggregate, the request file,
+// the map of client to server connections, and the reuse invariants.
+type recorder struct {
+	run      *scenario.Run
+	observer Observer
+	scale    scaler
+	tm       *timers
+	start    time.Time
+	agg      *metrics.Aggregator
+	reqs     *report.RequestWriter // nil when requests are not written
+	server   serverHop
+	// handshake is the link's simulated SYN/SYN-ACK: the client's connect time includes it
+	// (one RTT, real time); a dropped SYN shows as a connect of a second or more.
+	handshake time.Duration
+
+	answered, retriedConnects atomic.Int64
+	sawConn                   atomic.Bool
+	requests                  int // set once the load ended
+
+	mu sync.Mutex
+	// serverOf is which server connection each client connection is, from the Kalab-Conn
+	// header of its responses: a failed request learns from it when the server closed its
+	// socket.
+	serverOf map[uint64]uint64
+	reuse    reuseBook
+}
+
+func newRecorder(r *scenario.Run, obs Observer, scale scaler, tm *timers, srv serverHop, handshake time.Duration) *recorder {
+	return &recorder{run: r, observer: obs, scale: scale, tm: tm, agg: metrics.New(), server: srv,
+		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: newReuseBook()}
+}
+
+// record takes one request's event; planned is when the schedule meant it to start, zero
+// for a real program, which keeps its own schedule.
+func (rc *recorder) record(ev client.Event, planned time.Time) {
+	if synRetried(ev.Connect, rc.handshake) {
+		rc.retriedConnects.Add(1)
+	}
+	if ev.Status > 0 {
+		rc.answered.Add(1)
+	}
+	if ev.ConnID != 0 {
+		rc.sawConn.Store(true)
+	}
+	rc.agg.Add(ev)
+	rc.mu.Lock()
+	rc.reuse.add(ev)
+	if ev.ServerConn != 0 && ev.ConnID != 0 {
+		rc.serverOf[ev.ConnID] = ev.ServerConn
+	}
+	if rc.reqs != nil {
+		rq := requestRecord(ev, rc.start, planned, float64(rc.scale))
+		rc.serverClose(&rq, ev)
+		rc.reqs.Write(&rq)
+	}
+	rc.mu.Unlock()
+	if rc.observer != nil {
+		rc.observer.RequestDone(rc.run, ev.OK())
+	}
+}
+
+// serverClose notes, on a failed request, when and why the server closed its connection.
+func (rc *recorder) serverClose(rq *report.Request, ev client.Event) {
+	if ev.OK() {
+		return
+	}
+	if rq.ServerConn == 0 {
+		rq.ServerConn = rc.serverOf[ev.ConnID]
+	}
+	if rq.ServerConn == 0 {
+		return
+	}
+	if c, ok := rc.server.closedAt(rq.ServerConn); ok {
+		at := max(float64(c.Closed.Sub(rc.start))/float64(time.Millisecond)/float64(rc.scale), 0)
+		rq.ServerClosedMs, rq.ServerCloseReason = &at, c.Reason
+	}
+}

@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"errors"
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// Roles of the built-in hops.
+const (
+	roleLink        = "link"
+	roleBackendLink = "backend_link"
+)
+
+// buildTopology translates a run's settings into its chain of hops: client, link (when
+// it has something to simulate), [balancer, backend link,] the hops a test adds, server.
+// Nothing starts here.
+func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (*topology, error) {
+	t := &topology{}
+	var links *connLog
+	if st.Balancer == nil {
+		// The link's upstream side is the server's: its closes are the server's, and for a
+		// real server the only connection truth.
+		links = &connLog{}
+	}
+	srvLog, err := t.buildServer(w, sc, r, st, scale, opt, ex, tm, links)
+	if err != nil {
+		return nil, err
+	}
+	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
+	// directly: the proxy would add nothing but two descriptors per connection, which is
+	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
+	// always has the proxy: it is where its connections are seen.
+	if !direct(st) {
+		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion}
+		front.cfg.Lag = &tm.link
+		if links != nil {
+			front.cfg.AllowRemoteUpstream = opt.AllowRemote
+		}
+		t.path = append(t.path, front)
+	}
+	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion)...)
+	for _, mb := range opt.middleboxes {
+		t.path = append(t.path, mb())
+	}
+	t.path = append(t.path, t.server)
+	t.client = buildClient(w, sc, r, st, scale, opt, ex, log, tm, t, srvLog)
+	return t, nil
+}
+
+// buildServer makes the server hop: the embedded one, or a real program (or URL) the link
+// puts in front of. It returns the server's request log for a real client program.
+func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, tm *timers, links *connLog) (*serverLog, error) {
+	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+		if ex != nil || st.Balancer != nil {
+			// Check refuses these at load time; kept here so no path reaches a nil server.
+			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
+		}
+		var err error
+		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
+			return nil, err
+		}
+		t.server = &realServer{cfg: rc, runDir: w.Dir, links: links}
+		return nil, nil
+	}
+	scfg := serverConfig(st, scale)
+	scfg.Lag = &tm.idle
+	scfg.Sleep = netsim.Sleep // idle closes land on their instant, not up to 1 ms late
+	// The connection id on every response ties the server's close records to the client's
+	// connections (the proxy between them gives each side its own ports).
+	scfg.Stamp = true
+	var srvLog *serverLog
+	if ex != nil {
+		// Connection truth for a program kalab cannot trace comes from the server.
+		srvLog = newServerLog()
+		scfg.OnRequest = srvLog.observe
+	}
+	t.server = &embeddedServer{cfg: scfg, version: opt.KalabVersion}
+	return srvLog, nil
+}
+
+// balancerHops are the balancer and its backend link (when it has something to simulate).
+func balancerHops(st scenario.Settings, scale scaler, tm *timers, version string) []Hop {
+	if st.Balancer == nil {
+		return nil
+	}
+	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next) }}}
+	if !directBackend(st) {
+		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version}
+		back.cfg.Lag = &tm.link
+		hops = append(hops, back)
+	}
+	return hops
+}
+
+// buildClient makes the client hop: a real program, or a Go client in kalab's process.
+func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers, t *topology, srvLog *serverLog) clientHop {
+	if ex != nil {
+		return &programClient{x: ex, st: st, srvLog: srvLog, topo: t,
+			logFile: func() (f *os.File, rel string, err error) {
+				f, err = w.ClientLog(sc.Name, r.Variant)
+				return f, report.ClientLogPath(sc.Name, r.Variant), err
+			},
+			warn: func(err error) { log.Warn().Err(err).Msg("the client's standard error is not kept") }}
+	}
+	build := client.New
+	if opt.NewClient != nil {
+		build = opt.NewClient
+	}
+	return &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
+}
