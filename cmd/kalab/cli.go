@@ -258,6 +258,21 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 	return plan, files
 }
 
+// warnUnjudgeable prints, before anything runs, each check whose timing tolerance is below
+// what its timers reach on a quiet machine (runner.Unjudgeable): the runs go ahead, and
+// would end noisy. It returns how many it printed.
+func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, timeScale, lagTolerance float64) int {
+	ds := runner.Unjudgeable(plan, timeScale, lagTolerance)
+	for _, d := range ds {
+		d.Message = "warning: " + d.Message
+		fmt.Fprintln(stderr, d.String())
+	}
+	if len(ds) > 0 {
+		fmt.Fprintf(stderr, "kalab: %d check%s cannot be judged at %s time scale (README: Runs that know when they are wrong)\n", len(ds), plural(len(ds)), map[bool]string{true: "its", false: "their"}[len(ds) == 1])
+	}
+	return len(ds)
+}
+
 // printDiagnostics prints a load error: each diagnostic on its line, then the count.
 func printDiagnostics(stderr io.Writer, err error) {
 	var ds scenario.Diagnostics
@@ -287,6 +302,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if plan == nil {
 		return exitInvalid
 	}
+	warnUnjudgeable(stderr, plan, 0, 0)
 	if !*quiet {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")

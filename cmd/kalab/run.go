@@ -236,6 +236,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return nil, exitInvalid, false
 		}
 	}
+	warnUnjudgeable(stderr, inv.plan, inv.opt.TimeScale, inv.opt.LagTolerance)
 	if f.sharded() {
 		if err := applyShard(f, inv, files); err != nil {
 			return fail("%v", err)
