@@ -89,6 +89,8 @@ type runFlags struct {
 	// lagTolerance multiplies each run's timing tolerance (derived from its checks); 0 measures lateness but never
 	// marks a run noisy.
 	lagTolerance float64
+	// attempts bounds how often a noisy run is tried (--attempts).
+	attempts int
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -110,6 +112,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
+	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
@@ -130,6 +133,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
+	}
+	if f.attempts < 1 || f.attempts > 10 {
+		return invalid("--attempts must be between 1 and 10")
 	}
 	if !fs.Changed("lag-tolerance") {
 		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
@@ -192,6 +198,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		inv.opt.TimeScale = f.timeScale
 	}
 	inv.opt.LagTolerance = f.lagTolerance
+	inv.opt.Attempts = f.attempts
 	if f.lagTolerance == 0 {
 		inv.opt.LagTolerance = -1 // the runner's "off"
 	}
