@@ -592,16 +592,24 @@ func TestRunSleepsOnTheGivenClock(t *testing.T) {
 	}
 	calls = nil
 	s = Spec{Requests: 4, Rate: 200, Sleep: sleep}
+	start := time.Now()
 	if err := Run(context.Background(), s, func(context.Context, int) {}); err != nil {
 		t.Fatal(err)
 	}
-	if len(calls) != 3 {
-		t.Fatalf("Sleep called %d times for 3 spaced arrivals", len(calls))
+	// An arrival already due when the schedule reaches it is not slept for: on a busy
+	// machine some of the three can be. The run's own duration says whether it was late:
+	// planned 15 ms, so one that took under 20 ms had every arrival ahead of it.
+	took := time.Since(start)
+	if len(calls) < 1 || len(calls) > 3 || (len(calls) < 3 && took < 20*time.Millisecond) {
+		t.Fatalf("Sleep called %d times for 3 spaced arrivals in %v", len(calls), took)
 	}
 	for i := 1; i < len(calls); i++ {
-		if gap := calls[i].Sub(calls[i-1]); gap != 5*time.Millisecond {
-			t.Errorf("arrival %d planned %v after the previous, want 5ms", i+1, gap)
+		if gap := calls[i].Sub(calls[i-1]); gap <= 0 || gap%(5*time.Millisecond) != 0 {
+			t.Errorf("arrival %d planned %v after the previous, want a multiple of 5ms", i+1, gap)
 		}
+	}
+	if len(calls) < 3 {
+		t.Logf("the machine was late: %d of 3 arrivals slept for, the schedule took %v for 15 ms", len(calls), took)
 	}
 	var started int
 	s = Spec{Requests: 9, Burst: 3, PauseMin: time.Millisecond, PauseMax: time.Millisecond,
