@@ -436,7 +436,9 @@ can be believed, in real milliseconds:
   sources.sched                       how long goroutines waited to run once they could
                                       (the runtime's sampled scheduling latency), judged
                                       at the max for count checks
-  noisy, reason, attempt, reruns      over a limit: no verdict, rerun alone, then exit 3
+  noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
+                                      finds headroom, up to --attempts (3) in all, then
+                                      exit 3; reruns lists each attempt and probe
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
   link_trips                          the link's trips a request waits on in turn; against
