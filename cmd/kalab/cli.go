@@ -260,6 +260,21 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 	return plan, files
 }
 
+// warnUnjudgeable prints, before anything runs, each check whose timing tolerance is below
+// what its timers reach on a quiet machine (runner.Unjudgeable): the runs go ahead, and
+// would end noisy. It returns how many it printed.
+func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, timeScale, lagTolerance float64) int {
+	ds := runner.Unjudgeable(plan, timeScale, lagTolerance)
+	for _, d := range ds {
+		d.Message = "warning: " + d.Message
+		fmt.Fprintln(stderr, d.String())
+	}
+	if len(ds) > 0 {
+		fmt.Fprintf(stderr, "kalab: %d check%s cannot be judged at %s time scale (README: Runs that know when they are wrong)\n", len(ds), plural(len(ds)), map[bool]string{true: "its", false: "their"}[len(ds) == 1])
+	}
+	return len(ds)
+}
+
 // printDiagnostics prints a load error: each diagnostic on its line, then the count.
 func printDiagnostics(stderr io.Writer, err error) {
 	var ds scenario.Diagnostics
@@ -289,6 +304,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if plan == nil {
 		return exitInvalid
 	}
+	warnUnjudgeable(stderr, plan, 0, 0)
 	if !*quiet {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")
@@ -457,7 +473,9 @@ can be believed, in real milliseconds:
   sources.sched                       how long goroutines waited to run once they could
                                       (the runtime's sampled scheduling latency), judged
                                       at the max for count checks
-  noisy, reason, attempt, reruns      over a limit: no verdict, rerun alone, then exit 3
+  noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
+                                      finds headroom, up to --attempts (3) in all, then
+                                      exit 3; reruns lists each attempt and probe
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
   link_trips                          the link's trips a request waits on in turn; against

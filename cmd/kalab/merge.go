@@ -321,8 +321,8 @@ func writeMerged(out string, plan *scenario.Plan, inv *invocation, runs map[stri
 				stripBaseline(rec)
 				inv.cmp.Apply(rec)
 			}
-			if rec.RequestsFile != "" {
-				keep(copyRequests(m.dir, w.Dir, rec.RequestsFile))
+			for _, f := range referencedFiles(rec) {
+				keep(copyRunFile(m.dir, w.Dir, f))
 			}
 			keep(w.WriteRun(rec))
 			outcome.Runs = append(outcome.Runs, rec)
@@ -366,11 +366,25 @@ func stripBaseline(rec *report.Run) {
 	}
 }
 
-// copyRequests copies a run's request file into the merged directory (a hard link when both
-// are on one file system).
-func copyRequests(from, to, rel string) error {
+// referencedFiles lists every file a run record points to, relative to its run directory:
+// the request and connection files, a real client's standard error, a real server's
+// configuration and logs. A merged record keeps these references, so merge copies them all.
+func referencedFiles(rec *report.Run) []string {
+	files := []string{rec.RequestsFile, rec.ConnectionsFile}
+	if rec.Client != nil {
+		files = append(files, rec.Client.Stderr)
+	}
+	if rec.Server != nil {
+		files = append(files, rec.Server.Logs...)
+	}
+	return slices.DeleteFunc(files, func(f string) bool { return f == "" })
+}
+
+// copyRunFile copies one file a run record references into the merged directory (a hard
+// link when both are on one file system).
+func copyRunFile(from, to, rel string) error {
 	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("%s: request file %q is outside the run directory", from, rel)
+		return fmt.Errorf("%s: file %q is outside the run directory", from, rel)
 	}
 	src, dst := filepath.Join(from, rel), filepath.Join(to, rel)
 	if err := os.MkdirAll(filepath.Dir(dst), atomicfile.DirMode); err != nil {
@@ -382,7 +396,7 @@ func copyRequests(from, to, rel string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s: request file %s is missing", from, rel)
+			return fmt.Errorf("%s: file %s, referenced by a run record, is missing", from, rel)
 		}
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -370,7 +371,17 @@ func writeResults(t *testing.T, dir string, runs []report.Run, scs []report.Scen
 	enc := json.NewEncoder(&b)
 	for i := range runs {
 		r := runs[i]
-		r.RequestsFile = "" // the baseline was written with --no-requests
+		// Only the baseline's results.jsonl is committed: none of the files its records
+		// reference are here, and merge refuses a reference to a missing file.
+		r.RequestsFile, r.ConnectionsFile = "", ""
+		if r.Client != nil {
+			c := *r.Client
+			c.Stderr, r.Client = "", &c
+		}
+		if r.Server != nil {
+			sv := *r.Server
+			sv.Logs, r.Server = nil, &sv
+		}
 		enc.Encode(&r)
 	}
 	for i := range scs {
@@ -426,6 +437,80 @@ func TestShardWeights(t *testing.T) {
 			if d := r.ExpectedMs - want; d < -1 || d > 1 {
 				t.Errorf("scale %v: %s weighed %.0f ms, the results file says %.0f ms", scale, k, r.ExpectedMs, want)
 			}
+		}
+	}
+}
+
+// TestMergeCarriesReferencedFiles: every file a merged run record references (request,
+// connection, real client and real server files) opens in the merged directory. The
+// references are read from the raw JSON, apart from the code that copies them.
+func TestMergeCarriesReferencedFiles(t *testing.T) {
+	for _, prog := range []string{"curl", "nginx"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI installs it in .ci/preamble)", prog)
+			}
+			t.Skipf("%s is not installed", prog)
+		}
+	}
+	tmp := t.TempDir()
+	const set = "testdata/merge-refs"
+	for i := 1; i <= 2; i++ {
+		if code, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/2", i), "--out", filepath.Join(tmp, "shards", fmt.Sprint(i)), set); code != exitOK {
+			t.Fatalf("shard %d/2: exit %d\n%s", i, code, out)
+		}
+	}
+	merged := filepath.Join(tmp, "merged")
+	if code, out := kalab(t, "merge", filepath.Join(tmp, "shards"), "--out", merged); code != exitOK {
+		t.Fatalf("merge: exit %d\n%s", code, out)
+	}
+	dir := filepath.Join(merged, "latest")
+	b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct {
+			Record          string `json:"record"`
+			Variant         string `json:"variant"`
+			RequestsFile    string `json:"requests_file"`
+			ConnectionsFile string `json:"connections_file"`
+			Client          *struct {
+				Stderr string `json:"stderr"`
+			} `json:"client"`
+			Server *struct {
+				Logs []string `json:"logs"`
+			} `json:"server"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		refs := map[string][]string{"requests": {rec.RequestsFile}, "connections": {rec.ConnectionsFile}}
+		if rec.Client != nil {
+			refs["client"] = []string{rec.Client.Stderr}
+		}
+		if rec.Server != nil {
+			refs["server"] = rec.Server.Logs
+		}
+		for kind, files := range refs {
+			for _, f := range files {
+				if f == "" {
+					continue
+				}
+				kinds[kind]++
+				fh, err := os.Open(filepath.Join(dir, f))
+				if err != nil {
+					t.Errorf("run %s references %s (%s), which the merged directory lacks: %v", rec.Variant, f, kind, err)
+					continue
+				}
+				fh.Close()
+			}
+		}
+	}
+	for _, kind := range []string{"requests", "connections", "client", "server"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no merged run references a %s file: the set no longer covers it (%v)", kind, kinds)
 		}
 	}
 }

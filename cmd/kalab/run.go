@@ -91,6 +91,8 @@ type runFlags struct {
 	// lagTolerance multiplies each run's timing tolerance (derived from its checks); 0 measures lateness but never
 	// marks a run noisy.
 	lagTolerance float64
+	// attempts bounds how often a noisy run is tried (--attempts).
+	attempts int
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -114,6 +116,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	allowExec := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
 	fs.Lookup("allow-exec").NoOptDefVal = "all"
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
+	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
@@ -141,6 +144,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
+	}
+	if f.attempts < 1 || f.attempts > 10 {
+		return invalid("--attempts must be between 1 and 10")
 	}
 	if !fs.Changed("lag-tolerance") {
 		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
@@ -203,6 +209,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		inv.opt.TimeScale = f.timeScale
 	}
 	inv.opt.LagTolerance = f.lagTolerance
+	inv.opt.Attempts = f.attempts
 	if f.lagTolerance == 0 {
 		inv.opt.LagTolerance = -1 // the runner's "off"
 	}
@@ -247,6 +254,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return nil, exitInvalid, false
 		}
 	}
+	warnUnjudgeable(stderr, inv.plan, inv.opt.TimeScale, inv.opt.LagTolerance)
 	if f.sharded() {
 		if err := applyShard(f, inv, files); err != nil {
 			return fail("%v", err)

@@ -24,28 +24,56 @@ func TestTimeWaitCountsActiveCloses(t *testing.T) {
 			go func() { buf := make([]byte, 1); c.Read(buf); c.Close() }()
 		}
 	}()
-	before, err := TimeWait(port)
-	if err != nil {
-		t.Fatal(err)
+	ours := map[int]bool{}
+	for _, c := range dialAll(t, ln.Addr().String(), 20) {
+		ours[c.LocalAddr().(*net.TCPAddr).Port] = true
+		c.Close() // active close: this client socket goes to TIME_WAIT
 	}
-	for range 20 {
-		c, err := net.Dial("tcp", ln.Addr().String())
+	// Counted by the client ports: a count before and after would also see an earlier
+	// listener's TIME_WAIT on the same port number expire, or be taken over by one of these.
+	got := awaitTimeWait(t, port, func(p int) bool { return ours[p] }, 20)
+	if got != 20 {
+		t.Fatalf("TIME_WAIT on port %d: %d of our 20 active closes; want 20", port, got)
+	}
+	if all, err := TimeWait(port); err != nil || all < 20 {
+		t.Fatalf("TimeWait(%d) = %d, %v; want at least 20", port, all, err)
+	}
+}
+
+// awaitTimeWait polls TimeWaitOwn until it reaches want, for up to 30 s (the sockets reach
+// TIME_WAIT when the server's goroutines have run, later on a loaded machine), and returns
+// the last count.
+func awaitTimeWait(t *testing.T, port int, own func(int) bool, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := TimeWaitOwn(port, own)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Close() // active close: this client socket goes to TIME_WAIT
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	got := 0
-	for time.Now().Before(deadline) {
-		if got, _ = TimeWait(port); got-before >= 20 {
-			break
+		if got >= want || time.Now().After(deadline) {
+			return got
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got-before != 20 {
-		t.Fatalf("TIME_WAIT on port %d: %d new; want 20", port, got-before)
+}
+
+// dialAll opens n connections to addr and returns them open. Held open together, they
+// have n different client ports: a connection dialled after another's close could take
+// the port of its TIME_WAIT socket instead (Linux reuses a loopback TIME_WAIT older than
+// 1 s for a new connection to the same address, net.ipv4.tcp_tw_reuse=2), so n closes
+// would leave fewer than n TIME_WAIT sockets whenever the dialling took over a second.
+func dialAll(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
 	}
+	return conns
 }
 
 func TestHexPort(t *testing.T) {
@@ -74,29 +102,24 @@ func TestTimeWaitOwnCountsOnlyTheRunsPeers(t *testing.T) {
 			go func() { buf := make([]byte, 1); c.Read(buf); c.Close() }()
 		}
 	}()
-	mine := map[int]bool{}
-	for i := range 15 {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+	mine, theirs := map[int]bool{}, map[int]bool{}
+	for i, c := range dialAll(t, ln.Addr().String(), 15) {
+		p := c.LocalAddr().(*net.TCPAddr).Port
 		if i < 10 {
-			mine[c.LocalAddr().(*net.TCPAddr).Port] = true
+			mine[p] = true
+		} else {
+			theirs[p] = true
 		}
 		c.Close()
 	}
 	own := func(p int) bool { return mine[p] }
-	deadline := time.Now().Add(3 * time.Second)
-	got, all := 0, 0
-	for time.Now().Before(deadline) {
-		got, _ = TimeWaitOwn(port, own)
-		all, _ = TimeWait(port)
-		if all >= 15 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if got != 10 || all < 15 {
-		t.Fatalf("own TIME_WAIT %d (want 10), all on the port %d (want >= 15)", got, all)
+	other := func(p int) bool { return theirs[p] }
+	// Counted by their own ports: a count of every socket on the port can include an
+	// earlier listener's, left on the same port number.
+	others := awaitTimeWait(t, port, other, 5)
+	got := awaitTimeWait(t, port, own, 10)
+	all, _ := TimeWait(port)
+	if got != 10 || others != 5 || all < 15 {
+		t.Fatalf("own TIME_WAIT %d (want 10), the other peers' %d (want 5), all on the port %d (want >= 15)", got, others, all)
 	}
 }

@@ -256,6 +256,18 @@ func (s *Server) startProgram(ctx context.Context) error {
 		return err
 	}
 	s.tmp = tmp
+	// Every path handed to the program is absolute: the program runs in tmp, and nginx
+	// resolves relative paths against its prefix, not against kalab's directory.
+	if tmp, err = filepath.Abs(tmp); err != nil {
+		return err
+	}
+	s.tmp = tmp
+	abs := s.cfg
+	if abs.LogDir != "" {
+		if abs.LogDir, err = filepath.Abs(abs.LogDir); err != nil {
+			return err
+		}
+	}
 	// Readable by the unprivileged workers a server started as root runs (nginx's).
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
@@ -285,11 +297,11 @@ func (s *Server) startProgram(ctx context.Context) error {
 		if prog == "" {
 			prog = ad.program()
 		}
-		path, err := exec.LookPath(prog)
+		path, err := lookPathAbs(prog)
 		if err != nil {
 			return fmt.Errorf("%s is not installed (%v)", prog, err)
 		}
-		args, cf, err := ad.prepare(s.cfg, tmp, port, files)
+		args, cf, err := ad.prepare(abs, tmp, port, files)
 		if err != nil {
 			return err
 		}
@@ -329,6 +341,16 @@ func (s *Server) startProgram(ctx context.Context) error {
 	s.exited = make(chan struct{})
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	return s.waitReady(ctx, logPath)
+}
+
+// lookPathAbs finds prog as exec.LookPath does and makes the result absolute, since the
+// program starts in its own directory.
+func lookPathAbs(prog string) (string, error) {
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(path)
 }
 
 // waitReady polls the port until the server accepts a connection.

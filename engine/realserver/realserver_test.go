@@ -249,3 +249,41 @@ func TestCheckRefusesWhatAServerCannotExpress(t *testing.T) {
 		t.Errorf("a remote URL with AllowRemote: %v", err)
 	}
 }
+
+// TestRelativePaths: kalab run from a directory with a relative --out (the default
+// results/) and a relative TMPDIR still starts every real server, since each path handed
+// to the program is absolute; nginx would resolve a relative one against its prefix, and
+// node and HAProxy against the directory they start in.
+func TestRelativePaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", "tmp")
+	for _, tc := range []struct {
+		kind Kind
+		prog string
+	}{{Nginx, "nginx"}, {Node, "node"}, {HAProxy, "haproxy"}} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			need(t, tc.prog)
+			logDir := filepath.Join("results", "run", "servers", string(tc.kind))
+			s, err := Start(context.Background(), Config{Kind: tc.kind, TLS: true, IdleTimeout: 2 * time.Second, BodyBytes: 10, LogDir: logDir})
+			if err != nil {
+				t.Fatalf("Start with LogDir %q and TMPDIR=tmp: %v", logDir, err)
+			}
+			resp, c := oneRequest(t, s.Addr(), true, &tls.Config{RootCAs: s.RootCAs(), ServerName: s.ServerName()})
+			c.Close()
+			if resp.StatusCode != 200 || resp.ContentLength != 10 {
+				t.Errorf("got status %d with %d body bytes, want 200 with 10", resp.StatusCode, resp.ContentLength)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range s.Logs() {
+				if _, err := os.Stat(l); err != nil {
+					t.Errorf("a kept log: %v", err)
+				}
+			}
+		})
+	}
+}

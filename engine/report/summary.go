@@ -192,7 +192,7 @@ func timingSummary(w io.Writer, runs []*Run) {
 		for _, why := range r.Timing.Reruns {
 			lines = append(lines, fmt.Sprintf("  %s / %s: %s", r.Scenario, r.Variant, why))
 		}
-		lines = append(lines, fmt.Sprintf("  %s / %s: rerun alone, %s", r.Scenario, r.Variant, outcome))
+		lines = append(lines, fmt.Sprintf("  %s / %s: rerun alone, %s (%d attempt%s)", r.Scenario, r.Variant, outcome, r.Timing.Attempt, plural(r.Timing.Attempt)))
 	}
 	if reran == 0 {
 		return

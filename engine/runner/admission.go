@@ -2,10 +2,12 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/netsim"
 )
 
 // admitWindow is how long the scheduler watches the runs in flight before it starts
@@ -138,3 +140,58 @@ func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
 		backoffs++
 	}
 }
+
+// Headroom probes: probeTimers timers probeGap apart on the precise clock the model's
+// timers wait on, one window of admitWindow.
+const (
+	probeGap    = 2 * time.Millisecond
+	probeTimers = int(admitWindow / probeGap)
+)
+
+// waitHeadroom waits, up to budget, for a window in which probe timers on the precise
+// clock keep inside the tightest limit the run's timer sources are watched at (see
+// watchedLimit and admitShare): the machine's own lateness, with none of kalab's runs in
+// flight. It says what the last probe measured, and whether it found the headroom.
+func waitHeadroom(ctx context.Context, tol tolerance, budget time.Duration) (string, bool) {
+	var lim limit
+	found := false
+	for _, src := range []string{srcLink, srcSchedule, srcIdleClose} {
+		if l, ok := watchedLimit(tol.of(src)); ok && (!found || l.D < lim.D) {
+			lim, found = l, true
+		}
+	}
+	if !found {
+		return "admitted (no timer limit to probe)", true
+	}
+	deadline := time.Now().Add(budget)
+	for {
+		s := probe(ctx)
+		got := statOf(s, lim.Stat)
+		desc := fmt.Sprintf("headroom probe: timers %.2f ms late at the %s (max %.2f ms, of %d) against the %s %s limit of %.2f ms",
+			ms(got), lim.Stat, ms(s.Max), s.N, lim.Src, lim.Stat, ms(lim.D))
+		if got <= lim.D {
+			return desc, true
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return desc, false
+		}
+	}
+}
+
+// probe fires probeTimers timers on the precise clock in turn and returns their lateness.
+func probe(ctx context.Context) lag.Summary {
+	var r lag.Recorder
+	var s netsim.Sleeper
+	due := time.Now()
+	for range probeTimers {
+		due = due.Add(probeGap)
+		if !s.Until(due, ctx.Done()) {
+			break
+		}
+		r.Since(due)
+	}
+	return r.Summary()
+}
+
+// ms is a duration in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -140,15 +140,24 @@ network: {rtt: 2ms}
 load: {requests: 5}
 expect: ["errors == 0"]
 `
+	// The machine's headroom is not what is tested here: every rerun gets it, but for the
+	// last case, whose second attempt the machine refuses.
+	prev := headroom
+	defer func() { headroom = prev }()
 	for _, tc := range []struct {
 		name        string
 		noisyTimes  int
 		wantStatus  string
 		wantAttempt int
+		noHeadroom  bool
 	}{
-		{"noisy once", 1, report.StatusPass, 2},
-		{"noisy always", MaxAttempts, report.StatusError, MaxAttempts},
+		{"noisy once", 1, report.StatusPass, 2, false},
+		{"noisy always", DefaultAttempts, report.StatusError, DefaultAttempts, false},
+		{"no headroom", DefaultAttempts, report.StatusError, 1, true},
 	} {
+		headroom = func(context.Context, tolerance, time.Duration) (string, bool) {
+			return "headroom probe: stand-in", !tc.noHeadroom
+		}
 		o := opts(t)
 		calls := 0
 		o.Judge = func(r *report.Run) {
@@ -167,7 +176,8 @@ expect: ["errors == 0"]
 			t.Fatalf("%s: status %s (%s), attempt %d, reruns %q", tc.name, r.Status, r.Error, r.Timing.Attempt, r.Timing.Reruns)
 		}
 		if tc.wantStatus == report.StatusError && (len(r.Checks) != 0 || r.Baseline != nil ||
-			!strings.Contains(r.Error, "the machine could not hold this run's timing")) {
+			!strings.Contains(r.Error, "the machine could not hold this run's timing") ||
+			tc.noHeadroom != strings.Contains(r.Error, "no headroom for another within 5s (headroom probe: stand-in)")) {
 			t.Fatalf("%s: checks %+v, baseline %+v, error %q", tc.name, r.Checks, r.Baseline, r.Error)
 		}
 		if tc.wantStatus == report.StatusPass && len(r.Checks) != 1 {

@@ -70,6 +70,11 @@ type Options struct {
 	// LagTolerance multiplies the timing tolerance each run derives from its checks; 0
 	// means 1, and a negative value judges nothing: lateness is recorded, no run is noisy.
 	LagTolerance float64
+	// Attempts bounds how often a noisy run is tried; <= 0 means DefaultAttempts.
+	Attempts int
+	// HeadroomWait bounds how long a rerun waits for the machine's headroom before it
+	// gives up; <= 0 means DefaultHeadroomWait.
+	HeadroomWait time.Duration
 	// BaselineGates, when set, returns the metrics the baseline comparison will gate for a
 	// run, each with its slack (how far it may move from the baseline value, in its own
 	// unit; for rps, the equivalent slack of total_ms), at the run's time scale: timing
@@ -156,6 +161,12 @@ type job struct {
 // that fails is a record with status error. When ctx is cancelled, runs in flight end as
 // interrupted, runs not started are skipped, and Outcome.Interrupted is set.
 func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, error) {
+	if opt.Attempts <= 0 {
+		opt.Attempts = DefaultAttempts
+	}
+	if opt.HeadroomWait <= 0 {
+		opt.HeadroomWait = DefaultHeadroomWait
+	}
 	if opt.Parallel <= 0 {
 		opt.Parallel = DefaultParallel
 	}
@@ -363,14 +374,22 @@ func PlanTolerances(plan *scenario.Plan, flags map[string]scenario.Tolerance) *r
 	return t
 }
 
-// MaxAttempts bounds how often a noisy run is tried: once among the others, then once alone
+// DefaultAttempts bounds how often a noisy run is tried: once among the others, then alone
 // (each rerun costs the whole machine for the run's length, so CI time stays bounded).
-const MaxAttempts = 2
+const DefaultAttempts = 3
 
-// attempts runs a job until it is not noisy or MaxAttempts is reached. The first attempt
+// DefaultHeadroomWait is how long a rerun waits for the machine to have headroom.
+const DefaultHeadroomWait = 30 * time.Second
+
+// headroom is waitHeadroom; tests of the attempts that stand in for the judge replace it.
+var headroom = waitHeadroom
+
+// attempts runs a job until it is not noisy or opt.Attempts is reached. The first attempt
 // is admitted by measured headroom among the runs in flight; a rerun waits until it has the
-// process to itself. A run still noisy alone ends as an engine error: the machine could not
-// hold its timing, and no verdict is given.
+// process to itself, and then until probe timers on the machine keep inside the run's
+// tolerance (waitHeadroom), for up to opt.HeadroomWait. A run still noisy, or given no
+// headroom, ends as an engine error: the machine could not hold its timing, and no verdict
+// is given.
 func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *budget, adm *admission) *report.Run {
 	if j.tooBig != "" {
 		rec := notStarted(j.sc, j.run, opt)
@@ -386,10 +405,11 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	// each expect check's own margin replaces the plan's guess (judge.after).
 	judge := &timingJudge{reads: reads(j.sc, j.run, gated), factor: opt.LagTolerance}
 	tol := judge.before(st)
+	attempts := max(opt.Attempts, 1)
 	var reruns []string
+	held := 0
 	for attempt := 1; ; attempt++ {
 		tm := newTimers()
-		var held int
 		if attempt == 1 {
 			held = conns.acquire(ctx, j.weight)
 			if held > 0 {
@@ -398,11 +418,8 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 					held = 0
 				}
 			}
-		} else {
-			held = conns.acquireAll(ctx)
-			if held > 0 {
-				adm.add(tm, tol)
-			}
+		} else if held > 0 {
+			adm.add(tm, tol)
 		}
 		if held == 0 {
 			return notStarted(j.sc, j.run, opt)
@@ -410,6 +427,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		rec := execute(ctx, w, j.sc, j.run, opt, tm, judge)
 		adm.remove(tm)
 		conns.release(held)
+		held = 0
 		if rec.Timing == nil {
 			return rec
 		}
@@ -418,16 +436,32 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 			return rec
 		}
 		reruns = append(reruns, fmt.Sprintf("attempt %d: %s", attempt, rec.Timing.Reason))
-		if attempt >= MaxAttempts {
-			rec.Timing.Reruns = reruns
+		rec.Timing.Reruns = reruns
+		if attempt >= attempts {
 			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempts were noisy, %d of them alone (%s); "+
 				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
 				attempt, attempt-1, rec.Timing.Reason)
 			return rec
 		}
+		// The next attempt runs alone, once the machine has the headroom its timing needs.
+		if held = conns.acquireAll(ctx); held == 0 {
+			return rec
+		}
+		waited := time.Now()
+		probe, ok := headroom(ctx, tol, opt.HeadroomWait)
+		reruns = append(reruns, fmt.Sprintf("attempt %d: %s after %.1f s", attempt+1, probe, time.Since(waited).Seconds()))
+		rec.Timing.Reruns = reruns
+		if !ok {
+			conns.release(held)
+			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempt%s noisy (%s), and no headroom for another within %v (%s); "+
+				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
+				attempt, map[bool]string{true: " was", false: "s were"}[attempt == 1], rec.Timing.Reason, opt.HeadroomWait, probe)
+			return rec
+		}
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
-			Str("reason", rec.Timing.Reason).Msg("run was noisy; rerunning it alone")
+			Str("reason", rec.Timing.Reason).Str("headroom", probe).Msg("run was noisy; rerunning it alone")
 		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
+			conns.release(held)
 			rec.Error += "; " + err.Error()
 			return rec
 		}

@@ -46,7 +46,24 @@ func skipIfNoisy(t *testing.T, out *Outcome) {
 }
 
 func opts(t *testing.T) Options {
-	return Options{Out: t.TempDir(), KalabVersion: "test", Log: zerolog.Nop(), Parallel: 2}
+	return Options{Out: t.TempDir(), KalabVersion: "test", Log: zerolog.Nop(), Parallel: 2, HeadroomWait: 5 * time.Second}
+}
+
+// triedAll reports whether a run that stayed noisy used every attempt, or was refused one
+// because the machine gave no headroom (waitHeadroom): both are the machine's verdict.
+func triedAll(r *report.Run) bool {
+	return r.Timing.Attempt == DefaultAttempts || strings.Contains(r.Error, "no headroom for another")
+}
+
+// noisyReasons counts the attempts a run's reruns list as noisy (not its headroom probes).
+func noisyReasons(r *report.Run) int {
+	n := 0
+	for _, why := range r.Timing.Reruns {
+		if !strings.Contains(why, "headroom probe") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestRunRecordsReuseAndNewConnections(t *testing.T) {

@@ -187,6 +187,8 @@ type read struct {
 	// slack, when positive, is how far a baseline lets the metric move, in its unit (the
 	// margin known before the run; for rps, total_ms's equivalent).
 	slack float64
+	// check is the expect or compare check that reads it; nil for a baseline's metric.
+	check *scenario.Assertion
 }
 
 // reads lists the metrics the run's checks read: its expect checks, the compare checks that
@@ -199,20 +201,20 @@ func reads(sc *scenario.Scenario, r *scenario.Run, gated map[string]float64) []r
 	for i := range r.Expect {
 		a := &r.Expect[i]
 		for _, ref := range a.Refs() {
-			out = append(out, read{ref.Metric, ref.Metric + " in the " + at("expect", *a), a, 0})
+			out = append(out, read{metric: ref.Metric, by: ref.Metric + " in the " + at("expect", *a), expect: a, check: a})
 		}
 	}
 	if sc != nil {
 		for _, a := range sc.Compare {
 			for _, ref := range a.Refs() {
 				if ref.Variant == r.Variant {
-					out = append(out, read{ref.Metric, ref.Key() + " in the " + at("compare", a), nil, 0})
+					out = append(out, read{metric: ref.Metric, by: ref.Key() + " in the " + at("compare", a), check: &a})
 				}
 			}
 		}
 	}
 	for _, m := range slices.Sorted(maps.Keys(gated)) {
-		out = append(out, read{m, m + " gated by the baseline", nil, gated[m]})
+		out = append(out, read{metric: m, by: m + " gated by the baseline", slack: gated[m]})
 	}
 	return out
 }
