@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/proc"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -102,7 +103,9 @@ type Server struct {
 	logs       []string
 
 	tmp     string
+	port    int
 	cmd     *exec.Cmd
+	group   *proc.Group // the program's process group (nil until started)
 	exited  chan struct{}
 	waitErr error
 	logFile *os.File
@@ -267,7 +270,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.addr, s.port = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port
 	var argv []string
 	var configFile string
 	logName := string(s.cfg.Kind) + ".log"
@@ -317,27 +320,31 @@ func (s *Server) startProgram(ctx context.Context) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
+	group, err := proc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	s.cmd = cmd
+	s.cmd, s.group = cmd, group
 	s.exited = make(chan struct{})
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	return s.waitReady(ctx, logPath)
 }
 
-// waitReady polls the port until the server accepts a connection.
+// waitReady polls the port until the server accepts a connection, then checks that the
+// listening socket is the started program's (see owned).
 func (s *Server) waitReady(ctx context.Context, logPath string) error {
 	deadline := time.Now().Add(s.cfg.StartTimeout)
 	for {
 		c, err := net.DialTimeout("tcp", s.addr, time.Second)
 		if err == nil {
 			_ = c.Close()
-			return nil
+			return s.owned()
 		}
 		select {
 		case <-s.exited:
+			if err := s.owned(); err != nil {
+				return fmt.Errorf("exited before accepting connections (%v): %w; %s", s.waitErr, err, tail(logPath))
+			}
 			return fmt.Errorf("exited before accepting connections (%v): %s", s.waitErr, tail(logPath))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -347,6 +354,19 @@ func (s *Server) waitReady(ctx context.Context, logPath string) error {
 			return fmt.Errorf("not accepting connections on %s after %v: %s", s.addr, s.cfg.StartTimeout, tail(logPath))
 		}
 	}
+}
+
+// owned checks that the socket listening on the server's port belongs to the program's
+// process group. freePort's port can be taken by another process before the program binds
+// it; the program then fails to bind while the other process answers the readiness check
+// and the probe, and the run would be recorded as the program's. Where the system does not
+// say who holds a socket (not Linux), readiness is the connection alone.
+func (s *Server) owned() error {
+	err := proc.CheckOwner(s.port, s.group.Pid())
+	if errors.Is(err, proc.ErrUnsupported) {
+		return nil
+	}
+	return err
 }
 
 // tail returns the end of a log file for an error message.
@@ -387,8 +407,9 @@ func (s *Server) writeCertificate() (certFiles, error) {
 }
 
 // freePort asks the kernel for a free loopback port. Another process could take it before
-// the server binds it; the server then fails to start and says so in its log.
-func freePort() (int, error) {
+// the server binds it; waitReady then finds the port held by a process outside the
+// server's group and names it (owned).
+var freePort = func() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -484,17 +505,17 @@ const stopGrace = 5 * time.Second
 // removes its temporary files; the logs in LogDir stay. A URL server is left alone.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.cmd != nil {
-			terminate(s.cmd.Process)
+		if s.group != nil {
+			s.group.Terminate()
 			select {
 			case <-s.exited:
 			case <-time.After(stopGrace):
-				kill(s.cmd.Process)
+				s.group.Kill()
 				<-s.exited
 				s.closeErr = fmt.Errorf("%s: did not stop within %v of SIGTERM; killed", s.cfg.Kind, stopGrace)
 			}
 			// Children that outlived the leader (a shell's server) go with the group.
-			kill(s.cmd.Process)
+			s.group.Release()
 		}
 		if s.logFile != nil {
 			_ = s.logFile.Close()
