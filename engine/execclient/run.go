@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/proc"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is skipped, not
@@ -145,7 +146,9 @@ const stderrKeep = 4 << 10
 // arrives (from this goroutine only). It returns when the program has exited and its
 // output is read. Every index of the plan must be reported exactly once and the program
 // must exit 0; otherwise Run returns an error saying what was wrong (the events already
-// emitted stand). When ctx ends the program's process group is killed.
+// emitted stand). The program runs in a process group of its own (engine/proc), killed when
+// ctx ends, when kalab dies, and as soon as the program itself exits, so that a child it
+// left behind holding its output cannot keep the run waiting.
 func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) (Report, error) {
 	rep := Report{Identity: id}
 	dir, err := os.MkdirTemp("", "kalab-exec-")
@@ -182,24 +185,25 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	cmd.Dir = workDir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = nil
-	ownGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	tail := &tailBuffer{max: stderrKeep}
+	var errDst io.Writer = tail
 	if cfg.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(tail, cfg.Stderr)
-	} else {
-		cmd.Stderr = tail
+		errDst = io.MultiWriter(tail, cfg.Stderr)
 	}
-	stdout, err := cmd.StdoutPipe()
+	st, err := start(cmd)
 	if err != nil {
-		return rep, fmt.Errorf("exec: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return rep, fmt.Errorf("exec: starting %s: %w", strings.Join(argv, " "), err)
 	}
+	defer st.group.Release()
+	stderrDone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(errDst, st.stderr)
+		close(stderrDone)
+	}()
 	seen := make([]bool, plan.Requests)
 	var protoErr error
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(st.stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	lineNo := 0
 	for sc.Scan() {
@@ -233,9 +237,11 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	}
 	scanErr := sc.Err()
 	if scanErr != nil {
-		_, _ = io.Copy(io.Discard, stdout) // let the program finish writing
+		_, _ = io.Copy(io.Discard, st.stdout) // let the program finish writing
 	}
-	waitErr := cmd.Wait()
+	waitErr := <-st.waited
+	<-stderrDone
+	st.close()
 	rep.Stderr = tail.String()
 	if ps := cmd.ProcessState; ps != nil {
 		rep.CPU = ps.UserTime() + ps.SystemTime()
@@ -254,6 +260,51 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		return rep, fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
 	}
 	return rep, nil
+}
+
+// started is a running program: its group, the read ends of its output, and its Wait.
+type started struct {
+	group          *proc.Group
+	stdout, stderr *os.File
+	waited         chan error // cmd.Wait's result, once the program has exited
+}
+
+// start starts cmd in its own group with its output on pipes kalab reads itself (files, so
+// that Wait does not wait for copies), and waits for it in the background: when the
+// program exits, its group is killed, which closes the pipes any leftover child held.
+func start(cmd *exec.Cmd) (*started, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	g, err := proc.Start(cmd)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	st := &started{group: g, stdout: outR, stderr: errR, waited: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		g.Kill()
+		st.waited <- err
+	}()
+	return st, nil
+}
+
+// close closes the read ends once both are drained.
+func (st *started) close() {
+	st.stdout.Close()
+	st.stderr.Close()
 }
 
 func (id Identity) label() string {

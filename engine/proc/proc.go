@@ -35,7 +35,8 @@ type Group struct {
 
 // Start starts cmd as the leader of a new process group under a guard (see the package
 // doc). cmd must not be started yet; its Path and Args are rewritten to go through the
-// guard, and its SysProcAttr is replaced. The caller still calls cmd.Wait, then Release.
+// guard, and its SysProcAttr is replaced; a context's Cancel (exec.CommandContext) kills
+// the group instead of the leader alone. The caller still calls cmd.Wait, then Release.
 func Start(cmd *exec.Cmd) (*Group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
@@ -50,6 +51,10 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	g.guard = w
 	wrap(cmd, r)
+	if cmd.Cancel != nil {
+		// Made with exec.CommandContext: the end of the context kills the whole group.
+		cmd.Cancel = func() error { kill(cmd.Process); return nil }
+	}
 	errc := make(chan error, 1)
 	go func() {
 		// The parent-death signal follows the forking thread, not the process: keep the
