@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	if cfg.Stderr != nil {
 		errDst = io.MultiWriter(tail, cfg.Stderr)
 	}
-	st, err := start(cmd)
+	st, err := start(cmd, dir)
 	if err != nil {
 		return rep, fmt.Errorf("exec: starting %s: %w", strings.Join(argv, " "), err)
 	}
@@ -272,7 +272,7 @@ type started struct {
 // start starts cmd in its own group with its output on pipes kalab reads itself (files, so
 // that Wait does not wait for copies), and waits for it in the background: when the
 // program exits, its group is killed, which closes the pipes any leftover child held.
-func start(cmd *exec.Cmd) (*started, error) {
+func start(cmd *exec.Cmd, tmpDir string) (*started, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func start(cmd *exec.Cmd) (*started, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	g, err := proc.Start(cmd)
+	g, err := proc.Start(cmd, tmpDir)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -34,10 +34,11 @@ type Group struct {
 }
 
 // Start starts cmd as the leader of a new process group under a guard (see the package
-// doc). cmd must not be started yet; its Path and Args are rewritten to go through the
+// doc). tmpDir, if not empty, is the program's temporary directory: the guard removes it
+// when kalab dies before stopping the group (otherwise it is the caller's to remove). cmd must not be started yet; its Path and Args are rewritten to go through the
 // guard, and its SysProcAttr is replaced; a context's Cancel (exec.CommandContext) kills
 // the group instead of the leader alone. The caller still calls cmd.Wait, then Release.
-func Start(cmd *exec.Cmd) (*Group, error) {
+func Start(cmd *exec.Cmd, tmpDir string) (*Group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -50,7 +51,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 		return nil, fmt.Errorf("proc: %w", err)
 	}
 	g.guard = w
-	wrap(cmd, r)
+	wrap(cmd, r, tmpDir)
 	if cmd.Cancel != nil {
 		// Made with exec.CommandContext: the end of the context kills the whole group.
 		cmd.Cancel = func() error { kill(cmd.Process); return nil }

@@ -320,7 +320,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
-	group, err := proc.Start(cmd)
+	group, err := proc.Start(cmd, tmp)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", argv[0], err)
 	}
