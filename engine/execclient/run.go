@@ -56,6 +56,12 @@ type Report struct {
 	Stderr   string        // the end of the program's standard error
 	CPU      time.Duration // user and system time of the program (its own process)
 	MaxRSS   int64         // its peak resident set, bytes; 0 where unknown
+	// Late is how late the program began each request it (or kalab, for the first of a
+	// burst after a pause, when the program did not say) knows the planned start of: the
+	// real client's timing source, judged like the model's schedule timers.
+	Late []time.Duration
+	// LateDerived is how many of Late kalab derived from the schedule it gave.
+	LateDerived int
 }
 
 // Identify resolves the runtime and asks it for its versions, without running the plan.
@@ -202,6 +208,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		close(stderrDone)
 	}()
 	seen := make([]bool, plan.Requests)
+	late := newLateness(plan)
 	var protoErr error
 	sc := bufio.NewScanner(st.stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -233,6 +240,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		}
 		seen[ev.Seq] = true
 		rep.Lines++
+		late.add(sc.Bytes(), ev)
 		emit(ev)
 	}
 	scanErr := sc.Err()
@@ -243,6 +251,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	<-stderrDone
 	st.close()
 	rep.Stderr = tail.String()
+	rep.Late, rep.LateDerived = late.result()
 	if ps := cmd.ProcessState; ps != nil {
 		rep.CPU = ps.UserTime() + ps.SystemTime()
 		rep.MaxRSS = maxRSS(ps)

@@ -103,6 +103,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Closes, rec.Server = conns.closes, conns.server
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
+			ex.programLag(tm)
 		}
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
