@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -52,6 +53,10 @@ var crashStart = regexp.MustCompile(`^(panic: |fatal error: |runtime: |SIG[A-Z]+
 // supervise runs `kalab run args` in a child process and maps a crash to exit 3; ok is false
 // when no child could be started (the caller then runs the command itself).
 func supervise(args []string, stderr *os.File) (code int, ok bool) {
+	// The child's parent-death signal follows the thread that forks it: keep this
+	// goroutine on one thread, which then lives until the child has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, false
