@@ -100,5 +100,8 @@ func TestOwnedServerPasses(t *testing.T) {
 		if err != nil || hidden != 0 || len(hs) == 0 {
 			t.Fatalf("holders %v, hidden %d, err %v", hs, hidden, err)
 		}
+		if !s.Identity().Verified {
+			t.Error("the identity does not say the socket's owner was verified")
+		}
 	}
 }

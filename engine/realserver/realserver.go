@@ -90,6 +90,9 @@ type Identity struct {
 	URL     string `json:"url,omitempty"`     // what the proxy forwards to
 	// ServerHeader is the Server header of a probe request sent before the run.
 	ServerHeader string `json:"server_header,omitempty"`
+	// Verified is true when the listening socket was checked to belong to the started
+	// program's process group (Linux); false where the system does not say, and for a URL.
+	Verified bool `json:"verified,omitempty"`
 }
 
 // Server is a running real server, or the address of one the user runs.
@@ -366,6 +369,7 @@ func (s *Server) owned() error {
 	if errors.Is(err, proc.ErrUnsupported) {
 		return nil
 	}
+	s.ident.Verified = err == nil
 	return err
 }
 
