@@ -17,7 +17,9 @@ planned=$(date +%s%N)
 for ((i = 0; i < KALAB_REQUESTS; i++)); do
   if ((KALAB_BURST > 0 && i > 0 && i % KALAB_BURST == 0)); then
     p=${pauses[i / KALAB_BURST - 1]}
-    planned=$(($(date +%s%N) + 10#${p/./} * 1000)) # seconds with 6 decimals -> ns
+    now=${EPOCHREALTIME//[!0-9]/} # microseconds without forking date (bash 5)
+    if [ -n "$now" ]; then now=$((10#$now * 1000)); else now=$(date +%s%N); fi
+    planned=$((now + 10#${p/./} * 1000)) # the pause: seconds with 6 decimals -> ns
     sleep "$p"
   fi
   start=$(date +%s%N)
