@@ -226,3 +226,58 @@ func entries(dir string) []string {
 	}
 	return out
 }
+
+// TestPortHeldByAnotherProcess: when the process answering on the server's port is not the
+// one kalab started (here the command hands the port to a python3 http.server in a session
+// of its own, as a process that took the port first would hold it), the run is an engine
+// error: kalab exits 3 and names the port and the holder's pid and name.
+func TestPortHeldByAnotherProcess(t *testing.T) {
+	need(t, "python3")
+	need(t, "setsid")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kalab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	pidFile := filepath.Join(dir, "holder.pid")
+	file := filepath.Join(dir, "held.yaml")
+	write(t, file, `name: held
+load: {requests: 2}
+server: {command: "setsid python3 -m http.server {port} --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & echo $! > `+pidFile+`; exec sleep 3600"}
+`)
+	defer func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	cmd := exec.Command(bin, "run", file, "--out", filepath.Join(dir, "results"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KALAB_LAG_TOLERANCE=0")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("kalab still runs after 60 s: %s", out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitEngine {
+		t.Fatalf("kalab exited %d (%v), want %d; output:\n%s", code, err, exitEngine, out.String())
+	}
+	b, rerr := os.ReadFile(pidFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	want := "is held by pid " + strings.TrimSpace(string(b)) + " (python3)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("kalab's output does not say the port %s:\n%s", want, out.String())
+	}
+}
