@@ -473,6 +473,9 @@ can be believed, in real milliseconds:
   sources.sched                       how long goroutines waited to run once they could
                                       (the runtime's sampled scheduling latency), judged
                                       at the max for count checks
+  sources.program                     exec runs: how late the client program began its
+                                      requests against its own plan (the exec line's
+                                      planned and start), judged on the schedule's limits
   noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
                                       finds headroom, up to --attempts (3) in all, then
                                       exit 3; reruns lists each attempt and probe

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -53,6 +54,10 @@ var crashStart = regexp.MustCompile(`^(panic: |fatal error: |runtime: |SIG[A-Z]+
 // supervise runs `kalab run args` in a child process and maps a crash to exit 3; ok is false
 // when no child could be started (the caller then runs the command itself).
 func supervise(args []string, stderr *os.File) (code int, ok bool) {
+	// The child's parent-death signal follows the thread that forks it: keep this
+	// goroutine on one thread, which then lives until the child has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, false
@@ -68,7 +73,9 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	defer os.Remove(dump.Name()) // moved into the run directory when there was a crash
+	// Unlinked at once, so that nothing is left behind if kalab is killed (kill -9); a
+	// crash's dump is copied out of the open file.
+	_ = os.Remove(dump.Name())
 	defer dump.Close()
 
 	cmd := &exec.Cmd{Path: exe, Args: append([]string{os.Args[0], "run"}, args...),
@@ -120,18 +127,20 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 	fmt.Fprintf(stderr, "kalab run: crashed: %s\n", reason)
 	dir := filepath.Join(out, runID)
 	if lines > 0 {
-		where := dump.Name()
+		where := ""
 		if _, err := os.Stat(dir); err == nil {
-			if err := copyFile(dump.Name(), filepath.Join(dir, crashFileName)); err == nil {
+			if err := copyFile(dump, filepath.Join(dir, crashFileName)); err == nil {
 				where = filepath.Join(dir, crashFileName)
 			}
 		}
-		if where == dump.Name() {
-			// Keep the temporary file: it is the only copy.
-			dump.Close()
-			keep := dump.Name() + ".kept"
-			if os.Rename(dump.Name(), keep) == nil {
-				where = keep
+		if where == "" {
+			// No run directory: the dump goes to a temporary file, the only copy.
+			if kept, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
+				kept.Close()
+				os.Remove(kept.Name())
+				if copyFile(dump, kept.Name()) == nil {
+					where = kept.Name()
+				}
 			}
 		}
 		fmt.Fprintf(stderr, "kalab run: the full crash report (%d lines) is in %s\n", lines, where)
@@ -177,12 +186,11 @@ func trimNL(s string) string {
 	return s
 }
 
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
+// copyFile copies the whole of src (from its start) into a new file.
+func copyFile(src *os.File, to string) error {
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	defer src.Close()
 	dst, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, atomicfile.Mode)
 	if err != nil {
 		return err

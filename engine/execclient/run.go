@@ -25,6 +25,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/loopback"
+	"github.com/kalab-dev/kalab/engine/proc"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is skipped, not
@@ -62,6 +63,12 @@ type Report struct {
 	Stderr   string        // the end of the program's standard error
 	CPU      time.Duration // user and system time of the program (its own process)
 	MaxRSS   int64         // its peak resident set, bytes; 0 where unknown
+	// Late is how late the program began each request it (or kalab, for the first of a
+	// burst after a pause, when the program did not say) knows the planned start of: the
+	// real client's timing source, judged like the model's schedule timers.
+	Late []time.Duration
+	// LateDerived is how many of Late kalab derived from the schedule it gave.
+	LateDerived int
 }
 
 // Identify resolves the runtime and asks it for its versions, without running the plan.
@@ -154,7 +161,9 @@ const stderrKeep = 4 << 10
 // arrives (from this goroutine only). It returns when the program has exited and its
 // output is read. Every index of the plan must be reported exactly once and the program
 // must exit 0; otherwise Run returns an error saying what was wrong (the events already
-// emitted stand). When ctx ends the program's process group is killed.
+// emitted stand). The program runs in a process group of its own (engine/proc), killed when
+// ctx ends, when kalab dies, and as soon as the program itself exits, so that a child it
+// left behind holding its output cannot keep the run waiting.
 func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) (Report, error) {
 	rep := Report{Identity: id}
 	if err := loopbackURL(cfg.URL); err != nil {
@@ -194,24 +203,26 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	cmd.Dir = workDir
 	cmd.Env = childenv.For(cfg.Env, env)
 	cmd.Stdin = nil
-	ownGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	tail := &tailBuffer{max: stderrKeep}
+	var errDst io.Writer = tail
 	if cfg.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(tail, cfg.Stderr)
-	} else {
-		cmd.Stderr = tail
+		errDst = io.MultiWriter(tail, cfg.Stderr)
 	}
-	stdout, err := cmd.StdoutPipe()
+	st, err := start(cmd, dir)
 	if err != nil {
-		return rep, fmt.Errorf("exec: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return rep, fmt.Errorf("exec: starting %s: %w", strings.Join(argv, " "), err)
 	}
+	defer st.group.Release()
+	stderrDone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(errDst, st.stderr)
+		close(stderrDone)
+	}()
 	seen := make([]bool, plan.Requests)
+	late := newLateness(plan)
 	var protoErr error
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(st.stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	lineNo := 0
 	for sc.Scan() {
@@ -241,14 +252,18 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		}
 		seen[ev.Seq] = true
 		rep.Lines++
+		late.add(sc.Bytes(), ev)
 		emit(ev)
 	}
 	scanErr := sc.Err()
 	if scanErr != nil {
-		_, _ = io.Copy(io.Discard, stdout) // let the program finish writing
+		_, _ = io.Copy(io.Discard, st.stdout) // let the program finish writing
 	}
-	waitErr := cmd.Wait()
+	waitErr := <-st.waited
+	<-stderrDone
+	st.close()
 	rep.Stderr = tail.String()
+	rep.Late, rep.LateDerived = late.result()
 	if ps := cmd.ProcessState; ps != nil {
 		rep.CPU = ps.UserTime() + ps.SystemTime()
 		rep.MaxRSS = maxRSS(ps)
@@ -281,6 +296,51 @@ func loopbackURL(raw string) error {
 	}
 	_, err = loopback.Check(net.JoinHostPort(u.Hostname(), port), false)
 	return err
+}
+
+// started is a running program: its group, the read ends of its output, and its Wait.
+type started struct {
+	group          *proc.Group
+	stdout, stderr *os.File
+	waited         chan error // cmd.Wait's result, once the program has exited
+}
+
+// start starts cmd in its own group with its output on pipes kalab reads itself (files, so
+// that Wait does not wait for copies), and waits for it in the background: when the
+// program exits, its group is killed, which closes the pipes any leftover child held.
+func start(cmd *exec.Cmd, tmpDir string) (*started, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	g, err := proc.Start(cmd, tmpDir)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	st := &started{group: g, stdout: outR, stderr: errR, waited: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		g.Kill()
+		st.waited <- err
+	}()
+	return st, nil
+}
+
+// close closes the read ends once both are drained.
+func (st *started) close() {
+	st.stdout.Close()
+	st.stderr.Close()
 }
 
 func (id Identity) label() string {

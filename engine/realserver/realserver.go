@@ -26,6 +26,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/loopback"
+	"github.com/kalab-dev/kalab/engine/proc"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -95,6 +96,9 @@ type Identity struct {
 	URL     string `json:"url,omitempty"`     // what the proxy forwards to
 	// ServerHeader is the Server header of a probe request sent before the run.
 	ServerHeader string `json:"server_header,omitempty"`
+	// Verified is true when the listening socket was checked to belong to the started
+	// program's process group (Linux); false where the system does not say, and for a URL.
+	Verified bool `json:"verified,omitempty"`
 }
 
 // Server is a running real server, or the address of one the user runs.
@@ -108,7 +112,9 @@ type Server struct {
 	logs       []string
 
 	tmp     string
+	port    int
 	cmd     *exec.Cmd
+	group   *proc.Group // the program's process group (nil until started)
 	exited  chan struct{}
 	waitErr error
 	logFile *os.File
@@ -282,7 +288,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.addr, s.port = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port
 	var argv []string
 	var configFile string
 	logName := string(s.cfg.Kind) + ".log"
@@ -333,11 +339,11 @@ func (s *Server) startProgram(ctx context.Context) error {
 	cmd.Dir = tmp
 	cmd.Env = childenv.For(s.cfg.Env, nil)
 	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
+	group, err := proc.Start(cmd, tmp)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	s.cmd = cmd
+	s.cmd, s.group = cmd, group
 	s.exited = make(chan struct{})
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	return s.waitReady(ctx, logPath)
@@ -353,17 +359,21 @@ func lookPathAbs(prog string) (string, error) {
 	return filepath.Abs(path)
 }
 
-// waitReady polls the port until the server accepts a connection.
+// waitReady polls the port until the server accepts a connection, then checks that the
+// listening socket is the started program's (see owned).
 func (s *Server) waitReady(ctx context.Context, logPath string) error {
 	deadline := time.Now().Add(s.cfg.StartTimeout)
 	for {
 		c, err := net.DialTimeout("tcp", s.addr, time.Second)
 		if err == nil {
 			_ = c.Close()
-			return nil
+			return s.owned()
 		}
 		select {
 		case <-s.exited:
+			if err := s.owned(); err != nil {
+				return fmt.Errorf("exited before accepting connections (%v): %w; %s", s.waitErr, err, tail(logPath))
+			}
 			return fmt.Errorf("exited before accepting connections (%v): %s", s.waitErr, tail(logPath))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -373,6 +383,20 @@ func (s *Server) waitReady(ctx context.Context, logPath string) error {
 			return fmt.Errorf("not accepting connections on %s after %v: %s", s.addr, s.cfg.StartTimeout, tail(logPath))
 		}
 	}
+}
+
+// owned checks that the socket listening on the server's port belongs to the program's
+// process group. freePort's port can be taken by another process before the program binds
+// it; the program then fails to bind while the other process answers the readiness check
+// and the probe, and the run would be recorded as the program's. Where the system does not
+// say who holds a socket (not Linux), readiness is the connection alone.
+func (s *Server) owned() error {
+	err := proc.CheckOwner(s.port, s.group.Pid())
+	if errors.Is(err, proc.ErrUnsupported) {
+		return nil
+	}
+	s.ident.Verified = err == nil
+	return err
 }
 
 // tail returns the end of a log file for an error message.
@@ -413,8 +437,9 @@ func (s *Server) writeCertificate() (certFiles, error) {
 }
 
 // freePort asks the kernel for a free loopback port. Another process could take it before
-// the server binds it; the server then fails to start and says so in its log.
-func freePort() (int, error) {
+// the server binds it; waitReady then finds the port held by a process outside the
+// server's group and names it (owned).
+var freePort = func() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -526,17 +551,17 @@ const stopGrace = 5 * time.Second
 // removes its temporary files; the logs in LogDir stay. A URL server is left alone.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.cmd != nil {
-			terminate(s.cmd.Process)
+		if s.group != nil {
+			s.group.Terminate()
 			select {
 			case <-s.exited:
 			case <-time.After(stopGrace):
-				kill(s.cmd.Process)
+				s.group.Kill()
 				<-s.exited
 				s.closeErr = fmt.Errorf("%s: did not stop within %v of SIGTERM; killed", s.cfg.Kind, stopGrace)
 			}
 			// Children that outlived the leader (a shell's server) go with the group.
-			kill(s.cmd.Process)
+			s.group.Release()
 		}
 		if s.logFile != nil {
 			_ = s.logFile.Close()

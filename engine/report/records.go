@@ -91,7 +91,8 @@ type Hop struct {
 // Timing is a run's account of its own timing (README "Runs that know when they are
 // wrong"). Times are milliseconds of real time, as the machine had to keep them.
 type Timing struct {
-	// Sources holds each timer source's lateness and tolerance: link, schedule, idle_close.
+	// Sources holds each timer source's lateness and tolerance: link, schedule, idle_close,
+	// sched, and for a real client program, program.
 	Sources map[string]TimingSource `json:"sources"`
 	// Noisy is true when a source's p99 lateness exceeded its tolerance: the run's checks
 	// were not evaluated, because its timing was not the scenario's.

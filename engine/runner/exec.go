@@ -86,3 +86,12 @@ func (x *execRun) usage(requests int) (cpuUs float64, rssMB float64) {
 	}
 	return cpuUs, float64(x.rep.MaxRSS) / (1 << 20)
 }
+
+// programLag records how late the program began its requests (execclient.Report.Late) as
+// the run's program timing source; execute calls it once the program has run, before the
+// run's timing is judged.
+func (x *execRun) programLag(tm *timers) {
+	for _, d := range x.rep.Late {
+		tm.program.Add(d)
+	}
+}

@@ -95,6 +95,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Closes, rec.Server, rec.Hops = conns.closes, conns.server, conns.hops
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
+			ex.programLag(tm)
 		}
 	}
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)

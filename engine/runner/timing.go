@@ -22,6 +22,10 @@ const (
 	// srcSched is not a timer of the model: it is how long the process's goroutines waited
 	// to run once they could (lag.Sched), recorded in the run record's timing only.
 	srcSched = "sched"
+	// srcProgram is how late a real client program began its requests against its own
+	// schedule (exec runs only; see programLag). It moves what the schedule's timers move,
+	// so it is judged on the schedule's limits.
+	srcProgram = "program"
 )
 
 // Tolerance rule (README "Runs that know when they are wrong"). A timer's lateness matters
@@ -104,6 +108,7 @@ func (t tolerance) scaled(f float64) tolerance {
 type timers struct {
 	link, schedule, idle, queue lag.Recorder
 	sched                       lag.Recorder // filled at the run's end (lag.Sched.Into)
+	program                     lag.Recorder // an exec client's own lateness, filled at its end
 }
 
 // newTimers makes a run's recorders; tests replace it to inject lateness.
@@ -113,6 +118,7 @@ var newTimers = func() *timers { return &timers{} }
 func (t *timers) sources() map[string]*lag.Recorder {
 	src := t.timerSources()
 	src[srcSched] = &t.sched
+	src[srcProgram] = &t.program
 	return src
 }
 
@@ -128,6 +134,15 @@ var lateWhat = map[string]string{
 	srcSchedule:  "schedule timers fired",
 	srcIdleClose: "idle_close timers fired",
 	srcSched:     "goroutines waited to run (the runtime's sampled scheduling latency)",
+	srcProgram:   "the client program began its requests",
+}
+
+// limitsOf returns the limits a source is judged on: the program's are the schedule's.
+func (t tolerance) limitsOf(src string) []limit {
+	if src == srcProgram {
+		return t.of(srcSchedule)
+	}
+	return t.of(src)
 }
 
 // addMetrics writes lag_ms.* and queue_wait_ms.* in scenario time.
@@ -492,8 +507,11 @@ func judgeTiming(t *timers, tol tolerance) *report.Timing {
 	var over []string
 	for name, r := range t.sources() {
 		s := r.Summary()
+		if name == srcProgram && s.N == 0 {
+			continue // not an exec run, or a program that reported no planned start
+		}
 		src := report.TimingSource{N: s.N, P50: ms(s.P50), P99: ms(s.P99), Max: ms(s.Max), Mean: ms(s.Mean)}
-		for _, l := range tol.of(name) {
+		for _, l := range tol.limitsOf(name) {
 			v := ms(l.D)
 			src.Limits = append(src.Limits, report.TimingLimit{Stat: l.Stat, ToleranceMs: v, SetBy: l.By})
 			if l.Stat == statP99 {

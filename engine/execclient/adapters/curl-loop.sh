@@ -11,15 +11,23 @@ if [ "$KALAB_METHOD" = HEAD ]; then args+=(--head); else args+=(-X "$KALAB_METHO
 fmt='%{http_code}|%{exitcode}|%{size_download}|%header{kalab-conn}|%header{kalab-conn-request}|%{errormsg}'
 ms() { local ns=$1; printf '%s.%s' "${ns:0:${#ns}-6}" "${ns: -6}"; } # epoch ns -> ms
 
+# planned: when the schedule meant the request to start (the end of the pause before it, or
+# the end of the request before it); kalab measures how late it began.
+planned=$(date +%s%N)
 for ((i = 0; i < KALAB_REQUESTS; i++)); do
   if ((KALAB_BURST > 0 && i > 0 && i % KALAB_BURST == 0)); then
-    sleep "${pauses[i / KALAB_BURST - 1]}"
+    p=${pauses[i / KALAB_BURST - 1]}
+    now=${EPOCHREALTIME//[!0-9]/} # microseconds without forking date (bash 5)
+    if [ -n "$now" ]; then now=$((10#$now * 1000)); else now=$(date +%s%N); fi
+    planned=$((now + 10#${p/./} * 1000)) # the pause: seconds with 6 decimals -> ns
+    sleep "$p"
   fi
   start=$(date +%s%N)
   out=$(curl "${args[@]}" -H "$KALAB_REQUEST_HEADER: $i" -w "$fmt" "$KALAB_URL")
   end=$(date +%s%N)
   IFS='|' read -r status code bytes conn creq err <<<"$out"
   err=${err//\\/\\\\}
-  printf '{"index":%d,"start":%s,"end":%s,"status":%d,"code":"%s","error":"%s","bytes":%d,"conn":"%s","conn_request":"%s"}\n' \
-    "$i" "$(ms "$start")" "$(ms "$end")" "${status:-0}" "${code:-}" "${err//\"/\\\"}" "${bytes:-0}" "${conn:-}" "${creq:-}"
+  printf '{"index":%d,"planned":%s,"start":%s,"end":%s,"status":%d,"code":"%s","error":"%s","bytes":%d,"conn":"%s","conn_request":"%s"}\n' \
+    "$i" "$(ms "$planned")" "$(ms "$start")" "$(ms "$end")" "${status:-0}" "${code:-}" "${err//\"/\\\"}" "${bytes:-0}" "${conn:-}" "${creq:-}"
+  planned=$end
 done

@@ -5,8 +5,9 @@
 # side, so kalab refuses plans that need either.
 set -euo pipefail
 
-cfg=$(mktemp)
-trap 'rm -f "$cfg"' EXIT
+# Beside the plan, in the directory kalab removes (even when kalab itself is killed).
+cfg="${KALAB_PLAN%/*}/curl.cfg"
+: >"$cfg"
 q() { local s=${1//\\/\\\\}; printf '"%s"' "${s//\"/\\\"}"; } # a curl config string
 for ((i = 0; i < KALAB_REQUESTS; i++)); do
   {

@@ -23,15 +23,17 @@ const agent = new mod.Agent(opts);
 const now = () => performance.timeOrigin + performance.now();
 const emit = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 
-function one(i) {
+// planned is when the schedule meant the request to start: the end of the pause before it,
+// or the end of the request before it on the same worker (kalab measures how late it began).
+function one(i, planned) {
   return new Promise((resolve) => {
-    const line = { index: i, start: now() };
+    const line = { index: i, planned, start: now() };
     let timer;
     const done = (extra) => {
       clearTimeout(timer);
       Object.assign(line, extra, { end: now() });
       emit(line);
-      resolve();
+      resolve(line.end);
     };
     const headers = { ...plan.headers, [plan.request_header]: String(i) };
     const req = mod.request(url, { agent, method: plan.method, headers }, (res) => {
@@ -61,11 +63,15 @@ let next = 0;
 const n = plan.requests;
 const burst = plan.burst > 0 ? plan.burst : n;
 for (let b = 0; next < n; b++) {
-  if (b > 0) await sleep(plan.pauses_ms[b - 1]);
+  let ready = now();
+  if (b > 0) {
+    ready += plan.pauses_ms[b - 1];
+    await sleep(plan.pauses_ms[b - 1]);
+  }
   const end = Math.min(next + burst, n);
   const workers = [];
   for (let w = 0; w < Math.min(Math.max(plan.concurrency, 1), end - next); w++) {
-    workers.push((async () => { while (next < end) await one(next++); })());
+    workers.push((async () => { let r = ready; while (next < end) r = await one(next++, r); })());
   }
   await Promise.all(workers);
 }

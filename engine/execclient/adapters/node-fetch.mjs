@@ -31,8 +31,10 @@ if (Object.keys(opts).length > 0) {
 const now = () => performance.timeOrigin + performance.now();
 const emit = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 
-async function one(i) {
-  const line = { index: i, start: now() };
+// planned is when the schedule meant the request to start: the end of the pause before it,
+// or the end of the request before it on the same worker (kalab measures how late it began).
+async function one(i, planned) {
+  const line = { index: i, planned, start: now() };
   // redirect: 'manual': kalab's clients follow no redirect (README "What a scenario can do").
   const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) }, redirect: 'manual' };
   if (c.timeout_ms > 0) init.signal = AbortSignal.timeout(c.timeout_ms);
@@ -54,17 +56,22 @@ async function one(i) {
   }
   line.end = now();
   emit(line);
+  return line.end;
 }
 
 let next = 0;
 const n = plan.requests;
 const burst = plan.burst > 0 ? plan.burst : n;
 for (let b = 0; next < n; b++) {
-  if (b > 0) await sleep(plan.pauses_ms[b - 1]);
+  let ready = now();
+  if (b > 0) {
+    ready += plan.pauses_ms[b - 1];
+    await sleep(plan.pauses_ms[b - 1]);
+  }
   const end = Math.min(next + burst, n);
   const workers = [];
   for (let w = 0; w < Math.min(Math.max(plan.concurrency, 1), end - next); w++) {
-    workers.push((async () => { while (next < end) await one(next++); })());
+    workers.push((async () => { let r = ready; while (next < end) r = await one(next++, r); })());
   }
   await Promise.all(workers);
 }

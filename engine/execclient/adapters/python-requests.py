@@ -53,10 +53,13 @@ def root_cause(e):
     return e
 
 
-def one(i):
+def one(i, planned):
+    """Runs request i; planned is when the schedule meant it to start (epoch seconds): the
+    end of the pause before it, or the end of the request before it on the same worker.
+    Returns when it ended."""
     h = dict(headers)
     h[plan["request_header"]] = str(i)
-    line = {"index": i, "start": time.time() * 1000}
+    line = {"index": i, "planned": planned * 1000, "start": time.time() * 1000}
     try:
         r = session.request(plan["method"], plan["url"], headers=h, verify=verify, timeout=timeout,
                             allow_redirects=False)  # kalab's clients follow no redirect
@@ -66,8 +69,10 @@ def one(i):
     except Exception as e:  # every failure is data in the line
         cause = root_cause(e)
         line.update(status=0, error="%s: %s" % (type(e).__name__, e), code=type(cause).__name__)
-    line["end"] = time.time() * 1000
+    end = time.time()
+    line["end"] = end * 1000
     emit(line)
+    return end
 
 
 n = plan["requests"]
@@ -76,23 +81,25 @@ conc = max(plan["concurrency"], 1)
 nxt = 0
 b = 0
 while nxt < n:
+    ready = time.time()
     if b > 0:
+        ready += plan["pauses_ms"][b - 1] / 1000
         time.sleep(plan["pauses_ms"][b - 1] / 1000)
     end = min(nxt + burst, n)
     if conc == 1:
         for i in range(nxt, end):
-            one(i)
+            ready = one(i, ready)
     else:
         todo = iter(range(nxt, end))
         todo_lock = threading.Lock()
 
-        def worker():
+        def worker(r=ready):
             while True:
                 with todo_lock:
                     i = next(todo, None)
                 if i is None:
                     return
-                one(i)
+                r = one(i, r)
 
         threads = [threading.Thread(target=worker) for _ in range(min(conc, end - nxt))]
         for t in threads:

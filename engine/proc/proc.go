@@ -1,0 +1,104 @@
+// Package proc owns the programs kalab starts: each runs as the leader of a process group
+// of its own, which kalab kills whenever the program's part of a run ends, including when
+// kalab itself is killed with SIGKILL; and it names the process that holds a listening
+// port, so that a real server's readiness can be checked to be the program kalab started.
+//
+// How a group is kept from outliving kalab (Unix): the program is started through a
+// /bin/sh guard that forks one watcher and then execs the program, so the program is the
+// group leader with its own pid, exit status and resource usage. The watcher blocks
+// reading a pipe whose only write end kalab holds; when kalab closes it, or dies in any
+// way (the kernel closes its descriptors), the read returns and the watcher kills the
+// whole group (kill -KILL 0), escaped grandchildren included. On Linux the leader also
+// gets a parent-death signal (SIGKILL); the kernel ties that signal to the thread that
+// forked, so Start forks from a goroutine locked to its OS thread and keeps that thread
+// alive until Release. On macOS and the BSDs there is no parent-death signal: the watcher
+// alone covers kalab's death. On Windows there are no process groups: the program alone is
+// killed when its run ends, and one killed with kalab's own process may outlive it.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+)
+
+// Group is a program started by kalab in a process group of its own.
+type Group struct {
+	cmd     *exec.Cmd
+	guard   *os.File      // the watcher's pipe, write end: closing it kills the group
+	release chan struct{} // lets the forking thread go
+	once    sync.Once
+}
+
+// Start starts cmd as the leader of a new process group under a guard (see the package
+// doc). tmpDir, if not empty, is the program's temporary directory: the guard removes it
+// when kalab dies before stopping the group (otherwise it is the caller's to remove). cmd must not be started yet; its Path and Args are rewritten to go through the
+// guard, and its SysProcAttr is replaced; a context's Cancel (exec.CommandContext) kills
+// the group instead of the leader alone. The caller still calls cmd.Wait, then Release.
+func Start(cmd *exec.Cmd, tmpDir string) (*Group, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	if cmd.Process != nil {
+		return nil, errors.New("proc: command already started")
+	}
+	g := &Group{cmd: cmd, release: make(chan struct{})}
+	r, w, err := guardPipe()
+	if err != nil {
+		return nil, fmt.Errorf("proc: %w", err)
+	}
+	g.guard = w
+	wrap(cmd, r, tmpDir)
+	if cmd.Cancel != nil {
+		// Made with exec.CommandContext: the end of the context kills the whole group.
+		cmd.Cancel = func() error { kill(cmd.Process); return nil }
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// The parent-death signal follows the forking thread, not the process: keep the
+		// thread alive (locked, so the runtime neither reuses nor ends it) while the
+		// program may run.
+		runtime.LockOSThread()
+		err := cmd.Start()
+		errc <- err
+		if err == nil {
+			<-g.release
+		}
+		runtime.UnlockOSThread()
+	}()
+	err = <-errc
+	if r != nil {
+		_ = r.Close() // the child has its copy
+	}
+	if err != nil {
+		if w != nil {
+			_ = w.Close()
+		}
+		return nil, err
+	}
+	return g, nil
+}
+
+// Pid is the leader's pid, which is also the group's id.
+func (g *Group) Pid() int { return g.cmd.Process.Pid }
+
+// Terminate asks the whole group to stop (SIGTERM where there are signals).
+func (g *Group) Terminate() { terminate(g.cmd.Process) }
+
+// Kill kills the whole group at once. It is safe to call at any time, repeatedly.
+func (g *Group) Kill() { kill(g.cmd.Process) }
+
+// Release kills what is left of the group and lets go of the guard; call it once the
+// leader has been waited for (and on every other way out). Later calls do nothing.
+func (g *Group) Release() {
+	g.once.Do(func() {
+		g.Kill()
+		if g.guard != nil {
+			_ = g.guard.Close()
+		}
+		close(g.release)
+	})
+}

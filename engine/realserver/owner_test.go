@@ -1,0 +1,107 @@
+package realserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/proc"
+)
+
+// standIn starts a real python3 http.server on a free loopback port, as a process that took
+// the port between freePort and the server's bind would, and returns its port and pid.
+func standIn(t *testing.T) (port, pid int) {
+	t.Helper()
+	need(t, "python3")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("python3", "-m", "http.server", strconv.Itoa(port), "--bind", "127.0.0.1")
+	cmd.Dir = t.TempDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Close()
+			return port, cmd.Process.Pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in python3 http.server did not listen within 20 s")
+		}
+	}
+}
+
+// TestPortTakenNamesTheHolder: a process that holds the port kalab chose answers the
+// readiness check and the probe; Start must refuse it and name it, for a managed program
+// and for a command.
+func TestPortTakenNamesTheHolder(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the owner of a socket is checked on Linux only (see proc.ListenHolders)")
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		prog string
+	}{
+		{"nginx", Config{Kind: Nginx, IdleTimeout: time.Second}, "nginx"},
+		{"command", Config{Kind: Command, Command: "python3 -m http.server {port} --bind 127.0.0.1"}, "python3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			need(t, c.prog)
+			port, pid := standIn(t)
+			orig := freePort
+			freePort = func() (int, error) { return port, nil }
+			t.Cleanup(func() { freePort = orig })
+			c.cfg.LogDir = t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := Start(ctx, c.cfg)
+			if err == nil {
+				id := s.Identity()
+				s.Close()
+				t.Fatalf("Start succeeded on a port held by pid %d: recorded as %s %s, Server header %q", pid, id.Name, id.Version, id.ServerHeader)
+			}
+			var pe *proc.PortError
+			if !errors.As(err, &pe) {
+				t.Fatalf("want a *proc.PortError, got %v", err)
+			}
+			want := fmt.Sprintf("port %d on 127.0.0.1 is held by pid %d (python3)", port, pid)
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		})
+	}
+}
+
+// TestOwnedServerPasses: the same check accepts the program's own socket, held by its
+// workers too (nginx's master and workers share it).
+func TestOwnedServerPasses(t *testing.T) {
+	need(t, "nginx")
+	s, err := Start(context.Background(), Config{Kind: Nginx, IdleTimeout: time.Second, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if runtime.GOOS == "linux" {
+		hs, hidden, err := proc.ListenHolders(s.port)
+		if err != nil || hidden != 0 || len(hs) == 0 {
+			t.Fatalf("holders %v, hidden %d, err %v", hs, hidden, err)
+		}
+		if !s.Identity().Verified {
+			t.Error("the identity does not say the socket's owner was verified")
+		}
+	}
+}
