@@ -19,12 +19,12 @@ import (
 // python3-requests, curl). A runtime that is missing skips its test with the reason;
 // under CI=true it fails instead, so a CI machine cannot pass without them.
 
-// needRuntime stops a subtest whose run was skipped because its runtime is missing, and
+// needRuntime stops a subtest whose run was not run because its runtime is missing, and
 // holds Node to the version the adapters are documented for.
 func needRuntime(t *testing.T, rec *report.Run) {
 	t.Helper()
 	ci := os.Getenv("CI") == "true"
-	if rec.Status == report.StatusSkipped {
+	if rec.Status == report.StatusNotRun {
 		if ci {
 			t.Fatalf("CI=true and the runtime is missing: %s", rec.Reason)
 		}
@@ -278,7 +278,7 @@ variants:
 
 // A user's program that is not installed skips its run with the reason, never passes;
 // --require-clients makes it an error. Nothing is started for it.
-func TestExecMissingRuntimeSkips(t *testing.T) {
+func TestExecMissingCommandIsNotRun(t *testing.T) {
 	t.Parallel()
 	src := `
 name: exec-missing
@@ -294,15 +294,21 @@ expect: ["requests == 3"]
 			t.Fatal(err)
 		}
 		rec := out.Runs[0]
-		want, text := report.StatusSkipped, rec.Reason
+		want, text, checks := report.StatusNotRun, rec.Reason, 1
 		if require {
-			want, text = report.StatusError, rec.Error
+			want, text, checks = report.StatusError, rec.Error, 0
 		}
-		if rec.Status != want || !strings.Contains(text, "kalab-no-such-client") || len(rec.Checks) != 0 {
-			t.Errorf("require=%v: status %s, reason %q, error %q, %d checks: want %s naming the command, no checks", require, rec.Status, rec.Reason, rec.Error, len(rec.Checks), want)
+		if rec.Status != want || !strings.Contains(text, "kalab-no-such-client") || !strings.Contains(text, "put it on PATH") || len(rec.Checks) != checks {
+			t.Errorf("require=%v: status %s, reason %q, error %q, %d checks: want %s naming the command and how to fix it, %d checks", require, rec.Status, rec.Reason, rec.Error, len(rec.Checks), want, checks)
 		}
-		if out.Failed() != require || out.Errored() != require {
-			t.Errorf("require=%v: Failed %v, Errored %v", require, out.Failed(), out.Errored())
+		// Not run: its expect check is there, not evaluated, never passed.
+		for _, c := range rec.Checks {
+			if c.Pass || c.Verdict() != report.VerdictNotEvaluated || !strings.Contains(c.NotEvaluated, "kalab-no-such-client") {
+				t.Errorf("require=%v: check %+v: want not evaluated, with the reason", require, c)
+			}
+		}
+		if out.Failed() != require || out.Errored() != require || (len(out.NotRun()) == 1) == require {
+			t.Errorf("require=%v: Failed %v, Errored %v, %d not run", require, out.Failed(), out.Errored(), len(out.NotRun()))
 		}
 		if err := report.ValidateRunDir(out.Dir); err != nil {
 			t.Error(err)

@@ -81,14 +81,14 @@ func TestSuiteFindingsCanFail(t *testing.T) {
 				noisy = append(noisy, r.Variant)
 			}
 			for _, c := range r.Checks {
-				if !c.Pass && !c.Skipped {
+				if c.Failed() {
 					failed = append(failed, fmt.Sprintf("%s: %s (%s)", r.Variant, c.Expr, observed(c)))
 				}
 			}
 		}
 		for _, s := range out.Scenarios {
 			for _, c := range s.Checks {
-				if !c.Pass && !c.Skipped {
+				if c.Failed() {
 					failed = append(failed, fmt.Sprintf("compare: %s (%s)", c.Expr, observed(c)))
 				}
 			}

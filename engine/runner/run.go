@@ -90,13 +90,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	var m check.Metrics
 	var conns connOutcome
 	var err error
-	skipped := ""
 	if ex != nil {
 		ex.id, err = execclient.Identify(ctx, ex.cfg)
 		rec.Client = ex.runtimeRecord()
-		if errors.Is(err, execclient.ErrMissing) {
-			skipped = err.Error()
-		}
 	}
 	if err == nil {
 		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
@@ -105,6 +101,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Client = ex.runtimeRecord()
 		}
 	}
+	notRun := notRunReason(err)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	sched.Into(&tm.sched)
@@ -121,10 +118,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Timing.CPUWaitMs = &v
 	}
 	switch {
-	case skipped != "" && opt.RequireClients:
-		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
-	case skipped != "":
-		rec.Status, rec.Reason = report.StatusSkipped, skipped
+	case notRun != "" && opt.RequireClients && errors.Is(err, execclient.ErrMissing):
+		rec.Status, rec.Error = report.StatusError, notRun+" (--require-clients)"
+	case notRun != "":
+		markNotRun(rec, notRun, r.Expect)
 	case err != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
 	case rec.Timing.Noisy:
@@ -153,7 +150,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			rec.Checks = append(rec.Checks, c)
 		}
 	}
-	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
+	if opt.Judge != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
 		opt.Judge(rec)
 		if rec.Timing.Noisy {
 			// The judge found a verdict the machine's other work could have made (a
@@ -165,7 +162,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if rec.Status == report.StatusError {
 		ev = log.Error().Str("error", rec.Error)
 	}
-	if rec.Status == report.StatusSkipped {
+	if rec.Status == report.StatusNotRun {
 		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).

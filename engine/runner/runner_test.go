@@ -242,8 +242,11 @@ func TestFilter(t *testing.T) {
 	if len(out.Runs) != 1 || out.Runs[0].Variant != "keep" {
 		t.Fatalf("runs %+v", out.Runs)
 	}
-	if c := out.Scenarios[0].Checks[0]; !c.Skipped || !c.Pass {
-		t.Errorf("a compare over a filtered-out variant must be skipped: %+v", c)
+	if c := out.Scenarios[0].Checks[0]; c.Verdict() != report.VerdictNotEvaluated || c.Pass || !strings.Contains(c.NotEvaluated, "filtered out") {
+		t.Errorf("a compare over a filtered-out variant must be not evaluated, never passed: %+v", c)
+	}
+	if s := out.Scenarios[0].Status; s != report.StatusNotEvaluated {
+		t.Errorf("scenario status %s; want %s", s, report.StatusNotEvaluated)
 	}
 	o.Filter = regexp.MustCompile(`nothing`)
 	if _, err := Execute(context.Background(), p, o); err != ErrNoRuns {
