@@ -412,3 +412,27 @@ expect: ["errors_by_class.timeout == 3", "ok == 0"]
 		})
 	}
 }
+
+// A real server that is not installed (nginx off PATH) is not run either, never an error
+// or a pass: the reason says how to install it, and the check is not evaluated.
+func TestRealServerMissingIsNotRun(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // nothing installed; not parallel: the PATH is the process's
+	src := `
+name: nginx-missing
+load: {requests: 2}
+server: {exec: nginx, idle_timeout: 2s}
+expect: ["errors == 0"]
+`
+	out, err := Execute(context.Background(), plan(t, src), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Runs[0]
+	if rec.Status != report.StatusNotRun || !strings.Contains(rec.Reason, "apt-get install nginx") || out.Failed() || out.Errored() {
+		t.Errorf("status %s, reason %q, error %q, Failed %v, Errored %v: want not-run, with how to install nginx",
+			rec.Status, rec.Reason, rec.Error, out.Failed(), out.Errored())
+	}
+	if len(rec.Checks) != 1 || rec.Checks[0].Verdict() != report.VerdictNotEvaluated {
+		t.Errorf("checks %+v: want the expect check not evaluated", rec.Checks)
+	}
+}
