@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 func findProgram(t *testing.T, name, pkg string) string {
@@ -21,7 +22,7 @@ func findProgram(t *testing.T, name, pkg string) string {
 			return path
 		}
 	}
-	t.Skipf("%s is not installed (Debian package %s): the real-program comparison cannot run", name, pkg)
+	testci.SkipOrFail(t, "%s is not installed (Debian package %s): the real-program comparison cannot run", name, pkg)
 	return ""
 }
 

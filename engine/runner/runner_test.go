@@ -15,6 +15,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -40,7 +41,7 @@ func skipIfNoisy(t *testing.T, out *Outcome) {
 	t.Helper()
 	for _, r := range out.Runs {
 		if r.Timing != nil && r.Timing.Noisy {
-			t.Skipf("run %s/%s was noisy in %d attempts (%s): this machine is too busy to judge it", r.Scenario, r.Variant, r.Timing.Attempt, r.Timing.Reason)
+			testci.SkipOrFail(t, "run %s/%s was noisy in %d attempts (%s): this machine is too busy to judge it", r.Scenario, r.Variant, r.Timing.Attempt, r.Timing.Reason)
 		}
 	}
 }
