@@ -408,6 +408,10 @@ func notRunHint(w io.Writer, name string, runs []*report.Run) {
 			fmt.Fprintf(w, "  %s\n", r.Reason)
 		}
 	}
+	if name != "run" {
+		fmt.Fprintf(w, "install what is named above where the shards run, and run them again (kalab help verdicts)\n")
+		return
+	}
 	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 

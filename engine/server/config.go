@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/lag"
 )
 
@@ -128,6 +129,9 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	if cfg.IdleTimeout < 0 {
 		return cfg, fmt.Errorf("idle timeout %v: must not be negative", cfg.IdleTimeout)
+	}
+	if fault.On(fault.IdleCloseDouble) {
+		cfg.IdleTimeout *= 2
 	}
 	switch cfg.Hint {
 	case HintOff, HintOn:
