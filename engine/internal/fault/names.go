@@ -15,7 +15,9 @@ const (
 	HandshakeShort = "handshake-short"
 	// IdleCloseDouble: the embedded server closes an idle connection at twice its timeout.
 	IdleCloseDouble = "idle-close-double"
+	// HiddenUncounted: the go-net-http client does not count Go's own silent re-sends.
+	HiddenUncounted = "hidden-uncounted"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted}
