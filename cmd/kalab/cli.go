@@ -16,6 +16,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/suggest"
@@ -58,11 +59,14 @@ Usage:
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
                                         the real-client adapters (client.exec) and error table
   kalab help servers                    the real servers (server.exec, command, url) and their mappings
+  kalab help verdicts                   pass, fail, not evaluated, not run, and the exit codes
 
 Run 'kalab COMMAND --help' for a command's flags.
 
-Exit codes: 0 every check passed; 1 a check failed or a baseline regressed; 2 the input is
-invalid (nothing ran); 3 the engine failed; 130 interrupted.
+Exit codes: 0 every planned run ran and every check passed; 1 a check failed or a baseline
+regressed; 2 the input is invalid (nothing ran); 3 a run has no verdict (the engine failed,
+its timing was too noisy, or a program it needs is not installed: --allow-missing accepts
+that); 130 interrupted. A check not evaluated is never a pass (kalab help verdicts).
 `
 
 // commands lists the commands Main knows, for did-you-mean.
@@ -412,15 +416,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	case "servers":
 		fmt.Fprint(stdout, serversHelp)
 		return exitOK
+	case "verdicts":
+		fmt.Fprintln(stdout, report.Verdicts)
+		return exitOK
 	}
 	if slices.Contains(commands, args[0]) {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers"}, commands...)); c != "" {
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts"}, commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, or a command)\n", args[0], hint)
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, verdicts, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 
@@ -434,7 +441,8 @@ func plural(n int) string {
 // helpClients lists the bundled adapters with what each honours, and the error table.
 func helpClients(w io.Writer) {
 	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
-	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime skips the run (--require-clients: error).")
+	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime makes the run not run: no verdict, exit 3")
+	fmt.Fprintln(w, "unless --allow-missing (--require-clients: an error). See kalab help verdicts.")
 	fmt.Fprintln(w, "kalab run starts an adapter only with --allow-exec=bundled, a command only with --allow-exec")
 	fmt.Fprintln(w, "(KALAB_ALLOW_EXEC=bundled or 1); a program gets PATH, HOME, LANG, LC_ALL, TMPDIR, TZ, env: and KALAB_*.")
 	for _, name := range execclient.Names() {

@@ -53,13 +53,13 @@ func outcomeLines(t *testing.T, dir string) []string {
 		}
 		seen[k] = true
 		for _, c := range r.Checks {
-			lines = append(lines, fmt.Sprintf("run %s %s: %s %s pass=%v skipped=%v", k, r.Status, c.Kind, c.Expr, c.Pass, c.Skipped))
+			lines = append(lines, fmt.Sprintf("run %s %s: %s %s verdict=%s", k, r.Status, c.Kind, c.Expr, c.Verdict()))
 		}
 		lines = append(lines, fmt.Sprintf("run %s %s", k, r.Status))
 	}
 	for _, s := range res.Scenarios {
 		for _, c := range s.Checks {
-			lines = append(lines, fmt.Sprintf("scenario %s %s: %s pass=%v skipped=%v", s.Scenario, s.Status, c.Expr, c.Pass, c.Skipped))
+			lines = append(lines, fmt.Sprintf("scenario %s %s: %s verdict=%s", s.Scenario, s.Status, c.Expr, c.Verdict()))
 		}
 		lines = append(lines, fmt.Sprintf("scenario %s %s runs=%d", s.Scenario, s.Status, s.Runs))
 	}

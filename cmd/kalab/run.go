@@ -82,9 +82,12 @@ type runFlags struct {
 	allowPartial bool
 	junitPath    string
 	htmlPath     string
-	// requireClients: a run whose real client is not installed is an error, not skipped.
+	// requireClients: a run whose real client is not installed is an error, not "not run".
 	requireClients bool
-	allowRemote    bool
+	// allowMissing: runs not run because a program they need is missing do not change the
+	// exit code (they are still reported).
+	allowMissing bool
+	allowRemote  bool
 	// allowExec is which programs a scenario may start (--allow-exec, $KALAB_ALLOW_EXEC).
 	allowExec runner.ExecPolicy
 	shardFlags
@@ -115,8 +118,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	allowExec := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
 	fs.Lookup("allow-exec").NoOptDefVal = "all"
-	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
 	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
+	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
+	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
@@ -370,6 +374,13 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			})
 		}
 		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
+		// A run of the baseline planned here but not run (a program it needs is missing)
+		// is missing too: --fail-missing fails on it. (The summary lists it with the diffs.)
+		for _, d := range diffs {
+			if d.State == report.StateMissing {
+				missing = append(missing, d)
+			}
+		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		ws := os.Getenv("GITHUB_WORKSPACE")
@@ -401,6 +412,9 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff,
 		return exitEngine
 	case outcome.Errored():
 		return exitEngine
+	case len(outcome.NotRun()) > 0 && !f.allowMissing:
+		notRunHint(stderr, f.name, outcome.NotRun())
+		return exitEngine
 	case outcome.Failed():
 		return exitCheckFailed
 	case f.failMissing && len(missing) > 0:
@@ -408,6 +422,25 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff,
 		return exitCheckFailed
 	}
 	return exitOK
+}
+
+// notRunHint tells, at the end, why the exit code is 3 when every run that ran passed:
+// the programs to install, or --allow-missing.
+func notRunHint(w io.Writer, name string, runs []*report.Run) {
+	fmt.Fprintf(w, "kalab %s: %d run%s not run here, because a program is not installed; the checks that read them were not evaluated (exit 3):\n",
+		name, len(runs), plural(len(runs)))
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if !seen[r.Reason] {
+			seen[r.Reason] = true
+			fmt.Fprintf(w, "  %s\n", r.Reason)
+		}
+	}
+	if name != "run" {
+		fmt.Fprintf(w, "install what is named above where the shards run, and run them again (kalab help verdicts)\n")
+		return
+	}
+	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 
 // parseTolerances reads the --tolerance flags.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 func findProgram(t *testing.T, name, pkg string) string {
@@ -21,7 +22,7 @@ func findProgram(t *testing.T, name, pkg string) string {
 			return path
 		}
 	}
-	t.Skipf("%s is not installed (Debian package %s): the real-program comparison cannot run", name, pkg)
+	testci.SkipOrFail(t, "%s is not installed (Debian package %s): the real-program comparison cannot run", name, pkg)
 	return ""
 }
 
@@ -68,7 +69,8 @@ func freeAddr(t *testing.T) string {
 // retry-on conn-failure) a new client connection's first request gets its own server
 // connection, and when a reused server connection dies under a later request HAProxy
 // closes the client connection without a response (HAProxy 2.6.12 measured; a first
-// request whose fresh server connection dies gets a 502).
+// request whose fresh server connection dies gets a 502). Any other outcome fails: the
+// preset allows no other (its rates are in its Source, engine/scenario/presets.go).
 func TestHAProxyPolicyMatchesRealHAProxy(t *testing.T) {
 	t.Parallel()
 	bin := findProgram(t, "haproxy", "haproxy")
@@ -101,9 +103,17 @@ func TestHAProxyPolicyMatchesRealHAProxy(t *testing.T) {
 				}
 				return statuses, be.conns.Load()
 			}
-			// The server closes under the second request of every connection but the first,
-			// and under the first request of the second client connection's fresh one.
-			closeOn := func(n, k int64) bool { return (n == 2 && k > 2) || (fresh && n == 1 && k == 3) }
+			// After the first client connection's two requests, the server closes under
+			// every reused request, whichever idle server connection HAProxy takes: with
+			// "n == 2" only, HAProxy 2.6.12 sent the fourth request over the first client's
+			// idle server connection (its third request) in 11 of 1,400 tries (2026-12-01),
+			// no connection died, and the test once read that as a re-send. With fresh, it
+			// closes under the first request of the second client connection's own server
+			// connection instead, and under a second request on one.
+			closeOn := func(n, k int64) bool { return n >= 2 && k > 2 }
+			if fresh {
+				closeOn = func(n, k int64) bool { return (n == 2 && k > 2) || (n == 1 && k == 3) }
+			}
 
 			realBE := startBackend(t, closeOn)
 			dir, addr := t.TempDir(), freeAddr(t)
@@ -134,16 +144,13 @@ backend be
 			ownStatuses, ownConns := outcome(own.Addr(), ownBE)
 
 			if got := fmt.Sprint(realStatuses); got != tc.want {
-				if !fresh && got == "[200 200 200 200]" {
-					// Seen once for GET in CI's first rehearsal and once for POST in a full
-					// test run beside other work (2026-12-01): HAProxy 2.6.12 re-sent the
-					// request on a new server connection instead of closing the client's;
-					// which it does seems to depend on when the server's close reaches it.
-					// The preset models the close, seen in every other run; say so, do not
-					// fail on it.
-					t.Skipf("real HAProxy re-sent the %s this time (%v); the preset models its close (%s)", method, got, tc.want)
-				}
-				t.Errorf("real HAProxy gave %v; the haproxy preset assumes %s", realStatuses, tc.want)
+				t.Errorf("real HAProxy gave %v (the server saw %d requests on %d connections); the haproxy preset allows only %s",
+					realStatuses, realBE.requests.Load(), realConns, tc.want)
+			}
+			// A re-send would reach the server a fifth time: the preset says HAProxy never
+			// re-sends a request whose established server connection died.
+			if n := realBE.requests.Load(); !fresh && n != 4 {
+				t.Errorf("real HAProxy sent %d requests to the server for 4 (a re-send?); the haproxy preset never re-sends", n)
 			}
 			// Not modelled: after a first request's fresh server connection died, HAProxy
 			// 2.6 opened another new one for the client connection's next request, where

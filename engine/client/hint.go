@@ -1,6 +1,10 @@
 package client
 
-import "time"
+import (
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
+)
 
 // maxHintSeconds bounds a parsed hint so N*time.Second cannot overflow.
 const maxHintSeconds = 1 << 31
@@ -42,7 +46,7 @@ func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 // the pool and for how long. life 0 with pool true means no idle limit.
 func pooledLifetime(cfg *Config, hint time.Duration, hasHint bool) (life time.Duration, pool bool) {
 	base := cfg.IdleTimeout
-	if !cfg.HonorHint || !hasHint {
+	if !cfg.HonorHint || !hasHint || fault.On(fault.HintIgnored) {
 		return base, true
 	}
 	if cfg.HintUnit > 0 && cfg.HintUnit != time.Second {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // stdClient drives the real net/http.Transport and traces it. It is the go-net-http
@@ -439,7 +441,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 func (s *stdClient) record(ev *Event, at *attemptTrace, start time.Time) attemptResult {
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	if at.gotConns > 1 {
+	if at.gotConns > 1 && !fault.On(fault.HiddenUncounted) {
 		hidden := at.gotConns - 1
 		ev.HiddenRetries += hidden
 		s.stats.hiddenRetries.Add(int64(hidden))

@@ -28,8 +28,9 @@ import (
 	"github.com/kalab-dev/kalab/engine/proc"
 )
 
-// ErrMissing marks a runtime or command that is not installed: the run is skipped, not
-// failed (kalab run --require-clients makes it an error).
+// ErrMissing marks a runtime or command that is not installed: the run is not run (no
+// verdict, exit 3 unless kalab run --allow-missing; --require-clients makes it an error).
+// The message says how to install what is missing.
 var ErrMissing = errors.New("client runtime not available")
 
 // Config is one exec client run.
@@ -79,12 +80,12 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		id := Identity{Adapter: a.Name, Command: []string{a.Interpreter, a.Script}}
 		path, err := exec.LookPath(a.Runtime)
 		if err != nil {
-			return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH", ErrMissing, a.Name, a.Runtime)
+			return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH (%s)", ErrMissing, a.Name, a.Runtime, InstallHint(a.Runtime))
 		}
 		id.Executable = path
 		if a.Interpreter != a.Runtime {
 			if _, err := exec.LookPath(a.Interpreter); err != nil {
-				return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH", ErrMissing, a.Name, a.Interpreter)
+				return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH (%s)", ErrMissing, a.Name, a.Interpreter, InstallHint(a.Interpreter))
 			}
 		}
 		// Generous: a loaded machine can take seconds to start an interpreter.
@@ -98,12 +99,12 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
 		}
 		if err != nil {
-			return id, fmt.Errorf("%w: %s %s: %v: %s", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, firstLine(string(out)))
+			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, firstLine(string(out)), InstallHint(a.Name))
 		}
 		id.Version = firstLine(string(out))
 		if a.Runtime == "node" && a.Name == "node-fetch" {
 			if major := nodeMajor(id.Version); major > 0 && major < 18 {
-				return id, fmt.Errorf("%w: node-fetch needs Node 18 or later (global fetch), found %s", ErrMissing, id.Version)
+				return id, fmt.Errorf("%w: node-fetch needs Node 18 or later (global fetch), found %s (%s)", ErrMissing, id.Version, InstallHint("node"))
 			}
 		}
 		return id, nil
@@ -118,10 +119,28 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return id, fmt.Errorf("%w: command %s: %v", ErrMissing, cfg.Command[0], unwrapExec(err))
+		return id, fmt.Errorf("%w: command %s: %v (put it on PATH, or name it by a path relative to the scenario file)", ErrMissing, cfg.Command[0], unwrapExec(err))
 	}
 	id.Executable = path
 	return id, nil
+}
+
+// installHints say how to install each program an adapter needs.
+var installHints = map[string]string{
+	"node":            "install Node 20 or later from https://nodejs.org or NodeSource's packages (Debian 12's nodejs is 18)",
+	"curl":            "install it: apt-get install curl, or brew install curl",
+	"python3":         "install it: apt-get install python3 python3-requests, or https://python.org and pip install requests",
+	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
+	"bash":            "install it: apt-get install bash",
+}
+
+// InstallHint says how to install program (a runtime, or an adapter whose runtime lacks a
+// module it needs).
+func InstallHint(program string) string {
+	if h, ok := installHints[program]; ok {
+		return h
+	}
+	return "install " + program + " and put it on PATH"
 }
 
 func unwrapExec(err error) error {

@@ -106,7 +106,7 @@ func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 		{"the unknown phase", `data-ph="100,100,300,queue=1.5"`, 1},
 		{"the error text, escaped", `read: connection reset &lt;by&gt; &#34;peer&#34;`, 1},
 		{"the unknown record kind, named", `not drawn: 1 &#34;invocation&#34;`, 1},
-		{"a passed check", `<li class="pass"><code>errors &gt; 0</code>`, 1},
+		{"a passed check", `<li class="pass" data-verdict="pass"><code>errors &gt; 0</code>`, 1},
 		{"the histogram", `<svg class="hist"`, 1},
 		{"the phase chart", `<svg class="phases"`, 1},
 	} {

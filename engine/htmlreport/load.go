@@ -81,12 +81,14 @@ func Load(dir string) (*Results, error) {
 			if err := json.Unmarshal(b, &rd.Run); err != nil {
 				return nil, fmt.Errorf("%s:%d: run record: %v", path, line, err)
 			}
+			rd.Run.Upgrade()
 			res.Runs = append(res.Runs, rd)
 		case "scenario":
 			var s report.Scenario
 			if err := json.Unmarshal(b, &s); err != nil {
 				return nil, fmt.Errorf("%s:%d: scenario record: %v", path, line, err)
 			}
+			s.Upgrade()
 			res.Scenarios = append(res.Scenarios, s)
 		default:
 			res.Skipped[head.Record]++

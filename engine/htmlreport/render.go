@@ -40,7 +40,30 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return strings.Join(parts, ", ")
 	},
+	"checks": checksCount,
 }).Parse(pageSrc))
+
+// checksCount is a run's or a scenario's checks column: passed out of evaluated, and the
+// ones not evaluated apart ("0/0, 2 not evaluated"), never counted as passed.
+func checksCount(cs []report.Check) string {
+	var passed, evaluated, unevaluated int
+	for _, c := range cs {
+		switch c.Verdict() {
+		case report.VerdictPass:
+			passed++
+			evaluated++
+		case report.VerdictFail:
+			evaluated++
+		default:
+			unevaluated++
+		}
+	}
+	s := fmt.Sprintf("%d/%d", passed, evaluated)
+	if unevaluated > 0 {
+		s += fmt.Sprintf(", %d not evaluated", unevaluated)
+	}
+	return s
+}
 
 // Options adjust what the page says.
 type Options struct {

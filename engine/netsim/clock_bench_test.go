@@ -23,7 +23,7 @@ func BenchmarkClockWake(b *testing.B) {
 				_ = c.tfd.Close()
 				c.tfd = nil
 			case kind == "timerfd" && c.tfd == nil:
-				b.Skip("no timerfd on this platform: the fallback is the clock here")
+				b.Skip("no timerfd on this platform: the fallback is the clock here") // skip: a benchmark: CI runs no benchmark
 			}
 			const n = 300
 			var late []time.Duration

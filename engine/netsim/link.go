@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 const (
@@ -71,6 +73,9 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
 	// needs half a trip more; the server can answer no sooner than it
 	// accepted, so its first byte reaches the client at 2 RTT.
+	if fault.On(fault.HandshakeShort) {
+		t0 = t0.Add(-rtt)
+	}
 	l.up = &direction{l: l, src: c, floor: t0.Add(rtt + rtt/2),
 		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
 	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
@@ -204,14 +209,14 @@ func (d *direction) readLoop() {
 			if err == nil {
 				d.srcEOF.Store(true)
 				d.l.closeSeen(d.srcSide(), false, stamp)
-				d.push(chunk{kind: evFin}, stamp)
+				d.pushClose(chunk{kind: evFin}, stamp)
 				return
 			}
 			d.l.closeSeen(d.srcSide(), true, stamp)
 			// ECONNRESET is the usual case; any other failure of a live
 			// socket also means the peer is gone abruptly, so model it the
 			// same way rather than as an orderly close.
-			d.push(chunk{kind: evRst}, stamp)
+			d.pushClose(chunk{kind: evRst}, stamp)
 			return
 		}
 		if d == d.l.down {

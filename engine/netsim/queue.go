@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // kind is what a queued chunk carries.
@@ -91,6 +93,15 @@ func (d *direction) push(c chunk, stamp time.Time) {
 		due = d.floor
 	}
 	d.pushAt(c, due)
+}
+
+// pushClose queues a FIN or a reset: delayed like data (push).
+func (d *direction) pushClose(c chunk, stamp time.Time) {
+	if fault.On(fault.CloseUndelayed) {
+		d.pushAt(c, stamp)
+		return
+	}
+	d.push(c, stamp)
 }
 
 // pushData queues a data chunk by the sending model. Only the reader calls it.

@@ -136,6 +136,18 @@ type adapter interface {
 	version(out string) string
 }
 
+// ErrMissing marks a server program that is not installed: the run is not run (no
+// verdict), not failed; the message says how to install it.
+var ErrMissing = errors.New("server program not available")
+
+// debianPackage is the Debian package that installs prog.
+func debianPackage(prog string) string {
+	if prog == "node" {
+		return "nodejs, or Node 20 or later from https://nodejs.org"
+	}
+	return prog
+}
+
 var adapters = map[Kind]adapter{Nginx: nginxAdapter{}, Node: nodeAdapter{}, HAProxy: haproxyAdapter{}}
 
 // Check reports the first setting of cfg the real server cannot express, without starting
@@ -305,7 +317,7 @@ func (s *Server) startProgram(ctx context.Context) error {
 		}
 		path, err := lookPathAbs(prog)
 		if err != nil {
-			return fmt.Errorf("%s is not installed (%v)", prog, err)
+			return fmt.Errorf("%w: %s is not installed (%v); install it: apt-get install %s", ErrMissing, prog, err, debianPackage(prog))
 		}
 		args, cf, err := ad.prepare(abs, tmp, port, files)
 		if err != nil {

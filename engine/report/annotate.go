@@ -8,27 +8,27 @@ import (
 )
 
 // Annotations writes a GitHub Actions ::error workflow command for each failed check
-// (expect, compare and baseline regressions) and each run that could not complete, so the
-// failure shows on the scenario line in the pull request. workspace, when not empty, is
+// (expect, compare and baseline regressions) and each run that could not complete, and a
+// ::warning for each run not run here and each check not evaluated, so the failure or the
+// missing verdict shows on the scenario line in the pull request. workspace, when not empty, is
 // $GITHUB_WORKSPACE: absolute scenario paths under it are made relative, as GitHub expects.
 func Annotations(w io.Writer, runs []*Run, scenarios []*Scenario, workspace string) error {
 	var b strings.Builder
 	for _, r := range runs {
 		where := r.Scenario + " / " + r.Variant
 		for _, c := range r.Checks {
-			if !c.Pass {
-				annotate(&b, workspace, c.File, c.Line, c.Col, "kalab: "+where, checkText(c))
-			}
+			annotateCheck(&b, workspace, "kalab: "+where, c)
 		}
-		if r.Status == StatusError || r.Status == StatusInterrupted {
-			annotate(&b, workspace, r.File, 0, 0, "kalab: "+where, r.Status+": "+r.Error)
+		switch r.Status {
+		case StatusError, StatusInterrupted:
+			annotate(&b, "error", workspace, r.File, 0, 0, "kalab: "+where, r.Status+": "+r.Error)
+		case StatusNotRun:
+			annotate(&b, "warning", workspace, r.File, 0, 0, "kalab: "+where, "not run: "+r.Reason)
 		}
 	}
 	for _, s := range scenarios {
 		for _, c := range s.Checks {
-			if !c.Pass && !c.Skipped {
-				annotate(&b, workspace, c.File, c.Line, c.Col, "kalab: "+s.Scenario+" (compare)", checkText(c))
-			}
+			annotateCheck(&b, workspace, "kalab: "+s.Scenario+" (compare)", c)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -45,14 +45,25 @@ func AnnotateMissing(w io.Writer, missing []RunDiff, fail bool, workspace string
 		}
 		fmt.Fprintf(&b, "::%s file=%s,title=%s::%s\n", cmd, escapeProperty(relTo(workspace, m.File)),
 			escapeProperty("kalab: "+m.Scenario+" / "+m.Variant),
-			escapeData("in the baseline but did not run"))
+			escapeData(missingText(m)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func annotate(b *strings.Builder, workspace, file string, line, col int, title, msg string) {
-	fmt.Fprintf(b, "::error file=%s", escapeProperty(relTo(workspace, file)))
+// annotateCheck annotates a check that did not pass: an error when it failed, a warning
+// when it was not evaluated.
+func annotateCheck(b *strings.Builder, workspace, title string, c Check) {
+	switch c.Verdict() {
+	case VerdictFail:
+		annotate(b, "error", workspace, c.File, c.Line, c.Col, title, checkText(c))
+	case VerdictNotEvaluated:
+		annotate(b, "warning", workspace, c.File, c.Line, c.Col, title, "NOT EVALUATED "+c.Expr+": "+c.NotEvaluated)
+	}
+}
+
+func annotate(b *strings.Builder, cmd, workspace, file string, line, col int, title, msg string) {
+	fmt.Fprintf(b, "::%s file=%s", cmd, escapeProperty(relTo(workspace, file)))
 	if line > 0 {
 		fmt.Fprintf(b, ",line=%d", line)
 		if col > 0 {
@@ -93,4 +104,12 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// missingText says why a baseline run is missing.
+func missingText(m RunDiff) string {
+	if m.Note != "" {
+		return "in the baseline but " + m.Note
+	}
+	return "in the baseline but did not run"
 }

@@ -426,7 +426,7 @@ const (
 const (
 	StateCompared      = "compared"       // both runs completed; metrics compared
 	StateNew           = "new"            // not in the baseline
-	StateMissing       = "missing"        // in the baseline, not in this invocation
+	StateMissing       = "missing"        // in the baseline, not in this invocation or not run here (not-run)
 	StateNotComparable = "not-comparable" // one side errored or was interrupted
 )
 
@@ -512,6 +512,12 @@ func (c *Comparer) CompareRun(cur *Run) RunDiff {
 		return d
 	}
 	d.BaselineRunID = old.RunID
+	if cur.Status == StatusNotRun {
+		// Planned but not run here: as missing as a run the invocation left out
+		// (--fail-missing fails on it).
+		d.State, d.Note = StateMissing, "not run here: "+cur.Reason
+		return d
+	}
 	if !completed(cur.Status) {
 		d.State, d.Note = StateNotComparable, "this run ended "+cur.Status
 		return d

@@ -159,7 +159,7 @@ func BaselineSummary(w io.Writer, path string, diffs []RunDiff, failMissing bool
 			if failMissing {
 				label = "MISSING "
 			}
-			fmt.Fprintf(&b, "  %s  %s: in the baseline but did not run\n", label, where)
+			fmt.Fprintf(&b, "  %s  %s: %s\n", label, where, missingText(d))
 		case StateNotComparable:
 			fmt.Fprintf(&b, "  skipped   %s: not compared: %s\n", where, d.Note)
 		}

@@ -93,7 +93,14 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		order = append(order, name)
 		return s
 	}
+	// A run not run here that the baseline has is both a run and a missing one: one case.
+	notRunMissing := map[string]bool{}
+	for _, m := range in.Missing {
+		notRunMissing[runKey(m.Scenario, m.Variant)] = true
+	}
+	ran := map[string]bool{}
 	for _, r := range in.Runs {
+		ran[runKey(r.Scenario, r.Variant)] = true
 		s := get(r.Scenario, r.File)
 		if s.start.IsZero() || r.StartedAt.Before(s.start) {
 			s.start = r.StartedAt
@@ -109,15 +116,18 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
 		var failed []Check
 		for _, ch := range r.Checks {
-			if !ch.Pass {
+			if ch.Failed() {
 				failed = append(failed, ch)
 			}
 		}
 		switch {
 		case r.Status == StatusError || r.Status == StatusInterrupted:
 			c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
-		case r.Status == StatusSkipped:
-			c.Skipped = &junitProblem{Message: xmlSafe(r.Reason)}
+		case r.Status == StatusNotRun && in.FailMissing && notRunMissing[runKey(r.Scenario, r.Variant)]:
+			msg := xmlSafe("in the baseline but not run here: " + r.Reason)
+			c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
+		case r.Status == StatusNotRun:
+			c.Skipped = &junitProblem{Message: xmlSafe("not run: " + r.Reason)}
 		case len(failed) > 0:
 			c.Line = strconv.Itoa(failed[0].Line)
 			c.Failure = failure(failed)
@@ -130,12 +140,12 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		}
 		s := get(sc.Scenario, sc.File)
 		c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
-		var failed, skipped []Check
+		var failed, unevaluated []Check
 		for _, ch := range sc.Checks {
-			switch {
-			case ch.Skipped:
-				skipped = append(skipped, ch)
-			case !ch.Pass:
+			switch ch.Verdict() {
+			case VerdictNotEvaluated:
+				unevaluated = append(unevaluated, ch)
+			case VerdictFail:
 				failed = append(failed, ch)
 			}
 		}
@@ -143,12 +153,16 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		case len(failed) > 0:
 			c.Line = strconv.Itoa(failed[0].Line)
 			c.Failure = failure(failed)
-		case len(skipped) == len(sc.Checks):
-			c.Skipped = &junitProblem{Message: "not evaluated: a run it reads did not run or complete"}
+		case len(unevaluated) > 0:
+			// A case is one verdict: with any check not evaluated the case is not a pass.
+			c.Skipped = &junitProblem{Message: xmlSafe(notEvaluatedText(unevaluated, len(sc.Checks)))}
 		}
 		s.suite.Cases = append(s.suite.Cases, c)
 	}
 	for _, m := range in.Missing {
+		if ran[runKey(m.Scenario, m.Variant)] {
+			continue
+		}
 		s := get(m.Scenario, m.File)
 		c := junitCase{Name: m.Variant, Classname: m.Scenario, Time: "0", File: m.File}
 		msg := "in the baseline (run " + m.BaselineRunID + ") but did not run"
@@ -245,3 +259,12 @@ func xmlSafe(s string) string {
 }
 
 func seconds(ms float64) string { return strconv.FormatFloat(ms/1000, 'f', 3, 64) }
+
+// notEvaluatedText says how many of a case's checks were not evaluated, and why.
+func notEvaluatedText(cs []Check, of int) string {
+	s := fmt.Sprintf("%d of %d checks not evaluated", len(cs), of)
+	for _, c := range cs {
+		s += fmt.Sprintf("; %s: %s", c.Expr, c.NotEvaluated)
+	}
+	return s
+}

@@ -63,12 +63,14 @@ func Read(r io.Reader) (*Results, error) {
 				return nil, fmt.Errorf("%d: run record: %v", line, err)
 			}
 			run.line = line
+			run.Upgrade()
 			res.Runs = append(res.Runs, run)
 		case "scenario":
 			var s Scenario
 			if err := dec.Decode(&s); err != nil {
 				return nil, fmt.Errorf("%d: scenario record: %v", line, err)
 			}
+			s.Upgrade()
 			res.Scenarios = append(res.Scenarios, s)
 		case "invocation":
 			var inv Invocation

@@ -16,20 +16,135 @@ const (
 	StatusFail        = "fail"        // a check failed
 	StatusError       = "error"       // the run could not complete (the reason is in Error)
 	StatusInterrupted = "interrupted" // stopped by Ctrl-C or SIGTERM; metrics cover what ran
-	StatusSkipped     = "skipped"     // not run: its real client is not installed (the reason is in Reason)
+	// StatusNotRun: the run could not run here, because a program it needs (its real
+	// client or server, a user command) is not installed; Reason says which and how to
+	// install it. It has no verdict: it is neither passed nor failed (see Verdicts).
+	StatusNotRun = "not-run"
+	// StatusNotEvaluated is a scenario record's status when none of its compare checks
+	// failed but some were not evaluated (a run they read did not run or complete).
+	StatusNotEvaluated = "not-evaluated"
+	// statusSkippedV1 is what kalab wrote for a not-run run before it had StatusNotRun;
+	// Read turns it into StatusNotRun.
+	statusSkippedV1 = "skipped"
 )
+
+// Verdicts of a check (Check.Verdict).
+const (
+	VerdictPass         = "pass"
+	VerdictFail         = "fail"
+	VerdictNotEvaluated = "not-evaluated"
+)
+
+// Verdicts is the rule every output follows (summary, totals, results.jsonl, JUnit,
+// GitHub annotations, the HTML report, the exit code); kalab help verdicts prints it.
+const Verdicts = `A check has one of three verdicts:
+  pass            it was evaluated and held
+  fail            it was evaluated and did not hold
+  not evaluated   it could not be evaluated, with the reason: a run it reads did not run
+                  (a program it needs is not installed), did not complete (error,
+                  interrupted, timing too noisy), was filtered out or is in another shard
+A not-evaluated check is never counted or drawn as passed: totals count it apart, the
+JSONL record has "pass": false and "not_evaluated": REASON, JUnit marks it skipped, the
+HTML report draws it grey with the reason.
+
+A run that could not run here because a program it needs is missing (node, curl, python3
+with requests, nginx, haproxy, a client.exec or server.command program not on PATH) has
+status not-run, with the reason and how to install the program. It is neither passed nor
+failed, and every check that reads it is not evaluated.
+
+Exit codes of kalab run (kalab merge gates merged results the same way, without
+--allow-missing):
+  0    every planned run ran and every check passed
+  1    a check failed, a baseline metric regressed, or (--fail-missing) a run of the
+       baseline did not run here (a not-run run counts as missing)
+  2    the input is invalid; nothing ran
+  3    a run has no verdict: the engine failed, its timing was too noisy, or a program it
+       needs is not installed (not-run) - unless --allow-missing accepts not-run runs
+  130  interrupted
+--allow-missing: not-run runs (and the checks that read them) are reported but do not
+change the exit code; use it on a machine that lacks some programs on purpose. With
+--require-clients a missing real client is an error (exit 3) even with --allow-missing.`
 
 // Check is one evaluated assertion.
 type Check struct {
 	Kind     string             `json:"kind"` // expect | compare | baseline
 	Expr     string             `json:"expr"`
-	Pass     bool               `json:"pass"`
+	Pass     bool               `json:"pass"` // evaluated and held; false when not evaluated
 	Observed map[string]float64 `json:"observed"`
 	Error    string             `json:"error,omitempty"`
-	Skipped  bool               `json:"skipped,omitempty"` // not evaluated: a run it reads did not run or complete
-	File     string             `json:"file"`
-	Line     int                `json:"line"`
-	Col      int                `json:"col"`
+	// NotEvaluated, when set, is why the check was not evaluated (a run it reads did not
+	// run or complete); Pass is then false.
+	NotEvaluated string `json:"not_evaluated,omitempty"`
+	// Skipped is how records before not_evaluated marked a check that was not evaluated
+	// (with "pass": true); Read turns it into NotEvaluated. kalab no longer writes it.
+	Skipped bool   `json:"skipped,omitempty"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+}
+
+// Verdict is the check's verdict: VerdictPass, VerdictFail or VerdictNotEvaluated.
+func (c Check) Verdict() string {
+	switch {
+	case c.NotEvaluated != "" || c.Skipped:
+		return VerdictNotEvaluated
+	case c.Pass:
+		return VerdictPass
+	}
+	return VerdictFail
+}
+
+// Failed reports whether the check was evaluated and did not hold.
+func (c Check) Failed() bool { return c.Verdict() == VerdictFail }
+
+// upgrade turns what older records wrote for a check that was not evaluated into the
+// current form.
+func (c *Check) upgrade() {
+	if c.Skipped {
+		c.Skipped, c.Pass = false, false
+		if c.NotEvaluated = c.Error; c.NotEvaluated == "" {
+			c.NotEvaluated = "a run it reads did not run or complete"
+		}
+		c.Error = ""
+	}
+}
+
+// Upgrade turns what older kalab versions wrote into the current form: the status
+// "skipped" into not-run, and checks marked skipped into not evaluated. Readers of
+// results.jsonl call it on every record.
+func (r *Run) Upgrade() {
+	if r.Status == statusSkippedV1 {
+		r.Status = StatusNotRun
+	}
+	for i := range r.Checks {
+		r.Checks[i].upgrade()
+	}
+}
+
+// Upgrade turns checks marked skipped by older kalab versions into not evaluated, and
+// recomputes a status older versions wrote as pass over checks not evaluated.
+func (s *Scenario) Upgrade() {
+	for i := range s.Checks {
+		s.Checks[i].upgrade()
+	}
+	if s.Status == StatusPass {
+		s.Status = ScenarioStatus(s.Checks)
+	}
+}
+
+// ScenarioStatus is the status of a scenario record over its compare checks: fail when
+// one failed, else not-evaluated when one was not evaluated, else pass.
+func ScenarioStatus(cs []Check) string {
+	st := StatusPass
+	for _, c := range cs {
+		switch c.Verdict() {
+		case VerdictFail:
+			return StatusFail
+		case VerdictNotEvaluated:
+			st = StatusNotEvaluated
+		}
+	}
+	return st
 }
 
 // Run is one line of results.jsonl: the outcome of one scenario x variant.
@@ -49,7 +164,7 @@ type Run struct {
 	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
-	Reason        string            `json:"reason,omitempty"` // why a run was skipped
+	Reason        string            `json:"reason,omitempty"` // why a run did not run (not-run), and how to install what it needs
 	Notes         []string          `json:"notes,omitempty"`  // how the run differs from what the file asked, and why
 	// Client identifies the real client program of an exec run; nil for kalab's own clients.
 	Client       *ClientRuntime `json:"client,omitempty"`

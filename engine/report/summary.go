@@ -21,16 +21,14 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tREQUESTS\tERRORS\tCONNS\tP50 ms\tP95 ms\tTOTAL s\tWALL s\tCHECKS\tSTATUS\t")
 	shown := map[string]bool{}
 	for i, r := range runs {
-		passed, total := countChecks(r.Checks, "")
 		m := r.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%d/%d\t%s\t\n", r.Scenario, r.Variant,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", r.Scenario, r.Variant,
 			m.Requests, m.Errors, m.Connections, m.LatencyMs.P50, m.LatencyMs.P95,
-			m.TotalMs/1000, r.WallMs/1000, passed, total, r.Status)
+			m.TotalMs/1000, r.WallMs/1000, checksCell(r.Checks), r.Status)
 		last := i == len(runs)-1 || runs[i+1].Scenario != r.Scenario
 		if sc := byName[r.Scenario]; last && sc != nil && len(sc.Checks) > 0 && !shown[r.Scenario] {
 			shown[r.Scenario] = true
-			passed, total := countChecks(sc.Checks, "")
-			fmt.Fprintf(tw, "%s\t(compare)\t\t\t\t\t\t\t\t%d/%d\t%s\t\n", sc.Scenario, passed, total, sc.Status)
+			fmt.Fprintf(tw, "%s\t(compare)\t\t\t\t\t\t\t\t%s\t%s\t\n", sc.Scenario, checksCell(sc.Checks), sc.Status)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -40,20 +38,20 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 	var failed []string
 	for _, r := range runs {
 		for _, c := range r.Checks {
-			if !c.Pass {
+			if c.Verdict() != VerdictPass {
 				failed = append(failed, describeCheck(r.Scenario+" / "+r.Variant, c))
 			}
 		}
 		if r.Status == StatusError || r.Status == StatusInterrupted {
 			failed = append(failed, fmt.Sprintf("%s / %s: %s: %s", r.Scenario, r.Variant, r.Status, r.Error))
 		}
-		if r.Status == StatusSkipped {
-			failed = append(failed, fmt.Sprintf("%s / %s: skipped: %s", r.Scenario, r.Variant, r.Reason))
+		if r.Status == StatusNotRun {
+			failed = append(failed, fmt.Sprintf("%s / %s: NOT RUN: %s", r.Scenario, r.Variant, r.Reason))
 		}
 	}
 	for _, s := range scenarios {
 		for _, c := range s.Checks {
-			if !c.Pass {
+			if c.Verdict() != VerdictPass {
 				failed = append(failed, describeCheck(s.Scenario+" (compare)", c))
 			}
 		}
@@ -70,8 +68,9 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 }
 
 // Totals is the summary's last line: how many runs ended in each status and how many
-// checks of each kind passed, e.g.
-// "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8, compare checks 14/14".
+// checks of each kind passed out of those evaluated, with the ones not evaluated apart
+// (never counted as passed), e.g. "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8,
+// compare checks 12/12 (2 not evaluated)".
 func Totals(runs []*Run, scenarios []*Scenario) string {
 	status := map[string]int{}
 	for _, r := range runs {
@@ -99,44 +98,54 @@ func Totals(runs []*Run, scenarios []*Scenario) string {
 	}
 	sep := "; "
 	for _, kind := range []string{"expect", "compare", "baseline"} {
-		passed, total := countChecks(all, kind)
-		if total == 0 && kind != "expect" {
+		passed, evaluated, notEvaluated := countChecks(all, kind)
+		if evaluated+notEvaluated == 0 && kind != "expect" {
 			continue
 		}
-		s += fmt.Sprintf("%s%s checks %d/%d", sep, kind, passed, total)
+		s += fmt.Sprintf("%s%s checks %d/%d", sep, kind, passed, evaluated)
 		sep = ", "
-		if skipped := countSkipped(all, kind); skipped > 0 {
-			s += fmt.Sprintf(" (%d not evaluated: a run they read did not complete)", skipped)
+		if notEvaluated > 0 {
+			s += fmt.Sprintf(" (%d not evaluated)", notEvaluated)
 		}
 	}
 	return s
 }
 
-// countChecks counts the passed checks among those of kind ("" for all).
-func countChecks(cs []Check, kind string) (passed, total int) {
+// countChecks counts the checks of kind ("" for all) by verdict: passed and evaluated
+// (passed or failed), and apart those not evaluated.
+func countChecks(cs []Check, kind string) (passed, evaluated, notEvaluated int) {
 	for _, c := range cs {
 		if kind != "" && c.Kind != kind {
 			continue
 		}
-		total++
-		if c.Pass {
+		switch c.Verdict() {
+		case VerdictPass:
 			passed++
+			evaluated++
+		case VerdictFail:
+			evaluated++
+		default:
+			notEvaluated++
 		}
 	}
-	return passed, total
+	return passed, evaluated, notEvaluated
 }
 
-func countSkipped(cs []Check, kind string) int {
-	n := 0
-	for _, c := range cs {
-		if c.Kind == kind && c.Skipped {
-			n++
-		}
+// checksCell is a row's CHECKS column: passed/evaluated, then the checks that were not
+// evaluated apart, so "0/0 +2 not evaluated" never reads as a pass.
+func checksCell(cs []Check) string {
+	passed, evaluated, notEvaluated := countChecks(cs, "")
+	s := fmt.Sprintf("%d/%d", passed, evaluated)
+	if notEvaluated > 0 {
+		s += fmt.Sprintf(" +%d not evaluated", notEvaluated)
 	}
-	return n
+	return s
 }
 
 func describeCheck(where string, c Check) string {
+	if c.Verdict() == VerdictNotEvaluated {
+		return fmt.Sprintf("%s:%d:%d: %s: NOT EVALUATED %s: %s", c.File, c.Line, c.Col, where, c.Expr, c.NotEvaluated)
+	}
 	s := fmt.Sprintf("%s:%d:%d: %s: FAIL %s", c.File, c.Line, c.Col, where, c.Expr)
 	if len(c.Observed) > 0 {
 		s += " (" + Observed(c.Observed) + ")"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -19,16 +20,16 @@ import (
 // python3-requests, curl). A runtime that is missing skips its test with the reason;
 // under CI=true it fails instead, so a CI machine cannot pass without them.
 
-// needRuntime stops a subtest whose run was skipped because its runtime is missing, and
+// needRuntime stops a subtest whose run was not run because its runtime is missing, and
 // holds Node to the version the adapters are documented for.
 func needRuntime(t *testing.T, rec *report.Run) {
 	t.Helper()
 	ci := os.Getenv("CI") == "true"
-	if rec.Status == report.StatusSkipped {
+	if rec.Status == report.StatusNotRun {
 		if ci {
 			t.Fatalf("CI=true and the runtime is missing: %s", rec.Reason)
 		}
-		t.Skipf("runtime missing: %s", rec.Reason)
+		t.Skipf("runtime missing: %s", rec.Reason) // skip: CI=true fails just above
 	}
 	if rec.Client == nil {
 		t.Fatalf("exec run without a client identity: %+v", rec)
@@ -39,7 +40,7 @@ func needRuntime(t *testing.T, rec *report.Run) {
 			if ci {
 				t.Fatalf("CI=true needs Node 20 or later, found %s", rec.Client.Version)
 			}
-			t.Skipf("Node 20 or later needed, found %s", rec.Client.Version)
+			t.Skipf("Node 20 or later needed, found %s", rec.Client.Version) // skip: CI=true fails just above
 		}
 	}
 }
@@ -250,7 +251,7 @@ variants:
 			if late > margin && rec.Variant != "curl-loop" {
 				// The program's own timers ran later than the margin the window is judged
 				// with: on this machine, now, which requests race is not decided by the plan.
-				t.Skipf("the program's pauses ran up to %v late (margin %v): the machine is too busy to judge the race", late.Round(time.Millisecond), margin)
+				testci.SkipOrFail(t, "the program's pauses ran up to %v late (margin %v): the machine is too busy to judge the race", late.Round(time.Millisecond), margin)
 			}
 			if rec.Variant == "curl-loop" {
 				if m.Errors != 0 || m.Connections != requests {
@@ -278,7 +279,7 @@ variants:
 
 // A user's program that is not installed skips its run with the reason, never passes;
 // --require-clients makes it an error. Nothing is started for it.
-func TestExecMissingRuntimeSkips(t *testing.T) {
+func TestExecMissingCommandIsNotRun(t *testing.T) {
 	t.Parallel()
 	src := `
 name: exec-missing
@@ -294,15 +295,21 @@ expect: ["requests == 3"]
 			t.Fatal(err)
 		}
 		rec := out.Runs[0]
-		want, text := report.StatusSkipped, rec.Reason
+		want, text, checks := report.StatusNotRun, rec.Reason, 1
 		if require {
-			want, text = report.StatusError, rec.Error
+			want, text, checks = report.StatusError, rec.Error, 0
 		}
-		if rec.Status != want || !strings.Contains(text, "kalab-no-such-client") || len(rec.Checks) != 0 {
-			t.Errorf("require=%v: status %s, reason %q, error %q, %d checks: want %s naming the command, no checks", require, rec.Status, rec.Reason, rec.Error, len(rec.Checks), want)
+		if rec.Status != want || !strings.Contains(text, "kalab-no-such-client") || !strings.Contains(text, "put it on PATH") || len(rec.Checks) != checks {
+			t.Errorf("require=%v: status %s, reason %q, error %q, %d checks: want %s naming the command and how to fix it, %d checks", require, rec.Status, rec.Reason, rec.Error, len(rec.Checks), want, checks)
 		}
-		if out.Failed() != require || out.Errored() != require {
-			t.Errorf("require=%v: Failed %v, Errored %v", require, out.Failed(), out.Errored())
+		// Not run: its expect check is there, not evaluated, never passed.
+		for _, c := range rec.Checks {
+			if c.Pass || c.Verdict() != report.VerdictNotEvaluated || !strings.Contains(c.NotEvaluated, "kalab-no-such-client") {
+				t.Errorf("require=%v: check %+v: want not evaluated, with the reason", require, c)
+			}
+		}
+		if out.Failed() != require || out.Errored() != require || (len(out.NotRun()) == 1) == require {
+			t.Errorf("require=%v: Failed %v, Errored %v, %d not run", require, out.Failed(), out.Errored(), len(out.NotRun()))
 		}
 		if err := report.ValidateRunDir(out.Dir); err != nil {
 			t.Error(err)
@@ -404,5 +411,29 @@ expect: ["errors_by_class.timeout == 3", "ok == 0"]
 				}
 			}
 		})
+	}
+}
+
+// A real server that is not installed (nginx off PATH) is not run either, never an error
+// or a pass: the reason says how to install it, and the check is not evaluated.
+func TestRealServerMissingIsNotRun(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // nothing installed; not parallel: the PATH is the process's
+	src := `
+name: nginx-missing
+load: {requests: 2}
+server: {exec: nginx, idle_timeout: 2s}
+expect: ["errors == 0"]
+`
+	out, err := Execute(context.Background(), plan(t, src), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Runs[0]
+	if rec.Status != report.StatusNotRun || !strings.Contains(rec.Reason, "apt-get install nginx") || out.Failed() || out.Errored() {
+		t.Errorf("status %s, reason %q, error %q, Failed %v, Errored %v: want not-run, with how to install nginx",
+			rec.Status, rec.Reason, rec.Error, out.Failed(), out.Errored())
+	}
+	if len(rec.Checks) != 1 || rec.Checks[0].Verdict() != report.VerdictNotEvaluated {
+		t.Errorf("checks %+v: want the expect check not evaluated", rec.Checks)
 	}
 }

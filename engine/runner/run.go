@@ -82,13 +82,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	var m check.Metrics
 	var conns connOutcome
 	var err error
-	skipped := ""
 	if ex != nil {
 		ex.id, err = execclient.Identify(ctx, ex.cfg)
 		rec.Client = ex.runtimeRecord()
-		if errors.Is(err, execclient.ErrMissing) {
-			skipped = err.Error()
-		}
 	}
 	if err == nil {
 		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
@@ -98,15 +94,16 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			ex.programLag(tm)
 		}
 	}
+	notRun := notRunReason(err)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	sched.Into(&tm.sched)
 	rec.Timing = runTiming(tm, judge.after(st, m), st, pressure, cpuWait)
-	settle(rec, sc, r, opt, skipped, err, ctx.Err() != nil, conns.written)
+	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
 	}
-	if opt.Judge != nil && rec.Status != report.StatusSkipped && !rec.Timing.Noisy {
+	if opt.Judge != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
 		opt.Judge(rec)
 		if rec.Timing.Noisy {
 			// The judge found a verdict the machine's other work could have made (a
@@ -140,12 +137,12 @@ func runTiming(tm *timers, tol tolerance, st scenario.Settings, pressure lag.Pre
 }
 
 // settle gives the run its status from how it ended, before its checks.
-func settle(rec *report.Run, sc *scenario.Scenario, r *scenario.Run, opt Options, skipped string, err error, interrupted, connsWritten bool) {
+func settle(rec *report.Run, sc *scenario.Scenario, r *scenario.Run, opt Options, notRun string, err error, interrupted, connsWritten bool) {
 	switch {
-	case skipped != "" && opt.RequireClients:
-		rec.Status, rec.Error = report.StatusError, skipped+" (--require-clients)"
-	case skipped != "":
-		rec.Status, rec.Reason = report.StatusSkipped, skipped
+	case notRun != "" && opt.RequireClients && errors.Is(err, execclient.ErrMissing):
+		rec.Status, rec.Error = report.StatusError, notRun+" (--require-clients)"
+	case notRun != "":
+		markNotRun(rec, notRun, r.Expect)
 	case err != nil && interrupted:
 		rec.Status, rec.Error = report.StatusInterrupted, "interrupted before the run completed"
 	case rec.Timing.Noisy:
@@ -184,7 +181,7 @@ func logEnd(log zerolog.Logger, rec *report.Run, m check.Metrics) {
 	if rec.Status == report.StatusError {
 		ev = log.Error().Str("error", rec.Error)
 	}
-	if rec.Status == report.StatusSkipped {
+	if rec.Status == report.StatusNotRun {
 		ev = log.Warn().Str("reason", rec.Reason)
 	}
 	ev.Str("status", rec.Status).Float64("requests", m.Requests).Float64("errors", m.Errors).

@@ -44,6 +44,8 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -81,7 +83,7 @@ type Options struct {
 	// tolerances are derived from them as from the run's own checks.
 	BaselineGates func(scenario, variant string, scale float64) map[string]float64
 	// RequireClients makes a run whose real client is not installed an error instead of
-	// skipped (kalab run --require-clients, for CI machines that must have them).
+	// not run (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
 	// NewClient, when set, builds every run's client instead of the file's client section
 	// (kalabtest's go-func: the caller's own Go client). The runs then run at time scale 1.
@@ -124,19 +126,52 @@ type Outcome struct {
 	Invocation *report.Invocation
 }
 
-// Failed reports whether any check failed or any run ended in error.
+// Failed reports whether any check failed or any run ended in error or was interrupted.
+// A run not run (a program it needs is missing) and a check not evaluated are not
+// failures, nor passes: NotRun lists them (report.Verdicts).
 func (o *Outcome) Failed() bool {
 	for _, r := range o.Runs {
-		if r.Status != report.StatusPass && r.Status != report.StatusSkipped {
+		if r.Status != report.StatusPass && r.Status != report.StatusNotRun {
 			return true
 		}
 	}
 	for _, s := range o.Scenarios {
-		if s.Status != report.StatusPass {
+		if s.Status != report.StatusPass && s.Status != report.StatusNotEvaluated {
 			return true
 		}
 	}
 	return false
+}
+
+// NotRun lists the runs that could not run here because a program they need is not
+// installed.
+func (o *Outcome) NotRun() []*report.Run {
+	var out []*report.Run
+	for _, r := range o.Runs {
+		if r.Status == report.StatusNotRun {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// notRunReason is why a run could not run here, when err says a program it needs (its
+// real client, its real server, the user's command) is not installed; "" otherwise.
+func notRunReason(err error) string {
+	if errors.Is(err, execclient.ErrMissing) || errors.Is(err, realserver.ErrMissing) {
+		return err.Error()
+	}
+	return ""
+}
+
+// markNotRun records a run that could not run here: no verdict, and each of its expect
+// checks not evaluated, with the reason.
+func markNotRun(rec *report.Run, reason string, expect []scenario.Assertion) {
+	rec.Status, rec.Reason = report.StatusNotRun, reason
+	for _, a := range expect {
+		rec.Checks = append(rec.Checks, report.Check{Kind: "expect", Expr: a.Source, Observed: map[string]float64{},
+			NotEvaluated: "the run did not run: " + reason, File: a.File, Line: a.Line, Col: a.Col})
+	}
 }
 
 // Errored reports whether a run could not complete (status error).
@@ -511,12 +546,17 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		for _, ref := range a.Variants {
 			if r, ok := runs[ref.Name]; !ok {
 				missing = fmt.Sprintf("variant %s did not run here (filtered out, or in another shard)", ref.Name)
-			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted || r.Status == report.StatusSkipped {
+			} else if r.Status == report.StatusNotRun {
+				missing = fmt.Sprintf("variant %s did not run: %s", ref.Name, r.Reason)
+			} else if r.Status == report.StatusError || r.Status == report.StatusInterrupted {
 				missing = fmt.Sprintf("variant %s did not complete (%s)", ref.Name, r.Status)
 			}
 		}
 		if missing != "" {
-			c.Skipped, c.Error, c.Pass, c.Observed = true, missing, true, map[string]float64{}
+			c.NotEvaluated, c.Observed = missing, map[string]float64{}
+			if rec.Status == report.StatusPass {
+				rec.Status = report.StatusNotEvaluated
+			}
 			rec.Checks = append(rec.Checks, c)
 			continue
 		}
@@ -525,7 +565,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		if res.Err != nil {
 			c.Error = res.Err.Error()
 		}
-		if !c.Pass && rec.Status == report.StatusPass {
+		if !c.Pass && (rec.Status == report.StatusPass || rec.Status == report.StatusNotEvaluated) {
 			rec.Status = report.StatusFail
 		}
 		rec.Checks = append(rec.Checks, c)
@@ -551,7 +591,7 @@ func paramsJSON(st scenario.Settings) json.RawMessage {
 
 // CompareScenario evaluates a scenario's compare checks over runs, keyed by variant, as
 // Execute does when the scenario's last run ends; kalab merge uses it for the runs of
-// shards. A variant missing from runs makes the checks that read it skipped.
+// shards. A variant missing from runs makes the checks that read it not evaluated.
 func CompareScenario(sc *scenario.Scenario, runs map[string]*report.Run, kalabVersion, runID string) *report.Scenario {
 	return compare(sc, runs, Options{KalabVersion: kalabVersion, RunID: runID})
 }

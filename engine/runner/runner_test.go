@@ -15,6 +15,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -40,7 +41,7 @@ func skipIfNoisy(t *testing.T, out *Outcome) {
 	t.Helper()
 	for _, r := range out.Runs {
 		if r.Timing != nil && r.Timing.Noisy {
-			t.Skipf("run %s/%s was noisy in %d attempts (%s): this machine is too busy to judge it", r.Scenario, r.Variant, r.Timing.Attempt, r.Timing.Reason)
+			testci.SkipOrFail(t, "run %s/%s was noisy in %d attempts (%s): this machine is too busy to judge it", r.Scenario, r.Variant, r.Timing.Attempt, r.Timing.Reason)
 		}
 	}
 }
@@ -259,8 +260,11 @@ func TestFilter(t *testing.T) {
 	if len(out.Runs) != 1 || out.Runs[0].Variant != "keep" {
 		t.Fatalf("runs %+v", out.Runs)
 	}
-	if c := out.Scenarios[0].Checks[0]; !c.Skipped || !c.Pass {
-		t.Errorf("a compare over a filtered-out variant must be skipped: %+v", c)
+	if c := out.Scenarios[0].Checks[0]; c.Verdict() != report.VerdictNotEvaluated || c.Pass || !strings.Contains(c.NotEvaluated, "filtered out") {
+		t.Errorf("a compare over a filtered-out variant must be not evaluated, never passed: %+v", c)
+	}
+	if s := out.Scenarios[0].Status; s != report.StatusNotEvaluated {
+		t.Errorf("scenario status %s; want %s", s, report.StatusNotEvaluated)
 	}
 	o.Filter = regexp.MustCompile(`nothing`)
 	if _, err := Execute(context.Background(), p, o); err != ErrNoRuns {

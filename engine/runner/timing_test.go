@@ -147,7 +147,7 @@ func TestMarginOfAnExpectCheck(t *testing.T) {
 // as a failure (or a pass it did not earn).
 func TestLoadedMachineGivesNoFlippedVerdict(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads both cores for a few seconds")
+		t.Skip("loads both cores for a few seconds") // skip: only with -short, which CI does not pass
 	}
 	src := `
 name: tight

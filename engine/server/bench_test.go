@@ -121,7 +121,7 @@ const wrkDuration = 5 * time.Second
 func BenchmarkWrk(b *testing.B) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
-		b.Skip("wrk not installed (apt-get install wrk)")
+		b.Skip("wrk not installed (apt-get install wrk)") // skip: a benchmark: CI runs no benchmark
 	}
 	b.Run("embedded", func(b *testing.B) {
 		s := start(b, Config{BodyBytes: benchBody})
@@ -136,7 +136,7 @@ func BenchmarkWrk(b *testing.B) {
 	b.Run("nginx", func(b *testing.B) {
 		const nginxBin = "/usr/sbin/nginx"
 		if _, err := os.Stat(nginxBin); err != nil {
-			b.Skip("nginx not installed (apt-get install nginx)")
+			b.Skip("nginx not installed (apt-get install nginx)") // skip: a benchmark: CI runs no benchmark
 		}
 		addr, pid := startNginx(b, nginxBin)
 		cpu0 := processTreeCPU(b, pid)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/loopback"
 )
@@ -129,6 +130,9 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	if cfg.IdleTimeout < 0 {
 		return cfg, fmt.Errorf("idle timeout %v: must not be negative", cfg.IdleTimeout)
+	}
+	if fault.On(fault.IdleCloseDouble) {
+		cfg.IdleTimeout *= 2
 	}
 	switch cfg.Hint {
 	case HintOff, HintOn:

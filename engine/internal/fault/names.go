@@ -1,0 +1,23 @@
+// Package fault names faults that can be compiled into the engine, only under the build
+// tag kalabfault, to prove that the checks guarding each modelled behaviour catch it
+// broken: .ci/mutate builds with the tag, sets KALAB_FAULT to one name at a time, runs the
+// tests and scenario files that guard it, and fails when one still passes. Without the tag
+// On is a constant false and the engine carries no fault.
+package fault
+
+// The faults, each a behaviour of the model broken on purpose.
+const (
+	// HintIgnored: the model client ignores the server's Keep-Alive: timeout=N hint.
+	HintIgnored = "hint-ignored"
+	// CloseUndelayed: the link forwards a FIN or a reset at once, without the one-way delay.
+	CloseUndelayed = "close-undelayed"
+	// HandshakeShort: a new connection's handshake is one RTT short.
+	HandshakeShort = "handshake-short"
+	// IdleCloseDouble: the embedded server closes an idle connection at twice its timeout.
+	IdleCloseDouble = "idle-close-double"
+	// HiddenUncounted: the go-net-http client does not count Go's own silent re-sends.
+	HiddenUncounted = "hidden-uncounted"
+)
+
+// Names lists every fault, for the harness.
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted}

@@ -1,0 +1,25 @@
+// Package testci decides what a test does when it cannot judge what it guards here: a
+// program it compares with is not installed, or the machine is too busy to hold the
+// timing it checks. On a developer's machine it skips, saying why; under CI=true it fails,
+// so that a CI build never goes green on a check that did not run (.ci/run fails on any
+// skip not listed in .ci/allowed-skips).
+package testci
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// CI reports whether the tests run in CI (CI=true, as GitHub Actions and .ci/run set it).
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// SkipOrFail skips tb with the message, or fails it under CI=true.
+func SkipOrFail(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if CI() {
+		tb.Fatalf("%s (CI=true: a check that cannot be judged here fails instead of skipping)", msg)
+	}
+	tb.Skip(msg)
+}
