@@ -22,7 +22,7 @@ import (
 	"github.com/kalab-dev/kalab/schema"
 )
 
-// Exit codes (README "Exit codes").
+// Exit codes (docs/running.md, "Exit codes").
 const (
 	exitOK          = 0
 	exitCheckFailed = 1

@@ -110,7 +110,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not skipped")
-	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (docs/timing.md); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
