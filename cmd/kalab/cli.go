@@ -31,20 +31,6 @@ const (
 	exitInterrupted = 130
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the module
-// version from the build info is used.
-var version = ""
-
-func kalabVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
 Usage:
@@ -137,9 +123,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdMerge(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintf(stdout, "kalab %s\n", kalabVersion())
-		return exitOK
+	case "version", "--version", "-V":
+		return cmdVersion(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		return cmdHelp(rest, stdout, stderr)
 	}
@@ -192,7 +177,10 @@ func flagHint(fs *pflag.FlagSet, err error) string {
 	return ""
 }
 
-type logOptions struct{ level, format string }
+type logOptions struct {
+	level, format string
+	sink          *logSink // set by logger: where its lines go
+}
 
 // logger builds the stderr logger: human-readable on a terminal, JSON on request.
 func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
@@ -201,29 +189,21 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", o.level)
 	}
 	var w io.Writer
+	// Under the supervisor stderr is a pipe to the parent, which says whether its own
+	// stderr is a terminal.
+	tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+	o.sink = &logSink{w: stderr, tty: tty}
 	switch o.format {
 	case "json":
-		w = stderr
+		w = o.sink
 	case "text":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: true, TimeFormat: "15:04:05"}
 	case "auto":
-		// Under the supervisor stderr is a pipe to the parent, which says whether its own
-		// stderr is a terminal.
-		tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: !tty || !colorAllowed(), TimeFormat: "15:04:05"}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // scenarioArgs is the files and directories a command was given, scenarios/ by default.
@@ -317,7 +297,7 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
