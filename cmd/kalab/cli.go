@@ -258,13 +258,20 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
 	allowRemote := fs.Bool("allow-remote", false, "accept a server.url outside loopback (as kalab run --allow-remote)")
+	format := formatFlag(fs, "json: one document on stdout, the problems included (exit 2 still says the input is invalid)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !format.valid(stderr, "validate") {
+		return exitInvalid
 	}
 	log, err := lo.logger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab validate: %v\n", err)
 		return exitInvalid
+	}
+	if format.json() {
+		return validateJSON(fs.Args(), stdout, runner.CheckOptions{AllowRemote: *allowRemote})
 	}
 	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
