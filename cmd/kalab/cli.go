@@ -44,6 +44,7 @@ Usage:
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
                                         the real-client adapters (client.exec) and error table
   kalab help servers                    the real servers (server.exec, command, url) and their mappings
+  kalab init [DIR]                      write a starter scenario and a GitHub Actions workflow
   kalab completion bash|zsh|fish        print a shell completion script
 
 Run 'kalab COMMAND --help' for a command's flags.
@@ -53,7 +54,7 @@ invalid (nothing ran); 3 the engine failed; 130 interrupted.
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion"}
+var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init"}
 
 const serversHelp = `Real servers behind the proxy (instead of the embedded server):
 
@@ -128,6 +129,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdVersion(rest, stdout, stderr)
 	case "completion":
 		return cmdCompletion(rest, stdout, stderr)
+	case "init":
+		return cmdInit(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		return cmdHelp(rest, stdout, stderr)
 	}
