@@ -415,3 +415,83 @@ func upload(t *testing.T, work, paths, dst string) {
 		}
 	}
 }
+
+// TestKubernetesTiming plays the two Jobs at once, as a cluster would run them: the 4 shard
+// pods' scripts start together and the merge Job's wait starts beside them (its poll
+// shortened from 10 s). When the wait lets the merge go, every shard's kalab run must have
+// ended: its results.jsonl closed by an invocation record that is no longer "started". The
+// same play with the marker written before the run is the counter-check: the wait must
+// then let the merge go too early, or this test could not see the difference.
+func TestKubernetesTiming(t *testing.T) {
+	ex := loadK8s(t)
+	bin := buildKalab(t)
+	script := ex.shards.Spec.Template.Spec.Containers[0].Command[2]
+	const run = `kalab run scenarios --shard-from-env --out "/results/shard-$JOB_COMPLETION_INDEX" || code=$?;`
+	i := strings.Index(script, run)
+	if i < 0 {
+		t.Fatalf("the shard script no longer holds %q:\n%s", run, script)
+	}
+	rest := script[i+len(run):]
+	mark := rest[:strings.Index(rest, ";")+1] // the marker's write: echo ... && mv ...
+	early := strings.Replace(strings.Replace(script, mark, "", 1), run, mark+" "+run, 1)
+
+	if late := playK8s(t, ex, bin, script); len(late) > 0 {
+		t.Errorf("the merge Job's wait ended while shards %v were still running", late)
+	}
+	if late := playK8s(t, ex, bin, early); len(late) == 0 {
+		t.Errorf("with the marker written before the run, the wait still ended after every shard: the test cannot tell")
+	}
+}
+
+// playK8s runs the shard pods' script (each with its JOB_COMPLETION_INDEX) and the merge
+// Job's wait at once, and returns the shards whose run had not ended when the wait did.
+func playK8s(t *testing.T, ex k8sExample, bin, shardScript string) (running []int) {
+	t.Helper()
+	dir, _ := suite(t, bin)
+	vol := t.TempDir()
+	mount := ex.shards.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath
+	onVol := func(s string) string { return strings.ReplaceAll(s, mount, vol) }
+	var env []string
+	for _, e := range ex.shards.Spec.Template.Spec.Containers[0].Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	var wg sync.WaitGroup
+	for i := range ex.count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh(t, dir, append(env, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)), bin, onVol(shardScript))
+		}()
+	}
+	wait := onVolAll(ex.merg.Spec.Template.Spec.InitContainers[0].Command, onVol)
+	wait[len(wait)-1] = strings.ReplaceAll(wait[len(wait)-1], "sleep 10", "sleep 0.1")
+	code, out := run(t, dir, nil, bin, wait...)
+	for i := range ex.count {
+		if !runEnded(filepath.Join(vol, fmt.Sprintf("shard-%d", i))) {
+			running = append(running, i)
+		}
+	}
+	wg.Wait()
+	if code != 0 {
+		t.Fatalf("merge Job's wait: exit %d\n%s", code, out)
+	}
+	return running
+}
+
+// runEnded says whether a shard's results directory holds a results.jsonl whose last
+// invocation record says the run is over.
+func runEnded(shardDir string) bool {
+	files, _ := filepath.Glob(filepath.Join(shardDir, "*", "results.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		last := lines[len(lines)-1]
+		if strings.Contains(last, `"record":"invocation"`) && !strings.Contains(last, `"state":"started"`) {
+			return true
+		}
+	}
+	return false
+}
