@@ -324,7 +324,7 @@ func TestGitHubWorkflowLint(t *testing.T) {
 // TestGitHubWorkflowCommands runs the workflow's shard step once per matrix value, moves
 // each shard's output as upload-artifact and download-artifact would (the paths it lists,
 // into shards/<artifact name>/), and runs the merge step: it must gate as the unsharded run
-// does. The test runs a built kalab where the workflow says go run ./cmd/kalab.
+// does. The test runs its own built kalab where the workflow runs the one it built.
 func TestGitHubWorkflowCommands(t *testing.T) {
 	data, err := os.ReadFile(ghFile)
 	if err != nil {
@@ -343,18 +343,18 @@ func TestGitHubWorkflowCommands(t *testing.T) {
 	if fmt.Sprint(mergeJob.Needs) != "shard" {
 		t.Errorf("the merge job needs %v, want shard", mergeJob.Needs)
 	}
-	goRun := strings.NewReplacer("go run ./cmd/kalab", "kalab")
+	goRun := strings.NewReplacer("go run ./cmd/kalab", "kalab", `"$RUNNER_TEMP/kalab"`, "kalab")
 	var shardRun, uploadPath, mergeRun string
 	for _, s := range shardJob.Steps {
 		switch {
-		case strings.Contains(s.Run, "kalab run"):
+		case strings.Contains(goRun.Replace(s.Run), "kalab run"):
 			shardRun = goRun.Replace(s.Run)
 		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
 			uploadPath = fmt.Sprint(s.With["path"])
 		}
 	}
 	for _, s := range mergeJob.Steps {
-		if strings.Contains(s.Run, "kalab merge") {
+		if strings.Contains(goRun.Replace(s.Run), "kalab merge") {
 			mergeRun = goRun.Replace(s.Run)
 		}
 	}
