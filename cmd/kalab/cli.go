@@ -213,11 +213,20 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 }
 
 // scenarioArgs is the files and directories a command was given, scenarios/ by default.
+// An argument builtin: names the scenarios embedded in the binary (builtin.go); one that
+// cannot be resolved is kept as given, and fails to load with its name.
 func scenarioArgs(args []string) []string {
 	if len(args) == 0 {
 		return []string{"scenarios"}
 	}
-	return args
+	out := make([]string, len(args))
+	for i, a := range args {
+		if p, err := resolveBuiltin(a); err == nil {
+			a = p
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
