@@ -495,3 +495,65 @@ func runEnded(shardDir string) bool {
 	}
 	return false
 }
+
+// TestCompositeActionLint lints action.yml with actionlint. actionlint reads workflows, not
+// action metadata, so the action's steps go into a reusable workflow whose inputs are the
+// action's (the same inputs context); each run script goes through shellcheck when it is
+// installed. The runs must be a composite whose every run step names its shell.
+func TestCompositeActionLint(t *testing.T) {
+	data, err := os.ReadFile(root + "/action.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var action struct {
+		Name   string                    `json:"name"`
+		Inputs map[string]map[string]any `json:"inputs"`
+		Runs   struct {
+			Using string           `json:"using"`
+			Steps []map[string]any `json:"steps"`
+		} `json:"runs"`
+	}
+	if err := yaml.Unmarshal(data, &action); err != nil {
+		t.Fatal(err)
+	}
+	if action.Runs.Using != "composite" || len(action.Runs.Steps) == 0 {
+		t.Fatalf("action.yml: runs.using %q with %d steps; want a composite", action.Runs.Using, len(action.Runs.Steps))
+	}
+	inputs := map[string]any{}
+	for name, in := range action.Inputs {
+		inputs[name] = map[string]any{"type": "string", "default": in["default"], "description": in["description"]}
+	}
+	for i, s := range action.Runs.Steps {
+		if _, ok := s["run"]; ok && s["shell"] == nil {
+			t.Errorf("action.yml: step %d runs a script without a shell", i+1)
+		}
+	}
+	wf := map[string]any{
+		"on":   map[string]any{"workflow_call": map[string]any{"inputs": inputs}},
+		"jobs": map[string]any{"action": map[string]any{"runs-on": "ubuntu-24.04", "steps": action.Runs.Steps}},
+	}
+	b, err := yaml.Marshal(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// github.action_path is set for an action's steps only; a workflow sees the workspace.
+	b = []byte(strings.ReplaceAll(string(b), "github.action_path", "github.workspace"))
+	path := filepath.Join(t.TempDir(), "action-as-workflow.yml")
+	os.WriteFile(path, b, 0o644)
+	opts := &actionlint.LinterOptions{}
+	if p, err := exec.LookPath("shellcheck"); err == nil {
+		opts.Shellcheck = p
+	}
+	var out bytes.Buffer
+	l, err := actionlint.NewLinter(&out, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := l.LintFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) > 0 {
+		t.Errorf("actionlint on action.yml's steps: %d problems:\n%s\n%s", len(errs), out.String(), b)
+	}
+}
