@@ -7,9 +7,10 @@ import (
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the build
-// info says which module version and commit the binary was built from.
-var version = ""
+// version and commit are set at build time with -ldflags "-X main.version=... -X
+// main.commit=..." (the release build does); otherwise the build info says which module
+// version and commit the binary was built from.
+var version, commit = "", ""
 
 // buildVersion is what the binary knows about its origin.
 type buildVersion struct {
@@ -21,6 +22,7 @@ type buildVersion struct {
 
 func readBuildVersion() buildVersion {
 	var v buildVersion
+	v.revision = commit
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
