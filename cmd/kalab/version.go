@@ -22,7 +22,9 @@ type buildVersion struct {
 
 func readBuildVersion() buildVersion {
 	var v buildVersion
-	v.revision = commit
+	if commit != "none" { // what goreleaser stamps when git could not tell it
+		v.revision = commit
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
