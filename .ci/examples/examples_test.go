@@ -302,12 +302,16 @@ func TestGitHubWorkflowLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs, err := l.LintFile(ghFile, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(errs) > 0 {
-		t.Errorf("actionlint: %d problems:\n%s", len(errs), out.String())
+	// The sharded example, and the workflow kalab init writes.
+	for _, f := range []string{ghFile, root + "/cmd/kalab/initdata/kalab.yml"} {
+		out.Reset()
+		errs, err := l.LintFile(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(errs) > 0 {
+			t.Errorf("actionlint %s: %d problems:\n%s", f, len(errs), out.String())
+		}
 	}
 	// The linter must be able to fail: a job that needs a job that does not exist.
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -421,5 +425,147 @@ func upload(t *testing.T, work, paths, dst string) {
 		if err := os.CopyFS(filepath.Join(dst, e.Name()), os.DirFS(from)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestKubernetesTiming plays the two Jobs at once, as a cluster would run them: the 4 shard
+// pods' scripts start together and the merge Job's wait starts beside them (its poll
+// shortened from 10 s). When the wait lets the merge go, every shard's kalab run must have
+// ended: its results.jsonl closed by an invocation record that is no longer "started". The
+// same play with the marker written before the run is the counter-check: the wait must
+// then let the merge go too early, or this test could not see the difference.
+func TestKubernetesTiming(t *testing.T) {
+	ex := loadK8s(t)
+	bin := buildKalab(t)
+	script := ex.shards.Spec.Template.Spec.Containers[0].Command[2]
+	const run = `kalab run scenarios --shard-from-env --out "/results/shard-$JOB_COMPLETION_INDEX" || code=$?;`
+	i := strings.Index(script, run)
+	if i < 0 {
+		t.Fatalf("the shard script no longer holds %q:\n%s", run, script)
+	}
+	rest := script[i+len(run):]
+	mark := rest[:strings.Index(rest, ";")+1] // the marker's write: echo ... && mv ...
+	early := strings.Replace(strings.Replace(script, mark, "", 1), run, mark+" "+run, 1)
+
+	if late := playK8s(t, ex, bin, script); len(late) > 0 {
+		t.Errorf("the merge Job's wait ended while shards %v were still running", late)
+	}
+	if late := playK8s(t, ex, bin, early); len(late) == 0 {
+		t.Errorf("with the marker written before the run, the wait still ended after every shard: the test cannot tell")
+	}
+}
+
+// playK8s runs the shard pods' script (each with its JOB_COMPLETION_INDEX) and the merge
+// Job's wait at once, and returns the shards whose run had not ended when the wait did.
+func playK8s(t *testing.T, ex k8sExample, bin, shardScript string) (running []int) {
+	t.Helper()
+	dir, _ := suite(t, bin)
+	vol := t.TempDir()
+	mount := ex.shards.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath
+	onVol := func(s string) string { return strings.ReplaceAll(s, mount, vol) }
+	var env []string
+	for _, e := range ex.shards.Spec.Template.Spec.Containers[0].Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	var wg sync.WaitGroup
+	for i := range ex.count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh(t, dir, append(env, fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)), bin, onVol(shardScript))
+		}()
+	}
+	wait := onVolAll(ex.merg.Spec.Template.Spec.InitContainers[0].Command, onVol)
+	wait[len(wait)-1] = strings.ReplaceAll(wait[len(wait)-1], "sleep 10", "sleep 0.1")
+	code, out := run(t, dir, nil, bin, wait...)
+	for i := range ex.count {
+		if !runEnded(filepath.Join(vol, fmt.Sprintf("shard-%d", i))) {
+			running = append(running, i)
+		}
+	}
+	wg.Wait()
+	if code != 0 {
+		t.Fatalf("merge Job's wait: exit %d\n%s", code, out)
+	}
+	return running
+}
+
+// runEnded says whether a shard's results directory holds a results.jsonl whose last
+// invocation record says the run is over.
+func runEnded(shardDir string) bool {
+	files, _ := filepath.Glob(filepath.Join(shardDir, "*", "results.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		last := lines[len(lines)-1]
+		if strings.Contains(last, `"record":"invocation"`) && !strings.Contains(last, `"state":"started"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCompositeActionLint lints action.yml with actionlint. actionlint reads workflows, not
+// action metadata, so the action's steps go into a reusable workflow whose inputs are the
+// action's (the same inputs context); each run script goes through shellcheck when it is
+// installed. The runs must be a composite whose every run step names its shell.
+func TestCompositeActionLint(t *testing.T) {
+	data, err := os.ReadFile(root + "/action.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var action struct {
+		Name   string                    `json:"name"`
+		Inputs map[string]map[string]any `json:"inputs"`
+		Runs   struct {
+			Using string           `json:"using"`
+			Steps []map[string]any `json:"steps"`
+		} `json:"runs"`
+	}
+	if err := yaml.Unmarshal(data, &action); err != nil {
+		t.Fatal(err)
+	}
+	if action.Runs.Using != "composite" || len(action.Runs.Steps) == 0 {
+		t.Fatalf("action.yml: runs.using %q with %d steps; want a composite", action.Runs.Using, len(action.Runs.Steps))
+	}
+	inputs := map[string]any{}
+	for name, in := range action.Inputs {
+		inputs[name] = map[string]any{"type": "string", "default": in["default"], "description": in["description"]}
+	}
+	for i, s := range action.Runs.Steps {
+		if _, ok := s["run"]; ok && s["shell"] == nil {
+			t.Errorf("action.yml: step %d runs a script without a shell", i+1)
+		}
+	}
+	wf := map[string]any{
+		"on":   map[string]any{"workflow_call": map[string]any{"inputs": inputs}},
+		"jobs": map[string]any{"action": map[string]any{"runs-on": "ubuntu-24.04", "steps": action.Runs.Steps}},
+	}
+	b, err := yaml.Marshal(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// github.action_path is set for an action's steps only; a workflow sees the workspace.
+	b = []byte(strings.ReplaceAll(string(b), "github.action_path", "github.workspace"))
+	path := filepath.Join(t.TempDir(), "action-as-workflow.yml")
+	os.WriteFile(path, b, 0o644)
+	opts := &actionlint.LinterOptions{}
+	if p, err := exec.LookPath("shellcheck"); err == nil {
+		opts.Shellcheck = p
+	}
+	var out bytes.Buffer
+	l, err := actionlint.NewLinter(&out, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := l.LintFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) > 0 {
+		t.Errorf("actionlint on action.yml's steps: %d problems:\n%s\n%s", len(errs), out.String(), b)
 	}
 }

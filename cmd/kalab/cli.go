@@ -23,7 +23,7 @@ import (
 	"github.com/kalab-dev/kalab/schema"
 )
 
-// Exit codes (README "Exit codes").
+// Exit codes (docs/running.md, "Exit codes").
 const (
 	exitOK          = 0
 	exitCheckFailed = 1
@@ -31,20 +31,6 @@ const (
 	exitEngine      = 3
 	exitInterrupted = 130
 )
-
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the module
-// version from the build info is used.
-var version = ""
-
-func kalabVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 const usage = `kalab - declarative HTTP connection-reuse scenarios
 
@@ -60,6 +46,8 @@ Usage:
                                         the real-client adapters (client.exec) and error table
   kalab help servers                    the real servers (server.exec, command, url) and their mappings
   kalab help verdicts                   pass, fail, not evaluated, not run, and the exit codes
+  kalab init [DIR]                      write a starter scenario and a GitHub Actions workflow
+  kalab completion bash|zsh|fish        print a shell completion script
 
 Run 'kalab COMMAND --help' for a command's flags.
 
@@ -70,7 +58,7 @@ that); 130 interrupted. A check not evaluated is never a pass (kalab help verdic
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
+var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init"}
 
 const serversHelp = `Real servers behind the proxy (instead of the embedded server):
 
@@ -143,9 +131,12 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdMerge(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintf(stdout, "kalab %s\n", kalabVersion())
-		return exitOK
+	case "version", "--version", "-V":
+		return cmdVersion(rest, stdout, stderr)
+	case "completion":
+		return cmdCompletion(rest, stdout, stderr)
+	case "init":
+		return cmdInit(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		return cmdHelp(rest, stdout, stderr)
 	}
@@ -198,7 +189,10 @@ func flagHint(fs *pflag.FlagSet, err error) string {
 	return ""
 }
 
-type logOptions struct{ level, format string }
+type logOptions struct {
+	level, format string
+	sink          *logSink // set by logger: where its lines go
+}
 
 // logger builds the stderr logger: human-readable on a terminal, JSON on request.
 func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
@@ -207,37 +201,38 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", o.level)
 	}
 	var w io.Writer
+	// Under the supervisor stderr is a pipe to the parent, which says whether its own
+	// stderr is a terminal.
+	tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+	o.sink = &logSink{w: stderr, tty: tty}
 	switch o.format {
 	case "json":
-		w = stderr
+		w = o.sink
 	case "text":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: true, TimeFormat: "15:04:05"}
 	case "auto":
-		// Under the supervisor stderr is a pipe to the parent, which says whether its own
-		// stderr is a terminal.
-		tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: !tty || !colorAllowed(), TimeFormat: "15:04:05"}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // scenarioArgs is the files and directories a command was given, scenarios/ by default.
+// An argument builtin: names the scenarios embedded in the binary (builtin.go); one that
+// cannot be resolved is kept as given, and fails to load with its name.
 func scenarioArgs(args []string) []string {
 	if len(args) == 0 {
 		return []string{"scenarios"}
 	}
-	return args
+	out := make([]string, len(args))
+	for i, a := range args {
+		if p, err := resolveBuiltin(a); err == nil {
+			a = p
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
@@ -296,13 +291,20 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("validate", "validate [files or dirs...]  (default: scenarios/)", stdout, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing when the input is valid")
 	allowRemote := fs.Bool("allow-remote", false, "accept a server.url outside loopback (as kalab run --allow-remote)")
+	format := formatFlag(fs, "json: one document on stdout, the problems included (exit 2 still says the input is invalid)")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !format.valid(stderr, "validate") {
+		return exitInvalid
 	}
 	log, err := lo.logger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab validate: %v\n", err)
 		return exitInvalid
+	}
+	if format.json() {
+		return validateJSON(fs.Args(), stdout, runner.CheckOptions{AllowRemote: *allowRemote})
 	}
 	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
@@ -372,7 +374,7 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}

@@ -20,8 +20,12 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")
 	noScenarios := fs.Bool("no-scenario-tolerances", false, "ignore the baseline: blocks of the scenario files NEW names")
 	allowPartial := fs.Bool("allow-partial", false, "accept an OLD whose invocation did not complete (interrupted, killed, stopped by an error)")
+	format := formatFlag(fs, "json: one document on stdout with every metric of every run and the counts")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !format.valid(stderr, "diff") {
+		return exitInvalid
 	}
 	if _, err := lo.logger(stderr); err != nil {
 		fmt.Fprintf(stderr, "kalab diff: %v\n", err)
@@ -85,7 +89,11 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	sortRuns(runs, order)
 	cmp := &report.Comparer{Baseline: old, Tolerances: tols}
 	diffs := cmp.Diff(runs)
-	if err := report.DiffTable(stdout, diffs, *all); err != nil {
+	write := func() error { return report.DiffTable(stdout, diffs, *all) }
+	if format.json() {
+		write = func() error { return report.DiffJSON(stdout, diffs) }
+	}
+	if err := write(); err != nil {
 		fmt.Fprintf(stderr, "kalab diff: %v\n", err)
 		return exitEngine
 	}

@@ -15,19 +15,14 @@ import (
 	"github.com/kalab-dev/kalab/schema"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's generated sections (review the diff)")
+var update = flag.Bool("update", false, "rewrite the generated pages of docs/reference (review the diff)")
 
-const readmePath = "../../README.md"
-
-// The README's metric table sits between these markers and is generated from check.Docs.
-const (
-	metricsBegin = "<!-- metrics: generated from engine/check/docs.go by `go test ./cmd/kalab -run TestMetricDocs -update` -->\n"
-	metricsEnd   = "<!-- end of metrics -->\n"
-)
+// scenariosPage holds the hand-written table of scenario fields.
+const scenariosPage = "../../docs/scenarios.md"
 
 // TestMetricDocs keeps the one description of each metric (engine/check/docs.go) in step
-// with the Metrics struct, the result schema and the README: `kalab help metrics` prints
-// the same table, so all four agree when this passes. Each failure says what to change.
+// with the Metrics struct and the result schema; `kalab help metrics` and
+// docs/reference/metrics.md (TestDocs) print the same table, so all agree when this passes. Each failure says what to change.
 func TestMetricDocs(t *testing.T) {
 	for _, p := range check.DocsProblems() {
 		t.Error(p)
@@ -58,31 +53,9 @@ func TestMetricDocs(t *testing.T) {
 			t.Errorf("schema/result.schema.json: $defs.metrics has %s, which is no metric of check.Metrics", name)
 		}
 	}
-
-	// The README: the generated table.
-	b, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i, j := strings.Index(readme, metricsBegin), strings.Index(readme, metricsEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the metric table markers %q ... %q", metricsBegin, metricsEnd)
-	}
-	want := readme[:i+len(metricsBegin)] + check.MarkdownTable() + readme[j:]
-	if want != readme {
-		if *update {
-			if err := os.WriteFile(readmePath, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Log("README.md: metric table rewritten")
-		} else {
-			t.Error("README.md: the metric table differs from engine/check/docs.go; run `go test ./cmd/kalab -run TestMetricDocs -update` and review the diff")
-		}
-	}
 }
 
-// TestREADMEFieldTable checks that the README's table of scenario fields names every field
+// TestREADMEFieldTable checks that the manual's table of scenario fields names every field
 // of schema/scenario.schema.json, so a new field cannot go undocumented there.
 func TestREADMEFieldTable(t *testing.T) {
 	var ss struct {
@@ -92,32 +65,32 @@ func TestREADMEFieldTable(t *testing.T) {
 	if err := json.Unmarshal(schema.Scenario, &ss); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(readmePath)
+	b, err := os.ReadFile(scenariosPage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := func(section string) string {
 		m := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(section) + ` \|.*$`).FindString(string(b))
 		if m == "" {
-			t.Errorf("README.md: no row for %s in the table of fields", section)
+			t.Errorf("docs/scenarios.md: no row for %s in the table of fields", section)
 		}
 		return m
 	}
 	top := row("top level")
 	for _, f := range slices.Sorted(maps.Keys(ss.Properties)) {
 		if !strings.Contains(top, "`"+f+"`") {
-			t.Errorf("README.md: the fields table's top-level row lacks `%s`", f)
+			t.Errorf("docs/scenarios.md: the fields table's top-level row lacks `%s`", f)
 		}
 	}
 	for _, sec := range []string{"network", "server", "client", "load"} {
 		r := row("`" + sec + "`")
 		for _, f := range slices.Sorted(maps.Keys(ss.Defs[sec].Properties)) {
 			if !strings.Contains(r, "`"+f) {
-				t.Errorf("README.md: the fields table's %s row lacks `%s`", sec, f)
+				t.Errorf("docs/scenarios.md: the fields table's %s row lacks `%s`", sec, f)
 			}
 			for sub := range ss.Defs[sec].Properties[f].Properties {
 				if !regexp.MustCompile(`\b` + sub + `\b`).MatchString(r) {
-					t.Errorf("README.md: the fields table's %s row lacks %s.%s", sec, f, sub)
+					t.Errorf("docs/scenarios.md: the fields table's %s row lacks %s.%s", sec, f, sub)
 				}
 			}
 		}

@@ -27,7 +27,8 @@ type bar struct {
 }
 
 func newBars(w io.Writer) *bars {
-	return &bars{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(30)), m: map[*scenario.Run]*bar{}}
+	// Auto refresh: bars are only made for a terminal, and the tests draw them into a buffer.
+	return &bars{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(30), mpb.WithAutoRefresh()), m: map[*scenario.Run]*bar{}}
 }
 
 func (b *bars) RunStarted(r *scenario.Run, total int) {

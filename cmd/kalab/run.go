@@ -40,7 +40,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outcome, err := executeRun(ctx, inv, stdout)
+	outcome, err := executeRun(ctx, inv, stdout, f.logSink)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		if errors.Is(err, runner.ErrNoRuns) {
@@ -70,6 +70,7 @@ type runFlags struct {
 	fs           *pflag.FlagSet
 	name         string // the command, for messages: run, or merge when it gates merged results
 	log          zerolog.Logger
+	logSink      *logSink // where log lines go; through the progress bars while drawn
 	out          string
 	parallel     int
 	timeScale    float64
@@ -121,7 +122,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
-	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (README: Runs that know when they are wrong); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (docs/timing.md); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
@@ -132,6 +133,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 		return nil, exitInvalid, false
 	}
 	f.log = log
+	f.logSink = lo.sink
 	invalid := func(format string, a ...any) (*runFlags, int, bool) {
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
@@ -327,14 +329,16 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 }
 
 // executeRun runs the plan, with progress bars on a terminal.
-func executeRun(ctx context.Context, inv *invocation, stdout io.Writer) (*runner.Outcome, error) {
+func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *logSink) (*runner.Outcome, error) {
 	var progress *bars
-	if isTerminal(stdout) {
+	if canDrawBars(stdout) {
 		progress = newBars(stdout)
 		inv.opt.Observer = progress
+		logs.route(progress.p) // log lines print above the bars, never under a redraw
 	}
 	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
 	if progress != nil {
+		logs.route(nil)
 		progress.Wait()
 	}
 	return outcome, err

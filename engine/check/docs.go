@@ -7,7 +7,7 @@ import (
 )
 
 // MetricDoc says what one metric means and in which unit, for `kalab help metrics`, the
-// README's metric table and the descriptions in schema/result.schema.json.
+// metric reference (docs/reference/metrics.md) and the descriptions in schema/result.schema.json.
 type MetricDoc struct {
 	Name    string // dotted, as expressions write it
 	Unit    string
@@ -15,7 +15,7 @@ type MetricDoc struct {
 }
 
 // Docs is the one place a metric is described; a test keeps it, the Metrics struct, the
-// result schema and the README in step. Adding a metric is one line here, in the order
+// result schema and docs/reference/metrics.md in step. Adding a metric is one line here, in the order
 // `kalab help metrics` prints.
 var Docs = []MetricDoc{
 	{"requests", "requests", "requests the client sent (each counted once, however many attempts it took)"},
@@ -102,7 +102,7 @@ func (d MetricDoc) SchemaDescription() string {
 	return fmt.Sprintf("%s. Unit: %s.", d.Meaning, d.Unit)
 }
 
-// MarkdownTable renders Docs as the README's metric table.
+// MarkdownTable renders Docs as the metric reference's table.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| metric | unit | meaning |\n|---|---|---|\n")

@@ -3,7 +3,7 @@
 # against one nginx on loopback, as client CPU per request. Not part of CI (slow and noisy on
 # a shared machine); run it by hand: bash examples/bench/bench.sh  (REQUESTS=100000
 # SECONDS_EACH=5 ROUNDS_1MS=5 by default). It also runs kalab at 1, 50 and 150 ms RTT beside
-# toxiproxy, the descriptor budget under the usual limit, and ends with issue 20's targets
+# toxiproxy, the descriptor budget under the usual limit, and ends with its targets
 # checked against the run's own figures.
 # It installs what is missing: wrk and nginx from Debian, hey and vegeta from the Go module
 # proxy. Every load is bounded: a request count for kalab and hey, a duration for wrk and
@@ -321,7 +321,7 @@ burst=$(awk '$1 == "h2-burst-10000" { print $2 " " $3 " " $4 }' <<<"$fd_table")
 held=$(awk '$1 == "h1-held-10000" { print $2 }' <<<"$fd_table")
 need=$(grep -o 'needs [0-9]* file descriptors' <<<"$fd_table" | head -1)
 echo
-echo "# issue 20's targets, from this run"
+echo "# targets, from this run"
 printf '%-58s %-34s %s\n' target measured verdict
 printf '%-58s %-34s %s\n' "1 ms reused, 64 in flight: p50 <= 1.15x (model + no link)" "kalab run $(val reused)x" "$(met "$(val reused)" 1.15)"
 printf '%-58s %-34s %s\n' "  the same, Go benchmark (median of 5 rounds)" "$(bench "$work/smallrtt.out" x-direct | head -1)x" "$(met "$(bench "$work/smallrtt.out" x-direct | head -1)" 1.15)"
