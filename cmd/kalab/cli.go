@@ -269,7 +269,7 @@ func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, timeScale, lagTolera
 		fmt.Fprintln(stderr, d.String())
 	}
 	if len(ds) > 0 {
-		fmt.Fprintf(stderr, "kalab: %d check%s cannot be judged at %s time scale (README: Runs that know when they are wrong)\n", len(ds), plural(len(ds)), map[bool]string{true: "its", false: "their"}[len(ds) == 1])
+		fmt.Fprintf(stderr, "kalab: %d check%s cannot be judged at %s time scale (docs/timing.md)\n", len(ds), plural(len(ds)), map[bool]string{true: "its", false: "their"}[len(ds) == 1])
 	}
 	return len(ds)
 }

@@ -456,7 +456,7 @@ func TestMergeCarriesReferencedFiles(t *testing.T) {
 	tmp := t.TempDir()
 	const set = "testdata/merge-refs"
 	for i := 1; i <= 2; i++ {
-		if code, out := kalab(t, "run", "--shard", fmt.Sprintf("%d/2", i), "--out", filepath.Join(tmp, "shards", fmt.Sprint(i)), set); code != exitOK {
+		if code, out := kalab(t, "run", "--allow-exec=bundled", "--shard", fmt.Sprintf("%d/2", i), "--out", filepath.Join(tmp, "shards", fmt.Sprint(i)), set); code != exitOK {
 			t.Fatalf("shard %d/2: exit %d\n%s", i, code, out)
 		}
 	}

@@ -38,7 +38,7 @@ func TestCurlOffPathIsNotRunAndFailsTheExitCode(t *testing.T) {
 		t.Helper()
 		out := t.TempDir()
 		var stdout, stderr strings.Builder
-		args = append([]string{"run", "--out", out, "--no-requests", "--lag-tolerance", "0"}, args...)
+		args = append([]string{"run", "--allow-exec=bundled", "--out", out, "--no-requests", "--lag-tolerance", "0"}, args...)
 		code := Main(append(args, file), &stdout, &stderr)
 		res, err := report.ReadFile(filepath.Join(out, "latest", "results.jsonl"))
 		if err != nil {
