@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kalab adapter curl-loop: a new curl process per request, as a shell loop does; no
-# connection is ever reused (kalab's exec protocol v1, README "Bring your own client").
+# connection is ever reused (kalab's exec protocol v1, docs/real-programs.md "Bring your own client").
 set -uo pipefail
 
 read -r -a pauses <<<"${KALAB_PAUSES_S:-}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kalab adapter curl: one curl process, every request of the plan as one URL, in order, as
 # `curl URL URL ...` does; curl keeps its connections between them (kalab's exec protocol
-# v1, README "Bring your own client"). One process cannot pause or run requests side by
+# v1, docs/real-programs.md "Bring your own client"). One process cannot pause or run requests side by
 # side, so kalab refuses plans that need either.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 // kalab adapter node-agent: Node's http(s).request through one http(s).Agent, driving the
-// plan of a run (kalab's exec protocol v1, README "Bring your own client").
+// plan of a run (kalab's exec protocol v1, docs/real-programs.md "Bring your own client").
 import http from 'node:http';
 import https from 'node:https';
 import fs from 'node:fs';

@@ -1,5 +1,5 @@
 // kalab adapter node-fetch: Node's global fetch (the undici bundled with Node), driving the
-// plan of a run (kalab's exec protocol v1, README "Bring your own client"). The CA comes
+// plan of a run (kalab's exec protocol v1, docs/real-programs.md "Bring your own client"). The CA comes
 // from NODE_EXTRA_CA_CERTS, which kalab sets.
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,7 +35,7 @@ const emit = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 // or the end of the request before it on the same worker (kalab measures how late it began).
 async function one(i, planned) {
   const line = { index: i, planned, start: now() };
-  // redirect: 'manual': kalab's clients follow no redirect (README "What a scenario can do").
+  // redirect: 'manual': kalab's clients follow no redirect (docs/security.md).
   const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) }, redirect: 'manual' };
   if (c.timeout_ms > 0) init.signal = AbortSignal.timeout(c.timeout_ms);
   try {

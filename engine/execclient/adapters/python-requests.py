@@ -1,5 +1,5 @@
 # kalab adapter python-requests: one requests.Session (urllib3's pool), driving the plan of a
-# run (kalab's exec protocol v1, README "Bring your own client").
+# run (kalab's exec protocol v1, docs/real-programs.md "Bring your own client").
 import json
 import os
 import sys
