@@ -53,6 +53,7 @@ Usage:
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
+  kalab sweep FILE --param P --range A..B  search a parameter for the value where a run's checks start to fail
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
@@ -66,7 +67,7 @@ invalid (nothing ran); 3 the engine failed; 130 interrupted.
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "schema", "version", "help"}
+var commands = []string{"run", "validate", "diff", "schema", "version", "help", "sweep"}
 
 const serversHelp = `Real servers behind the proxy (instead of the embedded server):
 
@@ -135,6 +136,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdReport(rest, stdout, stderr)
 	case "merge":
 		return cmdMerge(rest, stdout, stderr)
+	case "sweep":
+		return cmdSweep(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version":
