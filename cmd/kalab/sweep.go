@@ -68,7 +68,7 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	fs.IntVar(&f.grid, "grid", 5, "points of the coarse grid, the range's ends included")
 	fs.StringVar(&f.out, "out", "results", "directory that receives sweep-<id>/ (sweep.jsonl, plot.html and the runs' results)")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the runs (0: the file's time_scale)")
-	fs.Float64Var(&f.lagTolerate, "lag-tolerance", 1, "as kalab run --lag-tolerance: multiply each run's timing tolerance")
+	fs.Float64Var(&f.lagTolerate, "lag-tolerance", 1, "as kalab run --lag-tolerance: multiply each run's timing tolerance; 0 judges no run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	fs.StringVar(&f.baseline, "baseline", "", "a previous sweep.jsonl (or its directory): fail when the safe value moved by more than --tolerance")
 	fs.StringVar(&f.tolerance, "tolerance", "", "with --baseline: how far the safe value may move (default: the resolution)")
 	if ok, code := parseFlags(fs, args); !ok {
@@ -88,6 +88,11 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	}
 	f.file = fs.Arg(0)
 	f.timeScaleSet = fs.Changed("time-scale")
+	if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set && !fs.Changed("lag-tolerance") {
+		if f.lagTolerate, err = strconv.ParseFloat(v, 64); err != nil {
+			return invalid("$KALAB_LAG_TOLERANCE: %q is not a number", v)
+		}
+	}
 	if err := f.check(); err != nil {
 		return invalid("%v", err)
 	}
@@ -184,6 +189,12 @@ func (f *sweepFlags) integer() bool {
 // openSweep loads the file, checks the parameter at both ends of the range and the
 // deciding check; every problem is exit 2 before anything runs.
 func openSweep(f *sweepFlags, stderr io.Writer) (*sweep.Target, int, bool) {
+	if f.until != "" {
+		if _, err := check.Compile(f.until, check.Expect); err != nil {
+			fmt.Fprintf(stderr, "kalab sweep: --until: %v\n", err)
+			return nil, exitInvalid, false
+		}
+	}
 	t, err := sweep.Open(f.file, f.param, f.run, f.until, f.duration)
 	if err != nil {
 		printDiagnostics(stderr, err)
@@ -348,7 +359,7 @@ func reportSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, res *sweep.R
 	if p := rec.Prediction; p != nil {
 		fmt.Fprintf(stdout, "geometry: %s\n", p.Rule)
 	}
-	fmt.Fprintf(stdout, "%d runs (budget %d, %d seeds per point)\n", res.Runs, f.budget, f.seeds)
+	fmt.Fprintf(stdout, "%d runs (budget %d, %d seed%s per point)\n", res.Runs, f.budget, f.seeds, plural(f.seeds))
 	plot := filepath.Join(dir, "plot.html")
 	if err := writePlot(plot, rec, t.Format); err != nil {
 		fmt.Fprintf(stderr, "kalab sweep: plot: %v\n", err)

@@ -50,6 +50,9 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 	switch {
 	case param == "client.idle_timeout" && st.Balancer == nil && st.Server.IdleTimeout > 0:
 		idle, rtt := sec(st.Server.IdleTimeout), sec(st.Network.RTT)
+		if pmax <= idle-rtt || sec(st.Load.Pause.Min) >= idle {
+			return nil // no pause of the range can race: the geometry says nothing here
+		}
 		first := math.Inf(1)
 		for _, ps := range pauses {
 			for _, p := range ps {
