@@ -225,3 +225,22 @@ func TestConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetCountsNoisyReruns(t *testing.T) {
+	t.Parallel()
+	// Every run is noisy: each (value, seed) is tried MaxTries times, and the budget still
+	// bounds the calls, even inside a point.
+	for _, budget := range []int{4, 5, 20} {
+		calls := 0
+		run := func(context.Context, float64, int64) (Point, error) { calls++; return Point{Noisy: true}, nil }
+		c := cfg(1, 2)
+		c.Budget = budget
+		r, err := Search(context.Background(), c, run, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != budget || r.Runs != budget || !r.OutOfRun || len(r.Brackets) != 0 {
+			t.Errorf("budget %d: %d calls, %d runs, out %v, brackets %v", budget, calls, r.Runs, r.OutOfRun, r.Brackets)
+		}
+	}
+}
