@@ -32,6 +32,7 @@ type sweepFlags struct {
 	resolution, tolerance  string
 	baseline               string
 	seeds, budget, grid    int
+	tries                  int
 	timeScale, lagTolerate float64
 	timeScaleSet           bool
 	lo, hi, res, tol       float64
@@ -65,6 +66,7 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	fs.IntVar(&f.seeds, "seeds", 3, "run each point with this many seeds (the file's load.seed, then the next ones)")
 	fs.StringVar(&f.resolution, "resolution", "", "stop when the boundary is bracketed this narrowly (default: the range / 32; 1 for whole numbers)")
 	fs.IntVar(&f.budget, "budget", 60, "most runs in all, noisy reruns included")
+	fs.IntVar(&f.tries, "tries", 2, "sweep runs of one value and seed while they are noisy (each is up to 2 runner attempts) before the point is left without a verdict")
 	fs.IntVar(&f.grid, "grid", 5, "points of the coarse grid, the range's ends included")
 	fs.StringVar(&f.out, "out", "results", "directory that receives sweep-<id>/ (sweep.jsonl, plot.html and the runs' results)")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the runs (0: the file's time_scale)")
@@ -110,6 +112,8 @@ func (f *sweepFlags) check() error {
 		return errors.New("--seeds must be between 1 and 100")
 	case f.budget < 1:
 		return errors.New("--budget must be at least 1")
+	case f.tries < 1 || f.tries > 10:
+		return errors.New("--tries must be between 1 and 10")
 	case f.grid < 2 || f.grid > 1000:
 		return errors.New("--grid must be between 2 and 1000")
 	case f.timeScaleSet && (f.timeScale <= 0 || f.timeScale > 100):
@@ -259,7 +263,7 @@ func runSweep(ctx context.Context, f *sweepFlags, t *sweep.Target, stdout, stder
 	defer jf.Close()
 	enc := json.NewEncoder(jf)
 	rec := newRecord(f, t)
-	cfg := sweep.Config{Lo: f.lo, Hi: f.hi, Resolution: f.res, Seeds: rec.Seeds, Budget: f.budget, Grid: f.grid, Integer: f.integer()}
+	cfg := sweep.Config{Lo: f.lo, Hi: f.hi, Resolution: f.res, Seeds: rec.Seeds, Budget: f.budget, Grid: f.grid, Integer: f.integer(), MaxTries: f.tries}
 	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate}
 	if f.timeScaleSet {
 		opt.TimeScale = f.timeScale
