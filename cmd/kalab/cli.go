@@ -53,7 +53,8 @@ Usage:
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
-  kalab sweep FILE --param P --range A..B  search a parameter for the value where a run's checks start to fail
+  kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
+                                        to fail (the safe setting), over seeds, with a plot
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
