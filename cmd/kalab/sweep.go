@@ -98,6 +98,9 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	if err := f.check(); err != nil {
 		return invalid("%v", err)
 	}
+	if err := report.CheckOut(f.out); err != nil {
+		return invalid("--out: %v", err)
+	}
 	return f, exitOK, true
 }
 
