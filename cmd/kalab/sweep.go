@@ -37,6 +37,11 @@ type sweepFlags struct {
 	timeScaleSet           bool
 	lo, hi, res, tol       float64
 	duration               bool
+	// A second parameter makes a map (heat map) over the two grids instead of a search.
+	param2, rng2 string
+	grid2        int
+	lo2, hi2     float64
+	duration2    bool
 }
 
 // cmdSweep is `kalab sweep`: search one parameter of one run for the value where its
@@ -52,6 +57,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if f.param2 != "" {
+		return runMap(ctx, f, t, stdout, stderr)
+	}
 	return runSweep(ctx, f, t, stdout, stderr)
 }
 
@@ -73,6 +81,9 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	fs.Float64Var(&f.lagTolerate, "lag-tolerance", 1, "as kalab run --lag-tolerance: multiply each run's timing tolerance; 0 judges no run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
 	fs.StringVar(&f.baseline, "baseline", "", "a previous sweep.jsonl (or its directory): fail when the safe value moved by more than --tolerance")
 	fs.StringVar(&f.tolerance, "tolerance", "", "with --baseline: how far the safe value may move (default: the resolution)")
+	fs.StringVar(&f.param2, "param2", "", "a second field: run the whole grid of both (--grid x --grid2 points) and draw a heat map, no bisection")
+	fs.StringVar(&f.rng2, "range2", "", "the second field's values, A..B")
+	fs.IntVar(&f.grid2, "grid2", 5, "points of the second field's grid, the range's ends included")
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -126,20 +137,20 @@ func (f *sweepFlags) check() error {
 	case f.tolerance != "" && f.baseline == "":
 		return errors.New("--tolerance needs --baseline")
 	}
-	a, b, found := strings.Cut(f.rng, "..")
-	if !found {
-		return fmt.Errorf("--range %q: write A..B, e.g. 1s..2.5s", f.rng)
-	}
 	var err error
-	f.duration = hasUnit(a) || hasUnit(b)
-	if f.lo, err = f.value(a); err != nil {
-		return fmt.Errorf("--range: %v", err)
+	if f.lo, f.hi, f.duration, err = parseRange("--range", f.rng); err != nil {
+		return err
 	}
-	if f.hi, err = f.value(b); err != nil {
-		return fmt.Errorf("--range: %v", err)
+	if (f.param2 == "") != (f.rng2 == "") {
+		return errors.New("--param2 and --range2 go together")
 	}
-	if !(f.lo < f.hi) {
-		return fmt.Errorf("--range %q: the first value must be below the second", f.rng)
+	if f.param2 != "" {
+		if f.lo2, f.hi2, f.duration2, err = parseRange("--range2", f.rng2); err != nil {
+			return err
+		}
+		if f.grid2 < 2 || f.grid2 > 1000 || f.baseline != "" {
+			return errors.New("--grid2 must be between 2 and 1000, and a map takes no --baseline")
+		}
 	}
 	f.res = (f.hi - f.lo) / 32
 	if f.integer() {
@@ -171,10 +182,31 @@ func (f *sweepFlags) kind() string {
 	return "number"
 }
 
-// value reads a duration (as seconds) or a number, as the range's kind.
-func (f *sweepFlags) value(s string) (float64, error) {
+// parseRange reads A..B: durations (in seconds) when either end has a unit, else numbers.
+func parseRange(flag, s string) (lo, hi float64, duration bool, err error) {
+	a, b, found := strings.Cut(s, "..")
+	if !found {
+		return 0, 0, false, fmt.Errorf("%s %q: write A..B, e.g. 1s..2.5s", flag, s)
+	}
+	duration = hasUnit(a) || hasUnit(b)
+	if lo, err = value(a, duration); err != nil {
+		return 0, 0, false, fmt.Errorf("%s: %v", flag, err)
+	}
+	if hi, err = value(b, duration); err != nil {
+		return 0, 0, false, fmt.Errorf("%s: %v", flag, err)
+	}
+	if !(lo < hi) {
+		return 0, 0, false, fmt.Errorf("%s %q: the first value must be below the second", flag, s)
+	}
+	return lo, hi, duration, nil
+}
+
+// value reads a duration (as seconds) or a number.
+func (f *sweepFlags) value(s string) (float64, error) { return value(s, f.duration) }
+
+func value(s string, duration bool) (float64, error) {
 	s = strings.TrimSpace(s)
-	if f.duration {
+	if duration {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
 			return 0, fmt.Errorf("%q is not a duration (use e.g. 1500ms or 2.5s, the same kind at both ends)", s)

@@ -55,6 +55,7 @@ type StepLine struct {
 type SampleLine struct {
 	Record  string   `json:"record"` // "sample"
 	Value   float64  `json:"value"`
+	Value2  *float64 `json:"value2,omitempty"` // the second parameter's value in a map
 	Seed    int64    `json:"seed"`
 	Attempt int      `json:"attempt"`
 	Pass    bool     `json:"pass"`
@@ -78,12 +79,7 @@ func (rec *Record) Fill(res *Result, format func(float64) string) {
 	rec.Runs, rec.OutOfBudget, rec.Brackets = res.Runs, res.OutOfRun, res.Brackets
 	rec.Steps = rec.Steps[:0]
 	for _, st := range res.Steps {
-		l := StepLine{Value: st.Value, Verdict: st.Verdict, Pass: st.Pass, Fail: st.Fail, Noisy: st.Noisy}
-		if st.HasMetric {
-			lo, hi := st.MetricMin, st.MetricMax
-			l.MetricMin, l.MetricMax = &lo, &hi
-		}
-		rec.Steps = append(rec.Steps, l)
+		rec.Steps = append(rec.Steps, stepLine(st))
 	}
 	rec.Sentences = Sentences(rec, res, format)
 }

@@ -51,15 +51,32 @@ func Open(file, param, run, until string, duration bool) (*Target, error) {
 	if len(data) > scenario.MaxFileSize {
 		return nil, fmt.Errorf("%s: larger than %d KiB", file, scenario.MaxFileSize>>10)
 	}
-	plan, err := scenario.LoadFiles([]string{file})
+	return open(file, data, param, run, until, duration)
+}
+
+// Fix returns a target for param over the file with this target's parameter set to v: the
+// rows of a two-parameter map.
+func (t *Target) Fix(v float64, param string, duration bool) (*Target, error) {
+	data, err := t.edited(v)
 	if err != nil {
 		return nil, err
+	}
+	return open(t.File, data, param, t.Run, t.Until, duration)
+}
+
+func open(file string, data []byte, param, run, until string, duration bool) (*Target, error) {
+	s, diags := scenario.Parse(file, data)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%s: not a scenario", file)
 	}
 	t := &Target{File: file, Param: param, Until: until, Duration: duration, data: data}
 	if err := t.setParam(param); err != nil {
 		return nil, err
 	}
-	sc := plan.Scenarios[0]
+	sc := s.Scenario
 	names := make([]string, 0, len(sc.Runs))
 	for _, r := range sc.Runs {
 		names = append(names, r.Variant)
@@ -122,12 +139,27 @@ func (t *Target) Format(v float64) string {
 // scenario.Diagnostics about the edited file (positions are of the edited text) or a
 // message saying why the edit could not be made.
 func (t *Target) Plan(v float64) (*scenario.Plan, error) {
+	data, err := t.edited(v)
+	if err != nil {
+		return nil, err
+	}
+	s, diags := scenario.Parse(t.File, data)
+	if len(diags) > 0 {
+		return nil, t.describe(v, diags)
+	}
+	if s == nil || len(s.Runs) != 1 {
+		return nil, fmt.Errorf("%s=%s: the edited file did not give one run", t.Param, t.Format(v))
+	}
+	return &scenario.Plan{Scenarios: []*scenario.Scenario{s.Scenario}}, nil
+}
+
+// edited is the file's YAML with the parameter set to v, the other runs left out.
+func (t *Target) edited(v float64) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(t.data, &doc); err != nil {
 		return nil, err
 	}
-	root := doc.Content[0]
-	if err := t.edit(root, v); err != nil {
+	if err := t.edit(doc.Content[0], v); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -136,14 +168,7 @@ func (t *Target) Plan(v float64) (*scenario.Plan, error) {
 	if err := enc.Encode(&doc); err != nil {
 		return nil, err
 	}
-	s, diags := scenario.Parse(t.File, buf.Bytes())
-	if len(diags) > 0 {
-		return nil, t.describe(v, diags)
-	}
-	if s == nil || len(s.Runs) != 1 {
-		return nil, fmt.Errorf("%s=%s: the edited file did not give one run", t.Param, t.Format(v))
-	}
-	return &scenario.Plan{Scenarios: []*scenario.Scenario{s.Scenario}}, nil
+	return buf.Bytes(), nil
 }
 
 // describe turns the edited file's diagnostics into messages about the value: their
