@@ -106,6 +106,9 @@ func windows(pauses map[int64][]float64, offset, rtt, pool, pmax float64, who st
 	if pool > 0 {
 		pr.Rule += fmt.Sprintf(", and any S above the %s's idle timeout of %s is safe whatever the pauses", who, fmtSec(pool))
 	}
+	if n := len(pr.Edges); n > 0 {
+		pr.Rule += fmt.Sprintf("; with these seeds' pauses S races from %s to %s", fmtSec(pr.Edges[0]), fmtSec(pr.Edges[n-1]))
+	}
 	return pr
 }
 
