@@ -239,21 +239,9 @@ func openSweep(f *sweepFlags, stderr io.Writer) (*sweep.Target, int, bool) {
 		printDiagnostics(stderr, err)
 		return nil, exitInvalid, false
 	}
-	chk := runner.CheckOptions{TimeScale: f.timeScale}
-	for _, v := range []float64{f.lo, f.hi} {
-		plan, err := t.Plan(v)
-		if err == nil {
-			if ds := runner.Check(plan, chk); len(ds) > 0 {
-				err = ds
-			}
-		}
-		if err == nil && f.timeScaleSet {
-			err = plan.CheckTimeScale(f.timeScale)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "%v\nkalab sweep: the file does not load with %s=%s; nothing ran\n", err, f.param, t.Format(v))
-			return nil, exitInvalid, false
-		}
+	if err := checkEnds(f, t, f.lo, f.hi); err != nil {
+		fmt.Fprintf(stderr, "%v\nkalab sweep: --param %s does not load; nothing ran\n", err, f.param)
+		return nil, exitInvalid, false
 	}
 	if f.metric == "" {
 		f.metric = deciding(t)
@@ -400,7 +388,7 @@ func reportSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, res *sweep.R
 	}
 	fmt.Fprintf(stdout, "%d runs (budget %d, %d seed%s per point)\n", res.Runs, f.budget, f.seeds, plural(f.seeds))
 	plot := filepath.Join(dir, "plot.html")
-	if err := writePlot(plot, rec, t.Format); err != nil {
+	if err := writeHTML(plot, func(w io.Writer) error { return sweep.Plot(w, rec, t.Format) }); err != nil {
 		fmt.Fprintf(stderr, "kalab sweep: plot: %v\n", err)
 	} else {
 		fmt.Fprintf(stdout, "plot: %s\n", plot)
@@ -413,18 +401,6 @@ func reportSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, res *sweep.R
 		return exitOK
 	}
 	return judgeSweep(f, t, rec, stdout, stderr)
-}
-
-func writePlot(path string, rec *sweep.Record, format func(float64) string) error {
-	w, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := sweep.Plot(w, rec, format); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }
 
 // judgeSweep compares the first boundary's safe value with the baseline's.
