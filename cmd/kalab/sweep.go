@@ -31,6 +31,7 @@ type sweepFlags struct {
 	until, metric, out     string
 	resolution, tolerance  string
 	baseline               string
+	base                   *sweep.Record // the --baseline record, read before anything runs
 	seeds, budget, grid    int
 	tries                  int
 	timeScale, lagTolerate float64
@@ -111,6 +112,14 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	}
 	if err := report.CheckOut(f.out); err != nil {
 		return invalid("--out: %v", err)
+	}
+	if f.baseline != "" {
+		if f.base, err = sweep.LoadRecord(f.baseline); err != nil {
+			return invalid("--baseline: %v", err)
+		}
+		if f.base.Param != f.param {
+			return invalid("--baseline swept %s, not %s", f.base.Param, f.param)
+		}
 	}
 	return f, exitOK, true
 }
@@ -405,15 +414,7 @@ func reportSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, res *sweep.R
 
 // judgeSweep compares the first boundary's safe value with the baseline's.
 func judgeSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, stdout, stderr io.Writer) int {
-	base, err := sweep.LoadRecord(f.baseline)
-	if err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: --baseline: %v\n", err)
-		return exitInvalid
-	}
-	if base.Param != rec.Param {
-		fmt.Fprintf(stderr, "kalab sweep: --baseline swept %s, not %s\n", base.Param, rec.Param)
-		return exitInvalid
-	}
+	base := f.base
 	switch {
 	case len(base.Brackets) == 0 && len(rec.Brackets) == 0:
 		fmt.Fprintln(stdout, "baseline: no boundary then, none now")
