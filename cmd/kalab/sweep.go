@@ -363,18 +363,21 @@ func newRecord(f *sweepFlags, t *sweep.Target) *sweep.Record {
 	for i := 0; i < f.seeds; i++ {
 		rec.Seeds = append(rec.Seeds, st.Load.Seed+int64(i))
 	}
-	rec.Context = topology(st)
+	rec.Context = topology(st, f.param)
 	rec.Prediction = sweep.Predict(f.param, st, rec.Seeds)
 	return rec
 }
 
-// topology says the settings the boundary depends on, in a few words.
-func topology(st scenario.Settings) string {
-	parts := []string{fmt.Sprintf("server closes idle connections at %s", st.Server.IdleTimeout)}
-	if st.Server.IdleTimeout == 0 {
-		parts = parts[:0]
+// topology says the settings the boundary depends on, in a few words (the swept one left
+// out: its file value is not what ran).
+func topology(st scenario.Settings, param string) string {
+	var parts []string
+	if st.Server.IdleTimeout > 0 && param != "server.idle_timeout" {
+		parts = append(parts, fmt.Sprintf("server closes idle connections at %s", st.Server.IdleTimeout))
 	}
-	parts = append(parts, "RTT "+st.Network.RTT.String())
+	if param != "network.rtt" {
+		parts = append(parts, "RTT "+st.Network.RTT.String())
+	}
 	if b := st.Balancer; b != nil {
 		parts = append(parts, fmt.Sprintf("balancer pool idle %s, backend RTT %s", b.Backend.IdleTimeout, b.BackendNetwork.RTT))
 	}
