@@ -40,6 +40,8 @@ Usage:
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
+  kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
+                                        to fail (the safe setting), over seeds, with a plot
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
@@ -58,7 +60,7 @@ that); 130 interrupted. A check not evaluated is never a pass (kalab help verdic
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init"}
+var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep"}
 
 const serversHelp = `Real servers behind the proxy (instead of the embedded server):
 
@@ -129,6 +131,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdReport(rest, stdout, stderr)
 	case "merge":
 		return cmdMerge(rest, stdout, stderr)
+	case "sweep":
+		return cmdSweep(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-V":

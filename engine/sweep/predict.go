@@ -1,0 +1,125 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// Prediction is what the geometry of the stale race says about a boundary, from the
+// scenario's settings and the seeded pauses (the same draws the runs make).
+type Prediction struct {
+	// Rule says the geometry in one sentence, with the numbers it uses.
+	Rule string `json:"rule"`
+	// Bound is the value beyond which no pause of the range can race (seconds).
+	Bound float64 `json:"bound"`
+	// Edges are the values where, with these seeds' pauses, the predicted verdict changes
+	// (seconds), in order.
+	Edges []float64 `json:"edges"`
+}
+
+// Predict returns the geometry's boundary for sweeping param over the run's settings, or
+// nil where it does not apply (more than one request in flight, no bursts, retries, a
+// parameter the race does not turn on).
+//
+// The link delays every chunk, and a FIN, RTT/2 each way (engine/netsim). After a burst's
+// last response reaches the client, the server (which wrote it RTT/2 earlier) closes at
+// idle - RTT/2 and its FIN is back at the client at idle; the next request, sent after a
+// pause p, reaches the server at p + RTT/2. It races when it leaves before the FIN arrives
+// and lands after the close: idle - RTT < p < idle. Behind a balancer the same holds for
+// the balancer's pool, with the backend link's RTT and the pause lengthened by the client
+// link's round trip.
+func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
+	if st.Load.Burst <= 0 || st.Load.Concurrency > 1 || st.Client.Retry.Attempts > 0 || st.Load.Rate > 0 {
+		return nil
+	}
+	pauses := map[int64][]float64{}
+	for _, seed := range seeds {
+		spec := load.Spec{Requests: st.Load.Requests, Concurrency: st.Load.Concurrency, Burst: st.Load.Burst,
+			PauseMin: time.Duration(st.Load.Pause.Min), PauseMax: time.Duration(st.Load.Pause.Max), Seed: seed}
+		for _, p := range load.Pauses(spec) {
+			pauses[seed] = append(pauses[seed], p.Seconds())
+		}
+	}
+	sec := func(d scenario.Duration) float64 { return time.Duration(d).Seconds() }
+	pmax := sec(st.Load.Pause.Max)
+	switch {
+	case param == "client.idle_timeout" && st.Balancer == nil && st.Server.IdleTimeout > 0:
+		idle, rtt := sec(st.Server.IdleTimeout), sec(st.Network.RTT)
+		if pmax <= idle-rtt || sec(st.Load.Pause.Min) >= idle {
+			return nil // no pause of the range can race: the geometry says nothing here
+		}
+		first := math.Inf(1)
+		for _, ps := range pauses {
+			for _, p := range ps {
+				if p > idle-rtt && p < idle {
+					first = math.Min(first, p)
+				}
+			}
+		}
+		pr := &Prediction{Bound: idle - rtt, Rule: fmt.Sprintf("server idle − RTT = %s − %s = %s: the server's FIN takes RTT/2 back, the request RTT/2 out, so a client idle timeout at or below it never sends into a close",
+			fmtSec(idle), fmtSec(rtt), fmtSec(idle-rtt))}
+		if !math.IsInf(first, 1) {
+			pr.Edges = []float64{first}
+			pr.Rule += fmt.Sprintf("; with these seeds' pauses the first race is a pause of %s", fmtSec(first))
+		}
+		return pr
+	case param == "server.idle_timeout":
+		if b := st.Balancer; b != nil {
+			// The balancer's idle gap is the pause plus the client link's round trip.
+			return windows(pauses, sec(st.Network.RTT), sec(b.BackendNetwork.RTT), sec(b.Backend.IdleTimeout), pmax, "balancer")
+		}
+		return windows(pauses, 0, sec(st.Network.RTT), sec(st.Client.IdleTimeout), pmax, "client")
+	}
+	return nil
+}
+
+// windows predicts a server idle timeout S: a gap g (pause plus offset) races when
+// S - rtt < g < S, unless the pool dropped the connection first (g >= pool, pool > 0).
+func windows(pauses map[int64][]float64, offset, rtt, pool, pmax float64, who string) *Prediction {
+	type span struct{ lo, hi float64 }
+	var spans []span
+	for _, ps := range pauses {
+		for _, p := range ps {
+			g := p + offset
+			if pool > 0 && g >= pool {
+				continue
+			}
+			spans = append(spans, span{g, g + rtt})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	pr := &Prediction{Bound: pmax + offset + rtt}
+	for i := 0; i < len(spans); {
+		lo, hi := spans[i].lo, spans[i].hi
+		for i++; i < len(spans) && spans[i].lo <= hi; i++ {
+			hi = math.Max(hi, spans[i].hi)
+		}
+		pr.Edges = append(pr.Edges, lo, hi)
+	}
+	pr.Rule = fmt.Sprintf("a server idle timeout S races an idle gap g when S − %s < g < S (g: the pause%s; %s: the round trip from the %s to the server); the longest pause of the range, %s, is safe from S = %s",
+		fmtSec(rtt), plusOffset(offset), fmtSec(rtt), who, fmtSec(pmax), fmtSec(pr.Bound))
+	if pool > 0 {
+		pr.Rule += fmt.Sprintf(", and any S above the %s's idle timeout of %s is safe whatever the pauses", who, fmtSec(pool))
+	}
+	if n := len(pr.Edges); n > 0 {
+		pr.Rule += fmt.Sprintf("; with these seeds' pauses S races from %s to %s", fmtSec(pr.Edges[0]), fmtSec(pr.Edges[n-1]))
+	}
+	return pr
+}
+
+func plusOffset(o float64) string {
+	if o == 0 {
+		return ""
+	}
+	return " plus the client link's RTT, " + fmtSec(o)
+}
+
+// fmtSec writes seconds as a duration.
+func fmtSec(s float64) string {
+	return time.Duration(math.Round(s * 1e9)).Round(time.Microsecond).String()
+}

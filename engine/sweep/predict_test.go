@@ -1,0 +1,65 @@
+package sweep
+
+import (
+	"math"
+	"testing"
+)
+
+func baseRun(t *testing.T, file, run, param string) *Target {
+	t.Helper()
+	tg, err := Open(bundled(t, file), param, run, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// File 04 documents its geometry: the race window is (idle - RTT, idle) = (1.85 s, 2 s),
+// and seed 4 puts 5 of its pauses in (1.85 s, 1.9 s).
+func TestPredictStaleRace(t *testing.T) {
+	t.Parallel()
+	tg := baseRun(t, "04-stale-race.yaml", "node-agent", "client.idle_timeout")
+	p := Predict("client.idle_timeout", tg.Base.Settings, []int64{4})
+	if p == nil {
+		t.Fatal("no prediction for the stale race")
+	}
+	if math.Abs(p.Bound-1.85) > 1e-9 {
+		t.Errorf("bound %v; want server idle 2 s - RTT 150 ms = 1.85 s", p.Bound)
+	}
+	if len(p.Edges) != 1 || p.Edges[0] <= 1.85 || p.Edges[0] >= 1.9 {
+		t.Errorf("edges %v; want the first racing pause of seed 4, inside (1.85 s, 1.9 s)", p.Edges)
+	}
+	if Predict("client.max_idle", tg.Base.Settings, []int64{4}) != nil {
+		t.Error("a prediction for a parameter the race does not turn on")
+	}
+}
+
+// inside reports whether v falls in one of the unsafe spans (edges in pairs).
+func inside(edges []float64, v float64) bool {
+	for i := 0; i+1 < len(edges); i += 2 {
+		if v > edges[i] && v < edges[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// File 12: at the backend's 6 s close, seed 995 races 5 times (the file's alb-node); at 65 s
+// (alb-backend-65s) nothing races; below the shortest pause nothing is reused.
+func TestPredictBalancer(t *testing.T) {
+	t.Parallel()
+	tg := baseRun(t, "12-alb-backend-race.yaml", "alb-node", "server.idle_timeout")
+	p := Predict("server.idle_timeout", tg.Base.Settings, []int64{995})
+	if p == nil {
+		t.Fatal("no prediction behind the balancer")
+	}
+	if !inside(p.Edges, 6) || inside(p.Edges, 65) || inside(p.Edges, 5) {
+		t.Errorf("edges %v: want 6 s unsafe, 5 s and 65 s safe", p.Edges)
+	}
+	if math.Abs(p.Bound-(6.4+0.02+0.4)) > 1e-9 {
+		t.Errorf("bound %v; want the longest pause 6.4 s + client RTT 20 ms + backend RTT 400 ms", p.Bound)
+	}
+	if last := p.Edges[len(p.Edges)-1]; last > p.Bound {
+		t.Errorf("the last unsafe value %v is beyond the bound %v", last, p.Bound)
+	}
+}

@@ -1,0 +1,246 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+)
+
+// threshold is a fake run: a value passes for a seed when it is at most that seed's
+// boundary (the stale race: a client idle timeout at or below the first racing pause).
+func threshold(bounds map[int64]float64) RunFunc {
+	return func(_ context.Context, v float64, seed int64) (Point, error) {
+		b := bounds[seed]
+		errs := 0.0
+		if v > b {
+			errs = math.Ceil((v - b) * 10)
+		}
+		return Point{Pass: v <= b, Metric: errs, HasMetric: true}, nil
+	}
+}
+
+func cfg(seeds ...int64) Config {
+	return Config{Lo: 1, Hi: 2.5, Resolution: 0.05, Seeds: seeds, Budget: 1000, Grid: 5}
+}
+
+func only(t *testing.T, r *Result) Bracket {
+	t.Helper()
+	if len(r.Brackets) != 1 {
+		t.Fatalf("want one bracket, got %+v", r.Brackets)
+	}
+	return r.Brackets[0]
+}
+
+func TestBisectionConvergesToTheResolution(t *testing.T) {
+	t.Parallel()
+	r, err := Search(context.Background(), cfg(1), threshold(map[int64]float64{1: 1.853}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := only(t, r)
+	if !b.Converged || b.Width() > 0.05 || b.Safe > 1.853 || b.Unsafe <= 1.853 || b.Safe >= b.Unsafe {
+		t.Fatalf("bracket %+v does not hold 1.853 within 0.05", b)
+	}
+	// 5 grid points 0.375 apart, then 0.1875, 0.09375, 0.046875: 3 bisections.
+	if r.Runs != 8 || len(r.Steps) != 8 {
+		t.Errorf("runs %d, steps %d; want 8 and 8", r.Runs, len(r.Steps))
+	}
+}
+
+func TestSafeAboveUnsafeBelow(t *testing.T) {
+	t.Parallel()
+	// The balancer case: a backend idle timeout is safe above a boundary.
+	run := func(_ context.Context, v float64, _ int64) (Point, error) { return Point{Pass: v >= 6.82}, nil }
+	c := Config{Lo: 6, Hi: 8, Resolution: 0.05, Seeds: []int64{1}, Budget: 100, Grid: 5}
+	r, err := Search(context.Background(), c, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := only(t, r)
+	if !b.Converged || b.Safe < 6.82 || b.Unsafe >= 6.82 || b.Safe-b.Unsafe > 0.05 {
+		t.Fatalf("bracket %+v", b)
+	}
+}
+
+func TestSeedsDisagreeingWidenTheBracket(t *testing.T) {
+	t.Parallel()
+	bounds := map[int64]float64{1: 1.95, 2: 1.853, 3: 1.91}
+	r, err := Search(context.Background(), cfg(1, 2, 3), threshold(bounds), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := only(t, r)
+	// Safe only where every seed passes: the bracket is around the lowest boundary, and
+	// the points between the seeds' boundaries are unsafe with some seeds passing.
+	if !b.Converged || b.Safe > 1.853 || b.Unsafe <= 1.853 {
+		t.Fatalf("bracket %+v is not at the most cautious seed's boundary 1.853", b)
+	}
+	mixed := false
+	for _, st := range r.Steps {
+		if st.Verdict == Unsafe && st.Pass > 0 {
+			mixed = true
+		}
+		if st.Pass+st.Fail != 3 {
+			t.Errorf("step %v has %d seeds with a verdict; want 3", st.Value, st.Pass+st.Fail)
+		}
+	}
+	if !mixed {
+		t.Error("no step had seeds disagreeing; the test no longer covers them")
+	}
+	one, _ := Search(context.Background(), cfg(1), threshold(bounds), nil)
+	if ob := only(t, one); ob.Safe <= b.Safe {
+		t.Errorf("seed 1 alone gives %+v; three seeds %+v should sit lower", ob, b)
+	}
+}
+
+func TestNoisyPointsAreNotEvidence(t *testing.T) {
+	t.Parallel()
+	// Every first attempt is noisy and says the opposite of the truth; the second attempt
+	// tells the truth. The answer must be the truth's.
+	tries := map[[2]float64]int{}
+	truth := threshold(map[int64]float64{1: 1.853, 2: 1.853})
+	run := func(ctx context.Context, v float64, seed int64) (Point, error) {
+		k := [2]float64{v, float64(seed)}
+		tries[k]++
+		p, _ := truth(ctx, v, seed)
+		if tries[k] == 1 {
+			return Point{Pass: !p.Pass, Noisy: true, Metric: 99, HasMetric: true}, nil
+		}
+		return p, nil
+	}
+	r, err := Search(context.Background(), cfg(1, 2), run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := only(t, r)
+	if !b.Converged || b.Safe > 1.853 || b.Unsafe <= 1.853 {
+		t.Fatalf("bracket %+v", b)
+	}
+	for _, st := range r.Steps {
+		if st.Noisy != 2 || st.Pass+st.Fail != 2 || st.MetricMax == 99 {
+			t.Errorf("step %v: noisy %d, judged %d, metric max %v", st.Value, st.Noisy, st.Pass+st.Fail, st.MetricMax)
+		}
+	}
+	if r.Runs != 2*2*len(r.Steps) {
+		t.Errorf("runs %d; want every (value, seed) twice", r.Runs)
+	}
+}
+
+func TestAlwaysNoisyPointIsUnjudged(t *testing.T) {
+	t.Parallel()
+	truth := threshold(map[int64]float64{1: 1.853})
+	run := func(ctx context.Context, v float64, seed int64) (Point, error) {
+		if v == 1.75 { // the grid point below the boundary never has a verdict
+			return Point{Pass: false, Noisy: true}, nil
+		}
+		return truth(ctx, v, seed)
+	}
+	r, err := Search(context.Background(), cfg(1), run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Step(1.75); st == nil || st.Verdict != Unjudged || st.Noisy != 3 {
+		t.Fatalf("step 1.75: %+v", st)
+	}
+	b := only(t, r)
+	if b.Safe > 1.853 || b.Unsafe <= 1.853 || !b.Converged {
+		t.Fatalf("bracket %+v", b)
+	}
+}
+
+func TestBudgetIsHonoured(t *testing.T) {
+	t.Parallel()
+	for _, budget := range []int{1, 3, 10, 16, 17} {
+		c := cfg(1, 2, 3)
+		c.Budget = budget
+		calls := 0
+		run := func(ctx context.Context, v float64, seed int64) (Point, error) {
+			calls++
+			return threshold(map[int64]float64{1: 1.853, 2: 1.853, 3: 1.853})(ctx, v, seed)
+		}
+		r, err := Search(context.Background(), c, run, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls > budget || r.Runs != calls {
+			t.Errorf("budget %d: %d calls, %d runs counted", budget, calls, r.Runs)
+		}
+		if !r.OutOfRun {
+			t.Errorf("budget %d: the search converged within it (%d runs); it should not", budget, calls)
+		}
+		if calls != budget/3*3 {
+			t.Errorf("budget %d: %d calls; a point is started only when all its seeds can run", budget, calls)
+		}
+	}
+}
+
+func TestErrorStopsTheSearch(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	run := func(_ context.Context, v float64, _ int64) (Point, error) {
+		if v > 2 {
+			return Point{}, boom
+		}
+		return Point{Pass: true}, nil
+	}
+	r, err := Search(context.Background(), cfg(1), run, nil)
+	if !errors.Is(err, boom) || r == nil || r.Runs != 3 || len(r.Steps) != 3 {
+		t.Fatalf("err %v, result %+v", err, r)
+	}
+}
+
+func TestIntegerValues(t *testing.T) {
+	t.Parallel()
+	run := func(_ context.Context, v float64, _ int64) (Point, error) { return Point{Pass: v >= 7}, nil }
+	c := Config{Lo: 1, Hi: 20, Resolution: 1, Seeds: []int64{1}, Budget: 100, Grid: 4, Integer: true}
+	r, err := Search(context.Background(), c, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := only(t, r)
+	if b.Safe != 7 || b.Unsafe != 6 || !b.Converged {
+		t.Fatalf("bracket %+v; want safe 7, unsafe 6", b)
+	}
+	for _, st := range r.Steps {
+		if st.Value != math.Round(st.Value) {
+			t.Errorf("value %v is not whole", st.Value)
+		}
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	bad := []Config{
+		{Lo: 2, Hi: 1, Resolution: 1, Seeds: []int64{1}, Budget: 1, Grid: 2},
+		{Lo: 1, Hi: 2, Resolution: 0, Seeds: []int64{1}, Budget: 1, Grid: 2},
+		{Lo: 1, Hi: 2, Resolution: 1, Budget: 1, Grid: 2},
+		{Lo: 1, Hi: 2, Resolution: 1, Seeds: []int64{1}, Budget: 0, Grid: 2},
+		{Lo: 1, Hi: 2, Resolution: 1, Seeds: []int64{1}, Budget: 1, Grid: 1},
+		{Lo: math.NaN(), Hi: 2, Resolution: 1, Seeds: []int64{1}, Budget: 1, Grid: 2},
+	}
+	for i, c := range bad {
+		if c.Check() == nil {
+			t.Errorf("config %d (%+v) accepted", i, c)
+		}
+	}
+}
+
+func TestBudgetCountsNoisyReruns(t *testing.T) {
+	t.Parallel()
+	// Every run is noisy: each (value, seed) is tried MaxTries times, and the budget still
+	// bounds the calls, even inside a point.
+	for _, budget := range []int{4, 5, 20} {
+		calls := 0
+		run := func(context.Context, float64, int64) (Point, error) { calls++; return Point{Noisy: true}, nil }
+		c := cfg(1, 2)
+		c.Budget = budget
+		r, err := Search(context.Background(), c, run, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != budget || r.Runs != budget || !r.OutOfRun || len(r.Brackets) != 0 {
+			t.Errorf("budget %d: %d calls, %d runs, out %v, brackets %v", budget, calls, r.Runs, r.OutOfRun, r.Brackets)
+		}
+	}
+}
