@@ -1,0 +1,5 @@
+//go:build !race
+
+package testci
+
+const raceOn = false
