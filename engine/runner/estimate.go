@@ -163,8 +163,15 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 				total += time.Duration(c.newRounds-c.reusedRounds) * c.rtt
 			}
 		}
-		total += burstTime(l, b, conc, pools, fromScratch, c)
+		// A pool that keeps fewer idle connections than a wave needs (Go's 2 per host
+		// against 10 in flight) opens the rest again each burst: its first wave pays a
+		// handshake, as a burst from scratch does.
+		short := pools && !fromScratch && st.Client.MaxIdle > 0 && min(b, conc) > st.Client.MaxIdle
+		total += burstTime(l, b, conc, pools, fromScratch || short, c)
 		conns += burstConns(st, b, conc, pools, fromScratch)
+		if short {
+			conns += min(b, conc) - st.Client.MaxIdle
+		}
 	}
 	return total, conns
 }
