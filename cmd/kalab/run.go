@@ -117,8 +117,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
-	allowExec := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
-	fs.Lookup("allow-exec").NoOptDefVal = "all"
+	allowExec := defineAllowExec(fs)
 	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
@@ -138,11 +137,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	if fs.Changed("allow-exec") {
-		if f.allowExec, err = runner.ParseExecPolicy(*allowExec); err != nil {
-			return invalid("--allow-exec %v", err)
-		}
-	} else if f.allowExec, err = runner.ExecPolicyFromEnv(); err != nil {
+	if f.allowExec, err = execPolicy(fs, *allowExec); err != nil {
 		return invalid("%v", err)
 	}
 	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
@@ -484,4 +479,23 @@ func checkOutputFiles(junit, html string) error {
 		}
 	}
 	return nil
+}
+
+// defineAllowExec defines --allow-exec on fs (kalab run and kalab sweep).
+func defineAllowExec(fs *pflag.FlagSet) *string {
+	v := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
+	fs.Lookup("allow-exec").NoOptDefVal = "all"
+	return v
+}
+
+// execPolicy is the policy --allow-exec gives, or $KALAB_ALLOW_EXEC when the flag is not set.
+func execPolicy(fs *pflag.FlagSet, flag string) (runner.ExecPolicy, error) {
+	if fs.Changed("allow-exec") {
+		p, err := runner.ParseExecPolicy(flag)
+		if err != nil {
+			return p, fmt.Errorf("--allow-exec %w", err)
+		}
+		return p, nil
+	}
+	return runner.ExecPolicyFromEnv()
 }

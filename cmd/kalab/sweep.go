@@ -43,6 +43,8 @@ type sweepFlags struct {
 	grid2        int
 	lo2, hi2     float64
 	duration2    bool
+	// allowExec is which programs the swept file may start, as kalab run's --allow-exec.
+	allowExec runner.ExecPolicy
 }
 
 // cmdSweep is `kalab sweep`: search one parameter of one run for the value where its
@@ -85,6 +87,7 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 	fs.StringVar(&f.param2, "param2", "", "a second field: run the whole grid of both (--grid x --grid2 points) and draw a heat map, no bisection")
 	fs.StringVar(&f.rng2, "range2", "", "the second field's values, A..B")
 	fs.IntVar(&f.grid2, "grid2", 5, "points of the second field's grid, the range's ends included")
+	allowExec := defineAllowExec(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
@@ -97,6 +100,9 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweepFlags, int,
 		return invalid("%v", err)
 	}
 	f.log = log
+	if f.allowExec, err = execPolicy(fs, *allowExec); err != nil {
+		return invalid("%v", err)
+	}
 	if fs.NArg() != 1 {
 		return invalid("give one scenario file (got %d arguments)", fs.NArg())
 	}
@@ -246,6 +252,12 @@ func openSweep(f *sweepFlags, stderr io.Writer) (*sweep.Target, int, bool) {
 	t, err := sweep.Open(f.file, f.param, f.run, f.until, f.duration)
 	if err != nil {
 		printDiagnostics(stderr, err)
+		return nil, exitInvalid, false
+	}
+	// The swept run starts the programs it names only as kalab run would (docs/security.md).
+	one := &scenario.Plan{Scenarios: []*scenario.Scenario{{Name: t.Base.Scenario, File: f.file, Runs: []*scenario.Run{t.Base}}}}
+	if ds := runner.CheckExec(one, f.allowExec); len(ds) > 0 {
+		printDiagnostics(stderr, ds)
 		return nil, exitInvalid, false
 	}
 	if err := checkEnds(f, t, f.lo, f.hi); err != nil {
