@@ -438,7 +438,7 @@ func TestKubernetesTiming(t *testing.T) {
 	ex := loadK8s(t)
 	bin := buildKalab(t)
 	script := ex.shards.Spec.Template.Spec.Containers[0].Command[2]
-	const run = `kalab run scenarios --shard-from-env --out "/results/shard-$JOB_COMPLETION_INDEX" || code=$?;`
+	const run = `kalab run scenarios --allow-exec=bundled --shard-from-env --out "/results/shard-$JOB_COMPLETION_INDEX" || code=$?;`
 	i := strings.Index(script, run)
 	if i < 0 {
 		t.Fatalf("the shard script no longer holds %q:\n%s", run, script)
