@@ -201,22 +201,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
 		return nil, exitInvalid, false
 	}
-	inv = &invocation{opt: runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients,
-		AllowRemote: f.allowRemote}}
-	// Under the supervising parent the run id is the parent's, so it can close the results
-	// of a child that died.
-	inv.opt.RunID = supervisedRunID()
-	if f.fs.Changed("time-scale") {
-		inv.opt.TimeScale = f.timeScale
-	}
-	inv.opt.LagTolerance = f.lagTolerance
-	inv.opt.Attempts = f.attempts
-	if f.lagTolerance == 0 {
-		inv.opt.LagTolerance = -1 // the runner's "off"
-	}
-	if f.fs.Changed("seed") {
-		inv.opt.Seed = &f.seed
-	}
+	inv = &invocation{opt: f.runnerOptions()}
 	if f.filter != "" {
 		re, err := regexp.Compile(f.filter)
 		if err != nil {
@@ -228,19 +213,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 	if err != nil {
 		return fail("--tolerance %v", err)
 	}
-	if f.baselinePath != "" {
-		base, err := report.LoadBaseline(f.baselinePath)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if legacy, err := base.Complete(); err != nil && !f.allowPartial {
-			return fail("%v", err)
-		} else if err != nil {
-			f.log.Warn().Str("baseline", base.Path).Str("invocation", base.Invocation.Describe()).Msg("comparing with a partial baseline (--allow-partial)")
-		} else if legacy {
-			f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
-		}
-		inv.cmp = &report.Comparer{Baseline: base}
+	if inv.cmp, err = baselineComparer(f); err != nil {
+		return fail("%v", err)
 	}
 	var files []string
 	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
@@ -261,47 +235,15 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return fail("%v", err)
 		}
 	}
-	// Programs are refused before anything runs, for the runs this invocation selects.
-	selected := filterPlan(inv.plan, inv.opt.Filter)
-	if ds := runner.CheckExec(selected, f.allowExec); len(ds) > 0 {
-		printDiagnostics(stderr, ds)
+	if !allowPrograms(f, filterPlan(inv.plan, inv.opt.Filter), stderr) {
 		return nil, exitInvalid, false
-	}
-	for _, p := range runner.Programs(selected) {
-		f.log.Debug().Str("run", p.Scenario+"/"+p.Variant).Str("program", p.Command).Str("allowed_by", "--allow-exec="+f.allowExec.String()).Msg("will start a program the scenario names")
 	}
 	if inv.cmp != nil {
 		inv.cmp.Tolerances = runner.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
 		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
-		// The metrics the baseline gates are checks too: each run's timing tolerance
-		// covers them, with the slack the baseline allows as their known margin (README
-		// "Runs that know when they are wrong").
-		cmp := inv.cmp
-		inv.opt.BaselineGates = func(scn, variant string, scale float64) map[string]float64 {
-			old := cmp.Baseline.Run(scn, variant)
-			if old == nil {
-				return nil // a new run: nothing to compare with
-			}
-			if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
-				scale = old.TimeScale
-			}
-			flat := old.Metrics.Flat()
-			gated := map[string]float64{}
-			for _, m := range check.Names() {
-				r := cmp.Tolerances.Rule(scn, m)
-				if r.Tolerance.Off || r.Worse == report.Informational {
-					continue
-				}
-				slack := r.Slack(m, flat, scale)
-				if m == "rps" && flat["rps"] > 0 {
-					slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
-				}
-				gated[m] = slack
-			}
-			return gated
-		}
+		inv.opt.BaselineGates = baselineGates(inv.cmp)
 	}
 	if fault := os.Getenv(envTestFault); fault != "" {
 		// Tests only: fail while the second run is judged, after the first is recorded.
@@ -498,4 +440,85 @@ func execPolicy(fs *pflag.FlagSet, flag string) (runner.ExecPolicy, error) {
 		return p, nil
 	}
 	return runner.ExecPolicyFromEnv()
+}
+
+// allowPrograms refuses, before anything runs, the programs of the selected runs that
+// --allow-exec does not allow, and logs the ones it does.
+func allowPrograms(f *runFlags, selected *scenario.Plan, stderr io.Writer) bool {
+	if ds := runner.CheckExec(selected, f.allowExec); len(ds) > 0 {
+		printDiagnostics(stderr, ds)
+		return false
+	}
+	for _, p := range runner.Programs(selected) {
+		f.log.Debug().Str("run", p.Scenario+"/"+p.Variant).Str("program", p.Command).Str("allowed_by", "--allow-exec="+f.allowExec.String()).Msg("will start a program the scenario names")
+	}
+	return true
+}
+
+// baselineGates is the slack the baseline allows each metric it gates, per run: the
+// metrics a baseline gates are checks too, and each run's timing tolerance covers them
+// with that slack as their known margin (docs/timing.md).
+func baselineGates(cmp *report.Comparer) func(scn, variant string, scale float64) map[string]float64 {
+	return func(scn, variant string, scale float64) map[string]float64 {
+		old := cmp.Baseline.Run(scn, variant)
+		if old == nil {
+			return nil // a new run: nothing to compare with
+		}
+		if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
+			scale = old.TimeScale
+		}
+		flat := old.Metrics.Flat()
+		gated := map[string]float64{}
+		for _, m := range check.Names() {
+			r := cmp.Tolerances.Rule(scn, m)
+			if r.Tolerance.Off || r.Worse == report.Informational {
+				continue
+			}
+			slack := r.Slack(m, flat, scale)
+			if m == "rps" && flat["rps"] > 0 {
+				slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
+			}
+			gated[m] = slack
+		}
+		return gated
+	}
+}
+
+// baselineComparer loads --baseline, if given, refusing a partial one unless
+// --allow-partial; nil when there is no baseline.
+func baselineComparer(f *runFlags) (*report.Comparer, error) {
+	if f.baselinePath == "" {
+		return nil, nil
+	}
+	base, err := report.LoadBaseline(f.baselinePath)
+	if err != nil {
+		return nil, err
+	}
+	if legacy, err := base.Complete(); err != nil && !f.allowPartial {
+		return nil, err
+	} else if err != nil {
+		f.log.Warn().Str("baseline", base.Path).Str("invocation", base.Invocation.Describe()).Msg("comparing with a partial baseline (--allow-partial)")
+	} else if legacy {
+		f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
+	}
+	return &report.Comparer{Baseline: base}, nil
+}
+
+// runnerOptions are the runner options the flags give.
+func (f *runFlags) runnerOptions() runner.Options {
+	opt := runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients,
+		AllowRemote: f.allowRemote, LagTolerance: f.lagTolerance, Attempts: f.attempts}
+	// Under the supervising parent the run id is the parent's, so it can close the results
+	// of a child that died.
+	opt.RunID = supervisedRunID()
+	if f.fs.Changed("time-scale") {
+		opt.TimeScale = f.timeScale
+	}
+	if f.lagTolerance == 0 {
+		opt.LagTolerance = -1 // the runner's "off"
+	}
+	if f.fs.Changed("seed") {
+		opt.Seed = &f.seed
+	}
+	return opt
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -293,28 +294,15 @@ func deciding(t *sweep.Target) string {
 // runSweep searches, writing each run to sweep.jsonl as it ends, then prints the table,
 // the boundary and the prediction, and writes the plot.
 func runSweep(ctx context.Context, f *sweepFlags, t *sweep.Target, stdout, stderr io.Writer) int {
-	id := report.NewRunID(time.Now())
-	dir := filepath.Join(f.out, "sweep-"+id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: --out: %v\n", err)
-		return exitInvalid
-	}
-	jf, err := os.Create(filepath.Join(dir, "sweep.jsonl"))
-	if err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: %v\n", err)
-		return exitEngine
+	dir, jf, code, ok := sweepOutput(f.out, stderr)
+	if !ok {
+		return code
 	}
 	defer jf.Close()
 	enc := json.NewEncoder(jf)
 	rec := newRecord(f, t)
 	cfg := sweep.Config{Lo: f.lo, Hi: f.hi, Resolution: f.res, Seeds: rec.Seeds, Budget: f.budget, Grid: f.grid, Integer: f.integer(), MaxTries: f.tries}
-	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate}
-	if f.timeScaleSet {
-		opt.TimeScale = f.timeScale
-	}
-	if f.lagTolerate == 0 {
-		opt.LagTolerance = -1
-	}
+	opt := f.runOptions(dir)
 	rn := &sweep.Runner{Target: t, Options: opt, Metric: f.metric}
 	var werr error
 	observe := func(s sweep.Sample) {
@@ -334,16 +322,47 @@ func runSweep(ctx context.Context, f *sweepFlags, t *sweep.Target, stdout, stder
 		return exitInvalid
 	}
 	rec.Fill(res, t.Format)
-	code := reportSweep(f, t, rec, res, dir, stdout, stderr)
+	code = reportSweep(f, t, rec, res, dir, stdout, stderr)
+	if err == nil && werr != nil {
+		err = fmt.Errorf("sweep.jsonl: %w", werr)
+	}
+	return closeSweep(ctx, err, enc, rec, dir, code, stderr)
+}
+
+// sweepOutput makes the sweep's directory under out and creates its sweep.jsonl, with the
+// modes every file kalab writes has (engine/atomicfile).
+func sweepOutput(out string, stderr io.Writer) (dir string, jf *os.File, code int, ok bool) {
+	dir = filepath.Join(out, "sweep-"+report.NewRunID(time.Now()))
+	if err := os.MkdirAll(dir, atomicfile.DirMode); err != nil {
+		fmt.Fprintf(stderr, "kalab sweep: --out: %v\n", err)
+		return "", nil, exitInvalid, false
+	}
+	jf, err := os.OpenFile(filepath.Join(dir, "sweep.jsonl"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, atomicfile.Mode)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab sweep: %v\n", err)
+		return "", nil, exitEngine, false
+	}
+	return dir, jf, exitOK, true
+}
+
+// runOptions are the runner options of every run a sweep or a map makes, recorded under dir.
+func (f *sweepFlags) runOptions(dir string) runner.Options {
+	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate, TimeScale: f.timeScale}
+	if f.lagTolerate == 0 {
+		opt.LagTolerance = -1 // the runner's "off"
+	}
+	return opt
+}
+
+// closeSweep ends a sweep or a map: interrupted, failed, or with its closing record rec
+// written to sweep.jsonl and code (the verdict so far) returned.
+func closeSweep(ctx context.Context, err error, enc *json.Encoder, rec any, dir string, code int, stderr io.Writer) int {
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "kalab sweep: interrupted; the runs that ended are in %s\n", dir)
 		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(stderr, "kalab sweep: %v\n", err)
-		return exitEngine
-	case werr != nil:
-		fmt.Fprintf(stderr, "kalab sweep: sweep.jsonl: %v\n", werr)
 		return exitEngine
 	}
 	if err := enc.Encode(rec); err != nil {
@@ -412,7 +431,7 @@ func reportSweep(f *sweepFlags, t *sweep.Target, rec *sweep.Record, res *sweep.R
 	}
 	fmt.Fprintf(stdout, "%d runs (budget %d, %d seed%s per point)\n", res.Runs, f.budget, f.seeds, plural(f.seeds))
 	plot := filepath.Join(dir, "plot.html")
-	if err := writeHTML(plot, func(w io.Writer) error { return sweep.Plot(w, rec, t.Format) }); err != nil {
+	if err := atomicfile.Write(plot, func(w io.Writer) error { return sweep.Plot(w, rec, t.Format) }); err != nil {
 		fmt.Fprintf(stderr, "kalab sweep: plot: %v\n", err)
 	} else {
 		fmt.Fprintf(stdout, "plot: %s\n", plot)

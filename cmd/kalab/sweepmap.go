@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/sweep"
 )
@@ -27,23 +25,14 @@ func runMap(ctx context.Context, f *sweepFlags, tx *sweep.Target, stdout, stderr
 		fmt.Fprintf(stderr, "%v\nkalab sweep: --param2 %s does not load; nothing ran\n", err, f.param2)
 		return exitInvalid
 	}
-	dir := filepath.Join(f.out, "sweep-"+report.NewRunID(time.Now()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: --out: %v\n", err)
-		return exitInvalid
-	}
-	jf, err := os.Create(filepath.Join(dir, "sweep.jsonl"))
-	if err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: %v\n", err)
-		return exitEngine
+	dir, jf, code, ok := sweepOutput(f.out, stderr)
+	if !ok {
+		return code
 	}
 	defer jf.Close()
 	enc := json.NewEncoder(jf)
 	rec := newRecord(f, tx)
-	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate, TimeScale: f.timeScale}
-	if f.lagTolerate == 0 {
-		opt.LagTolerance = -1
-	}
+	opt := f.runOptions(dir)
 	rows := map[float64]*sweep.Runner{}
 	run := func(ctx context.Context, x, y float64, seed int64) (sweep.Point, error) {
 		rn := rows[y]
@@ -78,24 +67,12 @@ func runMap(ctx context.Context, f *sweepFlags, tx *sweep.Target, stdout, stderr
 		fmt.Fprintln(stdout, s)
 	}
 	fmt.Fprintf(stdout, "%d runs (budget %d, %d seed%s per cell)\n", m.Runs, f.budget, f.seeds, plural(f.seeds))
-	if err := writeHTML(filepath.Join(dir, "plot.html"), func(w io.Writer) error { return sweep.HeatMap(w, mrec, tx.Format, ty.Format) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "plot.html"), func(w io.Writer) error { return sweep.HeatMap(w, mrec, tx.Format, ty.Format) }); err != nil {
 		fmt.Fprintf(stderr, "kalab sweep: plot: %v\n", err)
 	} else {
 		fmt.Fprintf(stdout, "plot: %s\n", filepath.Join(dir, "plot.html"))
 	}
-	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintf(stderr, "kalab sweep: interrupted; the runs that ended are in %s\n", dir)
-		return exitInterrupted
-	case err != nil:
-		fmt.Fprintf(stderr, "kalab sweep: %v\n", err)
-		return exitEngine
-	}
-	if err := enc.Encode(mrec); err != nil {
-		fmt.Fprintf(stderr, "kalab sweep: sweep.jsonl: %v\n", err)
-		return exitEngine
-	}
-	return exitOK
+	return closeSweep(ctx, err, enc, mrec, dir, exitOK, stderr)
 }
 
 // mapTable writes the grid: one line per value of the second parameter (highest first),
@@ -139,17 +116,4 @@ func checkEnds(f *sweepFlags, t *sweep.Target, lo, hi float64) error {
 		}
 	}
 	return nil
-}
-
-// writeHTML writes a page through a function, reporting the close's error too.
-func writeHTML(path string, write func(io.Writer) error) error {
-	w, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(w); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }
