@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // lateWrapper runs an adapter with its sleeps 150 ms too long, as a real client starved of
@@ -46,7 +45,6 @@ func TestExecProgramLatenessIsNoisy(t *testing.T) {
 	// On time, the pauses of 400 ms land each request 100 ms after the server's close at
 	// 500 ms (4 errors, as scenarios/truth/python-requests.yaml shows); 150 ms late, after
 	// its FIN: no error, and without the program's lateness the check would fail.
-	f := filepath.Join(dir, "s.yaml")
 	src := `
 name: exec-late
 network: {rtt: 200ms}
@@ -55,14 +53,7 @@ load: {requests: 8, burst: 1, pause: 400ms}
 client: {exec: {command: [python3, ./late.py, ./python-requests.py]}}
 expect: ["errors == 4"]
 `
-	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := scenario.LoadFiles([]string{f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Execute(context.Background(), p, opts(t))
+	out, err := Execute(context.Background(), planIn(t, dir, src), opts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // These tests run the bundled adapters on this machine's runtimes (Node 20, Debian's
@@ -343,21 +342,13 @@ done
 	if err := os.WriteFile(filepath.Join(dir, "twice.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(dir, "s.yaml")
 	src := `
 name: exec-resend
 load: {requests: 3}
 client: {exec: {command: [sh, ./twice.sh]}}
 expect: ["hidden_retries == 1", "requests == 3", "errors == 0"]
 `
-	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := scenario.LoadFiles([]string{f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Execute(context.Background(), p, opts(t))
+	out, err := Execute(context.Background(), planIn(t, dir, src), opts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,13 @@ import (
 
 func plan(t *testing.T, src string) *scenario.Plan {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "s.yaml")
+	return planIn(t, t.TempDir(), src)
+}
+
+// planIn writes src as dir/s.yaml (beside the files a test put there) and loads it.
+func planIn(t *testing.T, dir, src string) *scenario.Plan {
+	t.Helper()
+	f := filepath.Join(dir, "s.yaml")
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
