@@ -1,14 +1,12 @@
 package htmlreport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"html"
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,49 +14,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/kalab-dev/kalab/engine/internal/browsertest"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/rs/zerolog"
 )
 
-// chromium finds a headless-capable Chromium. Where there is none the browser test says
-// so: it skips on a developer's machine and fails in CI (CI=true), where .ci/preamble
-// installs Debian's chromium.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const msg = "no Chromium on PATH: the browser test did not run (install Debian's chromium; .ci/preamble does)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg) // skip: CI=true fails just above
-	return ""
-}
-
-// headless runs Chromium on a page with the flags that work in a container: no sandbox
-// (root), no GPU, no network services, a fresh profile.
-func headless(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
+// The browser tests' Chromium (engine/internal/browsertest).
+var (
+	chromium = browsertest.Chromium
+	headless = browsertest.Headless
+)
 
 // A short stale-race run: the timing of the bundled 04-stale-race.yaml (time scale 0.1,
 // 150 ms RTT, a 2 s idle close, bursts of 10, pauses of 1.5-2.5 s) over 300 requests,

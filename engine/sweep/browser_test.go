@@ -1,52 +1,22 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/browsertest"
 )
 
-// chromium finds a headless-capable Chromium: the test skips on a developer's machine
-// without one and fails in CI (CI=true), where .ci/preamble installs Debian's chromium.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const msg = "no Chromium on PATH: the browser test did not run (install Debian's chromium; .ci/preamble does)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// headless runs Chromium with the flags that work in a container (as engine/htmlreport's
-// browser test does).
-func headless(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
+// The browser tests' Chromium (engine/internal/browsertest).
+var (
+	chromium = browsertest.Chromium
+	headless = browsertest.Headless
+)
 
 // The plot of a search (a fake run whose errors grow past 1.853 s, seeds disagreeing)
 // opened in Chromium: the DOM has one point per value, the boundary and the prediction,
