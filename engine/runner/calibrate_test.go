@@ -85,7 +85,12 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 		return "name: cal-latency\nnetwork: {rtt: 20ms}\nload: {requests: 30, concurrency: 1}\nexpect: [\"" + expect + "\"]\n"
 	}
 	none := func(*timers) {}
+	// The machine's room to inject is measured, up to three times: one run beside another
+	// package's tests can read 20.54 ms where the next reads 20.2.
 	base := holdRun(t, src("latency_ms.p50 <= 23"), none, -1)
+	for try := 1; try < 3 && base.Metrics.LatencyMs.P50 > 20.5; try++ {
+		base = holdRun(t, src("latency_ms.p50 <= 23"), none, -1)
+	}
 	if p50 := base.Metrics.LatencyMs.P50; p50 > 20.5 {
 		testci.SkipOrFail(t, "without injected lateness a reused request took %.2f ms against a 20 ms RTT: the machine leaves no room to inject", p50)
 	}
