@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -36,79 +37,94 @@ func TestPhasesMatchTheModel(t *testing.T) {
 		for _, c := range cases {
 			t.Run(impl+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
-				srv, err := server.Start(server.Config{TLS: c.tls, TLSVersion: c.version, BodyBytes: 100})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer srv.Close()
-				var link lag.Recorder
-				p, err := netsim.Start(netsim.Config{Upstream: srv.Addr(), RTT: rtt, Lag: &link})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				cl, err := client.New(client.Config{Implementation: impl, Addr: p.Addr(), TLS: c.tls, TLSVersion: c.version,
-					RootCAs: srv.RootCAs(), ServerName: srv.ServerName(), KeepAlive: c.keepalive, Handshake: p.Handshake,
-					Timeout: 10 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cl.Close()
-				// The handshake's own computing (key exchange, certificate signature and
-				// check) is not in the model; it is measured on this machine, against the
-				// same server with no simulated link, before and after, and allowed.
-				compute := handshakeCompute(t, impl, srv, c.tls, c.version)
-				probe := lag.StartProbe(time.Millisecond)
-				ev := cl.Do(context.Background(), 0)
-				if c.seen {
-					ev = cl.Do(context.Background(), 1)
-				}
-				if !ev.OK() || ev.Reused != c.seen {
-					t.Fatalf("request: ok=%v reused=%v error=%s", ev.OK(), ev.Reused, ev.Error)
-				}
-				// The model's 2% holds while the link's timers are punctual; on a busy
-				// machine the allowance widens by the lateness measured (the link's timers,
-				// and a probe goroutine's wake-ups for the client's own), once per modeled
-				// trip, and a machine too busy to hold a tenth of an RTT says so instead of
-				// failing.
-				s, wake := link.Summary(), probe.Stop()
-				if s.Max > rtt/10 || wake.Max > rtt/10 {
-					testci.SkipOrFail(t, "the link's timers fired up to %v late, goroutines woke up to %v late: this machine is too busy to hold a 2%% bound", s.Max, wake.Max)
-				}
-				late := s.Max + wake.Max
-				compute = max(compute, handshakeCompute(t, impl, srv, c.tls, c.version))
-				connectRTT := 1.0
-				if c.seen {
-					connectRTT = 0
-				}
-				request := ev.FirstByte - ev.Connect - ev.TLS
-				for _, ph := range []struct {
-					name   string
-					got    time.Duration
-					trips  float64
-					timers int
-				}{
-					{"connect", ev.Connect, connectRTT, 1},
-					{"tls", ev.TLS, c.tlsRTT, 2 * int(c.tlsRTT)},
-					{"request", request, 1, 2},
-					{"total", ev.Latency, connectRTT + c.tlsRTT + 1, 2 + 2*int(c.tlsRTT+connectRTT)},
-				} {
-					want := time.Duration(ph.trips * float64(rtt))
-					allow := time.Duration(0.02*float64(want)) + time.Duration(ph.timers)*late + time.Millisecond
-					if (ph.name == "tls" || ph.name == "total") && c.tlsRTT > 0 {
-						allow += compute
+				// The machine is measured beside each try: a try whose timers slipped more than a
+				// tenth of an RTT is not evidence, and the case is tried again, up to three times.
+				attempt := func() (busy string) {
+					srv, err := server.Start(server.Config{TLS: c.tls, TLSVersion: c.version, BodyBytes: 100})
+					if err != nil {
+						t.Fatal(err)
 					}
-					if ph.trips == 0 {
-						allow = time.Millisecond
+					defer srv.Close()
+					var link lag.Recorder
+					p, err := netsim.Start(netsim.Config{Upstream: srv.Addr(), RTT: rtt, Lag: &link})
+					if err != nil {
+						t.Fatal(err)
 					}
-					if diff := ph.got - want; math.Abs(float64(diff)) > float64(allow) {
-						t.Errorf("%s: %v, model %v (%.1f RTT), allowed ±%v", ph.name, ph.got, want, ph.trips, allow)
-					} else {
-						t.Logf("%s: %v, model %v", ph.name, ph.got, want)
+					defer p.Close()
+					cl, err := client.New(client.Config{Implementation: impl, Addr: p.Addr(), TLS: c.tls, TLSVersion: c.version,
+						RootCAs: srv.RootCAs(), ServerName: srv.ServerName(), KeepAlive: c.keepalive, Handshake: p.Handshake,
+						Timeout: 10 * time.Second})
+					if err != nil {
+						t.Fatal(err)
 					}
+					defer cl.Close()
+					// The handshake's own computing (key exchange, certificate signature and
+					// check) is not in the model; it is measured on this machine, against the
+					// same server with no simulated link, before and after, and allowed.
+					compute := handshakeCompute(t, impl, srv, c.tls, c.version)
+					probe := lag.StartProbe(time.Millisecond)
+					ev := cl.Do(context.Background(), 0)
+					if c.seen {
+						ev = cl.Do(context.Background(), 1)
+					}
+					if !ev.OK() || ev.Reused != c.seen {
+						t.Fatalf("request: ok=%v reused=%v error=%s", ev.OK(), ev.Reused, ev.Error)
+					}
+					// The model's 2% holds while the link's timers are punctual; on a busy
+					// machine the allowance widens by the lateness measured (the link's timers,
+					// and a probe goroutine's wake-ups for the client's own), once per modeled
+					// trip, and a machine too busy to hold a tenth of an RTT says so instead of
+					// failing.
+					s, wake := link.Summary(), probe.Stop()
+					if s.Max > rtt/10 || wake.Max > rtt/10 {
+						return fmt.Sprintf("the link's timers fired up to %v late, goroutines woke up to %v late: this machine is too busy to hold a 2%% bound", s.Max, wake.Max)
+					}
+					late := s.Max + wake.Max
+					compute = max(compute, handshakeCompute(t, impl, srv, c.tls, c.version))
+					connectRTT := 1.0
+					if c.seen {
+						connectRTT = 0
+					}
+					request := ev.FirstByte - ev.Connect - ev.TLS
+					for _, ph := range []struct {
+						name   string
+						got    time.Duration
+						trips  float64
+						timers int
+					}{
+						{"connect", ev.Connect, connectRTT, 1},
+						{"tls", ev.TLS, c.tlsRTT, 2 * int(c.tlsRTT)},
+						{"request", request, 1, 2},
+						{"total", ev.Latency, connectRTT + c.tlsRTT + 1, 2 + 2*int(c.tlsRTT+connectRTT)},
+					} {
+						want := time.Duration(ph.trips * float64(rtt))
+						allow := time.Duration(0.02*float64(want)) + time.Duration(ph.timers)*late + time.Millisecond
+						if (ph.name == "tls" || ph.name == "total") && c.tlsRTT > 0 {
+							allow += compute
+						}
+						if ph.trips == 0 {
+							allow = time.Millisecond
+						}
+						if diff := ph.got - want; math.Abs(float64(diff)) > float64(allow) {
+							t.Errorf("%s: %v, model %v (%.1f RTT), allowed ±%v", ph.name, ph.got, want, ph.trips, allow)
+						} else {
+							t.Logf("%s: %v, model %v", ph.name, ph.got, want)
+						}
+					}
+					if sum := ev.Connect + ev.TLS + request; sum != ev.FirstByte {
+						t.Errorf("phases do not add up: %v + %v + %v != %v", ev.Connect, ev.TLS, request, ev.FirstByte)
+					}
+					return ""
 				}
-				if sum := ev.Connect + ev.TLS + request; sum != ev.FirstByte {
-					t.Errorf("phases do not add up: %v + %v + %v != %v", ev.Connect, ev.TLS, request, ev.FirstByte)
+				for try := 1; ; try++ {
+					busy := attempt()
+					if busy == "" {
+						return
+					}
+					if try == 3 {
+						testci.SkipOrFail(t, "%s (3 tries)", busy)
+						return
+					}
 				}
 			})
 		}
