@@ -554,9 +554,6 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		}
 		if missing != "" {
 			c.NotEvaluated, c.Observed = missing, map[string]float64{}
-			if rec.Status == report.StatusPass {
-				rec.Status = report.StatusNotEvaluated
-			}
 			rec.Checks = append(rec.Checks, c)
 			continue
 		}
@@ -564,11 +561,13 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		c.Pass, c.Observed = res.Pass, res.Observed
 		if res.Err != nil {
 			c.Error = res.Err.Error()
-		}
-		if !c.Pass && (rec.Status == report.StatusPass || rec.Status == report.StatusNotEvaluated) {
-			rec.Status = report.StatusFail
+		} else if why := compareFlip(a, runs, res.Pass); why != "" {
+			c.Pass, c.NotEvaluated = false, why
 		}
 		rec.Checks = append(rec.Checks, c)
+	}
+	if rec.Status != report.StatusInterrupted {
+		rec.Status = report.ScenarioStatus(rec.Checks)
 	}
 	return rec
 }

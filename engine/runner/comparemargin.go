@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// A compare check reads the metrics of several runs, each judged on its own timing before
+// the check is evaluated. Each run's tolerance took the compare's margin as a tenth of an
+// RTT (timing.go), which is a guess made before the run: a ratio near its bound may have
+// less. Once the runs have ended, their measured lateness is known, so the compare is
+// evaluated over every value that lateness allows, as expect checks are (margin): lateness
+// only adds, so a run's model value of a latency lies between the observed one and the
+// observed one less trips x the link's lateness at the matching statistic. A verdict that
+// changes inside that range is not given: the check is not evaluated, with the reason.
+
+// fractions are the points of each operand's range the compare is evaluated at. The checks
+// of the language are monotone in each operand between those points for the shapes users
+// write (sums, differences, ratios of two runs' metrics against a constant), so the ends and
+// the middle are enough to see a flip.
+var fractions = []float64{0, 0.5, 1}
+
+// latenessRange is, per variant and latency metric a compare reads, how much (scenario
+// ms) the link's measured lateness could have added to the observed value.
+type latenessRange map[string]map[string]float64
+
+// compareRange collects the ranges of a compare's latency operands from their runs'
+// timing. Empty when no operand reads a latency or no run measured its link.
+func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRange {
+	out := latenessRange{}
+	for _, ref := range a.Refs() {
+		if !strings.HasPrefix(ref.Metric, "latency_ms.") {
+			continue
+		}
+		r := runs[ref.Variant]
+		if r == nil || r.Timing == nil || r.Timing.LinkTrips == 0 {
+			continue
+		}
+		src, ok := r.Timing.Sources[srcLink]
+		if !ok {
+			continue
+		}
+		_, stat := metricClass(ref.Metric)
+		scale := r.TimeScale
+		if scale <= 0 {
+			scale = 1
+		}
+		d := float64(r.Timing.LinkTrips) * sourceStat(src, stat) / scale
+		if d <= 0 {
+			continue
+		}
+		if out[ref.Variant] == nil {
+			out[ref.Variant] = map[string]float64{}
+		}
+		out[ref.Variant][ref.Metric] = d
+	}
+	return out
+}
+
+// sourceStat is a timer source's lateness (real ms) at a judged statistic.
+func sourceStat(s report.TimingSource, stat string) float64 {
+	switch stat {
+	case statP50:
+		return s.P50
+	case statP99:
+		return s.P99
+	case statMax:
+		return s.Max
+	case statMean:
+		return s.Mean
+	}
+	return 0
+}
+
+// compareFlip evaluates a compare across its operands' lateness ranges and, when its
+// verdict changes inside them, says why it cannot be given; "" when the verdict holds.
+func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool) string {
+	rng := compareRange(a, runs)
+	if len(rng) == 0 {
+		return ""
+	}
+	variants := slices.Sorted(maps.Keys(rng))
+	at := make([]float64, len(variants))
+	var walk func(i int) bool // true when some point flips the verdict
+	walk = func(i int) bool {
+		if i == len(variants) {
+			return evalShifted(a, runs, rng, variants, at) != verdict
+		}
+		for _, f := range fractions {
+			at[i] = f
+			if walk(i + 1) {
+				return true
+			}
+		}
+		return false
+	}
+	if !walk(0) {
+		return ""
+	}
+	var parts []string
+	for _, v := range variants {
+		for _, m := range slices.Sorted(maps.Keys(rng[v])) {
+			parts = append(parts, fmt.Sprintf("%s %s up to %.2f ms", v, m, rng[v][m]))
+		}
+	}
+	return "the link's measured lateness could change this check's verdict (" + strings.Join(parts, "; ") +
+		" of the observed values may be lateness, not the scenario): run it with fewer runs at once (--parallel 1), " +
+		"a larger --time-scale, or on a less busy machine"
+}
+
+// evalShifted evaluates the compare with each variant's latency operands lowered by the
+// fraction at[i] of their range.
+func evalShifted(a scenario.Assertion, runs map[string]*report.Run, rng latenessRange, variants []string, at []float64) bool {
+	shift := map[string]float64{}
+	for i, v := range variants {
+		shift[v] = at[i]
+	}
+	lookup := func(name string) (check.Metrics, bool) {
+		r, ok := runs[name]
+		if !ok {
+			return check.Metrics{}, false
+		}
+		f := r.Metrics.Flat()
+		for m, d := range rng[name] {
+			f[m] = max(f[m]-shift[name]*d, 0)
+		}
+		return check.FromFlat(f), true
+	}
+	ok, err := a.EvalCompare(lookup)
+	return ok && err == nil
+}
