@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -18,7 +19,8 @@ import (
 // cmdReport writes the HTML report of a results directory.
 func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
-	out := fs.StringP("out", "o", "", "the HTML file to write (default: report.html in RESULTS_DIR)")
+	out := fs.StringP("out", "o", "", "directory that receives report.html, as --out of run and merge names a directory (default: RESULTS_DIR)")
+	html := fs.String("html", "", "the HTML file to write, when a name other than DIR/report.html is wanted")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -38,9 +40,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() && filepath.Base(dir) == "results.jsonl" {
 		dir = filepath.Dir(dir) // the results file itself names its directory
 	}
-	path := *out
-	if path == "" {
-		path = filepath.Join(dir, "report.html")
+	path, err := reportPath(dir, *out, *html, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab report: %v\n", err)
+		return exitInvalid
 	}
 	if err := writeHTMLReport(dir, path, log); err != nil {
 		fmt.Fprintf(stderr, "kalab report: %v\n", err)
@@ -51,6 +54,33 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "report: %s\n", path)
 	return exitOK
+}
+
+// reportPath is the HTML file kalab report writes. --out names a directory, as it does for
+// run and merge; --html names the file. An --out ending in .html is the older spelling of
+// --html: still taken, with a line saying so.
+func reportPath(dir, out, html string, stderr io.Writer) (string, error) {
+	switch {
+	case out != "" && html != "":
+		return "", errors.New("--out names a directory and --html a file: give one of them")
+	case html != "":
+		return html, nil
+	case out == "":
+		return filepath.Join(dir, "report.html"), nil
+	case isHTMLName(out):
+		fmt.Fprintf(stderr, "kalab report: --out %s names a file; --out now names a directory (as for run and merge): use --html %s\n", out, out)
+		return out, nil
+	}
+	if err := os.MkdirAll(out, atomicfile.DirMode); err != nil {
+		return "", err
+	}
+	return filepath.Join(out, "report.html"), nil
+}
+
+// isHTMLName reports whether a path names an HTML file rather than a directory.
+func isHTMLName(p string) bool {
+	ext := strings.ToLower(filepath.Ext(p))
+	return ext == ".html" || ext == ".htm"
 }
 
 // errReportInput marks a results directory the report cannot read.
