@@ -286,6 +286,16 @@ func printDiagnostics(stderr io.Writer, err error) {
 			fmt.Fprintln(stderr, d.String())
 		}
 		fmt.Fprintf(stderr, "kalab: %d problem%s in the input; nothing ran\n", len(ds), plural(len(ds)))
+		if os.Getenv("GITHUB_ACTIONS") == "true" {
+			// The runner reads workflow commands from stderr as from stdout.
+			for _, d := range ds {
+				msg := d.Message
+				if d.Path != "" {
+					msg = d.Path + ": " + msg
+				}
+				_ = report.AnnotateProblem(stderr, os.Getenv("GITHUB_WORKSPACE"), d.File, d.Line, d.Col, msg)
+			}
+		}
 		return
 	}
 	fmt.Fprintf(stderr, "kalab: %v\n", err)

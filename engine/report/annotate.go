@@ -51,6 +51,15 @@ func AnnotateMissing(w io.Writer, missing []RunDiff, fail bool, workspace string
 	return err
 }
 
+// AnnotateProblem writes a ::error workflow command for one problem found in an input file
+// (a scenario that does not load), so it shows on its line in the pull request.
+func AnnotateProblem(w io.Writer, workspace, file string, line, col int, msg string) error {
+	var b strings.Builder
+	annotate(&b, "error", workspace, file, line, col, "kalab: invalid scenario", msg)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // annotateCheck annotates a check that did not pass: an error when it failed, a warning
 // when it was not evaluated.
 func annotateCheck(b *strings.Builder, workspace, title string, c Check) {
