@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -24,9 +24,13 @@ var (
 func resultSchemas() (*jsonschema.Schema, *jsonschema.Schema, error) {
 	resultOnce.Do(func() {
 		c := jsonschema.NewCompiler()
-		c.Draft = jsonschema.Draft2020
-		c.AssertFormat = true
-		if resultErr = c.AddResource(schema.ResultURL, bytes.NewReader(schema.Result)); resultErr != nil {
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.Result))
+		if err == nil {
+			err = c.AddResource(schema.ResultURL, doc)
+		}
+		if resultErr = err; resultErr != nil {
 			return
 		}
 		if resultLine, resultErr = c.Compile(schema.ResultURL); resultErr != nil {

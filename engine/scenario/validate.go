@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
@@ -29,8 +33,12 @@ var (
 func scenarioSchema() (*jsonschema.Schema, error) {
 	schemaOnce.Do(func() {
 		c := jsonschema.NewCompiler()
-		c.Draft = jsonschema.Draft2020
-		if err := c.AddResource(schema.ScenarioURL, bytes.NewReader(schema.Scenario)); err != nil {
+		c.DefaultDraft(jsonschema.Draft2020)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.Scenario))
+		if err == nil {
+			err = c.AddResource(schema.ScenarioURL, doc)
+		}
+		if err != nil {
 			schemaErr = fmt.Errorf("embedded scenario schema: %w", err)
 			return
 		}
@@ -41,12 +49,6 @@ func scenarioSchema() (*jsonschema.Schema, error) {
 	})
 	return compiled, schemaErr
 }
-
-var (
-	reNotAllowed = regexp.MustCompile(`^additionalProperties (.+) not allowed$`)
-	reQuoted     = regexp.MustCompile(`'([^']*)'`)
-	reMissing    = regexp.MustCompile(`^missing properties: (.+)$`)
-)
 
 // validateSchema checks a document against the scenario schema and maps each failure back to
 // the YAML node it concerns.
@@ -68,11 +70,15 @@ func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
 	var order []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			if _, ok := byLoc[e.InstanceLocation]; !ok {
-				order = append(order, e.InstanceLocation)
+		// A key that fails propertyNames is reported at the mapping that holds it (its
+		// causes validate the key as an instance of its own, with no location).
+		_, isKey := e.ErrorKind.(*kind.PropertyNames)
+		if len(e.Causes) == 0 || isKey {
+			loc := pointer(e.InstanceLocation)
+			if _, ok := byLoc[loc]; !ok {
+				order = append(order, loc)
 			}
-			byLoc[e.InstanceLocation] = append(byLoc[e.InstanceLocation], e)
+			byLoc[loc] = append(byLoc[loc], e)
 			return
 		}
 		for _, c := range e.Causes {
@@ -105,26 +111,24 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 	var diags Diagnostics
 	rest := errs[:0:0]
 	for _, e := range errs {
-		if m := reNotAllowed.FindStringSubmatch(e.Message); m != nil {
-			for _, q := range reQuoted.FindAllStringSubmatch(m[1], -1) {
-				k, _ := lookup(n, q[1])
-				msg := fmt.Sprintf("unknown field %q", q[1])
-				if s := suggest.Closest(q[1], allowedKeys(e.AbsoluteKeywordLocation)); s != "" {
+		switch k := e.ErrorKind.(type) {
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				key, _ := lookup(n, name)
+				msg := fmt.Sprintf("unknown field %q", name)
+				if s := suggest.Closest(name, allowedKeys(e.SchemaURL)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %s?)", s)
 				}
-				diags = append(diags, at(k, joinPath(path, q[1]), msg))
+				diags = append(diags, at(key, joinPath(path, name), msg))
 			}
-			continue
+		case *kind.Required:
+			diags = append(diags, at(n, path, "missing required field "+strings.Join(k.Missing, ", ")))
+		case *kind.PropertyNames:
+			key, _ := lookup(n, k.Property)
+			diags = append(diags, at(key, joinPath(path, k.Property), badKey(field, k.Property, e)))
+		default:
+			rest = append(rest, e)
 		}
-		if m := reMissing.FindStringSubmatch(e.Message); m != nil {
-			var names []string
-			for _, q := range reQuoted.FindAllStringSubmatch(m[1], -1) {
-				names = append(names, q[1])
-			}
-			diags = append(diags, at(n, path, "missing required field "+strings.Join(names, ", ")))
-			continue
-		}
-		rest = append(rest, e)
 	}
 	if len(rest) == 0 {
 		return diags
@@ -145,43 +149,44 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 		return append(diags, at(n, path, value+" is not a duration or range (use e.g. 2s or 1.5s..2.5s)"))
 	case field == "name" && viaKeyword(rest, "pattern"):
 		return append(diags, at(n, path, value+" is not a valid name: use letters, digits, '.', '_' and '-' (at most 80), starting with a letter or digit"))
-	case field == "headers" && viaKeyword(rest, "propertyNames"):
-		return append(diags, at(n, path, "header names are HTTP tokens: letters, digits and !#$%&'*+-.^_`|~, no spaces"))
 	case viaDef(rest, "duration"):
 		return append(diags, at(n, path, value+" is not a duration (use e.g. 1500ms, 2s or none)"))
-	case strings.HasPrefix(path, "matrix.") || (path == "matrix" && viaKeyword(rest, "propertyNames")):
-		for _, e := range rest {
-			if strings.Contains(e.KeywordLocation, "propertyNames") {
-				return append(diags, at(n, path, "matrix keys are field paths such as network.rtt or client.idle_timeout"))
-			}
-		}
 	}
 	msgs := make([]string, 0, len(rest))
 	for _, e := range rest {
-		msgs = append(msgs, rephrase(value, e.Message))
+		msgs = append(msgs, rephrase(value, e.ErrorKind))
 	}
 	sort.Strings(msgs)
 	msgs = dedupe(msgs)
 	return append(diags, at(n, path, strings.Join(msgs, "; ")))
 }
 
-var (
-	reOneOf    = regexp.MustCompile(`^value must be one of (.+)$`)
-	reMax      = regexp.MustCompile(`^must be <= (\S+) but found`)
-	reMin      = regexp.MustCompile(`^must be >= (\S+) but found`)
-	reExclMin  = regexp.MustCompile(`^must be > (\S+) but found`)
-	reExpected = regexp.MustCompile(`^expected (\w+), but got (\w+)$`)
-	reMinItems = regexp.MustCompile(`^minimum (\d+) items required, but found 0 items$`)
-	reEnumItem = regexp.MustCompile(`"[^"]*"|[^\s,]+`)
-)
+// badKey says why a mapping's key is not allowed, for the mappings whose keys are data.
+func badKey(field, key string, e *jsonschema.ValidationError) string {
+	switch field {
+	case "matrix":
+		return "matrix keys are field paths such as network.rtt or client.idle_timeout"
+	case "headers":
+		return "header names are HTTP tokens: letters, digits and !#$%&'*+-.^_`|~, no spaces"
+	}
+	var msgs []string
+	for _, c := range e.Causes {
+		msgs = append(msgs, rephrase(fmt.Sprintf("%q", key), c.ErrorKind))
+	}
+	return "key " + strings.Join(msgs, "; ")
+}
 
-// rephrase turns a validator message into one that names the value and what would fit.
-func rephrase(value, msg string) string {
-	if m := reOneOf.FindStringSubmatch(msg); m != nil {
+// english prints the validator's own message for a kind of failure kalab does not rephrase.
+var english = message.NewPrinter(language.English)
+
+// rephrase turns a validator failure into a message that names the value and what would fit.
+func rephrase(value string, k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Enum:
 		var opts []string
 		seen := map[string]bool{}
-		for _, o := range reEnumItem.FindAllString(m[1], -1) {
-			o = strings.Trim(o, `"`)
+		for _, w := range k.Want {
+			o := fmt.Sprint(w)
 			if !seen[o] {
 				seen[o] = true
 				opts = append(opts, o)
@@ -192,42 +197,69 @@ func rephrase(value, msg string) string {
 			out += fmt.Sprintf(" (did you mean %s?)", s)
 		}
 		return out
-	}
-	if m := reMax.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("%s is above the maximum, %s", value, number(m[1]))
-	}
-	if m := reMin.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("%s is below the minimum, %s", value, number(m[1]))
-	}
-	if m := reMinItems.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("the list is empty; give at least %s value", m[1])
-	}
-	if m := reExclMin.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("%s must be more than %s", value, m[1])
-	}
-	if m := reExpected.FindStringSubmatch(msg); m != nil {
-		want := map[string]string{"integer": "a whole number", "number": "a number", "boolean": "true or false",
-			"string": "text", "object": "a mapping of fields", "array": "a list"}[m[1]]
-		if want == "" {
-			want = m[1]
+	case *kind.Maximum:
+		return fmt.Sprintf("%s is above the maximum, %s", value, rat(k.Want))
+	case *kind.Minimum:
+		return fmt.Sprintf("%s is below the minimum, %s", value, rat(k.Want))
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("%s must be more than %s", value, rat(k.Want))
+	case *kind.MinItems:
+		if k.Got == 0 {
+			return fmt.Sprintf("the list is empty; give at least %d value", k.Want)
 		}
-		return fmt.Sprintf("%s is not %s", value, want)
+	case *kind.Pattern:
+		return fmt.Sprintf("%s: does not match pattern '%s'", value, k.Want)
+	case *kind.Const:
+		want, _ := json.Marshal(k.Want)
+		return fmt.Sprintf("%s: value must be %s", value, want)
+	case *kind.Type:
+		if len(k.Want) == 1 {
+			want := map[string]string{"integer": "a whole number", "number": "a number", "boolean": "true or false",
+				"string": "text", "object": "a mapping of fields", "array": "a list"}[k.Want[0]]
+			if want == "" {
+				want = k.Want[0]
+			}
+			return fmt.Sprintf("%s is not %s", value, want)
+		}
 	}
-	return value + ": " + msg
+	return value + ": " + k.LocalizedString(english)
 }
 
+// rat prints a schema bound as people write it (1000000, not 1e+06).
+func rat(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return number(r.RatString())
+	}
+	return number(r.FloatString(6))
+}
+
+// pointer is an instance location as a JSON pointer (what nodeAt reads).
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+// viaDef reports whether a failure comes from the schema's $defs/<def>.
 func viaDef(errs []*jsonschema.ValidationError, def string) bool {
 	for _, e := range errs {
-		if strings.Contains(e.AbsoluteKeywordLocation, "#/$defs/"+def+"/") {
+		if _, frag, _ := strings.Cut(e.SchemaURL, "#"); frag == "/$defs/"+def || strings.HasPrefix(frag, "/$defs/"+def+"/") {
 			return true
 		}
 	}
 	return false
 }
 
+// viaKeyword reports whether a failure comes from the keyword kw, or from a subschema under it.
 func viaKeyword(errs []*jsonschema.ValidationError, kw string) bool {
 	for _, e := range errs {
-		if strings.Contains(e.KeywordLocation, kw) {
+		if slices.Contains(e.ErrorKind.KeywordPath(), kw) || strings.Contains(e.SchemaURL, "/"+kw) {
 			return true
 		}
 	}
@@ -245,13 +277,13 @@ func dedupe(s []string) []string {
 }
 
 // allowedKeys reads the property names of the schema object an additionalProperties error
-// came from (its absolute keyword location ends in /additionalProperties).
-func allowedKeys(absLoc string) []string {
-	_, frag, ok := strings.Cut(absLoc, "#")
+// came from (its schema location).
+func allowedKeys(schemaURL string) []string {
+	_, frag, ok := strings.Cut(schemaURL, "#")
 	if !ok {
 		return nil
 	}
-	obj := schemaPointer(strings.TrimSuffix(frag, "/additionalProperties"))
+	obj := schemaPointer(frag)
 	props, _ := obj["properties"].(map[string]any)
 	keys := make([]string, 0, len(props))
 	for k := range props {

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -29,8 +29,12 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(schema.ShardURL, bytes.NewReader(schema.Shard)); err != nil {
+	c.DefaultDraft(jsonschema.Draft2020)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.Shard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource(schema.ShardURL, doc); err != nil {
 		t.Fatal(err)
 	}
 	sch, err := c.Compile(schema.ShardURL)
