@@ -158,11 +158,16 @@ func (f *flow) tick(now time.Time) {
 		if !ok || segs == e.segs {
 			continue
 		}
-		bare := segs-e.segs > data-e.dataSegs
+		// Segments without data count from the client's end only: the server's end of
+		// the box faces kalab's link, whose sockets carry Go's default keepalive (15 s)
+		// that no real path between the box and the server has. Data counts both ways.
+		bare := segs-e.segs > data-e.dataSegs && s == Client
+		newData := data != e.dataSegs
 		e.segs, e.dataSegs = segs, data
 		switch {
-		case f.expired:
+		case f.expired && (bare || newData):
 			f.afterExpiry(s)
+		case f.expired:
 		case bare:
 			if now.Sub(f.lastData) > delackMax && now.Sub(f.last) > f.b.cfg.Poll {
 				f.b.stats.probeRefreshes.Add(1)

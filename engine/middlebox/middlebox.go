@@ -4,6 +4,7 @@
 package middlebox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -96,7 +97,9 @@ func Start(cfg Config) (*Box, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = min(max(cfg.IdleTimeout/100, time.Millisecond), 100*time.Millisecond)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The box's own sockets send no keepalive probes (Go enables them on accepted and
+	// dialed sockets by default): the ACKs they drew from an end would refresh the flow.
+	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("middlebox: %w", err)
 	}
@@ -170,7 +173,7 @@ func (b *Box) accept() {
 		}
 		b.stats.flows.Add(1)
 		b.stats.open.Add(1)
-		u, err := net.Dial("tcp", b.cfg.Upstream)
+		u, err := (&net.Dialer{KeepAlive: -1}).Dial("tcp", b.cfg.Upstream)
 		if err != nil {
 			// Nothing behind the box: the client's connection ends as a refused one would.
 			resetConn(c)
