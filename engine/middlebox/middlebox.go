@@ -82,6 +82,7 @@ type Box struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	flows map[*flow]struct{}
+	peers map[int]struct{} // the client ports of the flows accepted
 	done  chan struct{}
 	stats struct {
 		flows, open, expired, dropped, droppedBytes, resets, probeRefreshes atomic.Int64
@@ -103,7 +104,7 @@ func Start(cfg Config) (*Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("middlebox: %w", err)
 	}
-	b := &Box{cfg: cfg, ln: ln, flows: map[*flow]struct{}{}, done: make(chan struct{})}
+	b := &Box{cfg: cfg, ln: ln, flows: map[*flow]struct{}{}, peers: map[int]struct{}{}, done: make(chan struct{})}
 	b.wg.Add(1)
 	go b.accept()
 	return b, nil
@@ -132,6 +133,15 @@ func (c Config) validate() error {
 
 // Addr is the address clients dial.
 func (b *Box) Addr() string { return b.ln.Addr().String() }
+
+// AcceptedFrom reports whether the box accepted a flow from the client port peer: what
+// tells this box's sockets from another's that reuse its port numbers.
+func (b *Box) AcceptedFrom(peer int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.peers[peer]
+	return ok
+}
 
 // Stats returns a snapshot of the counters; the segments dropped on flows still open are
 // read from their sockets now.
@@ -191,6 +201,9 @@ func (b *Box) accept() {
 		default:
 		}
 		b.flows[f] = struct{}{}
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			b.peers[a.Port] = struct{}{}
+		}
 		b.mu.Unlock()
 		b.wg.Add(3)
 		go f.pipe(Client)
