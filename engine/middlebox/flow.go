@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // delackMax is Linux's longest delayed ACK (TCP_DELACK_MAX, HZ/5 in include/net/tcp.h):
@@ -161,7 +163,7 @@ func (f *flow) tick(now time.Time) {
 		// Segments without data count from the client's end only: the server's end of
 		// the box faces kalab's link, whose sockets carry Go's default keepalive (15 s)
 		// that no real path between the box and the server has. Data counts both ways.
-		bare := segs-e.segs > data-e.dataSegs && s == Client
+		bare := segs-e.segs > data-e.dataSegs && s == Client && !fault.On(fault.ProbeBlind)
 		newData := data != e.dataSegs
 		e.segs, e.dataSegs = segs, data
 		switch {
