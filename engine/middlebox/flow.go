@@ -216,7 +216,9 @@ func (f *flow) closeEnd(s Side, reset bool) {
 	}
 	e.closed = true
 	if reset {
-		f.b.stats.resets.Add(1)
+		if f.expired {
+			f.b.stats.resets.Add(1) // the box's own; a live flow's reset is passed on
+		}
 		resetConn(e.conn)
 	} else {
 		_ = e.conn.Close()

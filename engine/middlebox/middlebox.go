@@ -55,8 +55,9 @@ type Config struct {
 	ResetAt     When
 	ResetTo     Side
 	// Poll is how often the box reads each socket's segment count (TCP_INFO) to see
-	// segments that carry no data, such as TCP keepalive probes; 0 picks IdleTimeout/100
-	// between 1 ms and 100 ms.
+	// segments that carry no data, such as TCP keepalive probes, and checks the idle
+	// clock: a flow expires at most one Poll late. 0 picks IdleTimeout/100 between 1 ms
+	// and 100 ms. Each poll costs two getsockopt calls per open flow.
 	Poll time.Duration
 }
 
@@ -69,7 +70,7 @@ type Stats struct {
 	// the box on an expired flow and went no further, as the kernel counted them.
 	DroppedSegments int64
 	DroppedBytes    int64 // payload bytes of those segments
-	ResetsSent      int64 // RSTs sent, one per end reset
+	ResetsSent      int64 // RSTs the box sent on expired flows, one per end (not resets it passed on)
 	// ProbeRefreshes counts the times a segment with no data (a keepalive probe, a bare
 	// ACK) kept a flow alive that data alone would have let expire.
 	ProbeRefreshes int64
