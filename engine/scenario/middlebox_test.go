@@ -74,6 +74,8 @@ func TestMiddleboxErrors(t *testing.T) {
 		{"name: t\nmiddlebox: {on_expiry: forget}\n", "t.yaml:2:24:"},
 		{"name: t\nmiddlebox: {reset_to: nobody}\n", "t.yaml:2:23:"},
 		{"name: t\nclient: {tcp_keepalive: {count: 0}}\n", "t.yaml:2:33: client.tcp_keepalive.count:"},
+		// An optional section's durations are scaled and bounded like the rest.
+		{"name: t\ntime_scale: 100\nmiddlebox: {idle_timeout: 100000h}\n", "t.yaml:3:27: middlebox.idle_timeout:"},
 	} {
 		_, diags := Parse("t.yaml", []byte(tc.src))
 		if len(diags) == 0 || !strings.HasPrefix(diags[0].String(), tc.want) {
