@@ -50,8 +50,13 @@ func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
 	return b.Addr(), nil
 }
 
+// Identity names the box by the preset it models ("custom" without one); kalab runs it.
 func (m *middleboxHop) Identity() Identity {
-	return Identity{Kind: "middlebox", Name: m.preset, Program: "kalab", Version: m.version, Verified: true}
+	name := m.preset
+	if name == "" {
+		name = "custom"
+	}
+	return Identity{Kind: "middlebox", Name: name, Program: "kalab", Version: m.version, Verified: true}
 }
 
 // Timing is nil: the box's idle clock is polled (middlebox.Config.Poll), its error at
