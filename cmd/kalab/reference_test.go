@@ -84,7 +84,8 @@ func presetsReference() (string, error) {
 		title string
 		reg   map[string]*scenario.Preset
 	}{{"Server presets (`server.preset`)", scenario.ServerPresets}, {"Client presets (`client.preset`)", scenario.ClientPresets},
-		{"Balancer presets (`balancer.preset`)", scenario.BalancerPresets}} {
+		{"Balancer presets (`balancer.preset`)", scenario.BalancerPresets},
+		{"Middlebox presets (`middlebox.preset`)", scenario.MiddleboxPresets}} {
 		fmt.Fprintf(&b, "\n## %s\n", sec.title)
 		for _, name := range scenario.PresetNames(sec.reg) {
 			p := sec.reg[name]

@@ -89,6 +89,13 @@ type Metrics struct {
 	BackendErrors           float64       `expr:"backend_errors" json:"backend_errors"`                       // failed backend attempts, retried ones included
 	BackendErrorsByClass    ErrorsByClass `expr:"backend_errors_by_class" json:"backend_errors_by_class"`     // the same by class: reset and eof are a dying connection
 	BackendProxyConnections float64       `expr:"backend_proxy_connections" json:"backend_proxy_connections"` // accepted by the balancer-server link
+	// Middlebox hop (a middlebox: section); all 0 without one.
+	MiddleboxFlows           float64 `expr:"middlebox_flows" json:"middlebox_flows"`                       // connections the middlebox carried, each its own flow
+	MiddleboxExpired         float64 `expr:"middlebox_expired" json:"middlebox_expired"`                   // flows the middlebox forgot after its idle timeout
+	MiddleboxDroppedSegments float64 `expr:"middlebox_dropped_segments" json:"middlebox_dropped_segments"` // TCP segments (data, FIN, keepalive probes) that reached the middlebox on a forgotten flow and went no further, as the kernel counted them (Linux)
+	MiddleboxDroppedBytes    float64 `expr:"middlebox_dropped_bytes" json:"middlebox_dropped_bytes"`       // payload bytes the middlebox dropped on forgotten flows
+	MiddleboxResets          float64 `expr:"middlebox_resets" json:"middlebox_resets"`                     // RSTs the middlebox sent, one per end reset
+	MiddleboxProbeRefreshes  float64 `expr:"middlebox_probe_refreshes" json:"middlebox_probe_refreshes"`   // segments without data from the client (TCP keepalive probes) that refreshed a flow's idle clock
 	// ServerIdleCloses counts connections the server closed first after an idle period, as
 	// the proxy saw them on its upstream side (connection truth for any server).
 	ServerIdleCloses float64 `expr:"server_idle_closes" json:"server_idle_closes"`

@@ -66,7 +66,10 @@ type Config struct {
 	LivenessCheck     bool              // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
 	LivenessEOFOnly   bool              // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
 	Timeout           time.Duration     // per attempt, from its start to the response's last byte; 0 = none
-	Retry             RetryPolicy       // visible retries; each attempt is counted in Event.Attempts
+	// TCPKeepAlive is the kernel's keepalive on each connection the client dials; Enable
+	// false sends no probes (not Go's 15 s default: a client models its runtime's).
+	TCPKeepAlive net.KeepAliveConfig
+	Retry        RetryPolicy // visible retries; each attempt is counted in Event.Attempts
 }
 
 // RetryPolicy says when the client re-sends a failed request itself. Every re-send is
@@ -245,4 +248,10 @@ func (c Config) tlsConfig() *tls.Config {
 		tc.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	}
 	return tc
+}
+
+// dialer is the net.Dialer a kalab client connects with: TCP keepalive as configured, and
+// none otherwise.
+func dialer(cfg Config) *net.Dialer {
+	return &net.Dialer{KeepAlive: -1, KeepAliveConfig: cfg.TCPKeepAlive}
 }

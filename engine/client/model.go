@@ -341,7 +341,8 @@ func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*p
 }
 
 func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn, error) {
-	d := net.Dialer{Deadline: deadline}
+	d := dialer(m.cfg)
+	d.Deadline = deadline
 	t0 := time.Now()
 	nc, err := d.DialContext(ctx, "tcp", m.cfg.Addr)
 	if err != nil {

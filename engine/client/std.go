@@ -65,7 +65,7 @@ func newStdClient(cfg Config) *stdClient {
 	if cfg.BodyBytes > 0 {
 		s.body = requestBody(cfg.BodyBytes)
 	}
-	dialer := &net.Dialer{}
+	dialer := dialer(cfg)
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

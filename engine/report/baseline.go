@@ -161,6 +161,13 @@ var defaultRules = func() map[string]Rule {
 		"peak_rss_mb":        {Worse: HigherIsWorse, Tolerance: off},
 		// Sockets still closing when the run ended: depends on when the count was read.
 		"time_wait": {Worse: HigherIsWorse, Tolerance: off},
+		// The middlebox hop: flows and what it did to them.
+		"middlebox_flows":            count(HigherIsWorse),
+		"middlebox_expired":          count(HigherIsWorse),
+		"middlebox_dropped_segments": {Worse: Informational},
+		"middlebox_dropped_bytes":    {Worse: Informational},
+		"middlebox_resets":           count(HigherIsWorse),
+		"middlebox_probe_refreshes":  {Worse: Informational},
 		// The balancer hop: counts like the client's own.
 		"status_5xx":                count(HigherIsWorse),
 		"balancer_connections":      count(HigherIsWorse),

@@ -47,9 +47,14 @@ func (g *goClient) Start(_ context.Context, next string) (string, error) {
 	if ep.path != "" {
 		ccfg.Path = ep.path
 	}
-	if l, ok := g.topo.path[0].(*link); ok {
+	if l := g.topo.frontLink(); l != nil {
 		ccfg.Handshake = l.handshake
 	}
+	ka, err := tcpKeepalive(g.st, g.scale)
+	if err != nil {
+		return "", err
+	}
+	ccfg.TCPKeepAlive = ka
 	cl, err := g.build(ccfg)
 	if err != nil {
 		return "", fmt.Errorf("client: %w", err)

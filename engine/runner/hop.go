@@ -119,7 +119,7 @@ func (t *topology) stats() []Stats {
 // acceptedAtFront is how many connections the link the client dials accepted, or the
 // server when the client dials it directly (through a balancer: the server behind it).
 func (t *topology) acceptedAtFront() int64 {
-	if l, ok := t.path[0].(*link); ok {
+	if l := t.frontLink(); l != nil {
 		return l.accepted()
 	}
 	return t.server.accepted()
@@ -135,7 +135,7 @@ func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reus
 			f.perConn = false // the client's connections end at the balancer
 		}
 	}
-	if l, ok := t.path[0].(*link); ok && f.perConn {
+	if l := t.frontLink(); l != nil && f.perConn {
 		f.proxyConnections = l.accepted()
 	}
 	for _, c := range conns {
@@ -144,6 +144,22 @@ func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reus
 		}
 	}
 	return f
+}
+
+// frontLink is the client's link: the first hop, or the one behind a middlebox (which
+// passes each client connection to it as one connection); nil when the client dials
+// something else.
+func (t *topology) frontLink() *link {
+	for _, h := range t.path {
+		switch h := h.(type) {
+		case *link:
+			return h
+		case *middleboxHop:
+			continue
+		}
+		return nil
+	}
+	return nil
 }
 
 // stillOpen is how many connections the hop the client dials still has open.

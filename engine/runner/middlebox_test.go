@@ -133,3 +133,40 @@ func joined(s []string) string {
 	}
 	return out
 }
+
+// A scenario's middlebox is the hop the client dials, in front of the link: a request
+// after a pause longer than its idle timeout hangs until the client's timeout, the box's
+// typed stats reach the record, and the link behind it still gives the client its
+// handshake and counts one connection per flow.
+func TestScenarioMiddleboxIsTheFrontHop(t *testing.T) {
+	t.Parallel()
+	p := plan(t, `
+name: nat
+time_scale: 0.004
+network: {rtt: 20ms}
+middlebox: {preset: aws-network-firewall}
+server: {idle_timeout: none}
+client: {timeout: 30s}
+load: {requests: 4, burst: 2, pause: 8m}
+expect: ["errors_by_class.timeout == 1", "middlebox_expired == 1", "middlebox_flows == 2", "proxy_connections == 2"]
+`)
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	r := out.Runs[0]
+	if r.Status != report.StatusPass {
+		t.Fatalf("%s %s %+v", r.Status, r.Error, r.Checks)
+	}
+	var roles []string
+	for _, h := range r.Hops {
+		roles = append(roles, h.Role)
+		if h.Role == roleMiddlebox && (h.Name != "aws-network-firewall" || h.Stats["middlebox_dropped_bytes"] == 0) {
+			t.Errorf("middlebox hop %+v: want its preset's name and the hung request's bytes dropped", h)
+		}
+	}
+	if want := "client middlebox link server"; joined(roles) != want {
+		t.Fatalf("hops %q, want %q", joined(roles), want)
+	}
+}

@@ -18,8 +18,9 @@ const (
 	roleBackendLink = "backend_link"
 )
 
-// buildTopology translates a run's settings into its chain of hops: client, link (when
-// it has something to simulate), [balancer, backend link,] the hops a test adds, server.
+// buildTopology translates a run's settings into its chain of hops: client, [middlebox,]
+// link (when it has something to simulate), [balancer, backend link,] the hops a test
+// adds, server.
 // Nothing starts here.
 func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (*topology, error) {
 	t := &topology{}
@@ -32,6 +33,12 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	srvLog, err := t.buildServer(w, sc, r, st, scale, opt, ex, tm, links)
 	if err != nil {
 		return nil, err
+	}
+	if st.Middlebox != nil {
+		// The box is where the client's connections leave it, so that the client's own
+		// keepalive probes reach the box's socket (the only place they can be seen).
+		t.path = append(t.path, &middleboxHop{cfg: middleboxConfig(st.Middlebox, scale),
+			preset: st.Middlebox.Preset, version: opt.KalabVersion})
 	}
 	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
 	// directly: the proxy would add nothing but two descriptors per connection, which is

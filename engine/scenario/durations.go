@@ -60,6 +60,10 @@ func durationFields(st Settings) []durationAt {
 			out = append(out, durationAt{path: path, d: x.Duration})
 			return
 		}
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			walk(v.Elem(), path) // an optional section (middlebox, balancer) when set
+			return
+		}
 		if v.Kind() != reflect.Struct {
 			return
 		}

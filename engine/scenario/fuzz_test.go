@@ -26,6 +26,7 @@ func FuzzParse(f *testing.F) {
 		"name: a\ntime_scale: 100\nserver: {idle_timeout: 100000h}\n",
 		"name: a\nvariants: [{name: v, time_scale: 2}]\nclient: {timeout: 1500000h}\n",
 		"name: a\nserver: {keepalive_hint: 9223372036854775807ns}\ntime_scale: 1.5\n",
+		"name: a\ntime_scale: 100\nmiddlebox: {idle_timeout: 100000h}\n",
 	} {
 		f.Add([]byte(src))
 	}

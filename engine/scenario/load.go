@@ -350,7 +350,7 @@ func toleranceShape(v *yaml.Node) bool {
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
-var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "load", "env"}
+var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "middlebox", "load", "env"}
 
 // settingsNode extracts the overridable sections of a mapping.
 func settingsNode(m *yaml.Node) *yaml.Node {
@@ -570,6 +570,11 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 		s.Balancer = &bd
 		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
 	}
+	if _, m := lookup(node, "middlebox"); m != nil && resolve(m).Kind == yaml.MappingNode {
+		md := middleboxDefaults
+		s.Middlebox = &md
+		sections = append(sections, section{"middlebox", MiddleboxPresets, s.Middlebox})
+	}
 	for _, sec := range sections {
 		_, section := lookup(node, sec.key)
 		if _, p := lookup(section, "preset"); p != nil {
@@ -743,7 +748,7 @@ func FindFiles(args []string) ([]string, error) {
 	return out, nil
 }
 
-var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|balancer|load)\.[a-z_]+(\.[a-z_]+)?)$`)
+var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|balancer|middlebox|load)\.[a-z_]+(\.[a-z_]+)?)$`)
 
 var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

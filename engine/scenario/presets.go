@@ -58,6 +58,7 @@ client:
   http2: always
   keepalive_header: false
   timeout: 30s
+  tcp_keepalive: {idle: none, interval: 75s, count: 9}
   method: GET
   path: /
   retry: {attempts: 0, on: [reset, eof], idempotent_only: true, reused_only: false, zero_bytes_only: false, hidden: false}
@@ -105,55 +106,55 @@ var ClientPresets = registry([]Preset{
 	{
 		Name:     "node-agent",
 		Models:   "Node.js new https.Agent({keepAlive: true}) since the hint rule of nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
-		Source:   "node lib/_http_agent.js keepSocketAlive, the same in Node 20.20.2's own copy and in nodejs/node main (where the 1,000 ms became the agentKeepAliveTimeoutBuffer option, default 1000, nodejs/node#59315); releases before #54863 used the hint whole and never refused a socket for it, which no preset models: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time",
+		Source:   "node lib/_http_agent.js keepSocketAlive, the same in Node 20.20.2's own copy and in nodejs/node main (where the 1,000 ms became the agentKeepAliveTimeoutBuffer option, default 1000, nodejs/node#59315); releases before #54863 used the hint whole and never refused a socket for it, which no preset models: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time; TCP keepalive: lib/_http_agent.js keepSocketAlive calls socket.setKeepAlive(true, this.keepAliveMsecs) when a socket goes back to the pool (keepAliveMsecs defaults to 1000, doc/api/http.md new Agent), and libuv's uv__tcp_keepalive (src/unix/tcp.c, libuv 1.46.0 in Node 20.20.2) sets TCP_KEEPIDLE to that delay in seconds, 'int intvl = 1; /* 1 second; same as default on Win32 */' and 'int cnt = 10'; measured here: Node 20.20.2's agent probed about once a second behind a middlebox (scenarios/truth/middlebox-keepalive.yaml)",
 		Verified: "Node 20.20.2 https.Agent({keepAlive: true}) on 2026-12-01 by scenarios/truth/node-agent.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 1s, interval: 1s, count: 10}",
 	},
 	{
 		Name:   "node-agent-default",
 		Models: "Node.js new https.Agent() (keepAlive defaults to false): Node 20.20.2 through nodejs/node main",
-		Source: "node lib/_http_agent.js; doc/api/http.md new Agent([options])",
-		YAML:   "implementation: model\nkeepalive: false\nhttp2: never\nretry: {attempts: 0}",
+		Source: "node lib/_http_agent.js; doc/api/http.md new Agent([options]); no TCP keepalive: keepSocketAlive, which enables it, runs only for an agent with keepAlive",
+		YAML:   "implementation: model\nkeepalive: false\nhttp2: never\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{
 		Name:   "node-global-agent",
 		Models: "Node.js 19+ global https agent (keepAlive true, scheduling lifo, timeout 5000 ms)",
-		Source: "nodejs/node#48821 and the 19.0.0 changelog; hint rules as node-agent",
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		Source: "nodejs/node#48821 and the 19.0.0 changelog; hint rules as node-agent; TCP keepalive as node-agent (keepAliveMsecs 1000 on the global agent too)",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 1s, interval: 1s, count: 10}",
 	},
 	{
 		Name:     "undici",
 		Models:   "undici 6.14.1 through 7.30.2 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
-		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js); TCP keepalive: lib/core/connect.js buildConnector: socket.setNoDelay(true).setKeepAlive(true, keepAliveInitialDelay), keepAliveInitialDelay default 60e3 (from memory of undici 6/7, not re-read here); interval 1 s and count 10 from libuv as node-agent",
 		Verified: "Node 20.20.2 fetch (undici 6.24.1) on 2026-12-01 by scenarios/truth/undici.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
 	},
 	{
 		Name:   "go-default",
 		Models: "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
-		Source: "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption",
-		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
+		Source: "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption; TCP keepalive: DefaultTransport dials with net.Dialer{KeepAlive: 30 * time.Second} (src/net/http/transport.go), and net.newTCPConn turns that into KeepAliveConfig{Enable: true, Idle: 30s}, whose zero Interval and Count mean 15 s and 9 (src/net/tcpsock.go KeepAliveConfig; src/net/dial.go defaultTCPKeepAliveInterval, defaultTCPKeepAliveCount), read in Go 1.26.8 here; a plain net.Dialer{} uses 15 s idle (defaultTCPKeepAliveIdle)",
+		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 30s, interval: 15s, count: 9}",
 	},
 	{
 		Name:     "python-requests",
 		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
-		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
+		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions; no TCP keepalive: urllib3 HTTPConnection.default_socket_options is [(IPPROTO_TCP, TCP_NODELAY, 1)] only (printed from urllib3 2.7.0 here)",
 		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 by scenarios/truth/python-requests.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{
 		Name:     "curl-loop",
 		Models:   "curl 7.88-8.x, one process per request (a shell loop): never reuses",
-		Source:   "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62",
+		Source:   "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62; TCP keepalive: the curl tool sets CURLOPT_TCP_KEEPALIVE unless --no-keepalive, with --keepalive-time (default 60) as TCP_KEEPIDLE and TCP_KEEPINTVL (docs/cmdline-opts/keepalive-time.md; CURLOPT_TCP_KEEPIDLE and CURLOPT_TCP_KEEPINTVL default 60); count is Linux's tcp_keepalive_probes 9 before curl 8.9's --keepalive-cnt",
 		Verified: "curl 7.88.1 on 2026-12-01 by scenarios/truth/curl.yaml",
-		YAML:     "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}",
+		YAML:     "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 	},
 	{
 		Name:     "curl-multi",
 		Models:   "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP",
+		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
 		Verified: "curl 7.88.1 (one process, no pauses) on 2026-12-01 by scenarios/truth/curl.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 	},
 })
 

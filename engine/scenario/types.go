@@ -22,6 +22,10 @@ type Settings struct {
 	// Balancer, when set, puts a load balancer between client and server (topology v2:
 	// client -> network -> balancer -> backend_network -> server); nil is single-hop.
 	Balancer *Balancer `yaml:"balancer" json:"balancer,omitempty"`
+	// Middlebox, when set, puts a box that forgets idle flows (a NAT gateway, a firewall,
+	// a cloud load balancer's flow table) where the client's connections leave it:
+	// client -> middlebox -> network -> ... -> server; nil is none.
+	Middlebox *Middlebox `yaml:"middlebox" json:"middlebox,omitempty"`
 	// Env is what the programs a run starts (client.exec, server.exec, server.command) get
 	// besides kalab's allowlist: NAME=value sets a variable, a bare NAME passes kalab's
 	// own value of it through. Nothing else of kalab's environment reaches them.
@@ -38,6 +42,25 @@ type Balancer struct {
 	Retries        int             `yaml:"retries" json:"retries"`
 	ErrorStatus    int             `yaml:"error_status" json:"error_status"`
 	Reuse          string          `yaml:"reuse" json:"reuse"`
+}
+
+// Middlebox is a box on the client's path that forgets a flow idle for IdleTimeout.
+type Middlebox struct {
+	Preset      string   `yaml:"preset" json:"preset,omitempty"`
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	// OnExpiry is drop (discard the flow's later segments both ways, tell no one) or
+	// reset (an RST to the ends in ResetTo, at ResetAt).
+	OnExpiry string `yaml:"on_expiry" json:"on_expiry"`
+	ResetAt  string `yaml:"reset_at" json:"reset_at"` // expiry | next-segment
+	ResetTo  string `yaml:"reset_to" json:"reset_to"` // client | server | both
+}
+
+// TCPKeepalive is the kernel's keepalive on the client's sockets (SO_KEEPALIVE with
+// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT); Idle none sends no probes.
+type TCPKeepalive struct {
+	Idle     Duration `yaml:"idle" json:"idle"`
+	Interval Duration `yaml:"interval" json:"interval"`
+	Count    int      `yaml:"count" json:"count"`
 }
 
 // BalancerBackend is the balancer's pool of connections to the server.
@@ -173,6 +196,7 @@ type Client struct {
 	HTTP2             string            `yaml:"http2" json:"http2"`
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
+	TCPKeepalive      TCPKeepalive      `yaml:"tcp_keepalive" json:"tcp_keepalive"`
 	Method            string            `yaml:"method" json:"method"`
 	BodyBytes         int               `yaml:"body_bytes" json:"body_bytes"`
 	Path              string            `yaml:"path" json:"path"`

@@ -17,7 +17,10 @@ const (
 	IdleCloseDouble = "idle-close-double"
 	// HiddenUncounted: the go-net-http client does not count Go's own silent re-sends.
 	HiddenUncounted = "hidden-uncounted"
+	// ProbeBlind: the middlebox does not see segments without data (TCP keepalive probes),
+	// so only data keeps a flow alive.
+	ProbeBlind = "probe-blind"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind}

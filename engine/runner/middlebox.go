@@ -1,0 +1,120 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/middlebox"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// roleMiddlebox is the role of the box that forgets idle flows.
+const roleMiddlebox = "middlebox"
+
+// middleboxHop is a scenario's middlebox, the hop the client dials.
+type middleboxHop struct {
+	cfg     middlebox.Config // Upstream is filled at Start
+	preset  string
+	version string // kalab's
+	b       *middlebox.Box
+}
+
+// middleboxConfig translates a scenario's middlebox into the box's config (real time).
+func middleboxConfig(m *scenario.Middlebox, scale scaler) middlebox.Config {
+	cfg := middlebox.Config{IdleTimeout: scale.d(m.IdleTimeout), Action: middlebox.Action(m.OnExpiry),
+		ResetAt: middlebox.When(m.ResetAt)}
+	switch m.ResetTo {
+	case "client":
+		cfg.ResetTo = middlebox.Client
+	case "server":
+		cfg.ResetTo = middlebox.Server
+	default:
+		cfg.ResetTo = middlebox.Both
+	}
+	return cfg
+}
+
+func (m *middleboxHop) Role() string { return roleMiddlebox }
+
+func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
+	cfg := m.cfg
+	cfg.Upstream = next
+	b, err := middlebox.Start(cfg)
+	if err != nil {
+		return "", err
+	}
+	m.b = b
+	return b.Addr(), nil
+}
+
+// Identity names the box by the preset it models ("custom" without one); kalab runs it.
+func (m *middleboxHop) Identity() Identity {
+	name := m.preset
+	if name == "" {
+		name = "custom"
+	}
+	return Identity{Kind: "middlebox", Name: name, Program: "kalab", Version: m.version, Verified: true}
+}
+
+// Timing is nil: the box's idle clock is polled (middlebox.Config.Poll), its error at
+// most one poll, a hundredth of the timeout.
+func (m *middleboxHop) Timing() map[string]*lag.Recorder { return nil }
+
+func (m *middleboxHop) Stats() Stats { return middleboxStats(m.b.Stats()) }
+
+func (m *middleboxHop) Close() error {
+	if m.b == nil {
+		return nil
+	}
+	return m.b.Close()
+}
+
+func (m *middleboxHop) open() int64                { return m.b.Stats().Open }
+func (m *middleboxHop) AcceptedFrom(peer int) bool { return m.b.AcceptedFrom(peer) }
+
+// middleboxStats are the box's counters.
+type middleboxStats middlebox.Stats
+
+func (s middleboxStats) Flatten(into map[string]float64) {
+	into["middlebox_flows"] = float64(s.Flows)
+	into["middlebox_expired"] = float64(s.Expired)
+	into["middlebox_dropped_segments"] = float64(s.DroppedSegments)
+	into["middlebox_dropped_bytes"] = float64(s.DroppedBytes)
+	into["middlebox_resets"] = float64(s.ResetsSent)
+	into["middlebox_probe_refreshes"] = float64(s.ProbeRefreshes)
+}
+
+// tcpKeepalive translates the client's TCP keepalive to real time. The kernel takes whole
+// seconds (TCP_KEEPIDLE and TCP_KEEPINTVL, at least 1; Go rounds up, src/net/tcpsock.go
+// roundDurationUp), so a scaled value is rounded up here as the kernel will see it. A run
+// whose rounding lets the middlebox's flows expire where the written values keep them
+// alive measures something else, so it is refused.
+func tcpKeepalive(st scenario.Settings, scale scaler) (net.KeepAliveConfig, error) {
+	ka := st.Client.TCPKeepalive
+	if ka.Idle == 0 {
+		return net.KeepAliveConfig{}, nil
+	}
+	cfg := net.KeepAliveConfig{Enable: true, Idle: wholeSeconds(scale.d(ka.Idle)),
+		Interval: wholeSeconds(scale.d(ka.Interval)), Count: ka.Count}
+	if ka.Interval == 0 {
+		cfg.Interval = cfg.Idle
+	}
+	if st.Middlebox == nil || st.Middlebox.IdleTimeout == 0 {
+		return cfg, nil
+	}
+	box := scale.d(st.Middlebox.IdleTimeout)
+	written := ka.Idle < st.Middlebox.IdleTimeout && (ka.Interval == 0 || ka.Interval < st.Middlebox.IdleTimeout)
+	if written && (cfg.Idle >= box || cfg.Interval >= box) {
+		return cfg, fmt.Errorf("client.tcp_keepalive: at time scale %g the kernel's whole seconds make idle %v and interval %v (real time), not shorter than the middlebox's %v idle timeout as written; use a larger time_scale",
+			float64(scale), cfg.Idle, cfg.Interval, box)
+	}
+	return cfg, nil
+}
+
+// wholeSeconds rounds up to the kernel's unit, at least one second.
+func wholeSeconds(d time.Duration) time.Duration {
+	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
+}
