@@ -52,7 +52,7 @@ func TestStaleRaceByHand(t *testing.T) {
 	check(t, "one-retry", Predict(p, 0), want{Errors: 0, Retries: 1, Connections: 3, ReusedRequests: 5})
 
 	p = staleRace()
-	p.Client.IdleTimeout = 1800 * ms1 // 1,900 and 2,100 both outlast it: dropped, no race
+	p.Client.IdleTimeout = 1800 * ms1                                                        // 1,900 and 2,100 both outlast it: dropped, no race
 	check(t, "idle-1800", Predict(p, 0), want{Errors: 0, Connections: 3, ReusedRequests: 5}) // 1, 2, 3, 5, 7
 
 	p = staleRace()
