@@ -163,7 +163,7 @@ func TestBalancerByHand(t *testing.T) {
 		Server: Server{IdleTimeout: 6 * time.Second},
 		Client: Client{KeepAlive: true, LivenessCheck: true, Method: "GET"},
 		Balancer: &Balancer{IdleTimeout: 60 * time.Second, BackendRTT: 400 * ms1, BackendKeepAlive: true,
-			BackendIdle: 60 * time.Second, OnBackendError: "error", Retries: 1, ErrorStatus: 502, Reuse: "always"},
+			BackendIdle: 60 * time.Second, BackendLiveness: true, OnBackendError: "error", Retries: 1, ErrorStatus: 502, Reuse: "always"},
 	}
 	// 5,020 reuses; 5,720 races (request 4 gets a 502, 5 dials); 6,120 dials.
 	got := Predict(p, 0)

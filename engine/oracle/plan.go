@@ -80,6 +80,8 @@ type Balancer struct {
 	BackendJitter    time.Duration
 	BackendKeepAlive bool
 	BackendIdle      time.Duration // drops an idle backend connection
+	// BackendLiveness drops a backend connection whose FIN arrived before reusing it.
+	BackendLiveness bool
 	// OnBackendError: error (answer ErrorStatus), retry_idempotent (re-send an idempotent
 	// request on a new connection, else answer ErrorStatus) or close.
 	OnBackendError string

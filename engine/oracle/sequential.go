@@ -104,7 +104,7 @@ func sequential(p Plan, lateness time.Duration) Prediction {
 	m.front = hop{rtt: p.RTT, close: p.Server.IdleTimeout, keep: clientKeep(p.Client, p.Server), liveness: p.Client.LivenessCheck || p.Client.GoTransport}
 	if b := p.Balancer; b != nil {
 		m.front = hop{rtt: p.RTT, close: b.IdleTimeout, keep: m.front.keep, liveness: m.front.liveness}
-		m.back = hop{rtt: b.BackendRTT, close: p.Server.IdleTimeout, keep: b.BackendIdle, liveness: true}
+		m.back = hop{rtt: b.BackendRTT, close: p.Server.IdleTimeout, keep: b.BackendIdle, liveness: b.BackendLiveness}
 	}
 	rule, why := clientRetry(p.Client)
 	if why != "" {
