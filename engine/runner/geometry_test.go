@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -165,4 +167,40 @@ func readsOnly(refs []check.Ref, have map[string]float64) bool {
 		}
 	}
 	return len(refs) > 0
+}
+
+// A run's prediction is judged within the lateness its own timers showed: at 1.5 ms of
+// real link lateness (15 ms of scenario time at the file's 0.1) the stale-race bounds are
+// the file's band; a count outside them is a model disagreement, one inside is not, and
+// with no lateness only the plan's own count agrees.
+func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	p, err := scenario.LoadFiles([]string{filepath.Join(filepath.Dir(self), "..", "..", "scenarios", "04-stale-race.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Scenarios[0].Runs[0].Settings // node-agent
+	lo, hi := predictRaces(st, oracle.Errors)
+	quiet := &report.Timing{Sources: map[string]report.TimingSource{}}
+	late := &report.Timing{Sources: map[string]report.TimingSource{srcLink: {P99: 1.5, Max: 9}}}
+	for _, c := range []struct {
+		tm       *report.Timing
+		errors   float64
+		disagree bool
+	}{
+		{quiet, 15, false}, {quiet, 16, true}, {late, float64(lo), false}, {late, float64(hi), false},
+		{late, float64(hi + 1), true}, {late, float64(lo - 1), true},
+	} {
+		pr := predictedRecord(st, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
+		if pr.Disagreement != c.disagree {
+			t.Errorf("errors %v at lateness %v ms: disagreement %v (%s), want %v", c.errors, pr.LatenessMs, pr.Disagreement, pr.Reason, c.disagree)
+		}
+		if c.disagree && !strings.Contains(pr.Reason, fmt.Sprintf("errors measured %v", c.errors)) {
+			t.Errorf("the reason %q does not name the count that disagrees", pr.Reason)
+		}
+	}
+	if lo != 12 || hi != 21 {
+		t.Errorf("the band at 15 ms is %d..%d; the file checks 12..21", lo, hi)
+	}
 }

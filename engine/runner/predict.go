@@ -1,7 +1,13 @@
 package runner
 
 import (
+	"fmt"
+	"math"
+	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/report"
 
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
@@ -85,4 +91,62 @@ func oracleBalancer(b *scenario.Balancer) *oracle.Balancer {
 		BackendKeepAlive: b.Backend.KeepAlive, BackendIdle: b.Backend.IdleTimeout.D(), BackendLiveness: b.Backend.LivenessCheck,
 		OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse,
 	}
+}
+
+// predictedRecord is the run's prediction beside its measured counts. The bounds allow for
+// the lateness the run's own timers showed: the p99 lateness (the statistic its timing is
+// judged on) of its link, schedule and idle-close timers, summed, in scenario time. Each
+// can move a pause against a window edge: a late pause lengthens it, a late close or a
+// late FIN shortens it. A count outside its bounds is a model disagreement.
+func predictedRecord(st scenario.Settings, tm *report.Timing, m check.Metrics) *report.Predicted {
+	lateness := runLateness(tm, st.TimeScale)
+	pred := oracle.Predict(oraclePlan(st), lateness)
+	flat := m.Flat()
+	out := &report.Predicted{Rule: pred.Rule, LatenessMs: math.Round(pred.LatenessMs*1000) / 1000, Counts: []report.PredictedCount{}}
+	var off []string
+	for _, c := range pred.Counts {
+		pc := report.PredictedCount{
+			Metric: c.Metric, Predicted: c.Predicted, Value: c.Value, Lo: c.Lo, Hi: c.Hi, AtMost: c.AtMost,
+			Measured: flat[c.Metric], Reason: c.Reason, Window: c.Window, Requests: c.Requests, Uncertain: c.Uncertain,
+		}
+		switch {
+		case !c.Predicted:
+			pc.Verdict = report.ModelNotPredicted
+		case pc.Measured < float64(c.Lo) || pc.Measured > float64(c.Hi):
+			pc.Verdict = report.ModelDisagree
+			off = append(off, fmt.Sprintf("%s measured %g, predicted %s", c.Metric, pc.Measured, bounds(c)))
+		default:
+			pc.Verdict = report.ModelAgree
+		}
+		out.Counts = append(out.Counts, pc)
+	}
+	if len(off) > 0 {
+		out.Disagreement, out.Reason = true, strings.Join(off, "; ")
+	}
+	return out
+}
+
+func bounds(c oracle.Count) string {
+	switch {
+	case c.AtMost:
+		return fmt.Sprintf("at most %d", c.Value)
+	case c.Lo == c.Hi:
+		return fmt.Sprint(c.Value)
+	}
+	return fmt.Sprintf("%d (%d..%d at the run's lateness)", c.Value, c.Lo, c.Hi)
+}
+
+// runLateness is the lateness the prediction allows for, in scenario time.
+func runLateness(tm *report.Timing, scale float64) time.Duration {
+	if tm == nil {
+		return 0
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	var sum float64
+	for _, src := range []string{srcLink, srcSchedule, srcIdleClose} {
+		sum += tm.Sources[src].P99
+	}
+	return time.Duration(sum / scale * float64(time.Millisecond))
 }
