@@ -68,7 +68,18 @@ func (r *Run) backendConn(q report.Request) *report.Conn {
 			return c
 		}
 	}
-	return r.serverConn(0, q.BackendConn)
+	if c := r.serverConn(0, q.BackendConn); c != nil {
+		return c
+	}
+	// The balancer is the server's only client and both number connections in the order
+	// they open (the balancer dials, the server accepts), so the server's connection n is
+	// the balancer's backend connection n; it must have opened before q started.
+	for k := range r.Conns {
+		if c := &r.Conns[k]; c.Side == "server" && c.ClientConn == 0 && c.ID == q.BackendConn && c.OpenedMs <= q.StartMs+q.LatencyMs {
+			return c
+		}
+	}
+	return nil
 }
 
 // balancerRule names the balancer rule that produced what the client saw.
