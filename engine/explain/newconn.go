@@ -46,15 +46,15 @@ func (r *Run) concurrentNew(i int) string {
 		if j == i || o.StartMs > q.StartMs {
 			continue
 		}
-		if o.Conn != 0 && o.Conn != q.Conn {
+		// A connection could have served q only if its request had finished by then.
+		if done := o.StartMs+o.LatencyMs <= q.StartMs; done && o.Conn != 0 && o.Conn != q.Conn {
 			seen[o.Conn] = true
-		}
-		if o.StartMs+o.LatencyMs > q.StartMs {
+		} else if !done {
 			inFlight++
 		}
 	}
 	if len(seen) == 0 {
-		return "" // the first wave: nothing to reuse yet
+		return "" // the first wave: no connection had come free yet
 	}
 	if mi := r.params.Client.MaxIdle; mi > 0 {
 		return fmt.Sprintf("Request %d, sent at %s, opened a new connection %d: pool full: %d other requests in flight, %d idle slots (client.max_idle %d); the %d connections used before it beyond those slots were closed when they went idle, so it dialed.",
