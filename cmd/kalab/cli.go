@@ -39,8 +39,8 @@ Usage:
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
-  kalab explain [RESULTS_DIR] [--run SCENARIO/VARIANT] [--request N]
-                                        why each failed, retried, re-sent or 502 request went that way
+  kalab explain [RESULTS_DIR] [flags]   why each failed, retried, re-sent or 502
+                                        request went that way (--run, --request N)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
                                         to fail (the safe setting), over seeds, with a plot
