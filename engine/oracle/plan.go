@@ -38,6 +38,7 @@ type Server struct {
 	HasHint     bool
 	MaxRequests int // per connection; 0 unlimited
 	CloseEvery  int // closes every Nth connection abruptly; 0 never
+	Status      int // the status every response carries
 }
 
 // Client is the client profile's declared rules.

@@ -107,6 +107,8 @@ func unpredictable(p Plan) string {
 		return fmt.Sprintf("a real server (%s): its own timers decide when it closes", p.Server.Real)
 	case p.Server.HTTP2:
 		return "HTTP/2 multiplexes requests on one connection; the oracle models HTTP/1.1 pools"
+	case p.Server.Status >= 500 && p.Balancer != nil:
+		return fmt.Sprintf("the server answers %d itself: the balancer's own error answers cannot be told from the server's", p.Server.Status)
 	case p.Server.CloseEvery > 0:
 		return "server.close_every closes connections at instants the plan does not fix"
 	case p.Backlog:

@@ -42,7 +42,7 @@ func oracleServer(st scenario.Settings) oracle.Server {
 	s := st.Server
 	out := oracle.Server{
 		HTTP2: speaksHTTP2(st), IdleTimeout: s.IdleTimeout.D(),
-		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery,
+		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status,
 	}
 	switch {
 	case s.Exec != "":
