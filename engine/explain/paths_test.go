@@ -89,3 +89,37 @@ func TestExplainPoolFull(t *testing.T) {
 		t.Errorf("notable %v, want [3]", got)
 	}
 }
+
+// A balancer's 502: the backend connection the request before it left, the server's close
+// of it, the FIN's arrival at the balancer and the gap against the backend window, from
+// hand-made records (client RTT 20 ms, backend RTT 400 ms, server idle 6 s).
+func TestExplainBalancer502(t *testing.T) {
+	t.Parallel()
+	reqs := []report.Request{
+		{Seq: 0, StartMs: 0, LatencyMs: 1220, Conn: 1, Attempts: 1, Status: 200, BackendConn: 1, BackendAttempts: 1},
+		// Response at the client at 1,220 ms: the server wrote it at 1,220 − 10 − 200 = 1,010.
+		// A pause of 5,700: at the balancer 5,720 ms after it got the response, inside (5,600, 6,000).
+		{Seq: 1, StartMs: 6920, LatencyMs: 170, Conn: 1, Reused: true, Attempts: 1, Status: 502, BackendConn: 1, BackendAttempts: 1, BackendReused: true},
+	}
+	conns := []report.Conn{{Record: "conn", Side: "server", ID: 1, OpenedMs: 5, ClosedMs: f(7010), ClosedBy: "server", Reason: "idle", Requests: 1}}
+	params := `{"network":{"rtt":"20ms"},"server":{"idle_timeout":"6s"},"client":{"preset":"node-agent","keepalive":true,"method":"GET"},
+		"load":{"concurrency":1,"burst":1},"balancer":{"preset":"aws-alb","on_backend_error":"error","backend_network":{"rtt":"400ms"}}}`
+	r, err := NewRun(&report.Run{Params: json.RawMessage(params)}, reqs, conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := Request(r, 1)
+	for _, w := range []string{
+		"was answered 502 by the balancer (aws-alb)",
+		"a pause of 5700.0 ms", "sat idle 5720.0 ms at the balancer, inside the race window (idle − backend RTT, idle) = (5600.0 ms, 6000.0 ms)",
+		"forwarded it at about 6930.0 ms", "the server wrote at about 1010.0 ms",
+		"closed that connection at 7010.0 ms (idle timeout: server.idle_timeout 6s), 6000.0 ms after its last write",
+		"FIN reached the balancer (aws-alb) at about 7210.0 ms", "280.0 ms after it forwarded the request",
+		"reached the server at about 7130.0 ms, 120.0 ms after the close",
+		"on_backend_error error",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("lacks %q:\n%s", w, text)
+		}
+	}
+}

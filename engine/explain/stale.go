@@ -84,8 +84,18 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	}
 	fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
 	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
-	if idle <= 0 || r.params.Balancer != nil {
+	if idle <= 0 {
 		b.WriteString(".")
+		return
+	}
+	if r.params.Balancer != nil {
+		// At the balancer's backend pool the gap is the pause plus the client's round trip,
+		// and the window is one backend round trip wide.
+		back := 2 * msD(r.backOneWay())
+		gap := pause + rtt
+		in := gap > idle-back && gap < idle
+		fmt.Fprintf(b, "; with the client's round trip the backend connection sat idle %s at the balancer, %s the race window (idle − backend RTT, idle) = (%s, %s).",
+			ms(gap), map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
 		return
 	}
 	lo, hi := idle-rtt, idle
