@@ -39,6 +39,8 @@ Usage:
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
+  kalab explain [RESULTS_DIR] [flags]   why each failed, retried, re-sent or 502
+                                        request went that way (--run, --request N)
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
                                         to fail (the safe setting), over seeds, with a plot
@@ -60,7 +62,7 @@ that); 130 interrupted. A check not evaluated is never a pass (kalab help verdic
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep"}
+var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
 
 const serversHelp = `Real servers behind the proxy (instead of the embedded server):
 
@@ -133,6 +135,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdMerge(rest, stdout, stderr)
 	case "sweep":
 		return cmdSweep(rest, stdout, stderr)
+	case "explain":
+		return cmdExplain(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-V":

@@ -186,9 +186,52 @@ type Run struct {
 	// Hops are the parts of the run's path, the client first: who each is and what it
 	// counted; nil for a run that did not start.
 	Hops []Hop `json:"hops,omitempty"`
+	// Predicted is what the plan alone predicts of the run's counts (engine/oracle) beside
+	// what it measured; nil for a run that gave no verdict or wrote no prediction.
+	Predicted *Predicted `json:"predicted,omitempty"`
 
 	line int // the line it was read from, for messages about a file
 }
+
+// Predicted is the oracle's account of a run: each count the plan predicts, beside the
+// measured value. A count the plan does not fix is listed as not predicted, with why.
+type Predicted struct {
+	// Rule is the model that applied: sequential, batches, no-reuse, or empty.
+	Rule string `json:"rule,omitempty"`
+	// LatenessMs is the lateness, in scenario milliseconds, the bounds allow for: the sum of
+	// the p99 lateness of the run's link, schedule and idle-close timers, divided by the
+	// time scale. A pause within it of a window edge may count on either side.
+	LatenessMs float64 `json:"lateness_ms"`
+	// Disagreement is true when a predicted count was measured outside its bounds: the
+	// model of the run's parts and the parts themselves disagree (see Verdicts). It does
+	// not change the run's status.
+	Disagreement bool             `json:"disagreement"`
+	Reason       string           `json:"reason,omitempty"` // the counts that disagree
+	Counts       []PredictedCount `json:"counts"`
+}
+
+// PredictedCount is one count of a Predicted.
+type PredictedCount struct {
+	Metric    string  `json:"metric"`
+	Predicted bool    `json:"predicted"`
+	Value     int     `json:"value"`             // the plan's count with every timer on time
+	Lo        int     `json:"lo"`                // the bounds at the run's lateness
+	Hi        int     `json:"hi"`                //
+	AtMost    bool    `json:"at_most,omitempty"` // Value is an upper bound (scheduling can only lower it)
+	Measured  float64 `json:"measured"`
+	Verdict   string  `json:"verdict"` // agree | disagree | not-predicted
+	Reason    string  `json:"reason"`  // the rule, or why the count is not predicted
+	Window    string  `json:"window,omitempty"`
+	Requests  []int   `json:"requests,omitempty"`  // the requests (seq) the rule puts in the count
+	Uncertain []int   `json:"uncertain,omitempty"` // requests whose pause is within the lateness of an edge
+}
+
+// Verdicts of a predicted count (PredictedCount.Verdict).
+const (
+	ModelAgree        = "agree"
+	ModelDisagree     = "disagree"
+	ModelNotPredicted = "not-predicted"
+)
 
 // Hop is one part of a run's path (client, link, balancer, backend link, server, a
 // middlebox): its identity and its own counters, under the metric vocabulary's names.

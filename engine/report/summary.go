@@ -35,6 +35,7 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		return err
 	}
 	timingSummary(w, runs)
+	modelSummary(w, runs)
 	var failed []string
 	for _, r := range runs {
 		for _, c := range r.Checks {
@@ -95,6 +96,9 @@ func Totals(runs []*Run, scenarios []*Scenario) string {
 	}
 	for _, sc := range scenarios {
 		all = append(all, sc.Checks...)
+	}
+	if n := disagreements(runs); n > 0 {
+		s += fmt.Sprintf(", %d model disagreement%s", n, plural(n))
 	}
 	sep := "; "
 	for _, kind := range []string{"expect", "compare", "baseline"} {

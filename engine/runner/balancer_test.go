@@ -13,6 +13,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -53,12 +54,27 @@ func TestALBScenarioPrediction(t *testing.T) {
 		runs[r.Variant] = r
 	}
 	st := runs["alb-node"].Settings
-	inside, after, margin := racePrediction(st)
+	// The oracle's counts, judged at 40 ms of scenario time (20 ms real at the file's 0.5):
+	// no pause may lie that close to a window edge, or the verdict would hang on timer
+	// lateness.
+	pred := oracle.Predict(oraclePlan(st), 40*time.Millisecond)
+	count := func(metric string) int {
+		c, ok := pred.Count(metric)
+		if !ok || !c.Predicted {
+			t.Fatalf("the oracle does not predict %s: %s", metric, c.Reason)
+		}
+		if c.Lo != c.Hi {
+			t.Errorf("%s: a pause is within 20 ms of real time of a window edge (requests %v): the verdict would hang on timer lateness", metric, c.Uncertain)
+		}
+		return c.Value
+	}
+	inside, backend := count(oracle.Status5xx), count(oracle.BackendConnections)
 	if inside == 0 {
 		t.Fatal("no pause falls in the race window: the scenario shows nothing")
 	}
-	if margin < 20*time.Millisecond {
-		t.Errorf("a pause is %v of real time from a window edge: the verdict would hang on timer lateness", margin)
+	// The oracle and the test's own geometry must agree (two derivations of one window).
+	if in, aft, _ := racePrediction(st); in != inside || 1+in+aft != backend {
+		t.Errorf("the oracle predicts %d races and %d backend connections; the geometry %d and %d", inside, backend, in, 1+in+aft)
 	}
 	exprs := func(name string) string {
 		var all []string
@@ -70,7 +86,7 @@ func TestALBScenarioPrediction(t *testing.T) {
 	for _, want := range []struct{ variant, expr string }{
 		{"alb-node", fmt.Sprintf("status_5xx == %d", inside)},
 		{"alb-node", fmt.Sprintf("backend_errors == %d", inside)},
-		{"alb-node", fmt.Sprintf("backend_connections == %d", 1+inside+after)},
+		{"alb-node", fmt.Sprintf("backend_connections == %d", backend)},
 		{"nginx-get", fmt.Sprintf("balancer_retries == %d", inside)},
 		{"nginx-post", fmt.Sprintf("status_5xx == %d", inside)},
 	} {
@@ -82,11 +98,15 @@ func TestALBScenarioPrediction(t *testing.T) {
 	for _, scale := range []float64{0.5, 1} {
 		at := st
 		at.TimeScale = scale
-		if in, aft, _ := racePrediction(at); in != inside || aft != after {
-			t.Errorf("at --time-scale %v the geometry predicts %d races and %d pauses past the FIN, at the file's scale %d and %d", scale, in, aft, inside, after)
+		p := oracle.Predict(oraclePlan(at), 0)
+		in, _ := p.Count(oracle.Status5xx)
+		bc, _ := p.Count(oracle.BackendConnections)
+		if in.Value != inside || bc.Value != backend {
+			t.Errorf("at --time-scale %v the oracle predicts %d races and %d backend connections, at the file's scale %d and %d", scale, in.Value, bc.Value, inside, backend)
 		}
 	}
-	if in, _, _ := racePrediction(runs["alb-backend-65s"].Settings); in != 0 {
+	if c, _ := oracle.Predict(oraclePlan(runs["alb-backend-65s"].Settings), 0).Count(oracle.Status5xx); c.Value != 0 {
+		in := c.Value
 		// 65 s closes never come inside a 6 s pause: the fix must predict 0 by construction.
 		t.Errorf("the fixed variant predicts %d races", in)
 	}

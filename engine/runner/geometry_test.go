@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -20,31 +23,16 @@ import (
 // 1,900 ms where 4-6 were predicted.
 const raceMargin = 15 * time.Millisecond
 
-// predictRaces counts the pauses that put a burst's first request into the stale race on
-// one kept-alive connection, in scenario time. After the burst's last response reached
-// the client at C, the server (which wrote it RTT/2 earlier) closes at C - RTT/2 + idle;
-// its FIN reaches the client at C + idle. The request sent at C + p arrives at C + p +
-// RTT/2. It fails when it leaves before the FIN arrives and lands after the close:
-// idle - RTT < p < idle. A client idle timeout t below idle discards the connection for
-// p >= t instead. lo counts the pauses at least raceMargin inside the window, hi those
-// within raceMargin of it.
-func predictRaces(st scenario.Settings) (lo, hi int) {
-	scale := st.TimeScale
-	idle := time.Duration(st.Server.IdleTimeout)
-	from, to := idle-time.Duration(st.Network.RTT), idle
-	if t := time.Duration(st.Client.IdleTimeout); t > 0 && t < to {
-		to = t
+// predictRaces asks the oracle for the count of a stale-race run: lo counts the pauses at
+// least raceMargin inside the race window (idle − RTT, idle), or (idle − RTT, client idle)
+// under a shorter client idle timeout, hi adds those within raceMargin of it (the oracle's
+// bounds at a lateness of raceMargin). metric is errors, or retries when the client retries.
+func predictRaces(st scenario.Settings, metric string) (lo, hi int) {
+	c, ok := oracle.Predict(oraclePlan(st), raceMargin).Count(metric)
+	if !ok || !c.Predicted {
+		return -1, -1
 	}
-	for _, real := range load.Pauses(loadSpec(st, scaler(scale))) {
-		p := time.Duration(float64(real) / scale)
-		if p > from+raceMargin && p < to-raceMargin {
-			lo++
-		}
-		if p > from-raceMargin && p < to+raceMargin {
-			hi++
-		}
-	}
-	return lo, hi
+	return c.Lo, c.Hi
 }
 
 // The stale-race file's error bands are the predictions of its seeded pauses, not bands
@@ -59,11 +47,12 @@ func TestStaleRaceBandsFollowFromThePauses(t *testing.T) {
 	}
 	want := map[string]string{} // variant -> the check it must carry
 	for _, r := range p.Scenarios[0].Runs {
-		lo, hi := predictRaces(r.Settings)
+		lo, hi := predictRaces(r.Settings, oracle.Errors)
 		switch r.Variant {
 		case "node-agent", "undici", "idle-1900":
 			want[r.Variant] = fmt.Sprintf("errors >= %d && errors <= %d", lo, hi)
 		case "one-retry":
+			lo, hi = predictRaces(r.Settings, oracle.Retries)
 			want[r.Variant] = fmt.Sprintf("retries >= %d && retries <= %d", lo, hi)
 		case "idle-1500":
 			if hi != 0 {
@@ -86,30 +75,17 @@ func TestStaleRaceBandsFollowFromThePauses(t *testing.T) {
 	}
 }
 
-// predictPoolDials counts the connections a closed-model run in batches opens, from its
-// plan: the first batch dials one per request in flight (c); each later batch finds the
-// connections the pool kept after the last one (kept: the pool size, or none when a pause
-// reaches an idle timeout) and dials c - kept. Lateness can only lower the count (a request
-// that starts a round trip late finds a connection its batch returned), so the band is the
-// prediction less the counting noise, round(sqrt(n)).
+// predictPoolDials asks the oracle for the connections a closed-model run in batches
+// opens: the first batch dials one per request in flight; each later batch finds the
+// connections the pool kept and dials the rest. Lateness can only lower the count (the
+// oracle marks it an upper bound), so the band is the prediction less the counting noise,
+// round(sqrt(n)).
 func predictPoolDials(st scenario.Settings) (lo, hi int) {
-	l := st.Load
-	c := min(max(l.Concurrency, 1), l.Burst)
-	batches := (l.Requests + l.Burst - 1) / l.Burst
-	kept := c
-	if m := st.Client.MaxIdle; m > 0 && m < c {
-		kept = m
+	c, ok := oracle.Predict(oraclePlan(st), 0).Count(oracle.Connections)
+	if !ok || !c.Predicted || !c.AtMost {
+		return -1, -1
 	}
-	pause := time.Duration(l.Pause.Max)
-	for _, idle := range []scenario.Duration{st.Server.IdleTimeout, st.Client.IdleTimeout} {
-		if idle > 0 && pause >= time.Duration(idle) {
-			kept = 0
-		}
-	}
-	if !st.Client.KeepAlive {
-		kept = 0
-	}
-	n := c + (batches-1)*(c-kept)
+	n := c.Value
 	return n - int(math.Round(math.Sqrt(float64(n)))), n
 }
 
@@ -144,5 +120,87 @@ func TestPoolThrashCountFollowsFromTheBatches(t *testing.T) {
 	// keeps 2 and dials 8 per batch; a pool of 10 keeps all 10.
 	if checked["idle-2"] != 402 || checked["idle-10"] != 10 || len(checked) != 2 {
 		t.Errorf("predicted %v; want idle-2 402 and idle-10 10", checked)
+	}
+}
+
+// The oracle's counts for the sequential and batch files satisfy each file's own checks:
+// every expect assertion that reads only predicted counts (and requests) holds when the
+// oracle's values stand in for the measured ones. A rule of the oracle that drifts from a
+// file's finding fails here, before any run.
+func TestOraclePassesTheFilesChecks(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	for _, name := range []string{"04-stale-race.yaml", "05-hint-gives-up-reuse.yaml", "08-pool-thrash.yaml", "10-lb-idle-mismatch.yaml", "12-alb-backend-race.yaml"} {
+		p, err := scenario.LoadFiles([]string{filepath.Join(filepath.Dir(self), "..", "..", "scenarios", name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evaluated := 0
+		for _, r := range p.Scenarios[0].Runs {
+			pred := oracle.Predict(oraclePlan(r.Settings), 0)
+			flat := map[string]float64{"requests": float64(r.Settings.Load.Requests)}
+			for _, c := range pred.Counts {
+				if c.Predicted {
+					flat[c.Metric] = float64(c.Value)
+				}
+			}
+			for _, a := range r.Expect {
+				if !readsOnly(a.Refs(), flat) {
+					continue
+				}
+				evaluated++
+				if ok, err := a.Eval(check.FromFlat(flat)); !ok || err != nil {
+					t.Errorf("%s/%s: the oracle's counts %v fail %q (%v)", name, r.Variant, flat, a.Source, err)
+				}
+			}
+		}
+		if evaluated == 0 {
+			t.Errorf("%s: no check reads only predicted counts", name)
+		}
+	}
+}
+
+func readsOnly(refs []check.Ref, have map[string]float64) bool {
+	for _, r := range refs {
+		if _, ok := have[r.Metric]; !ok {
+			return false
+		}
+	}
+	return len(refs) > 0
+}
+
+// A run's prediction is judged within the lateness its own timers showed: at 1.5 ms of
+// real link lateness (15 ms of scenario time at the file's 0.1) the stale-race bounds are
+// the file's band; a count outside them is a model disagreement, one inside is not, and
+// with no lateness only the plan's own count agrees.
+func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	p, err := scenario.LoadFiles([]string{filepath.Join(filepath.Dir(self), "..", "..", "scenarios", "04-stale-race.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Scenarios[0].Runs[0].Settings // node-agent
+	lo, hi := predictRaces(st, oracle.Errors)
+	quiet := &report.Timing{Sources: map[string]report.TimingSource{}}
+	late := &report.Timing{Sources: map[string]report.TimingSource{srcLink: {P99: 1.5, Max: 9}}}
+	for _, c := range []struct {
+		tm       *report.Timing
+		errors   float64
+		disagree bool
+	}{
+		{quiet, 15, false}, {quiet, 16, true}, {late, float64(lo), false}, {late, float64(hi), false},
+		{late, float64(hi + 1), true}, {late, float64(lo - 1), true},
+	} {
+		pr := predictedRecord(st, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
+		if pr.Disagreement != c.disagree {
+			t.Errorf("errors %v at lateness %v ms: disagreement %v (%s), want %v", c.errors, pr.LatenessMs, pr.Disagreement, pr.Reason, c.disagree)
+		}
+		if c.disagree && !strings.Contains(pr.Reason, fmt.Sprintf("errors measured %v", c.errors)) {
+			t.Errorf("the reason %q does not name the count that disagrees", pr.Reason)
+		}
+	}
+	if lo != 12 || hi != 21 {
+		t.Errorf("the band at 15 ms is %d..%d; the file checks 12..21", lo, hi)
 	}
 }

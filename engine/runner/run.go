@@ -102,6 +102,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
+		rec.Predicted = predictedRecord(st, rec.Timing, m)
 	}
 	if opt.Judge != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
 		opt.Judge(rec)
@@ -192,7 +193,7 @@ func logEnd(log zerolog.Logger, rec *report.Run, m check.Metrics) {
 // can neither pass nor fail. The scheduler reruns it alone, or ends it as an engine error.
 func notAResult(rec *report.Run) {
 	rec.Status, rec.Error = report.StatusError, "noisy: "+rec.Timing.Reason
-	rec.Checks, rec.Baseline = []report.Check{}, nil
+	rec.Checks, rec.Baseline, rec.Predicted = []report.Check{}, nil, nil
 }
 
 // connOutcome is what a run recorded about its connections and its hops.

@@ -1,0 +1,211 @@
+// Package explain tells, from a run's own records (its request and connection files), why
+// each request that failed, was retried, was silently re-sent or got a 502 went that way:
+// when its connection last carried a response, when and why it was closed, when the FIN
+// reached the client, what the client was doing then, and which rule of the client's preset
+// turned that into an error or a re-send. Times are in scenario time from the run's start.
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// Run is what the explanations read of one run: its record and its two files.
+type Run struct {
+	Record   *report.Run
+	Requests []report.Request // in seq order
+	Conns    []report.Conn
+	params   params
+}
+
+// params is the part of a run's resolved settings (report.Run.Params) the text names.
+type params struct {
+	Network struct {
+		RTT string `json:"rtt"`
+	} `json:"network"`
+	Server struct {
+		Preset      string `json:"preset"`
+		IdleTimeout string `json:"idle_timeout"`
+		MaxRequests int    `json:"max_requests"`
+	} `json:"server"`
+	Client struct {
+		Preset         string `json:"preset"`
+		Implementation string `json:"implementation"`
+		KeepAlive      bool   `json:"keepalive"`
+		IdleTimeout    string `json:"idle_timeout"`
+		MaxIdle        int    `json:"max_idle"`
+		Method         string `json:"method"`
+		Retry          struct {
+			Attempts int      `json:"attempts"`
+			On       []string `json:"on"`
+		} `json:"retry"`
+	} `json:"client"`
+	Load struct {
+		Concurrency int `json:"concurrency"`
+		Burst       int `json:"burst"`
+	} `json:"load"`
+	Balancer *struct {
+		Preset         string `json:"preset"`
+		OnBackendError string `json:"on_backend_error"`
+		BackendNetwork struct {
+			RTT string `json:"rtt"`
+		} `json:"backend_network"`
+	} `json:"balancer"`
+}
+
+// NewRun prepares a run's records for explanation; the requests need not be sorted.
+func NewRun(rec *report.Run, reqs []report.Request, conns []report.Conn) (*Run, error) {
+	r := &Run{Record: rec, Requests: append([]report.Request(nil), reqs...), Conns: conns}
+	sort.Slice(r.Requests, func(i, j int) bool { return r.Requests[i].Seq < r.Requests[j].Seq })
+	if len(rec.Params) > 0 {
+		if err := json.Unmarshal(rec.Params, &r.params); err != nil {
+			return nil, fmt.Errorf("the run's params: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Notable lists the requests an explanation is owed: failed, retried, silently re-sent,
+// answered 5xx, and new connections the run's rules do not account for.
+func (r *Run) Notable() []int {
+	var out []int
+	for i, q := range r.Requests {
+		if r.notable(i) || r.unexpectedNew(i) != "" {
+			out = append(out, q.Seq)
+		}
+	}
+	return out
+}
+
+func (r *Run) notable(i int) bool {
+	q := r.Requests[i]
+	return q.Class != "" || q.Attempts > 1 || q.HiddenRetries > 0 || q.Status >= 500 || q.BackendAttempts > 1
+}
+
+// Request explains one request (by seq) in one paragraph; ok is false when the run has no
+// such request.
+func Request(r *Run, seq int) (text string, ok bool) {
+	i := r.index(seq)
+	if i == len(r.Requests) || r.Requests[i].Seq != seq {
+		return "", false
+	}
+	q := r.Requests[i]
+	switch {
+	case q.Status >= 500 && r.params.Balancer != nil, q.BackendAttempts > 1:
+		return r.backendStory(i), true
+	case r.notable(i):
+		return r.staleStory(i), true
+	}
+	if why := r.unexpectedNew(i); why != "" {
+		return why, true
+	}
+	return r.plainStory(i), true
+}
+
+// maxNewConns bounds how many new-connection paragraphs All writes: a thrashing pool opens
+// hundreds for one reason.
+const maxNewConns = 5
+
+// All explains every notable request, one paragraph each, separated by blank lines; after
+// maxNewConns paragraphs about new connections it counts the rest in one line.
+func All(r *Run) string {
+	var parts []string
+	newConns := 0
+	for _, seq := range r.Notable() {
+		t, _ := Request(r, seq)
+		if i := r.index(seq); !r.notable(i) {
+			if newConns++; newConns > maxNewConns {
+				continue
+			}
+		}
+		parts = append(parts, t)
+	}
+	if newConns > maxNewConns {
+		parts = append(parts, fmt.Sprintf("... and %d more new connections like these (kalab explain --request N tells one).", newConns-maxNewConns))
+	}
+	if len(parts) == 0 {
+		return "Nothing to explain: no request failed, was retried, re-sent or answered 5xx, and every new connection follows from the run's rules."
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func (r *Run) index(seq int) int {
+	return sort.Search(len(r.Requests), func(i int) bool { return r.Requests[i].Seq >= seq })
+}
+
+func (r *Run) oneWay() time.Duration { return dur(r.params.Network.RTT) / 2 }
+
+func (r *Run) backOneWay() time.Duration {
+	if r.params.Balancer == nil {
+		return 0
+	}
+	return dur(r.params.Balancer.BackendNetwork.RTT) / 2
+}
+
+func dur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// ms renders a scenario-time instant or length in milliseconds, one decimal.
+func ms(v float64) string { return fmt.Sprintf("%.1f ms", v) }
+
+func msD(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// relative says how far a is from b in words, with the sign carried by the words.
+func relative(a, b float64, what string) string {
+	switch d := a - b; {
+	case d > 0:
+		return fmt.Sprintf("%s after %s", ms(d), what)
+	case d < 0:
+		return fmt.Sprintf("%s before %s", ms(-d), what)
+	}
+	return "exactly at " + what
+}
+
+// prevResponse finds the last request before index i that carried a response (any status)
+// on client connection conn; -1 when none did.
+func (r *Run) prevResponse(i int, conn uint64) int {
+	for j := i - 1; j >= 0; j-- {
+		if q := r.Requests[j]; q.Conn == conn && q.Status > 0 {
+			return j
+		}
+	}
+	return -1
+}
+
+// serverConn finds the server's record of the connection a request rode: by the server's
+// id when the request names it, else by the client's id.
+func (r *Run) serverConn(serverID, clientID uint64) *report.Conn {
+	for k := range r.Conns {
+		c := &r.Conns[k]
+		if c.Side != "server" && c.Side != "proxy" {
+			continue
+		}
+		if (serverID != 0 && c.ID == serverID) || (serverID == 0 && clientID != 0 && c.ClientConn == clientID) {
+			return c
+		}
+	}
+	return nil
+}
+
+func (r *Run) sequential() bool { return r.params.Load.Concurrency <= 1 }
+
+// clientName is the client's preset, or its implementation.
+func (r *Run) clientName() string {
+	if p := r.params.Client.Preset; p != "" {
+		return p
+	}
+	if r.params.Client.Implementation != "" {
+		return r.params.Client.Implementation
+	}
+	return "the client"
+}

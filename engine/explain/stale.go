@@ -1,0 +1,209 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// staleStory explains a request that failed, or was retried or re-sent, on the client's
+// own connection: the stale-connection race and its relatives.
+func (r *Run) staleStory(i int) string {
+	q := r.Requests[i]
+	var b strings.Builder
+	b.WriteString(r.outcome(q))
+	conn, serverID := q.Conn, q.ServerConn
+	if q.Class == "" && i > 0 && r.sequential() {
+		// A retried or re-sent request's record names its final connection; the attempt that
+		// failed rode the connection the request before it left in the pool.
+		conn, serverID = r.Requests[i-1].Conn, 0
+	}
+	r.pauseFacts(&b, i)
+	j := r.prevResponse(i, conn)
+	if j < 0 {
+		fmt.Fprintf(&b, " Connection %d carried no response before it, so nothing in the records says it was stale.", conn)
+		b.WriteString(" " + r.rule(q))
+		return b.String()
+	}
+	last := r.Requests[j]
+	arrived := last.StartMs + last.LatencyMs
+	owd := msD(r.oneWay())
+	fmt.Fprintf(&b, " Its connection %d last carried a response at %s (request %d's, written by the server at about %s).",
+		conn, ms(arrived), last.Seq, ms(arrived-owd))
+	sc := r.serverConn(serverID, conn)
+	if sc == nil || sc.ClosedMs == nil {
+		b.WriteString(" The connection records do not say when that connection closed.")
+		b.WriteString(" " + r.rule(q))
+		return b.String()
+	}
+	r.closeFacts(&b, q, sc, arrived-owd, owd)
+	b.WriteString(" " + r.rule(q))
+	return b.String()
+}
+
+// outcome is the paragraph's first sentence: what happened to the request.
+func (r *Run) outcome(q report.Request) string {
+	switch {
+	case q.Class != "":
+		return fmt.Sprintf("Request %d failed with %s after %s (%q), sent at %s on connection %d (%s).",
+			q.Seq, q.Class, ms(q.LatencyMs), q.Error, ms(q.StartMs), q.Conn, reusedWord(q.Reused))
+	case q.HiddenRetries > 0:
+		return fmt.Sprintf("Request %d, sent at %s, was re-sent %d time%s without the caller seeing it and answered %d on connection %d (new) after %s.",
+			q.Seq, ms(q.StartMs), q.HiddenRetries, plural(q.HiddenRetries), q.Status, q.Conn, ms(q.LatencyMs))
+	}
+	return fmt.Sprintf("Request %d, sent at %s, took %d attempts and was answered %d on connection %d (%s) after %s.",
+		q.Seq, ms(q.StartMs), q.Attempts, q.Status, q.Conn, reusedWord(q.Reused), ms(q.LatencyMs))
+}
+
+func reusedWord(reused bool) string {
+	if reused {
+		return "reused"
+	}
+	return "new"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// pauseFacts names the pause before the request when it opened a burst of a sequential run,
+// and where that pause lies against the race window (idle − RTT, idle).
+func (r *Run) pauseFacts(b *strings.Builder, i int) {
+	if i == 0 || !r.sequential() {
+		return
+	}
+	prev := r.Requests[i-1]
+	pause := r.Requests[i].StartMs - (prev.StartMs + prev.LatencyMs)
+	if burst := r.params.Load.Burst; burst > 0 && r.Requests[i].Seq%burst != 0 {
+		fmt.Fprintf(b, " It followed request %d's response by %s, inside a burst.", prev.Seq, ms(pause))
+		return
+	}
+	fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
+	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
+	if idle <= 0 {
+		b.WriteString(".")
+		return
+	}
+	if r.params.Balancer != nil {
+		// At the balancer's backend pool the gap is the pause plus the client's round trip,
+		// and the window is one backend round trip wide.
+		back := 2 * msD(r.backOneWay())
+		gap := pause + rtt
+		in := gap > idle-back && gap < idle
+		fmt.Fprintf(b, "; with the client's round trip the backend connection sat idle %s at the balancer, %s the race window (idle − backend RTT, idle) = (%s, %s).",
+			ms(gap), map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
+		return
+	}
+	lo, hi := idle-rtt, idle
+	if ci := msD(dur(r.params.Client.IdleTimeout)); ci > 0 && ci < hi {
+		hi = ci
+	}
+	switch {
+	case pause > lo && pause < hi:
+		fmt.Fprintf(b, ", inside the race window (idle − RTT, idle) = (%s, %s).", ms(lo), ms(hi))
+	case pause <= lo:
+		fmt.Fprintf(b, ", %s below the race window (%s, %s): timer lateness moved it in.", ms(lo-pause), ms(lo), ms(hi))
+	default:
+		fmt.Fprintf(b, ", %s past the race window (%s, %s): timer lateness moved it in.", ms(pause-hi), ms(lo), ms(hi))
+	}
+}
+
+// closeFacts tells when and why the connection was closed, when its FIN reached the
+// client, and where the request was then.
+func (r *Run) closeFacts(b *strings.Builder, q report.Request, sc *report.Conn, lastWrite, owd float64) {
+	closed := *sc.ClosedMs
+	who := sc.ClosedBy
+	if who == "" {
+		who = "the server"
+	} else {
+		who = "the " + who
+	}
+	fmt.Fprintf(b, " %s closed it at %s (%s), %s after its last write.", capital(who), ms(closed), r.reasonText(sc.Reason), ms(closed-lastWrite))
+	if sc.ClosedBy == report.ClosedByClient {
+		return
+	}
+	fin := closed + owd
+	fmt.Fprintf(b, " Its FIN reached the client at about %s (one-way delay %s).", ms(fin), ms(owd))
+	at := q.StartMs + owd
+	if q.StartMs < fin {
+		fmt.Fprintf(b, " The client sent the request at %s, %s, so its pool still held the connection as open;",
+			ms(q.StartMs), relative(q.StartMs, fin, "that FIN arrived"))
+	} else {
+		fmt.Fprintf(b, " The client sent the request at %s, %s, on a connection whose FIN it had already received;",
+			ms(q.StartMs), relative(q.StartMs, fin, "that FIN arrived"))
+	}
+	if at > closed {
+		fmt.Fprintf(b, " the request reached the server at about %s, %s, and met a closed socket (the kernel answers with a reset).", ms(at), relative(at, closed, "the close"))
+	} else {
+		fmt.Fprintf(b, " the request reached the server at about %s, %s, as the server was closing it.", ms(at), relative(at, closed, "the close"))
+	}
+}
+
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// reasonText names why a connection was closed, with the setting that made it.
+func (r *Run) reasonText(reason string) string {
+	switch reason {
+	case "idle":
+		if t := r.params.Server.IdleTimeout; t != "" && t != "0s" {
+			return "idle timeout: server.idle_timeout " + t
+		}
+		return "idle timeout"
+	case "max_requests":
+		return fmt.Sprintf("it had served server.max_requests %d", r.params.Server.MaxRequests)
+	case "close_every":
+		return "server.close_every"
+	case "requested":
+		return "the request asked for Connection: close"
+	case "end":
+		return "the run ended"
+	case "", "unknown":
+		return "reason not recorded"
+	}
+	return reason
+}
+
+// rule names the client rule that turned the stale connection into what the caller saw.
+func (r *Run) rule(q report.Request) string {
+	c := r.params.Client
+	name := r.clientName()
+	goT := c.Implementation == "go-net-http"
+	switch {
+	case q.HiddenRetries > 0 && goT:
+		return fmt.Sprintf("%s (Go's net/http Transport) re-sent it on a new connection without telling the caller: a replayable %s that failed on a reused connection is retried (transport.go shouldRetryRequest, request.go isReplayable); kalab counts it in hidden_retries.", name, method(c.Method))
+	case q.HiddenRetries > 0:
+		return fmt.Sprintf("%s re-sent it silently on a new connection (retry.hidden: the real client does this without telling the caller); kalab counts it in hidden_retries.", name)
+	case q.Class == "" && q.Attempts > 1:
+		return fmt.Sprintf("%s's retry rule (retry.attempts %d on %s) re-sent it on a new connection; kalab counts it in retries.", name, c.Retry.Attempts, strings.Join(c.Retry.On, ", "))
+	case goT:
+		return fmt.Sprintf("%s (Go's net/http Transport) does not re-send a %s that is not replayable (request.go isReplayable): the error reached the caller.", name, method(c.Method))
+	case c.Retry.Attempts == 0:
+		return fmt.Sprintf("%s does not retry (retry.attempts 0): the error reached the caller.", name)
+	case q.Attempts > c.Retry.Attempts:
+		return fmt.Sprintf("%s retried it %d time%s (retry.attempts %d) and the last attempt failed too: the error reached the caller.", name, q.Attempts-1, plural(q.Attempts-1), c.Retry.Attempts)
+	}
+	return fmt.Sprintf("%s's retry rule (retry.attempts %d on %s) did not cover this failure: the error reached the caller.", name, c.Retry.Attempts, strings.Join(c.Retry.On, ", "))
+}
+
+func method(m string) string {
+	if m == "" {
+		return "GET"
+	}
+	return m
+}
+
+// plainStory describes an unremarkable request.
+func (r *Run) plainStory(i int) string {
+	q := r.Requests[i]
+	return fmt.Sprintf("Request %d, sent at %s, was answered %d on connection %d (%s) after %s; nothing about it needs explaining.",
+		q.Seq, ms(q.StartMs), q.Status, q.Conn, reusedWord(q.Reused), ms(q.LatencyMs))
+}

@@ -1,0 +1,199 @@
+package oracle
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+const ms1 = time.Millisecond
+
+// staleRace is a hand-sized stale-race plan: 150 ms RTT, a 2 s idle close, bursts of 2 and
+// three pauses: 1,700 ms (reused safely: below idle − RTT = 1,850), 1,900 ms (inside
+// (1,850, 2,000): races) and 2,100 ms (the FIN came back at 2,000: a new connection).
+func staleRace() Plan {
+	return Plan{
+		Requests: 8, Burst: 2, RTT: 150 * ms1,
+		Pauses: []time.Duration{1700 * ms1, 1900 * ms1, 2100 * ms1},
+		Server: Server{IdleTimeout: 2 * time.Second},
+		Client: Client{KeepAlive: true, HonorHint: true, HintParser: "node", HintBuffer: time.Second, LivenessCheck: true, Method: "GET"},
+	}
+}
+
+type want map[string]int
+
+func check(t *testing.T, name string, got Prediction, w want) {
+	t.Helper()
+	for metric, v := range w {
+		c, ok := got.Count(metric)
+		if !ok || !c.Predicted {
+			t.Errorf("%s: %s not predicted (%s)", name, metric, c.Reason)
+			continue
+		}
+		if c.Value != v {
+			t.Errorf("%s: %s = %d, worked by hand %d (%s)", name, metric, c.Value, v, c.Reason)
+		}
+	}
+}
+
+func TestStaleRaceByHand(t *testing.T) {
+	t.Parallel()
+	// req 0 dials, 1 reuses; 2-3 reuse after 1,700; 4 races after 1,900 and fails on its
+	// reused connection, 5 dials; 6 dials after 2,100 (FIN seen), 7 reuses.
+	got := Predict(staleRace(), 0)
+	check(t, "node-agent", got, want{Errors: 1, Connections: 3, ReusedRequests: 5, Retries: 0, HiddenRetries: 0})
+	if c, _ := got.Count(Errors); !slices.Equal(c.Requests, []int{4}) || c.Window == "" {
+		t.Errorf("errors name requests %v, window %q; want [4] and a window", c.Requests, c.Window)
+	}
+
+	p := staleRace()
+	p.Client.Retry = Retry{Attempts: 1, On: []string{"reset", "eof"}, IdempotentOnly: true}
+	// 4's retry dials (conn 2) and 5 reuses it.
+	check(t, "one-retry", Predict(p, 0), want{Errors: 0, Retries: 1, Connections: 3, ReusedRequests: 5})
+
+	p = staleRace()
+	p.Client.IdleTimeout = 1800 * ms1                                                        // 1,900 and 2,100 both outlast it: dropped, no race
+	check(t, "idle-1800", Predict(p, 0), want{Errors: 0, Connections: 3, ReusedRequests: 5}) // 1, 2, 3, 5, 7
+
+	p = staleRace()
+	p.Client.LivenessCheck = false // 2,100: the FIN is in but the pool does not look
+	check(t, "no-liveness", Predict(p, 0), want{Errors: 2, Connections: 3})
+}
+
+func TestGoTransportReSendsOnlyReplayable(t *testing.T) {
+	t.Parallel()
+	p := staleRace()
+	p.Client = Client{GoTransport: true, KeepAlive: true, IdleTimeout: 90 * time.Second, MaxIdle: 2, Method: "GET"}
+	check(t, "go GET", Predict(p, 0), want{Errors: 0, HiddenRetries: 1, Connections: 3})
+	p.Client.Method = "POST"
+	check(t, "go POST", Predict(p, 0), want{Errors: 1, HiddenRetries: 0, Connections: 3})
+	p.Client.Method, p.Client.BodyBytes = "GET", 10
+	check(t, "go GET with body", Predict(p, 0), want{Errors: 1, HiddenRetries: 0})
+}
+
+// A pause within the lateness of an edge may count either way, and only such a pause.
+func TestLatenessWidensOnlyNearEdges(t *testing.T) {
+	t.Parallel()
+	// 1,900 is 50 ms inside 1,850; 1,700 and 2,100 are 150 and 100 ms from any edge.
+	got := Predict(staleRace(), 60*ms1)
+	c, _ := got.Count(Errors)
+	if c.Value != 1 || c.Lo != 0 || c.Hi != 1 || !slices.Equal(c.Uncertain, []int{4}) {
+		t.Errorf("errors at 60 ms lateness: %d in %d..%d, uncertain %v; want 1 in 0..1, [4]", c.Value, c.Lo, c.Hi, c.Uncertain)
+	}
+	got = Predict(staleRace(), 40*ms1)
+	if c, _ := got.Count(Errors); c.Lo != 1 || c.Hi != 1 || len(c.Uncertain) != 0 {
+		t.Errorf("errors at 40 ms lateness: %d..%d, uncertain %v; want 1..1", c.Lo, c.Hi, c.Uncertain)
+	}
+	// 110 ms reaches 2,000 from 2,100 too: the FIN may not be in yet, and a third pause
+	// races (errors up to 2); connections stay 3 whichever way each goes.
+	got = Predict(staleRace(), 110*ms1)
+	if c, _ := got.Count(Errors); c.Lo != 0 || c.Hi != 2 {
+		t.Errorf("errors at 110 ms lateness: %d..%d; want 0..2", c.Lo, c.Hi)
+	}
+}
+
+func TestHintRules(t *testing.T) {
+	t.Parallel()
+	p := staleRace()
+	p.Server.Hint, p.Server.HasHint = time.Second, true
+	// Node: timeout=1 minus its 1 s buffer is 0: nothing pooled.
+	check(t, "node timeout=1", Predict(p, 0), want{Errors: 0, Connections: 8, ReusedRequests: 0})
+	p.Client.HintParser, p.Client.HintBuffer, p.Client.IdleTimeout = "undici", 2*time.Second, 4*time.Second
+	check(t, "undici timeout=1", Predict(p, 0), want{Connections: 8})
+	p.Client.HonorHint = false
+	check(t, "hint ignored", Predict(p, 0), want{Errors: 1, Connections: 3})
+
+	for _, c := range []struct {
+		name       string
+		cl         Client
+		hint, want time.Duration
+	}{
+		{"node agent, no timeout: the hint never shortens none", Client{HonorHint: true, HintParser: "node", HintBuffer: time.Second}, 5 * time.Second, 0},
+		{"node global agent: 5 s − 1 s < 5 s", Client{HonorHint: true, HintParser: "node", HintBuffer: time.Second, IdleTimeout: 5 * time.Second}, 5 * time.Second, 4 * time.Second},
+		{"undici: 5 s − 2 s replaces 4 s", Client{HonorHint: true, HintParser: "undici", HintBuffer: 2 * time.Second, IdleTimeout: 4 * time.Second, HintMax: 600 * time.Second}, 5 * time.Second, 3 * time.Second},
+		{"undici: capped by keepAliveMaxTimeout", Client{HonorHint: true, HintParser: "undici", HintBuffer: 2 * time.Second, HintMax: 600 * time.Second}, 1000 * time.Second, 600 * time.Second},
+	} {
+		if got := clientKeep(c.cl, Server{Hint: c.hint, HasHint: true}); got != c.want {
+			t.Errorf("%s: keeps %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestMaxRequestsAndNoKeepAlive(t *testing.T) {
+	t.Parallel()
+	p := Plan{Requests: 7, RTT: 10 * ms1, Server: Server{MaxRequests: 3}, Client: Client{KeepAlive: true, Method: "GET"}}
+	check(t, "max 3", Predict(p, 0), want{Connections: 3, ReusedRequests: 4, Errors: 0})
+	p.Client.KeepAlive = false
+	p.Concurrency, p.OpenModel = 50, true // a connection per request at any concurrency
+	check(t, "no keep-alive", Predict(p, 0), want{Connections: 7, ReusedRequests: 0})
+}
+
+func TestBatches(t *testing.T) {
+	t.Parallel()
+	p := Plan{Requests: 500, Concurrency: 10, Burst: 10, RTT: 10 * ms1,
+		Server: Server{IdleTimeout: 5 * time.Second},
+		Client: Client{GoTransport: true, KeepAlive: true, IdleTimeout: 90 * time.Second, MaxIdle: 2, Method: "GET"}}
+	for i := 0; i < 49; i++ {
+		p.Pauses = append(p.Pauses, 20*ms1)
+	}
+	// 10 + 49 × 8 = 402.
+	got := Predict(p, 0)
+	check(t, "pool of 2", got, want{Connections: 402, Errors: 0})
+	if c, _ := got.Count(Connections); !c.AtMost {
+		t.Error("a batch count must be an upper bound: Go's dial race can only lower it")
+	}
+	p.Client.MaxIdle = 10
+	check(t, "pool of 10", Predict(p, 0), want{Connections: 10})
+	p.Client.MaxIdle, p.Requests, p.Pauses = 2, 95, p.Pauses[:9]
+	// 10, then 8 batches dialling 8, then a last batch of 5 finding 2: 10 + 64 + 3.
+	check(t, "short last batch", Predict(p, 0), want{Connections: 77})
+	p.Burst = 20
+	if c, _ := Predict(p, 0).Count(Connections); c.Predicted {
+		t.Error("bursts larger than the concurrency depend on response order: must not be predicted")
+	}
+}
+
+// The two-hop race: a pause p races the backend close when p + client RTT lies in
+// (close − backend RTT, close) = (5,600, 6,000) ms.
+func TestBalancerByHand(t *testing.T) {
+	t.Parallel()
+	p := Plan{
+		Requests: 8, Burst: 2, RTT: 20 * ms1,
+		Pauses: []time.Duration{5000 * ms1, 5700 * ms1, 6100 * ms1},
+		Server: Server{IdleTimeout: 6 * time.Second},
+		Client: Client{KeepAlive: true, LivenessCheck: true, Method: "GET"},
+		Balancer: &Balancer{IdleTimeout: 60 * time.Second, BackendRTT: 400 * ms1, BackendKeepAlive: true,
+			BackendIdle: 60 * time.Second, BackendLiveness: true, OnBackendError: "error", Retries: 1, ErrorStatus: 502, Reuse: "always"},
+	}
+	// 5,020 reuses; 5,720 races (request 4 gets a 502, 5 dials); 6,120 dials.
+	got := Predict(p, 0)
+	check(t, "alb", got, want{Errors: 0, Connections: 1, Status5xx: 1, BalancerErrors: 1, BackendErrors: 1, BalancerRetries: 0, BackendConnections: 3})
+	if c, _ := got.Count(Status5xx); !slices.Equal(c.Requests, []int{4}) {
+		t.Errorf("502s name %v, want [4]", c.Requests)
+	}
+	p.Balancer.OnBackendError, p.Balancer.Retries = "retry_idempotent", 16
+	check(t, "nginx GET", Predict(p, 0), want{Status5xx: 0, BalancerRetries: 1, BackendErrors: 1, BackendConnections: 3})
+	p.Client.Method = "POST"
+	check(t, "nginx POST", Predict(p, 0), want{Status5xx: 1, BalancerRetries: 0, BackendConnections: 3})
+}
+
+func TestNotPredicted(t *testing.T) {
+	t.Parallel()
+	for name, mut := range map[string]func(*Plan){
+		"real client": func(p *Plan) { p.Client.Real = "node" },
+		"open model":  func(p *Plan) { p.OpenModel = true },
+		"jitter":      func(p *Plan) { p.Jitter = ms1 },
+		"http2":       func(p *Plan) { p.Server.HTTP2 = true },
+		"one retry class": func(p *Plan) {
+			p.Client.Retry = Retry{Attempts: 1, On: []string{"reset"}}
+		},
+	} {
+		p := staleRace()
+		mut(&p)
+		for _, c := range Predict(p, 0).Counts {
+			if c.Predicted || c.Reason == "" {
+				t.Errorf("%s: %s predicted=%v reason %q; want not predicted, with a reason", name, c.Metric, c.Predicted, c.Reason)
+			}
+		}
+	}
+}

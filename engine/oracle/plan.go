@@ -1,0 +1,111 @@
+// Package oracle predicts the counts a run reports (errors, connections, reused requests,
+// retries, hidden re-sends, 502s) from its plan alone: the seeded pauses, the round trips,
+// the idle timeouts and the clients', servers' and balancers' declared rules. It opens no
+// socket; a run records its prediction beside what it measured.
+package oracle
+
+import "time"
+
+// Plan is what the oracle reads of a run, in scenario time (before any time scale). The
+// runner fills it from the scenario's resolved settings; nothing here knows the file.
+type Plan struct {
+	Requests    int
+	Concurrency int // requests in flight; 0 or 1 is sequential
+	Burst       int // requests per burst; 0 is one burst
+	// Pauses are the seeded pauses between bursts, as the load package draws them.
+	Pauses []time.Duration
+	// OpenModel is true when requests arrive at a rate rather than one after another.
+	OpenModel bool
+	RTT       time.Duration
+	Jitter    time.Duration
+	Server    Server
+	Client    Client
+	// Balancer, when set, stands between client and server (RTT is then the client's link).
+	Balancer *Balancer
+	// Backlog is true when the run models a listen queue (accept delays, overflows).
+	Backlog bool
+}
+
+// Server is the server's declared behaviour.
+type Server struct {
+	// Real names a real server program (nginx, node, a command, a URL); the oracle models
+	// only the embedded server, whose rules are the settings below.
+	Real        string
+	HTTP2       bool
+	IdleTimeout time.Duration // 0: never closes an idle connection
+	// Hint is the Keep-Alive timeout the server announces; HasHint false: none.
+	Hint        time.Duration
+	HasHint     bool
+	MaxRequests int // per connection; 0 unlimited
+	CloseEvery  int // closes every Nth connection abruptly; 0 never
+	Status      int // the status every response carries
+}
+
+// Client is the client profile's declared rules.
+type Client struct {
+	// Real names a real client program (client.exec); its rules are its own, not the plan's.
+	Real string
+	// GoTransport is the go-net-http implementation: Go's net/http.Transport, which re-sends
+	// a replayable request that failed on a reused connection (transport.go
+	// shouldRetryRequest, request.go isReplayable).
+	GoTransport bool
+	KeepAlive   bool
+	IdleTimeout time.Duration // 0: none; the clock starts when a response arrives
+	HonorHint   bool
+	HintParser  string // node | undici
+	HintBuffer  time.Duration
+	HintMax     time.Duration
+	MaxIdle     int // idle connections kept; 0 unlimited
+	MaxConns    int // connections per host; 0 unlimited
+	// LivenessCheck drops a pooled connection whose peer's FIN has arrived before reusing it.
+	LivenessCheck bool
+	Method        string
+	BodyBytes     int
+	Retry         Retry
+}
+
+// Retry is the client's retry rule.
+type Retry struct {
+	Attempts       int
+	On             []string // error classes: reset, eof, ...
+	IdempotentOnly bool
+	ReusedOnly     bool
+	ZeroBytesOnly  bool
+	Hidden         bool // counted as hidden_retries rather than retries
+}
+
+// Balancer is the balancer's declared behaviour.
+type Balancer struct {
+	IdleTimeout      time.Duration // closes an idle client-facing connection
+	BackendRTT       time.Duration
+	BackendJitter    time.Duration
+	BackendKeepAlive bool
+	BackendIdle      time.Duration // drops an idle backend connection
+	// BackendLiveness drops a backend connection whose FIN arrived before reusing it.
+	BackendLiveness bool
+	// OnBackendError: error (answer ErrorStatus), retry_idempotent (re-send an idempotent
+	// request on a new connection, else answer ErrorStatus) or close.
+	OnBackendError string
+	Retries        int
+	ErrorStatus    int
+	Reuse          string
+}
+
+// idempotent is RFC 9110 §9.2.2's list of idempotent methods.
+func idempotent(method string) bool {
+	switch method {
+	case "", "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+// replayable is Go's Request.isReplayable for a request kalab sends: GET, HEAD, OPTIONS or
+// TRACE without a body (kalab sets no GetBody and no Idempotency-Key).
+func replayable(method string, body int) bool {
+	switch method {
+	case "", "GET", "HEAD", "OPTIONS", "TRACE":
+		return body == 0
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/report"
+
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// oraclePlan is the oracle's view of a run: its settings in scenario time, with the seeded
+// pauses the load package draws for it (drawn at the run's scale, read back in scenario
+// time: the draws scale with the range).
+func oraclePlan(st scenario.Settings) oracle.Plan {
+	scale := st.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	l := st.Load
+	p := oracle.Plan{
+		Requests: l.Requests, Concurrency: l.Concurrency, Burst: l.Burst,
+		OpenModel: l.Rate > 0,
+		RTT:       st.Network.RTT.D(), Jitter: st.Network.Jitter.D(),
+		Backlog:  st.Server.Backlog > 0 || st.Server.AcceptDelay > 0,
+		Server:   oracleServer(st),
+		Client:   oracleClient(st),
+		Balancer: oracleBalancer(st.Balancer),
+	}
+	for _, real := range load.Pauses(loadSpec(st, scaler(scale))) {
+		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
+	}
+	return p
+}
+
+func oracleServer(st scenario.Settings) oracle.Server {
+	s := st.Server
+	out := oracle.Server{
+		HTTP2: speaksHTTP2(st), IdleTimeout: s.IdleTimeout.D(),
+		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status,
+	}
+	switch {
+	case s.Exec != "":
+		out.Real = s.Exec
+	case s.Command != "":
+		out.Real = "server.command"
+	case s.URL != "":
+		out.Real = "server.url"
+	}
+	asked := !s.HintOnlyIfAsked || st.Client.KeepAliveHeader
+	switch s.KeepaliveHint.Mode {
+	case scenario.HintOn:
+		out.Hint, out.HasHint = s.IdleTimeout.D().Truncate(time.Second), s.IdleTimeout > 0 && asked
+	case scenario.HintDuration:
+		out.Hint, out.HasHint = s.KeepaliveHint.Duration.D().Truncate(time.Second), asked
+	case scenario.HintRaw:
+		if st.Client.HonorHint {
+			out.Real = "a raw Keep-Alive header value (" + s.KeepaliveHint.Raw + ")" // parsed by the client's own rule, not modelled here
+		}
+	}
+	return out
+}
+
+func oracleClient(st scenario.Settings) oracle.Client {
+	c := st.Client
+	out := oracle.Client{
+		GoTransport: c.Implementation == "go-net-http", KeepAlive: c.KeepAlive,
+		IdleTimeout: c.IdleTimeout.D(), HonorHint: c.HonorHint, HintParser: c.HintParser,
+		HintBuffer: c.HintBuffer.D(), HintMax: c.HintMax.D(), MaxIdle: c.MaxIdle, MaxConns: c.MaxConns,
+		LivenessCheck: c.LivenessCheck, Method: c.Method, BodyBytes: c.BodyBytes,
+		Retry: oracle.Retry{Attempts: c.Retry.Attempts, On: c.Retry.On, IdempotentOnly: c.Retry.IdempotentOnly,
+			ReusedOnly: c.Retry.ReusedOnly, ZeroBytesOnly: c.Retry.ZeroBytesOnly, Hidden: c.Retry.Hidden},
+	}
+	if c.Exec != nil {
+		out.Real = "client.exec"
+	}
+	return out
+}
+
+func oracleBalancer(b *scenario.Balancer) *oracle.Balancer {
+	if b == nil {
+		return nil
+	}
+	return &oracle.Balancer{
+		IdleTimeout: b.IdleTimeout.D(), BackendRTT: b.BackendNetwork.RTT.D(), BackendJitter: b.BackendNetwork.Jitter.D(),
+		BackendKeepAlive: b.Backend.KeepAlive, BackendIdle: b.Backend.IdleTimeout.D(), BackendLiveness: b.Backend.LivenessCheck,
+		OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse,
+	}
+}
+
+// predictedRecord is the run's prediction beside its measured counts. The bounds allow for
+// the lateness the run's own timers showed: the p99 lateness (the statistic its timing is
+// judged on) of its link, schedule and idle-close timers, summed, in scenario time. Each
+// can move a pause against a window edge: a late pause lengthens it, a late close or a
+// late FIN shortens it. A count outside its bounds is a model disagreement.
+func predictedRecord(st scenario.Settings, tm *report.Timing, m check.Metrics) *report.Predicted {
+	lateness := runLateness(tm, st.TimeScale)
+	pred := oracle.Predict(oraclePlan(st), lateness)
+	flat := m.Flat()
+	out := &report.Predicted{Rule: pred.Rule, LatenessMs: math.Round(pred.LatenessMs*1000) / 1000, Counts: []report.PredictedCount{}}
+	var off []string
+	for _, c := range pred.Counts {
+		pc := report.PredictedCount{
+			Metric: c.Metric, Predicted: c.Predicted, Value: c.Value, Lo: c.Lo, Hi: c.Hi, AtMost: c.AtMost,
+			Measured: flat[c.Metric], Reason: c.Reason, Window: c.Window, Requests: c.Requests, Uncertain: c.Uncertain,
+		}
+		switch {
+		case !c.Predicted:
+			pc.Verdict = report.ModelNotPredicted
+		case pc.Measured < float64(c.Lo) || pc.Measured > float64(c.Hi):
+			pc.Verdict = report.ModelDisagree
+			off = append(off, fmt.Sprintf("%s measured %g, predicted %s", c.Metric, pc.Measured, bounds(c)))
+		default:
+			pc.Verdict = report.ModelAgree
+		}
+		out.Counts = append(out.Counts, pc)
+	}
+	if len(off) > 0 {
+		out.Disagreement, out.Reason = true, strings.Join(off, "; ")
+	}
+	return out
+}
+
+func bounds(c oracle.Count) string {
+	switch {
+	case c.AtMost:
+		return fmt.Sprintf("at most %d", c.Value)
+	case c.Lo == c.Hi:
+		return fmt.Sprint(c.Value)
+	}
+	return fmt.Sprintf("%d (%d..%d at the run's lateness)", c.Value, c.Lo, c.Hi)
+}
+
+// runLateness is the lateness the prediction allows for, in scenario time.
+func runLateness(tm *report.Timing, scale float64) time.Duration {
+	if tm == nil {
+		return 0
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	var sum float64
+	for _, src := range []string{srcLink, srcSchedule, srcIdleClose} {
+		sum += tm.Sources[src].P99
+	}
+	return time.Duration(sum / scale * float64(time.Millisecond))
+}
