@@ -260,3 +260,125 @@ return {totals:tot,failures:fs,opened:real.open};`, &got)
 		t.Error("the failure's link did not open its run")
 	}
 }
+
+// stepScript clicks a run's next and previous buttons and returns, after each click, the
+// request whose facts are shown and whether its bar is inside the timeline's window.
+const stepScript = `
+var run=document.getElementById("run-a--model"),svg=run.querySelector("svg.timeline"),out=[];
+function click(act){run.querySelector(".tlbox").zoomTo(0,100); // away from every request: the step must pan
+  run.querySelector('button[data-act="'+act+'"]').click();
+  var seq=run.querySelector("pre.facts").getAttribute("data-seq"),b=svg.querySelector('rect.bar[data-seq="'+seq+'"]');
+  var vb=svg.getAttribute("viewBox").split(" ").map(Number),x=+b.getAttribute("x");
+  out.push({seq:+seq,inView:x>=vb[0]&&x<=vb[0]+vb[2],focus:b.classList.contains("focus"),facts:run.querySelector("pre.facts").textContent});}
+["next","next","next","next","next","prev","prev"].forEach(click);
+return out;`
+
+// Next and previous step through the failed, retried and re-sent requests in time order
+// (2 failed, 3 retried, 4 re-sent, 6 failed, then round again), pan the timeline to each,
+// outline it and show its facts.
+func TestBrowserNextPreviousFailure(t *testing.T) {
+	t.Parallel()
+	var got []struct {
+		Seq           int
+		InView, Focus bool
+		Facts         string
+	}
+	probe(t, fixturePage(t, true), "", stepScript, &got)
+	want := []int{2, 3, 4, 6, 2, 6, 4}
+	if len(got) != len(want) {
+		t.Fatalf("%d steps; want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		if g.Seq != want[i] || !g.InView || !g.Focus {
+			t.Errorf("step %d: request %d (in view %v, outlined %v); want request %d in view, outlined", i+1, g.Seq, g.InView, g.Focus, want[i])
+		}
+	}
+	if f := got[0].Facts; !strings.HasPrefix(f, "1 of 4\nrequest #2 · connection 1 · failed on a reused connection") ||
+		!strings.Contains(f, "50.0 ms before the request started") {
+		t.Errorf("facts of the first failure: %q", f)
+	}
+}
+
+// filterScript sets a run's filters as a user would and counts the bars and lanes shown.
+const filterScript = `
+var run=document.getElementById("run-a--model");
+function set(f,v){var el=run.querySelector('[data-f="'+f+'"]');el.value=v;el.dispatchEvent(new Event(el.tagName==="INPUT"?"input":"change"));}
+function seen(){
+  var bars=[].filter.call(run.querySelectorAll("rect.bar"),function(b){return b.style.display!=="none";}).map(function(b){return +b.getAttribute("data-seq");});
+  var lanes=[].filter.call(run.querySelectorAll("g.lane"),function(g){return g.style.display!=="none";}).length;
+  return {bars:bars,lanes:lanes,count:run.querySelector(".fcount").textContent,hash:decodeURIComponent(location.hash)};}
+var out={};
+set("kind","failed");out.failed=seen();
+set("class","eof");out.eof=seen();
+set("kind","");set("class","");set("q","c1");out.conn=seen();
+set("q","4");out.req=seen();out.req.facts=run.querySelector("pre.facts").getAttribute("data-seq");
+return out;`
+
+type seen struct {
+	Bars        []int
+	Lanes       int
+	Count, Hash string
+	Facts       string
+}
+
+// The filters show only the requests that match (failed: 2 and 6 on both lanes; error
+// class eof: 6 alone; connection c1: 0, 1 and 2) and fold the lanes left empty; a request
+// number shows that request's facts; the URL keeps the filters.
+func TestBrowserFilterAndSearch(t *testing.T) {
+	t.Parallel()
+	var got map[string]seen
+	probe(t, fixturePage(t, true), "", filterScript, &got)
+	for _, c := range []struct {
+		step  string
+		bars  string
+		lanes int
+		hash  string
+	}{
+		{"failed", "[2 6]", 2, ";kind=failed"},
+		{"eof", "[6]", 1, ";kind=failed;class=eof"},
+		{"conn", "[0 1 2]", 1, ";q=c1"},
+		{"req", "[0 1 2 3 4 5 6]", 2, ";q=4;req=4"},
+	} {
+		g := got[c.step]
+		if jsonInts(g.Bars) != c.bars || g.Lanes != c.lanes || !strings.HasSuffix(g.Hash, c.hash) {
+			t.Errorf("%s: bars %v on %d lanes, hash %q; want bars %s on %d lanes, hash ending %q", c.step, g.Bars, g.Lanes, g.Hash, c.bars, c.lanes, c.hash)
+		}
+	}
+	if got["failed"].Count != "2 of 7 requests" {
+		t.Errorf("the failed filter's count: %q", got["failed"].Count)
+	}
+	if got["req"].Facts != "4" {
+		t.Errorf("searching request 4 shows the facts of request %q", got["req"].Facts)
+	}
+}
+
+func jsonInts(v []int) string {
+	b, _ := json.Marshal(v)
+	return strings.ReplaceAll(string(b), ",", " ")
+}
+
+// A deep link restores the filters and the request in view: the run shown alone, the
+// filter's menus set, only the matching requests drawn, the linked request outlined.
+func TestBrowserDeepLinkKeepsFilters(t *testing.T) {
+	t.Parallel()
+	page := fixturePage(t, true)
+	const script = `
+var run=document.getElementById("run-a--model"),f=run.querySelector("pre.facts");
+return {bars:[].filter.call(run.querySelectorAll("rect.bar"),function(b){return b.style.display!=="none";}).map(function(b){return +b.getAttribute("data-seq");}),
+  kind:run.querySelector('[data-f="kind"]').value,cls:run.querySelector('[data-f="class"]').value,
+  facts:f.hidden?"":f.getAttribute("data-seq"),summary:document.getElementById("summary").style.display,
+  focus:[].map.call(run.querySelectorAll("rect.bar.focus"),function(b){return +b.getAttribute("data-seq");})};`
+	var got struct {
+		Bars, Focus               []int
+		Kind, Cls, Facts, Summary string
+	}
+	probe(t, page, "#run-a--model@0-2500;kind=failed;class=eof", script, &got)
+	if jsonInts(got.Bars) != "[6]" || got.Kind != "failed" || got.Cls != "eof" || got.Summary != "none" {
+		t.Errorf("#…;kind=failed;class=eof: bars %v, menus %q %q, summary display %q; want bar 6, failed, eof, the run alone",
+			got.Bars, got.Kind, got.Cls, got.Summary)
+	}
+	probe(t, page, "#run-a--model@0-2500;req=3", script, &got)
+	if got.Facts != "3" || jsonInts(got.Focus) != "[3]" || len(got.Bars) != 7 {
+		t.Errorf("#…;req=3: facts of %q, outlined %v, %d bars shown; want request 3's, 3, 7", got.Facts, got.Focus, len(got.Bars))
+	}
+}
