@@ -70,13 +70,15 @@ func writeHTMLReport(dir, path string, log zerolog.Logger) error {
 			log.Debug().Str("run", rd.Scenario+"/"+rd.Variant).Str("missing", rd.Missing).Msg("run drawn without its requests")
 		}
 	}
-	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: descriptions(res, log)}
+	desc, order := descriptions(res, log)
+	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: desc, Order: order}
 	return htmlreport.WriteFile(path, res, opt)
 }
 
-// descriptions reads each scenario's description from the files the results name; the
-// results do not carry it. A file that is gone or no longer loads is skipped.
-func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string {
+// descriptions reads each scenario's description from the files the results name (the
+// results do not carry it), and the plan's order of their runs, which the report's sections
+// follow. A file that is gone or no longer loads is skipped.
+func descriptions(res *htmlreport.Results, log zerolog.Logger) (map[string]string, []htmlreport.RunKey) {
 	files := map[string]bool{}
 	for _, r := range res.Runs {
 		if r.File != "" {
@@ -89,6 +91,7 @@ func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string
 	}
 	sort.Strings(names)
 	out := map[string]string{}
+	var order []htmlreport.RunKey
 	for _, f := range names {
 		if _, err := os.Stat(f); err != nil {
 			continue
@@ -100,7 +103,10 @@ func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string
 		}
 		for _, s := range plan.Scenarios {
 			out[s.Name] = s.Description
+			for _, r := range s.Runs {
+				order = append(order, htmlreport.RunKey{Scenario: s.Name, Variant: r.Variant})
+			}
 		}
 	}
-	return out
+	return out, order
 }

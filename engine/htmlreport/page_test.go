@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -380,5 +381,53 @@ return {bars:[].filter.call(run.querySelectorAll("rect.bar"),function(b){return 
 	probe(t, page, "#run-a--model@0-2500;req=3", script, &got)
 	if got.Facts != "3" || jsonInts(got.Focus) != "[3]" || len(got.Bars) != 7 {
 		t.Errorf("#…;req=3: facts of %q, outlined %v, %d bars shown; want request 3's, 3, 7", got.Facts, got.Focus, len(got.Bars))
+	}
+}
+
+// With the plan's order, runs follow it (variants too); without, scenarios go by file.
+func TestPlanOrder(t *testing.T) {
+	t.Parallel()
+	mk := func(s, f, v string) *RunData {
+		return &RunData{Run: report.Run{Scenario: s, File: f, Variant: v}}
+	}
+	runs := []*RunData{mk("b", "1.yaml", "v"), mk("a", "2.yaml", "y"), mk("a", "2.yaml", "x")}
+	names := func(rs []*RunData) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Scenario+"/"+r.Variant)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(planOrder(runs, nil)); got != "b/v a/y a/x" {
+		t.Errorf("without the plan: %s; want b/v a/y a/x (file 1 first, then as recorded)", got)
+	}
+	order := []RunKey{{"a", "x"}, {"a", "y"}, {"b", "v"}}
+	if got := names(planOrder(runs, order)); got != "a/x a/y b/v" {
+		t.Errorf("with the plan: %s; want a/x a/y b/v", got)
+	}
+}
+
+// The report is written with the mode of every file kalab writes (0664 less the umask),
+// so a group that reads the results reads the report: not os.CreateTemp's 0600.
+func TestReportFileMode(t *testing.T) {
+	t.Parallel()
+	page := fixturePage(t, true)
+	// The umask as the process has it: a file created 0666 keeps what it lets through.
+	probe := filepath.Join(t.TempDir(), "umask")
+	f, err := os.OpenFile(probe, os.O_CREATE|os.O_WRONLY, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	pst, err := os.Stat(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := atomicfile.Mode & pst.Mode().Perm(); st.Mode().Perm() != want {
+		t.Errorf("report.html is %v; want %v (0664 less the umask)", st.Mode().Perm(), want)
 	}
 }
