@@ -52,6 +52,7 @@ type timeline struct {
 	Failed     int      // failed bars
 	Marked     int      // failed, retried or re-sent bars: what next and previous step through
 	Classes    []string // the error classes of the failed bars, sorted, for the filter
+	Canvas     bool     // the lanes are painted on a canvas (more than CanvasLanes of them)
 	SpanMs     float64  // the time the axis covers
 	Aggregated string   // how the lanes were bucketed; "" when every request is a bar
 	Pauses     int
@@ -111,6 +112,11 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	})
 	tl.SpanMs = span
 	x := func(t float64) float64 { return t / span * plotW }
+	if len(order) > CanvasLanes {
+		canvasTimeline(&tl, order, pl, span)
+		tl.Axis = template.HTML(axis(span, findPauses(rd.Requests, pl), x))
+		return tl
+	}
 
 	laneH := 14.0
 	if n := len(order); n > 50 {
