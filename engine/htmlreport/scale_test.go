@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
@@ -61,7 +62,9 @@ var best=runs[0].map(function(_,i){return Math.min(runs[0][i],runs[1][i],runs[2]
 var empty=[];for(i=0;i<50;i++){var t=performance.now();ctx.clearRect(0,0,cv.width,cv.height);ctx.fillRect(i,0,1,1);ctx.getImageData(0,0,1,1);empty.push(performance.now()-t);}
 plot.scrollTop=0;box.zoomTo(0,1e9);
 var lit=0,px=ctx.getImageData(0,0,cv.width,cv.height).data;for(i=3;i<px.length;i+=4)if(px[i])lit++;
-return {canvas:true,times:best,empty:empty,lit:lit,w:cv.width,h:cv.height};`
+run.querySelector('button[data-act="next"]').click();
+var f=run.querySelector("pre.facts");
+return {canvas:true,times:best,empty:empty,lit:lit,w:cv.width,h:cv.height,seq:f.getAttribute("data-seq"),facts:f.textContent};`
 
 // A run of 10,000 connections (100,000 requests) is painted on a canvas and zooms, pans and scrolls in under
 // 50 ms a frame on this 2-core machine (issue 35: 3,500 SVG lanes took 90-294 ms a zoom).
@@ -79,14 +82,20 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Canvas    bool
-		Times     []float64
-		Empty     []float64
-		Lit, W, H int
+		Canvas     bool
+		Times      []float64
+		Empty      []float64
+		Lit, W, H  int
+		Seq, Facts string
 	}
 	probe(t, page, "", frameScript, &got)
 	if !got.Canvas {
 		t.Fatal("a run of 10,000 lanes is not drawn on a canvas")
+	}
+	// The first failure in time: connection 1's sixth request, 40 ms after the close.
+	if got.Seq != "5" || !strings.HasPrefix(got.Facts, "1 of 104\nrequest #5 · connection 1 · failed") ||
+		!strings.Contains(got.Facts, "the server closed this connection (idle) at 2985 ms, 40.0 ms before the request started") {
+		t.Errorf("next shows request %s: %q; want the first of 104 failures, request 5", got.Seq, got.Facts)
 	}
 	slices.Sort(got.Times)
 	slices.Sort(got.Empty)
