@@ -12,6 +12,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/htmlreport"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -19,6 +20,7 @@ import (
 func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
 	out := fs.StringP("out", "o", "", "the HTML file to write (default: report.html in RESULTS_DIR)")
+	baseline := fs.String("baseline", "", "compare every run with this baseline (a results.jsonl or its directory): its runs beside them, regressions marked")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -42,7 +44,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if path == "" {
 		path = filepath.Join(dir, "report.html")
 	}
-	if err := writeHTMLReport(dir, path, log); err != nil {
+	var base *report.Baseline
+	if *baseline != "" {
+		if base, err = report.LoadBaseline(*baseline); err != nil {
+			fmt.Fprintf(stderr, "kalab report: %v\n", err)
+			return exitInvalid
+		}
+	}
+	if err := writeHTMLReport(dir, path, base, log); err != nil {
 		fmt.Fprintf(stderr, "kalab report: %v\n", err)
 		if errors.Is(err, errReportInput) || errors.As(err, new(*atomicfile.RefusedError)) {
 			return exitInvalid
@@ -56,8 +65,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 // errReportInput marks a results directory the report cannot read.
 var errReportInput = errors.New("cannot read the results")
 
-// writeHTMLReport renders the results directory dir into the file path.
-func writeHTMLReport(dir, path string, log zerolog.Logger) error {
+// writeHTMLReport renders the results directory dir into the file path, compared with base
+// when it is not nil.
+func writeHTMLReport(dir, path string, base *report.Baseline, log zerolog.Logger) error {
 	res, err := htmlreport.Load(dir)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errReportInput, err)
@@ -72,6 +82,15 @@ func writeHTMLReport(dir, path string, log zerolog.Logger) error {
 	}
 	desc, order := descriptions(res, log)
 	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: desc, Order: order}
+	if base != nil {
+		runs := make([]*report.Run, len(res.Runs))
+		for i, rd := range res.Runs {
+			runs[i] = &rd.Run
+		}
+		// The tolerances kalab diff applies: the scenario files' baseline sections.
+		opt.Baseline, opt.Tolerances = base, &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{}}
+		scenarioTolerances(runs, opt.Tolerances, io.Discard)
+	}
 	return htmlreport.WriteFile(path, res, opt)
 }
 

@@ -80,6 +80,11 @@ type Options struct {
 	// variants), when the caller could load the scenario files: sections follow it. Runs it
 	// does not name come after, by file name, in the order the results hold them.
 	Order []RunKey
+	// Baseline, when set (kalab report --baseline), is compared with every run under
+	// Tolerances (nil: the default rules): its run is shown beside each run, and the
+	// metrics that regressed are marked and listed at the top.
+	Baseline   *report.Baseline
+	Tolerances *report.Tolerances
 }
 
 // RunKey names a run of a plan.
@@ -91,6 +96,7 @@ type pageData struct {
 	Runs, Requests      int
 	Skipped             string
 	Incomplete          string // why the results do not hold the whole invocation
+	BaselineFile        string // the baseline compared with (Options.Baseline)
 	Totals              totals
 	Failures            []failure
 }
@@ -112,12 +118,18 @@ type runView struct {
 	Expect       []report.Check
 	BaselineChk  []report.Check
 	Closes       string
+	Diff         *report.RunDiff // against Options.Baseline; nil without one
+	DiffRows     []report.MetricDelta
+	Same         int // metrics within tolerance or informational, not listed
 	Unused       int // connections the client opened that carried no request: no lane
 }
 
 // Render writes the page for res.
 func Render(w io.Writer, res *Results, opt Options) error {
 	d := pageData{Dir: res.Dir, Version: opt.Version, Runs: len(res.Runs), Incomplete: res.Incomplete()}
+	if opt.Baseline != nil {
+		d.BaselineFile = opt.Baseline.Path
+	}
 	byName := map[string]*scenarioView{}
 	for _, rd := range planOrder(res.Runs, opt.Order) {
 		d.RunID = rd.RunID
@@ -130,6 +142,7 @@ func Render(w io.Writer, res *Results, opt Options) error {
 			d.Scenarios = append(d.Scenarios, sv)
 		}
 		rv := buildRun(rd)
+		compareRun(rv, opt)
 		rv.Open = len(sv.Runs) == 0 || rd.Metrics.Errors > 0
 		sv.Runs = append(sv.Runs, rv)
 		if rd.Status != report.StatusPass && sv.Status == report.StatusPass {
@@ -252,4 +265,39 @@ func fmtNum(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// compareRun compares a run with Options.Baseline: the baseline's run goes beside it, and
+// the metrics that moved beyond their tolerance are listed, regressions first.
+func compareRun(rv *runView, opt Options) {
+	if opt.Baseline == nil {
+		return
+	}
+	c := &report.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
+	d := c.CompareRun(&rv.Run)
+	rv.Diff = &d
+	if br := opt.Baseline.Run(rv.Scenario, rv.Variant); br != nil {
+		rv.BaselineRun = br
+	}
+	for _, m := range d.Metrics {
+		switch m.Verdict {
+		case report.VerdictRegressed, report.VerdictMachine, report.VerdictImproved:
+			rv.DiffRows = append(rv.DiffRows, m)
+		default: // same, off, or an informational metric that moved
+			rv.Same++
+		}
+	}
+	slices.SortStableFunc(rv.DiffRows, func(a, b report.MetricDelta) int {
+		return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict))
+	})
+}
+
+func verdictRank(v string) int {
+	switch v {
+	case report.VerdictRegressed:
+		return 0
+	case report.VerdictMachine:
+		return 1
+	}
+	return 2
 }

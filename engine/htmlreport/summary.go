@@ -11,6 +11,7 @@ type totals struct {
 	Runs, Passed, Failed, NoVerdict, NotRun, Noisy int // runs by outcome (noisy runs are also NoVerdict)
 	Checks, ChecksFailed, NotEvaluated             int // checks of every kind, compares included
 	Requests, Errors                               float64
+	Regressed                                      int // runs with a metric regressed from the baseline (kalab report --baseline)
 }
 
 // failure is one line of the failures panel: something that did not pass, with a link.
@@ -32,6 +33,9 @@ func summarize(scens []*scenarioView) (totals, []failure) {
 			t.Requests += rv.Metrics.Requests
 			t.Errors += rv.Metrics.Errors
 			if f, ok := runFailure(rv, &t); ok {
+				out = append(out, f)
+			}
+			if f, ok := regression(rv, &t); ok {
 				out = append(out, f)
 			}
 			for _, c := range rv.Checks {
@@ -104,4 +108,23 @@ func observedText(c report.Check) string {
 		return ""
 	}
 	return " · observed " + observed(c.Observed)
+}
+
+// regression returns a run's line when a metric regressed from the baseline it was
+// compared with by kalab report --baseline.
+func regression(rv *runView, t *totals) (failure, bool) {
+	if rv.Diff == nil {
+		return failure{}, false
+	}
+	var parts []string
+	for _, m := range rv.DiffRows {
+		if m.Verdict == report.VerdictRegressed {
+			parts = append(parts, m.Metric+" "+fmtNum(m.Old)+" → "+fmtNum(m.New)+" ("+m.Change()+")")
+		}
+	}
+	if len(parts) == 0 {
+		return failure{}, false
+	}
+	t.Regressed++
+	return failure{Kind: report.VerdictRegressed, Href: "#" + rv.ID, Title: rv.Title, Detail: strings.Join(parts, "; ")}, true
 }
