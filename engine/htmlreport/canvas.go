@@ -33,9 +33,16 @@ type canvasData struct {
 var kindCodes = map[string]float64{kindNew: 0, kindReused: 1, kindFailed: 2, kindRetried: 3, kindHidden: 4}
 
 // canvasTimeline fills tl for a run of many lanes: the canvas, its data, and the counts.
-func canvasTimeline(tl *timeline, order []*lane, pl plan, span float64) {
+func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span float64) {
 	laneH := max(2, math.Floor(700/float64(len(order))))
 	d := canvasData{Span: round1(span), LaneH: laneH, Err: map[string]string{}, Conns: []uint64{}, R: []float64{}, Marks: []float64{}}
+	gap := -1.0 // no merging
+	if n := len(rd.Requests); n > MergeAbove {
+		gap = span / 4000
+		tl.Aggregated = "This run has " + strconv.Itoa(n) + " requests, more than " + strconv.Itoa(MergeAbove) +
+			": successful requests of one kind on a lane less than " + strconv.FormatFloat(gap, 'f', 1, 64) +
+			" ms apart are painted as one bar (its hover text says how many); failed, retried and re-sent requests are kept one by one."
+	}
 	for li, l := range order {
 		if l.conn != 0 {
 			tl.Lanes++
@@ -43,18 +50,29 @@ func canvasTimeline(tl *timeline, order []*lane, pl plan, span float64) {
 		d.Conns = append(d.Conns, l.conn)
 		// The page finds a lane's requests in a window by binary search on their starts.
 		slices.SortStableFunc(l.reqs, func(a, b *Request) int { return cmp.Compare(a.StartMs, b.StartMs) })
+		var seg merged
 		for _, r := range l.reqs {
 			k := kindOf(&r.Request)
-			if k == kindFailed {
-				tl.Failed++
-				d.Err[strconv.Itoa(len(d.R)/5)] = errText(r)
-			}
+			tl.Bars++
 			if k == kindFailed || k == kindRetried || k == kindHidden {
 				tl.Marked++
+				seg.flush(&d, li)
+				if k == kindFailed {
+					tl.Failed++
+					d.Err[strconv.Itoa(len(d.R)/5)] = errText(r)
+				}
+				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
+				continue
 			}
-			tl.Bars++
-			d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
+			if seg.add(r, k, gap) {
+				continue
+			}
+			seg.flush(&d, li)
+			if !seg.add(r, k, gap) { // no merging: the request as itself
+				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
+			}
 		}
+		seg.flush(&d, li)
 		for _, c := range l.marks {
 			t := *c.ClosedMs
 			if c.ClosedBy == report.ClosedByServer {
@@ -74,6 +92,50 @@ func canvasTimeline(tl *timeline, order []*lane, pl plan, span float64) {
 	tl.SVG = template.HTML(`<div class="spacer" style="height:` + strconv.Itoa(tl.Height) + `px"><canvas class="timeline" height="` +
 		strconv.Itoa(int(h)) + `" style="height:` + strconv.Itoa(int(h)) + `px"></canvas></div><script type="application/json" class="tldata">` +
 		string(data) + `</script>`)
+}
+
+// MergeAbove is how many requests a run may have for each to be painted from its own
+// entry; above it, successful requests of one kind that follow each other on a lane closer
+// than a 4,000th of the run are sent to the page as one entry, so that a million-request
+// run's page stays small. Failed, retried and re-sent requests always keep their own.
+const MergeAbove = 200000
+
+// merged is a run of successful requests of one kind on a lane, painted as one bar. In the
+// page's data its sequence number is minus the count of requests it stands for.
+type merged struct {
+	r          *Request // the first; nil when empty
+	k          string
+	start, end float64
+	n          int
+}
+
+// add extends the run with r when r continues it (same kind, within gap ms of its end),
+// or starts a run when there is none; it reports false when r must be painted apart.
+func (m *merged) add(r *Request, k string, gap float64) bool {
+	if gap < 0 {
+		return false
+	}
+	if m.r != nil && (k != m.k || r.StartMs-m.end > gap) {
+		return false
+	}
+	if m.r == nil {
+		*m = merged{r: r, k: k, start: r.StartMs, end: r.StartMs + r.LatencyMs}
+	}
+	m.end, m.n = max(m.end, r.StartMs+r.LatencyMs), m.n+1
+	return true
+}
+
+// flush writes the run: one request as itself, several as one entry with seq -n.
+func (m *merged) flush(d *canvasData, lane int) {
+	switch {
+	case m.r == nil:
+		return
+	case m.n == 1:
+		d.R = append(d.R, float64(lane), round1(m.r.StartMs), round1(m.r.LatencyMs), kindCodes[m.k], float64(m.r.Seq))
+	default:
+		d.R = append(d.R, float64(lane), round1(m.start), round1(m.end-m.start), kindCodes[m.k], -float64(m.n))
+	}
+	*m = merged{}
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,5 +115,53 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 			testci.SkipOrFail(t, "a frame took %.1f ms, but an empty frame takes %.2f ms: the machine is too busy to judge", worst, e50)
 		}
 		t.Errorf("the slowest frame (the least of three tries) took %.1f ms (p50 %.1f, p90 %.1f); want every frame under 50 ms", worst, p50, p90)
+	}
+}
+
+// Above MergeAbove requests a canvas run's successful requests that follow each other on a
+// lane are sent as one entry each run of them, every request still counted, and every
+// failure kept as itself: 253,000 requests over 1,100 lanes come to 3 entries a lane (the
+// new connection's request, the reused ones before the pause, those after it) and 4 on a
+// lane whose request after the pause failed.
+func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
+	t.Parallel()
+	reqs := manyLanes(1100, 230)
+	failures := 0
+	for _, r := range reqs {
+		if r.Class != "" {
+			failures++
+		}
+	}
+	rd := &RunData{Run: report.Run{Scenario: "s", Variant: "v"}}
+	for _, r := range reqs {
+		rd.Requests = append(rd.Requests, Request{Request: r})
+	}
+	tl := buildTimeline(rd, plan{})
+	if !tl.Canvas || tl.Aggregated == "" {
+		t.Fatalf("canvas %v, note %q: want a canvas that says it merged", tl.Canvas, tl.Aggregated)
+	}
+	_, data, _ := strings.Cut(string(tl.SVG), `class="tldata">`)
+	data, _, _ = strings.Cut(data, "</script>")
+	var d canvasData
+	if err := json.Unmarshal([]byte(data), &d); err != nil {
+		t.Fatal(err)
+	}
+	entries, counted, failed := len(d.R)/5, 0, 0
+	for i := 0; i < len(d.R); i += 5 {
+		if n := d.R[i+4]; n < 0 {
+			counted += int(-n)
+		} else {
+			counted++
+		}
+		if d.R[i+3] == kindCodes[kindFailed] {
+			failed++
+		}
+	}
+	t.Logf("%d requests, %d failed: %d entries, %d bytes of data", len(reqs), failures, entries, len(data))
+	if counted != len(reqs) || failed != failures || len(d.Err) != failures {
+		t.Errorf("the entries stand for %d requests and %d failures (%d error texts); want %d and %d", counted, failed, len(d.Err), len(reqs), failures)
+	}
+	if want := 3*1100 + failures; entries != want {
+		t.Errorf("%d entries for 1,100 lanes and %d failures; want %d", entries, failures, want)
 	}
 }

@@ -113,7 +113,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	tl.SpanMs = span
 	x := func(t float64) float64 { return t / span * plotW }
 	if len(order) > CanvasLanes {
-		canvasTimeline(&tl, order, pl, span)
+		canvasTimeline(&tl, rd, order, pl, span)
 		tl.Axis = template.HTML(axis(span, findPauses(rd.Requests, pl), x))
 		return tl
 	}
