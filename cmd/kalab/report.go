@@ -13,6 +13,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/htmlreport"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -21,6 +22,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
 	out := fs.StringP("out", "o", "", "directory that receives report.html, as --out of run and merge names a directory (default: RESULTS_DIR)")
 	html := fs.String("html", "", "the HTML file to write, when a name other than DIR/report.html is wanted")
+	baseline := fs.String("baseline", "", "compare every run with this baseline (a results.jsonl or its directory): its runs beside them, regressions marked")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -45,7 +47,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab report: %v\n", err)
 		return exitInvalid
 	}
-	if err := writeHTMLReport(dir, path, log); err != nil {
+	var base *report.Baseline
+	if *baseline != "" {
+		if base, err = report.LoadBaseline(*baseline); err != nil {
+			fmt.Fprintf(stderr, "kalab report: %v\n", err)
+			return exitInvalid
+		}
+	}
+	if err := writeHTMLReport(dir, path, base, log); err != nil {
 		fmt.Fprintf(stderr, "kalab report: %v\n", err)
 		if errors.Is(err, errReportInput) || errors.As(err, new(*atomicfile.RefusedError)) {
 			return exitInvalid
@@ -86,8 +95,9 @@ func isHTMLName(p string) bool {
 // errReportInput marks a results directory the report cannot read.
 var errReportInput = errors.New("cannot read the results")
 
-// writeHTMLReport renders the results directory dir into the file path.
-func writeHTMLReport(dir, path string, log zerolog.Logger) error {
+// writeHTMLReport renders the results directory dir into the file path, compared with base
+// when it is not nil.
+func writeHTMLReport(dir, path string, base *report.Baseline, log zerolog.Logger) error {
 	res, err := htmlreport.Load(dir)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errReportInput, err)
@@ -100,13 +110,24 @@ func writeHTMLReport(dir, path string, log zerolog.Logger) error {
 			log.Debug().Str("run", rd.Scenario+"/"+rd.Variant).Str("missing", rd.Missing).Msg("run drawn without its requests")
 		}
 	}
-	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: descriptions(res, log)}
+	desc, order := descriptions(res, log)
+	opt := htmlreport.Options{Version: kalabVersion(), Descriptions: desc, Order: order}
+	if base != nil {
+		runs := make([]*report.Run, len(res.Runs))
+		for i, rd := range res.Runs {
+			runs[i] = &rd.Run
+		}
+		// The tolerances kalab diff applies: the scenario files' baseline sections.
+		opt.Baseline, opt.Tolerances = base, &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{}}
+		scenarioTolerances(runs, opt.Tolerances, io.Discard)
+	}
 	return htmlreport.WriteFile(path, res, opt)
 }
 
-// descriptions reads each scenario's description from the files the results name; the
-// results do not carry it. A file that is gone or no longer loads is skipped.
-func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string {
+// descriptions reads each scenario's description from the files the results name (the
+// results do not carry it), and the plan's order of their runs, which the report's sections
+// follow. A file that is gone or no longer loads is skipped.
+func descriptions(res *htmlreport.Results, log zerolog.Logger) (map[string]string, []htmlreport.RunKey) {
 	files := map[string]bool{}
 	for _, r := range res.Runs {
 		if r.File != "" {
@@ -119,6 +140,7 @@ func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string
 	}
 	sort.Strings(names)
 	out := map[string]string{}
+	var order []htmlreport.RunKey
 	for _, f := range names {
 		if _, err := os.Stat(f); err != nil {
 			continue
@@ -130,7 +152,10 @@ func descriptions(res *htmlreport.Results, log zerolog.Logger) map[string]string
 		}
 		for _, s := range plan.Scenarios {
 			out[s.Name] = s.Description
+			for _, r := range s.Runs {
+				order = append(order, htmlreport.RunKey{Scenario: s.Name, Variant: r.Variant})
+			}
 		}
 	}
-	return out
+	return out, order
 }

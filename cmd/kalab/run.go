@@ -333,7 +333,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		keep(writeJUnit(f.junitPath, in))
 	}
 	if f.htmlPath != "" {
-		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, f.log); herr != nil {
+		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, nil, f.log); herr != nil {
 			keep(fmt.Errorf("--html: %w", herr))
 		} else {
 			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)

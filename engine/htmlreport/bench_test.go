@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
@@ -107,17 +108,26 @@ func TestSuiteLikeReportDrawsEveryRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	bars := 0
+	bars, painted := 0, 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
 	sc.Split(bufio.ScanWords)
 	for sc.Scan() {
-		if sc.Text() == `class="bar` {
+		w := sc.Text()
+		if w == `class="bar` {
 			bars++
 		}
+		// A run of many lanes is painted from its requests as data (canvas.go).
+		if data, ok := strings.CutPrefix(w, `class="tldata">`); ok {
+			var d canvasData
+			data, _, _ = strings.Cut(data, "</script>")
+			if err := json.Unmarshal([]byte(data), &d); err != nil {
+				t.Fatalf("canvas data: %v", err)
+			}
+			painted += len(d.R) / 5
+		}
 	}
-	if bars != want {
-		t.Errorf("%d bars for %d requests", bars, want)
+	if bars+painted != want {
+		t.Errorf("%d bars and %d requests painted on canvases for %d requests", bars, painted, want)
 	}
-	_ = json.Valid
 }

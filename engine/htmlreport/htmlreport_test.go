@@ -14,7 +14,7 @@ import (
 )
 
 // writeResults makes a results directory with one run of the given requests and server
-// connections, plus a record kind this version does not know.
+// connections, kalab's closing invocation record, and a record kind this version does not know.
 func writeResults(t *testing.T, reqs []report.Request, conns []report.Conn) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -23,7 +23,8 @@ func writeResults(t *testing.T, reqs []report.Request, conns []report.Conn) stri
 		Status: report.StatusPass, RequestsFile: report.RequestsPath("s", "v"),
 		ConnectionsFile: report.ConnectionsPath("s", "v"), Checks: []report.Check{{Kind: "expect", Expr: "errors > 0", Pass: true}}}
 	var b bytes.Buffer
-	for _, v := range []any{run, map[string]any{"record": "invocation", "record_version": 1, "argv": []string{"kalab"}}} {
+	for _, v := range []any{run, map[string]any{"record": "invocation", "record_version": 1, "state": "ended", "completed": true,
+		"runs_planned": 1, "runs_recorded": 1}, map[string]any{"record": "probe", "record_version": 1}} {
 		line, _ := json.Marshal(v)
 		b.Write(append(line, '\n'))
 	}
@@ -105,7 +106,9 @@ func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 		{"the close on the failed bar", `data-sc="950,idle"`, 1},
 		{"the unknown phase", `data-ph="100,100,300,queue=1.5"`, 1},
 		{"the error text, escaped", `read: connection reset &lt;by&gt; &#34;peer&#34;`, 1},
-		{"the unknown record kind, named", `not drawn: 1 &#34;invocation&#34;`, 1},
+		{"the unknown record kind, named", `not drawn: 1 &#34;probe&#34; record`, 1},
+		{"kalab's own invocation record, not named", `invocation`, 0},
+		{"a complete invocation, not called incomplete", `id="incomplete"`, 0},
 		{"a passed check", `<li class="pass" data-verdict="pass"><code>errors &gt; 0</code>`, 1},
 		{"the histogram", `<svg class="hist"`, 1},
 		{"the phase chart", `<svg class="phases"`, 1},

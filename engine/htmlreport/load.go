@@ -22,6 +22,37 @@ type Results struct {
 	// Skipped counts records of kinds this report does not draw (for example records
 	// added by a newer kalab), by kind. They are named on the page, never an error.
 	Skipped map[string]int
+	// Invocation is the file's last invocation record (kalab's own account of how the
+	// invocation ended); nil in files written before kalab wrote them.
+	Invocation *report.Invocation
+}
+
+// Incomplete says why the results do not hold every planned run to its end ("" when they
+// do, or when the file predates invocation records and cannot say): a process killed before
+// its closing record, a crash, or an invocation that ended early (Ctrl-C).
+func (r *Results) Incomplete() string {
+	inv := r.Invocation
+	if inv == nil || inv.Completed {
+		return ""
+	}
+	switch inv.State {
+	case report.InvocationStarted, report.InvocationEnded, report.InvocationCrashed:
+	default:
+		return "" // a state this version does not know: it cannot say
+	}
+	if inv.State == report.InvocationStarted {
+		// A killed process never tallied: count what the file holds.
+		inv.Tally(runsOf(r.Runs))
+	}
+	return inv.Describe()
+}
+
+func runsOf(rds []*RunData) []report.Run {
+	out := make([]report.Run, len(rds))
+	for i, rd := range rds {
+		out[i] = rd.Run
+	}
+	return out
 }
 
 // RunData is one run record with its request and connection lines.
@@ -90,6 +121,13 @@ func Load(dir string) (*Results, error) {
 			}
 			s.Upgrade()
 			res.Scenarios = append(res.Scenarios, s)
+		case "invocation":
+			// kalab's own record of the invocation: the last one says how it ended. One
+			// that does not parse (another layout) is skipped silently, as it draws nothing.
+			var inv report.Invocation
+			if json.Unmarshal(b, &inv) == nil {
+				res.Invocation = &inv
+			}
 		default:
 			res.Skipped[head.Record]++
 		}
@@ -98,27 +136,50 @@ func Load(dir string) (*Results, error) {
 		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
 	}
 	for _, rd := range res.Runs {
-		var missing []string
-		if rd.RequestsFile != "" {
-			reqs, err := readRequests(filepath.Join(dir, rd.RequestsFile))
-			if err != nil {
-				missing = append(missing, err.Error())
-			}
-			rd.Requests = reqs
-		} else {
-			missing = append(missing, "the run wrote no request file (kalab run --no-requests, or it did not complete)")
-		}
-		if rd.ConnectionsFile != "" {
-			conns, err := readConns(filepath.Join(dir, rd.ConnectionsFile))
-			if err != nil {
-				missing = append(missing, err.Error())
-			}
-			rd.Conns = conns
-		}
-		rd.Missing = strings.Join(missing, "; ")
+		loadLines(dir, rd)
 	}
 	linkBaselines(res.Runs)
 	return res, nil
+}
+
+// loadLines reads a run's request and connection lines. A run without a verdict (noisy,
+// error, interrupted) names no files in its record, but the runner wrote them as it ran:
+// they are read from where the runner puts them, and a note says so.
+func loadLines(dir string, rd *RunData) {
+	var missing []string
+	reqFile, connFile := rd.RequestsFile, rd.ConnectionsFile
+	if reqFile == "" && rd.Status != report.StatusNotRun {
+		if p := report.RequestsPath(rd.Scenario, rd.Variant); exists(filepath.Join(dir, p)) {
+			reqFile = p
+			rd.Notes = append(rd.Notes, "this run has no verdict ("+rd.Status+"): its requests are drawn from "+p+", which it wrote as it ran")
+			if c := report.ConnectionsPath(rd.Scenario, rd.Variant); connFile == "" && exists(filepath.Join(dir, c)) {
+				connFile = c
+			}
+		}
+	}
+	switch {
+	case reqFile != "":
+		reqs, err := readRequests(filepath.Join(dir, reqFile))
+		if err != nil {
+			missing = append(missing, err.Error())
+		}
+		rd.Requests = reqs
+	case rd.Status != report.StatusNotRun: // a not-run run says why above: it sent nothing
+		missing = append(missing, "the run left no request file (kalab run --no-requests, or it ended before it sent a request)")
+	}
+	if connFile != "" {
+		conns, err := readConns(filepath.Join(dir, connFile))
+		if err != nil {
+			missing = append(missing, err.Error())
+		}
+		rd.Conns = conns
+	}
+	rd.Missing = strings.Join(missing, "; ")
+}
+
+func exists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // linkBaselines finds, for each run compared with a baseline, the baseline's run in the

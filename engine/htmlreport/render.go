@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -26,22 +27,25 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return ms(v)
 	},
-	"num": func(v float64) string { return fmtNum(v) },
-	"pct": func(v float64) string { return fmtf(v*100) + "%" },
-	"observed": func(m map[string]float64) string {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = k + "=" + fmtNum(m[k])
-		}
-		return strings.Join(parts, ", ")
-	},
-	"checks": checksCount,
+	"num":      func(v float64) string { return fmtNum(v) },
+	"pct":      func(v float64) string { return fmtf(v*100) + "%" },
+	"observed": observed,
+	"checks":   checksCount,
 }).Parse(pageSrc))
+
+// observed lists a check's observed values by name.
+func observed(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + fmtNum(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
 
 // checksCount is a run's or a scenario's checks column: passed out of evaluated, and the
 // ones not evaluated apart ("0/0, 2 not evaluated"), never counted as passed.
@@ -72,13 +76,29 @@ type Options struct {
 	Descriptions map[string]string
 	// Version is the kalab version that renders the page.
 	Version string
+	// Order lists the runs in the order of the plan (scenario files, scenarios in a file,
+	// variants), when the caller could load the scenario files: sections follow it. Runs it
+	// does not name come after, by file name, in the order the results hold them.
+	Order []RunKey
+	// Baseline, when set (kalab report --baseline), is compared with every run under
+	// Tolerances (nil: the default rules): its run is shown beside each run, and the
+	// metrics that regressed are marked and listed at the top.
+	Baseline   *report.Baseline
+	Tolerances *report.Tolerances
 }
+
+// RunKey names a run of a plan.
+type RunKey struct{ Scenario, Variant string }
 
 type pageData struct {
 	Dir, RunID, Version string
 	Scenarios           []*scenarioView
 	Runs, Requests      int
 	Skipped             string
+	Incomplete          string // why the results do not hold the whole invocation
+	BaselineFile        string // the baseline compared with (Options.Baseline)
+	Totals              totals
+	Failures            []failure
 }
 
 type scenarioView struct {
@@ -98,14 +118,20 @@ type runView struct {
 	Expect       []report.Check
 	BaselineChk  []report.Check
 	Closes       string
+	Diff         *report.RunDiff // against Options.Baseline; nil without one
+	DiffRows     []report.MetricDelta
+	Same         int // metrics within tolerance or informational, not listed
 	Unused       int // connections the client opened that carried no request: no lane
 }
 
 // Render writes the page for res.
 func Render(w io.Writer, res *Results, opt Options) error {
-	d := pageData{Dir: res.Dir, Version: opt.Version, Runs: len(res.Runs)}
+	d := pageData{Dir: res.Dir, Version: opt.Version, Runs: len(res.Runs), Incomplete: res.Incomplete()}
+	if opt.Baseline != nil {
+		d.BaselineFile = opt.Baseline.Path
+	}
 	byName := map[string]*scenarioView{}
-	for _, rd := range res.Runs {
+	for _, rd := range planOrder(res.Runs, opt.Order) {
 		d.RunID = rd.RunID
 		d.Requests += len(rd.Requests)
 		sv := byName[rd.Scenario]
@@ -116,6 +142,7 @@ func Render(w io.Writer, res *Results, opt Options) error {
 			d.Scenarios = append(d.Scenarios, sv)
 		}
 		rv := buildRun(rd)
+		compareRun(rv, opt)
 		rv.Open = len(sv.Runs) == 0 || rd.Metrics.Errors > 0
 		sv.Runs = append(sv.Runs, rv)
 		if rd.Status != report.StatusPass && sv.Status == report.StatusPass {
@@ -136,7 +163,48 @@ func Render(w io.Writer, res *Results, opt Options) error {
 	}
 	slices.Sort(skipped)
 	d.Skipped = strings.Join(skipped, ", ")
+	d.Totals, d.Failures = summarize(d.Scenarios)
 	return page.Execute(w, d)
+}
+
+// planOrder returns the runs in the plan's order: results.jsonl holds them in the order
+// they completed, which parallel runs shuffle. Runs the order does not name follow, by
+// scenario file, then as the results hold them.
+func planOrder(runs []*RunData, order []RunKey) []*RunData {
+	scen, vari := map[string]int{}, map[RunKey]int{}
+	for i, k := range order {
+		if _, ok := scen[k.Scenario]; !ok {
+			scen[k.Scenario] = i
+		}
+		vari[k] = i
+	}
+	first := map[string]int{} // scenario -> index of its first run in the results
+	for i, rd := range runs {
+		if _, ok := first[rd.Scenario]; !ok {
+			first[rd.Scenario] = i
+		}
+	}
+	rank := func(m map[string]int, k string) int {
+		if i, ok := m[k]; ok {
+			return i
+		}
+		return len(order)
+	}
+	rankV := func(m map[RunKey]int, rd *RunData) int {
+		if i, ok := m[RunKey{rd.Scenario, rd.Variant}]; ok {
+			return i
+		}
+		return len(order)
+	}
+	out := slices.Clone(runs)
+	slices.SortStableFunc(out, func(a, b *RunData) int {
+		if a.Scenario != b.Scenario {
+			return cmp.Or(cmp.Compare(rank(scen, a.Scenario), rank(scen, b.Scenario)),
+				cmp.Compare(a.File, b.File), cmp.Compare(first[a.Scenario], first[b.Scenario]))
+		}
+		return cmp.Compare(rankV(vari, a), rankV(vari, b))
+	})
+	return out
 }
 
 func buildRun(rd *RunData) *runView {
@@ -197,4 +265,39 @@ func fmtNum(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// compareRun compares a run with Options.Baseline: the baseline's run goes beside it, and
+// the metrics that moved beyond their tolerance are listed, regressions first.
+func compareRun(rv *runView, opt Options) {
+	if opt.Baseline == nil {
+		return
+	}
+	c := &report.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
+	d := c.CompareRun(&rv.Run)
+	rv.Diff = &d
+	if br := opt.Baseline.Run(rv.Scenario, rv.Variant); br != nil {
+		rv.BaselineRun = br
+	}
+	for _, m := range d.Metrics {
+		switch m.Verdict {
+		case report.VerdictRegressed, report.VerdictMachine, report.VerdictImproved:
+			rv.DiffRows = append(rv.DiffRows, m)
+		default: // same, off, or an informational metric that moved
+			rv.Same++
+		}
+	}
+	slices.SortStableFunc(rv.DiffRows, func(a, b report.MetricDelta) int {
+		return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict))
+	})
+}
+
+func verdictRank(v string) int {
+	switch v {
+	case report.VerdictRegressed:
+		return 0
+	case report.VerdictMachine:
+		return 1
+	}
+	return 2
 }

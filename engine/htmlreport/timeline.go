@@ -47,11 +47,14 @@ type timeline struct {
 	Axis       template.HTML // the time axis with bursts and pauses
 	Labels     template.HTML // lane names, beside the lanes
 	Height     int
-	Lanes      int     // client connections drawn
-	Bars       int     // requests drawn one by one
-	Failed     int     // failed bars
-	SpanMs     float64 // the time the axis covers
-	Aggregated string  // how the lanes were bucketed; "" when every request is a bar
+	Lanes      int      // client connections drawn
+	Bars       int      // requests drawn one by one
+	Failed     int      // failed bars
+	Marked     int      // failed, retried or re-sent bars: what next and previous step through
+	Classes    []string // the error classes of the failed bars, sorted, for the filter
+	Canvas     bool     // the lanes are painted on a canvas (more than CanvasLanes of them)
+	SpanMs     float64  // the time the axis covers
+	Aggregated string   // how the lanes were bucketed; "" when every request is a bar
 	Pauses     int
 }
 
@@ -109,6 +112,11 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	})
 	tl.SpanMs = span
 	x := func(t float64) float64 { return t / span * plotW }
+	if len(order) > CanvasLanes {
+		canvasTimeline(&tl, rd, order, pl, span)
+		tl.Axis = template.HTML(axis(span, findPauses(rd.Requests, pl), x))
+		return tl
+	}
 
 	laneH := 14.0
 	if n := len(order); n > 50 {
@@ -200,6 +208,12 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 				tl.Bars++
 				if k == kindFailed {
 					tl.Failed++
+					if !slices.Contains(tl.Classes, r.Class) {
+						tl.Classes = append(tl.Classes, r.Class)
+					}
+				}
+				if k == kindFailed || k == kindRetried || k == kindHidden {
+					tl.Marked++
 				}
 				b = appendBar(b, r, k, x)
 			}
@@ -225,6 +239,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	}
 	b = append(b, `</svg>`...)
 	lb = append(lb, `</div>`...)
+	slices.Sort(tl.Classes)
 	tl.SVG = template.HTML(b) // numbers, fixed class names and escaped text only (see appendBar)
 	tl.Labels = template.HTML(lb)
 	tl.Axis = template.HTML(axis(span, pauses, x))

@@ -1,0 +1,151 @@
+package htmlreport
+
+import (
+	"cmp"
+	"encoding/json"
+	"html/template"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// CanvasLanes is how many lanes a run may have for its timeline to be an SVG element per
+// request; above it the page paints the lanes on a canvas from the run's requests as data,
+// only the lanes in view and at most one bar per pixel of a lane (issue 35: an SVG of
+// 3,500 lanes took 90-294 ms per wheel zoom).
+const CanvasLanes = 1000
+
+// canvasData is what the page's script paints a canvas timeline from. R holds five
+// numbers per request, sorted by lane then start: lane index, start, latency (ms, one
+// decimal), kind (kindCodes) and sequence number. Marks holds three per close: lane, time,
+// 0 for the server's close, 1 for its FIN at the client, 2 for the client's close.
+type canvasData struct {
+	Span  float64           `json:"span"`
+	LaneH float64           `json:"lane_h"`
+	Conns []uint64          `json:"conns"`
+	R     []float64         `json:"r"`
+	Marks []float64         `json:"marks"`
+	Err   map[string]string `json:"err"` // request index in R/5 -> error text and the server's close
+}
+
+var kindCodes = map[string]float64{kindNew: 0, kindReused: 1, kindFailed: 2, kindRetried: 3, kindHidden: 4}
+
+// canvasTimeline fills tl for a run of many lanes: the canvas, its data, and the counts.
+func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span float64) {
+	laneH := max(2, math.Floor(700/float64(len(order))))
+	d := canvasData{Span: round1(span), LaneH: laneH, Err: map[string]string{}, Conns: []uint64{}, R: []float64{}, Marks: []float64{}}
+	gap := -1.0 // no merging
+	if n := len(rd.Requests); n > MergeAbove {
+		gap = span / 4000
+		tl.Aggregated = "This run has " + strconv.Itoa(n) + " requests, more than " + strconv.Itoa(MergeAbove) +
+			": successful requests of one kind on a lane less than " + strconv.FormatFloat(gap, 'f', 1, 64) +
+			" ms apart are painted as one bar (its hover text says how many); failed, retried and re-sent requests are kept one by one."
+	}
+	for li, l := range order {
+		if l.conn != 0 {
+			tl.Lanes++
+		}
+		d.Conns = append(d.Conns, l.conn)
+		// The page finds a lane's requests in a window by binary search on their starts.
+		slices.SortStableFunc(l.reqs, func(a, b *Request) int { return cmp.Compare(a.StartMs, b.StartMs) })
+		var seg merged
+		for _, r := range l.reqs {
+			k := kindOf(&r.Request)
+			tl.Bars++
+			if k == kindFailed || k == kindRetried || k == kindHidden {
+				tl.Marked++
+				seg.flush(&d, li)
+				if k == kindFailed {
+					tl.Failed++
+					d.Err[strconv.Itoa(len(d.R)/5)] = errText(r)
+				}
+				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
+				continue
+			}
+			if seg.add(r, k, gap) {
+				continue
+			}
+			seg.flush(&d, li)
+			if !seg.add(r, k, gap) { // no merging: the request as itself
+				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
+			}
+		}
+		seg.flush(&d, li)
+		for _, c := range l.marks {
+			t := *c.ClosedMs
+			if c.ClosedBy == report.ClosedByServer {
+				d.Marks = append(d.Marks, float64(li), round1(t), 0)
+				if pl.RTTMs > 0 {
+					d.Marks = append(d.Marks, float64(li), round1(t+pl.RTTMs/2), 1)
+				}
+			} else {
+				d.Marks = append(d.Marks, float64(li), round1(t), 2)
+			}
+		}
+	}
+	data, _ := json.Marshal(d) // numbers and strings only; <, > and & come out escaped
+	h := min(760, laneH*float64(len(order)))
+	tl.Canvas = true
+	tl.Height = int(laneH * float64(len(order)))
+	tl.SVG = template.HTML(`<div class="spacer" style="height:` + strconv.Itoa(tl.Height) + `px"><canvas class="timeline" height="` +
+		strconv.Itoa(int(h)) + `" style="height:` + strconv.Itoa(int(h)) + `px"></canvas></div><script type="application/json" class="tldata">` +
+		string(data) + `</script>`)
+}
+
+// MergeAbove is how many requests a run may have for each to be painted from its own
+// entry; above it, successful requests of one kind that follow each other on a lane closer
+// than a 4,000th of the run are sent to the page as one entry, so that a million-request
+// run's page stays small. Failed, retried and re-sent requests always keep their own.
+const MergeAbove = 200000
+
+// merged is a run of successful requests of one kind on a lane, painted as one bar. In the
+// page's data its sequence number is minus the count of requests it stands for.
+type merged struct {
+	r          *Request // the first; nil when empty
+	k          string
+	start, end float64
+	n          int
+}
+
+// add extends the run with r when r continues it (same kind, within gap ms of its end),
+// or starts a run when there is none; it reports false when r must be painted apart.
+func (m *merged) add(r *Request, k string, gap float64) bool {
+	if gap < 0 {
+		return false
+	}
+	if m.r != nil && (k != m.k || r.StartMs-m.end > gap) {
+		return false
+	}
+	if m.r == nil {
+		*m = merged{r: r, k: k, start: r.StartMs, end: r.StartMs + r.LatencyMs}
+	}
+	m.end, m.n = max(m.end, r.StartMs+r.LatencyMs), m.n+1
+	return true
+}
+
+// flush writes the run: one request as itself, several as one entry with seq -n.
+func (m *merged) flush(d *canvasData, lane int) {
+	switch {
+	case m.r == nil:
+		return
+	case m.n == 1:
+		d.R = append(d.R, float64(lane), round1(m.r.StartMs), round1(m.r.LatencyMs), kindCodes[m.k], float64(m.r.Seq))
+	default:
+		d.R = append(d.R, float64(lane), round1(m.start), round1(m.end-m.start), kindCodes[m.k], -float64(m.n))
+	}
+	*m = merged{}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// errText is a failed request's error and, when known, the server's close of its
+// connection ("at,reason"), as the SVG bar's data-err and data-sc hold them.
+func errText(r *Request) string {
+	s := r.Class + ": " + r.Error
+	if r.ServerClosedMs != nil {
+		s += "\x00" + strconv.FormatFloat(round1(*r.ServerClosedMs), 'f', -1, 64) + "," + r.ServerCloseReason
+	}
+	return s
+}
