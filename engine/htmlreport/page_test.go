@@ -11,6 +11,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -298,6 +299,25 @@ func TestBrowserNextPreviousFailure(t *testing.T) {
 		!strings.Contains(f, "50.0 ms before the request started") {
 		t.Errorf("facts of the first failure: %q", f)
 	}
+	// Below the facts, the paragraph kalab explain prints for that request.
+	why := explainedSeq(t, 2)
+	if !strings.HasSuffix(got[0].Facts, "\n\n"+why) {
+		t.Errorf("facts of the first failure do not end with kalab explain's paragraph %q:\n%q", why, got[0].Facts)
+	}
+}
+
+// explainedSeq is kalab explain's paragraph for request seq of the fixture's run a/model.
+func explainedSeq(t *testing.T, seq int) string {
+	t.Helper()
+	run, err := explain.Load(writeFixture(t, suiteFixture(), true), "a/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := explain.Request(run, seq)
+	if !ok || text == "" {
+		t.Fatalf("kalab explain has no paragraph for request %d", seq)
+	}
+	return text
 }
 
 // filterScript sets a run's filters as a user would and counts the bars and lanes shown.

@@ -122,6 +122,9 @@ type runView struct {
 	DiffRows     []report.MetricDelta
 	Same         int // metrics within tolerance or informational, not listed
 	Unused       int // connections the client opened that carried no request: no lane
+	// Explain holds kalab explain's paragraph per failed, retried, re-sent or 5xx request,
+	// as JSON keyed by request number, for the facts panel; "" when there is none.
+	Explain string
 }
 
 // Render writes the page for res.
@@ -216,6 +219,7 @@ func buildRun(rd *RunData) *runView {
 	rv.Hist = histogram(rd.Requests)
 	rv.PhaseRows = phaseSplit(rd.Requests)
 	rv.Phases = phaseChart(rv.PhaseRows)
+	rv.Explain = explanations(rd)
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, rd.Params, "", "  ") == nil {
 		rv.Params = pretty.String()
