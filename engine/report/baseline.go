@@ -136,6 +136,7 @@ var defaultRules = func() map[string]Rule {
 		"errors_per_1000":    {Worse: HigherIsWorse, Tolerance: off},
 		"retries":            count(HigherIsWorse),
 		"hidden_retries":     count(HigherIsWorse),
+		"failed_attempts":    count(HigherIsWorse),
 		"connections":        count(HigherIsWorse),
 		"server_connections": count(HigherIsWorse),
 		"proxy_connections":  count(HigherIsWorse),
