@@ -38,6 +38,7 @@ var mutations = []mutation{
 	{"13-large-response-slow-start.yaml", "no slow start (a window of 10,000 segments)", func(s *scenario.Settings) { s.Network.InitialWindow = 10000 }},
 	{"13-large-response-slow-start.yaml", "no restart after idle", func(s *scenario.Settings) { s.Network.SlowStartAfterIdle = false }},
 	{"14-listen-queue-burst.yaml", "no listen queue limit", func(s *scenario.Settings) { s.Server.Backlog = 0 }},
+	{"15-fin-timing.yaml", "no idle close on the server", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
 }
 
 // TestSuiteFindingsCanFail runs each bundled file with its model broken and requires a
