@@ -138,7 +138,7 @@ var ClientPresets = registry([]Preset{
 		Name:     "python-requests",
 		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
 		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions",
-		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 by scenarios/truth/python-requests.yaml",
+		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 (reuse, the stale race, a FIN first, the hint; TLS resumption 0 of 8 on 2026-12-02) by scenarios/truth/python-requests.yaml",
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}",
 	},
 	{
