@@ -36,42 +36,55 @@ var (
 	variantRead = regexp.MustCompile(`variant\('([^']+)'\)\.([a-z0-9_.]+)`)
 )
 
-// presetCompared lists the metrics the truth file a preset's Verified names compares
+// presetCompared lists the metrics the truth files a preset's Verified names compare
 // between a variant running the preset and one running a real program, read from the
-// file's compare: expressions; nil when Verified names no bundled file or the file compares
-// none. server says whether the preset is a server's.
+// files' compare: expressions; empty when Verified names no bundled file or the files
+// compare none. server says whether the preset is a server's.
 func presetCompared(name, verified string, server bool) []string {
-	m := truthRef.FindStringSubmatch(verified)
-	if m == nil {
-		return nil
-	}
-	b, err := scenarios.Files.ReadFile(path.Clean(m[1]))
-	if err != nil {
-		return nil
-	}
-	var f truthFile
-	if yaml.Unmarshal(b, &f) != nil {
-		return nil
-	}
-	side := func(v truthVariant) (preset string, real bool) {
-		own, def := v.Client, f.Client
-		if server {
-			own, def = v.Server, f.Server
+	seen := map[string]bool{}
+	for _, m := range truthRef.FindAllStringSubmatch(verified, -1) {
+		b, err := scenarios.Files.ReadFile(path.Clean(m[1]))
+		if err != nil {
+			continue
 		}
-		if own.Exec != nil || (own.Preset == "" && def.Exec != nil) {
-			return "", true
+		var f truthFile
+		if yaml.Unmarshal(b, &f) != nil {
+			continue
 		}
-		if own.Preset != "" {
-			return own.Preset, false
-		}
-		return def.Preset, false
+		f.compared(name, server, seen)
 	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// side returns the preset a variant runs on the client or server side, or real when it
+// runs a real program there.
+func (f *truthFile) side(v truthVariant, server bool) (preset string, real bool) {
+	own, def := v.Client, f.Client
+	if server {
+		own, def = v.Server, f.Server
+	}
+	if own.Exec != nil || (own.Preset == "" && def.Exec != nil) {
+		return "", true
+	}
+	if own.Preset != "" {
+		return own.Preset, false
+	}
+	return def.Preset, false
+}
+
+// compared adds to seen the metrics of the preset's runs that a compare expression reads
+// beside a run of a real program.
+func (f *truthFile) compared(name string, server bool, seen map[string]bool) {
 	model, real := map[string]bool{}, map[string]bool{}
 	for _, v := range f.Variants {
-		p, isReal := side(v)
+		p, isReal := f.side(v, server)
 		model[v.Name], real[v.Name] = p == name, isReal
 	}
-	seen := map[string]bool{}
 	for _, expr := range f.Compare {
 		reads := variantRead.FindAllStringSubmatch(expr, -1)
 		var withModel, withReal bool
@@ -88,12 +101,6 @@ func presetCompared(name, verified string, server bool) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // comparedLine is the line `help presets` prints under a preset's verification.
