@@ -423,6 +423,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 				if p.Verified != "" {
 					verified = "verified against " + p.Verified
 				}
+				verified += "\n    " + comparedLine(p.Name, p.Verified, strings.HasPrefix(sec.title, "Server"))
 				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n    %s\n", p.Name, p.Models, p.Source, verified)
 				for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
 					fmt.Fprintf(stdout, "    | %s\n", line)

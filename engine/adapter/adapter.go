@@ -131,6 +131,25 @@ var adapters = map[string]*Adapter{
 		NoPause: true, Sequential: true,
 		Probe: []string{"--version"},
 	},
+	"libcurl": {
+		Name: "libcurl", Runtime: "python3", Interpreter: "python3", Script: "libcurl.py",
+		Models: "libcurl (the library under the curl command) through Python's ctypes: one easy handle, its connection cache, pausing as the plan says",
+		Knobs: map[string]string{
+			"keepalive":          "Connection: close on every request when false",
+			"idle_timeout":       "CURLOPT_MAXAGE_CONN (whole seconds)",
+			"timeout":            "CURLOPT_TIMEOUT_MS",
+			"session_resumption": "CURLOPT_SSL_SESSIONID_CACHE 0 when false",
+		},
+		Fixed: map[string]Fixed{
+			"http2":            {"tls", "libcurl negotiates h2 by ALPN over TLS (CURL_HTTP_VERSION_2TLS), and HTTP/1.1 over plain TCP"},
+			"keepalive_header": {"false", "libcurl sends no Connection header"},
+			"honor_hint":       {"false", "libcurl ignores the Keep-Alive header"},
+			"liveness_check":   {"true", "libcurl checks a cached connection before reusing it"},
+		},
+		Sequential: true,
+		Probe: []string{"-c", "import ctypes, ctypes.util, sys; l = ctypes.CDLL(ctypes.util.find_library('curl') or 'libcurl.so.4'); " +
+			"l.curl_version.restype = ctypes.c_char_p; print('python', sys.version.split()[0], l.curl_version().decode())"},
+	},
 	"curl-loop": {
 		Name: "curl-loop", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",
 		Models: "a new curl process per request (a shell loop)",

@@ -102,6 +102,9 @@ type Metrics struct {
 	// ServerIdleCloseMs is how long those connections had been idle when the server closed
 	// them; 0 when there were none.
 	ServerIdleCloseMs IdleClose `expr:"server_idle_close_ms" json:"server_idle_close_ms"`
+	// FailedAttempts counts requests the client wrote into a connection the server had
+	// already closed, so they never reached it (netsim.ConnRecord.FailedAttempt).
+	FailedAttempts float64 `expr:"failed_attempts" json:"failed_attempts"`
 }
 
 // IdleClose summarises idle times before a close, in milliseconds (scenario time).

@@ -132,6 +132,7 @@ var installHints = map[string]string{
 	"python3":         "install it: apt-get install python3 python3-requests, or https://python.org and pip install requests",
 	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
 	"bash":            "install it: apt-get install bash",
+	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl",
 }
 
 // InstallHint says how to install program (a runtime, or an adapter whose runtime lacks a

@@ -65,6 +65,13 @@ type ConnRecord struct {
 	Ended time.Duration
 	// BytesUp and BytesDown are the bytes delivered to the upstream and to the client.
 	BytesUp, BytesDown int64
+	// FailedAttempt: the server closed first and the client then wrote request bytes
+	// that reached the proxy's upstream side only after that close, so they never
+	// reached the server (its kernel answers them with a reset). A client that then
+	// sends the request on another connection without reporting an error re-sent it
+	// silently. A TLS close_notify or HTTP/2 GOAWAY the client sends on seeing the close
+	// is not a request and does not count (clientGoodbye).
+	FailedAttempt bool
 }
 
 // connTruth is what a link records for its ConnRecord; times are nanoseconds since t0 so
@@ -78,6 +85,9 @@ type connTruth struct {
 	// came. Only the reader of the upstream writes them.
 	lastRead, lastReadSize, prevRead atomic.Int64
 	lastWrite                        atomic.Int64 // last byte written to the upstream
+	// When the client's newest request bytes are due at the upstream; only the
+	// client-side reader writes it (through pushAt).
+	requestDue atomic.Int64
 
 	// Set once, under link.mu.
 	closedBy Side
@@ -90,6 +100,29 @@ type connTruth struct {
 // a TLS close_notify alert (24 bytes in TLS 1.3, 31 in TLS 1.2 with AES-GCM) or an HTTP/2
 // GOAWAY frame (17 bytes, about 40 under TLS). Any HTTP response is larger.
 const goodbyeSize = 64
+
+// clientGoodbye reports whether a client chunk is part of closing rather than a request:
+// a TLS alert record (type 21, or in TLS 1.3 an application_data record of type 23 too
+// small to hold a request: a close_notify is 24 bytes) or a small HTTP/2 frame (a
+// GOAWAY: its length's first byte is 0). An HTTP/1.1 request starts with a method's
+// letter and is never one of these.
+func clientGoodbye(data []byte) bool {
+	if len(data) == 0 || len(data) > goodbyeSize {
+		return false
+	}
+	switch data[0] {
+	case 0x15, 0x17, 0x00:
+		return true
+	}
+	return false
+}
+
+// clientData notes a client chunk queued for the upstream at due.
+func (l *link) clientData(data []byte, due time.Time) {
+	if !clientGoodbye(data) {
+		l.truth.requestDue.Store(l.since(due))
+	}
+}
 
 // since returns t as nanoseconds after the link opened, never negative.
 func (l *link) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
@@ -173,6 +206,7 @@ func (l *link) record(ended time.Time) ConnRecord {
 		BytesDown: l.truth.bytesDown.Load(),
 		Idle:      -1,
 	}
+	r.FailedAttempt = r.ClosedBy == SideServer && r.Reason != ReasonRefused && time.Duration(l.truth.requestDue.Load()) > r.Closed
 	if r.ClosedBy == "" {
 		r.ClosedBy, r.Reason, r.Closed = SideKalab, ReasonRunEnd, r.Ended
 	}

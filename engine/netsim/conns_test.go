@@ -173,3 +173,90 @@ func TestRemoteUpstreamNeedsOptIn(t *testing.T) {
 		t.Error("a non-loopback listener was accepted")
 	}
 }
+
+// TestFailedAttempt: request bytes the client writes into a connection whose server side
+// has already closed are a failed attempt; bytes that reach the server before its close,
+// and a TLS close_notify sent in answer to the close, are not. The server here closes a
+// connection idle for `idle` (its read deadline, as an HTTP server's idle timeout); the
+// client's writes are placed against that close by the plan: a write due at the server
+// rtt/2 after it leaves the client.
+func TestFailedAttempt(t *testing.T) {
+	t.Parallel()
+	const (
+		rtt  = 100 * time.Millisecond
+		idle = 400 * time.Millisecond
+	)
+	server := func(c *net.TCPConn) {
+		b := make([]byte, 64)
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(idle))
+			if _, err := c.Read(b); err != nil {
+				_ = c.Close()
+				return
+			}
+			_, _ = c.Write(b[:1])
+		}
+	}
+	get := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n") // 27 bytes: small, but a request
+	closeNotify := append([]byte{0x17, 0x03, 0x03, 0x00, 0x13}, make([]byte, 19)...)
+	cases := []struct {
+		name string
+		// after reading the first answer at time a (the server answered at a-rtt/2 and
+		// closes at a-rtt/2+idle if nothing more reaches it)
+		client func(c *net.TCPConn)
+		failed bool
+	}{
+		{name: "request racing the close", failed: true, client: func(c *net.TCPConn) {
+			// Leaves rtt/4 before the FIN reaches the client, reaches the server rtt/4
+			// after its close.
+			time.Sleep(idle - rtt/4)
+			_, _ = c.Write(get)
+			_, _ = io.Copy(io.Discard, c)
+		}},
+		{name: "request after the FIN arrived", failed: true, client: func(c *net.TCPConn) {
+			_, _ = io.Copy(io.Discard, c)
+			_, _ = c.Write(get)
+			time.Sleep(rtt)
+		}},
+		{name: "request in time, then idle close", client: func(c *net.TCPConn) {
+			// Reaches the server at idle/2 of its idle clock: answered.
+			time.Sleep(idle/2 - rtt)
+			_, _ = c.Write(get)
+			_, _ = io.Copy(io.Discard, c)
+		}},
+		{name: "close_notify after the FIN", client: func(c *net.TCPConn) {
+			_, _ = io.Copy(io.Discard, c)
+			_, _ = c.Write(closeNotify)
+			time.Sleep(rtt)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var rec recorder
+			p, err := Start(Config{Upstream: tcpServer(t, server), RTT: rtt, OnConn: rec.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			c := dial(t, p.Addr())
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+				t.Fatalf("read the answer: %v", err)
+			}
+			tc.client(c)
+			_ = c.Close()
+			waitFor(t, "record", func() bool { return len(rec.all()) == 1 })
+			r := rec.all()[0]
+			if r.ClosedBy != SideServer {
+				t.Fatalf("record %+v: want the server's close first", r)
+			}
+			if r.FailedAttempt != tc.failed {
+				t.Errorf("failed attempt %v, want %v (record %+v)", r.FailedAttempt, tc.failed, r)
+			}
+		})
+	}
+}

@@ -149,6 +149,9 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 	}
 	d.last = due
 	c.due = due
+	if d == d.l.up && c.kind == evData {
+		d.l.clientData(c.data, due)
+	}
 	if d.head == len(d.q) {
 		// Empty: reuse the backing array from its start rather than let the
 		// queue creep along it and reallocate.

@@ -483,3 +483,68 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 		t.Errorf("against a baseline without cpu_wait_ms: noisy %v, status %s", r.Timing.Noisy, r.Status)
 	}
 }
+
+// A run of a real program (an exec client, a real server) is gated on what the program
+// decides, not on its timing: truth-curl / real-loop's rps and total_ms moved beyond ±15%
+// on an unmodified run at a load of 1.5-4, a curl process per request paying its start-up
+// each time. The same figures on kalab's own client and server still regress, a count of
+// the real program's still regresses, and a tolerance a file sets still gates its timing.
+func TestRealProgramTimingIsNotGated(t *testing.T) {
+	t.Parallel()
+	slower := func(r *Run) {
+		r.RunID = "now"
+		r.Metrics.TotalMs *= 1.4
+		r.Metrics.RPS /= 1.4
+		r.Metrics.LatencyMs.P50 *= 1.4
+		r.Metrics.LatencyMs.Mean *= 1.4
+	}
+	withCurl := func(r *Run) *Run {
+		r.Client = &ClientRuntime{Adapter: "curl-loop", Command: []string{"bash", "curl-loop.sh"}}
+		return r
+	}
+	withNginx := func(r *Run) *Run {
+		r.Server = &Server{Kind: "nginx", Name: "nginx"}
+		return r
+	}
+	timing := []string{"latency_ms.mean", "latency_ms.p50", "rps", "total_ms"}
+	cases := []struct {
+		name      string
+		base, cur *Run
+		tols      *Tolerances
+		want      []string // regressed
+		countToo  bool     // connections also grew
+	}{
+		{name: "kalab's own client and server", base: baseRun("s", "v"), cur: baseRun("s", "v"), want: timing},
+		{name: "a real client program", base: withCurl(baseRun("s", "v")), cur: withCurl(baseRun("s", "v"))},
+		{name: "a real server", base: withNginx(baseRun("s", "v")), cur: withNginx(baseRun("s", "v"))},
+		{name: "a real program's count", base: withCurl(baseRun("s", "v")), cur: withCurl(baseRun("s", "v")), countToo: true, want: []string{"connections"}},
+		{name: "a file's tolerance on a real program", base: withCurl(baseRun("s", "v")), cur: withCurl(baseRun("s", "v")),
+			tols: &Tolerances{Scenarios: map[string]ScenarioTolerances{"s": {File: "s.yaml", Rules: map[string]tolerance.Tolerance{
+				"total_ms": {Relative: true, Value: 0.15},
+			}}}}, want: []string{"total_ms"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			slower(tc.cur)
+			if tc.countToo {
+				tc.cur.Metrics.Connections += 10
+			}
+			d := (&Comparer{Baseline: loadBase(t, tc.base), Tolerances: tc.tols}).CompareRun(tc.cur)
+			var got []string
+			for _, m := range d.With(VerdictRegressed) {
+				got = append(got, m.Metric)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("regressed %v, want %v", got, tc.want)
+			}
+			if len(tc.want) == 0 || tc.countToo {
+				for _, m := range d.Metrics {
+					if programTiming(m.Metric) && (m.Verdict != VerdictOff || m.Rule.Source != SourceRealProgram) {
+						t.Errorf("%s: verdict %s, source %q; want off, %q", m.Metric, m.Verdict, m.Rule.Source, SourceRealProgram)
+					}
+				}
+			}
+		})
+	}
+}

@@ -408,4 +408,7 @@ type Conn struct {
 	// client (side "proxy" only).
 	BytesUp   int64 `json:"bytes_up,omitempty"`
 	BytesDown int64 `json:"bytes_down,omitempty"`
+	// FailedAttempt: after the server closed the connection the client wrote a request
+	// into it, which never reached the server (side "proxy" only).
+	FailedAttempt bool `json:"failed_attempt,omitempty"`
 }

@@ -190,12 +190,24 @@ type programStats struct {
 }
 
 func (s programStats) Flatten(into map[string]float64) {
-	into["hidden_retries"] = float64(s.HiddenRetries)
+	into["hidden_retries"] = float64(s.HiddenRetries) + silentResends(into)
 	if s.requests > 0 {
 		into["reused_requests"] = float64(s.ServerReused)
 		into["reuse_ratio"] = float64(s.ServerReused) / float64(s.requests)
 	}
 	into["cpu_us_per_request"], into["peak_rss_mb"] = s.CPUUsPerRequest, s.PeakRSSMB
+}
+
+// silentResends is how many of the failed attempts the proxy saw (requests written into a
+// connection the server had closed, which never reached it) the program did not account
+// for: each such attempt either surfaces as an error of a dying connection (reset, eof),
+// or is a retry the program reported, or the program sent the request again on another
+// connection without saying so. The link's stats come before the client's, so into holds
+// them. A request that reached the server and was sent again is the server log's count,
+// not one of these.
+func silentResends(into map[string]float64) float64 {
+	surfaced := into["errors_by_class.reset"] + into["errors_by_class.eof"] + into["retries"]
+	return max(0, into["failed_attempts"]-surfaced)
 }
 
 // programRecord is the run record's view of the program.

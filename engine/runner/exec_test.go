@@ -257,6 +257,11 @@ variants:
 			if m.Errors < float64(lo) || m.Errors > float64(hi) {
 				off = append(off, fmt.Sprintf("%.0f errors; the plan's pauses predict %d..%d", m.Errors, lo, hi))
 			}
+			// These runtimes never re-send: each request they wrote into a connection the
+			// server had closed (a failed attempt at the proxy) is one of their errors.
+			if m.FailedAttempts != m.Errors || m.HiddenRetries != 0 {
+				off = append(off, fmt.Sprintf("%.0f failed attempts at the proxy and %.0f hidden re-sends; want one per error (%.0f) and none", m.FailedAttempts, m.HiddenRetries, m.Errors))
+			}
 			// Only a request after a pause in the window can fail.
 			for j := 1; j < requests; j++ {
 				p := gaps[j-1]
@@ -431,5 +436,104 @@ expect: ["errors == 0"]
 	}
 	if len(rec.Checks) != 1 || rec.Checks[0].Verdict() != report.VerdictNotEvaluated {
 		t.Errorf("checks %+v: want the expect check not evaluated", rec.Checks)
+	}
+}
+
+// silentWindow counts the pauses after which libcurl over TLS writes its request into a
+// connection the server has closed: every pause longer than idle-rtt (the request reaches
+// the server after its idle close), narrowed by margin (lo) and widened by it (hi). Beyond
+// idle the close has reached the client, but libcurl's liveness check with OpenSSL
+// (lib/vtls/openssl.c ossl_check_cxn) peeks one byte, takes the server's close_notify for
+// data and reuses the connection anyway. A re-send opens a fresh connection that the next
+// pause finds pooled, so unlike staleWindow every such pause races, one after another.
+func silentWindow(pauses []time.Duration, idle, rtt, margin time.Duration) (lo, hi int) {
+	for _, p := range pauses {
+		if p > idle-rtt+margin {
+			lo++
+		}
+		if p > idle-rtt-margin {
+			hi++
+		}
+	}
+	return lo, hi
+}
+
+// libcurlResend is the line libcurl's Curl_retry_request (lib/transfer.c, 7.88) logs when
+// a reused connection died before any byte of the response and it sends the request again
+// on a fresh connection: "Connection died, retrying a fresh connect (retry count: N)".
+const libcurlResend = "Connection died, retrying a fresh connect"
+
+// The stale race with real libcurl (the libcurl adapter: one easy handle, the plan's
+// pauses): libcurl re-sends each request whose reused connection the server had closed,
+// and the application never hears of it. kalab counts those re-sends from the proxy's
+// failed attempts: they equal the re-sends libcurl itself logs, and the pauses of the plan
+// longer than idle-rtt (silentWindow); no request fails.
+func TestExecLibcurlSilentResends(t *testing.T) {
+	t.Parallel()
+	const (
+		idle     = 500 * time.Millisecond
+		rtt      = 100 * time.Millisecond
+		requests = 16
+		margin   = 30 * time.Millisecond // the program's own work between requests lengthens a pause
+	)
+	spec := load.Spec{Requests: requests, Concurrency: 1, Burst: 1, PauseMin: 350 * time.Millisecond, PauseMax: 550 * time.Millisecond}
+	var pauses []time.Duration
+	for seed := int64(1); ; seed++ {
+		spec.Seed = seed
+		pauses = load.Pauses(spec)
+		if lo, hi := silentWindow(pauses, idle, rtt, margin); lo == hi && lo >= 4 && lo <= requests-5 {
+			break
+		}
+	}
+	src := fmt.Sprintf(`
+name: exec-libcurl-resend
+network: {rtt: 100ms}
+server: {tls: true, idle_timeout: 500ms, keepalive_hint: false}
+load: {requests: %d, burst: 1, pause: 350ms..550ms, seed: %d}
+client: {exec: libcurl}
+`, requests, spec.Seed)
+	out, err := Execute(context.Background(), plan(t, src), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	rec := out.Runs[0]
+	needRuntime(t, rec)
+	if rec.Status != report.StatusPass {
+		t.Fatalf("status %s: %s %+v", rec.Status, rec.Error, rec.Checks)
+	}
+	if rec.Metrics.Errors != 0 || rec.Metrics.Requests != requests {
+		t.Errorf("%.0f requests, %.0f errors: want %d and 0 (libcurl re-sends instead of failing)", rec.Metrics.Requests, rec.Metrics.Errors, requests)
+	}
+	stderr, err := os.ReadFile(filepath.Join(out.Dir, rec.Client.Stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := strings.Count(string(stderr), libcurlResend)
+	m := rec.Metrics
+	want, _ := silentWindow(pauses, idle, rtt, margin)
+	t.Logf("%s: %d re-sends logged by libcurl, %.0f hidden re-sends and %.0f failed attempts counted, %d predicted by the plan's pauses",
+		rec.Client.Version, logged, m.HiddenRetries, m.FailedAttempts, want)
+	if m.HiddenRetries != float64(logged) || m.FailedAttempts != float64(logged) {
+		t.Errorf("hidden re-sends %.0f and failed attempts %.0f, want both to equal the %d re-sends libcurl logged", m.HiddenRetries, m.FailedAttempts, logged)
+	}
+	if logged != want {
+		// Which pauses race is the plan's only while the program's timers keep to it.
+		reqs := requestLines(t, out.Dir, rec)
+		bySeq := make([]report.Request, requests)
+		for _, r := range reqs {
+			bySeq[r.Seq] = r
+		}
+		// The link's late chunks move the race as the program's late pauses do.
+		late := time.Duration(rec.Metrics.LagMs.Link.Max * float64(time.Millisecond))
+		for k, p := range pauses {
+			prev, next := bySeq[k], bySeq[k+1]
+			late = max(late, time.Duration((next.StartMs-prev.StartMs-prev.LatencyMs)*float64(time.Millisecond))-p)
+		}
+		msg := fmt.Sprintf("libcurl logged %d re-sends; the plan's pauses predict %d (pauses %v)", logged, want, pauses)
+		if late > margin {
+			testci.SkipOrFail(t, "the program's pauses or the link ran up to %v late (margin %v): %s", late.Round(time.Millisecond), margin, msg)
+		}
+		t.Error(msg)
 	}
 }

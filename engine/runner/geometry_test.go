@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -202,5 +203,54 @@ func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
 	}
 	if lo != 12 || hi != 21 {
 		t.Errorf("the band at 15 ms is %d..%d; the file checks 12..21", lo, hi)
+	}
+}
+
+// The FIN-timing file's checks are the predictions of its seeded pauses (predictRaces for
+// the errors; one new connection after each pause past idle - RTT, whether the request
+// after it failed or found the FIN), and they tell a FIN forwarded at once from one that
+// keeps its one-way delay: that link would move the window's end from idle to idle - RTT/2,
+// and the failures it leaves must be fewer than the file checks, by more than a pause near
+// the new edge could blur.
+func TestFINTimingFollowsFromThePauses(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	file := filepath.Join(filepath.Dir(self), "..", "..", "scenarios", "16-fin-timing.yaml")
+	p, err := scenario.LoadFiles([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Scenarios[0].Runs[0]
+	st := r.Settings
+	if st.Server.TLS {
+		t.Fatal("the file must be plain HTTP: over TLS the close_notify tells the client of the close whatever the FIN does")
+	}
+	lo, hi := predictRaces(st, oracle.Errors)
+	if lo != hi {
+		t.Fatalf("the pauses predict %d..%d failures: pick a seed whose pauses keep clear of the window's edges", lo, hi)
+	}
+	idle, rtt := time.Duration(st.Server.IdleTimeout), time.Duration(st.Network.RTT)
+	undelayed, past := 0, 0
+	for _, real := range load.Pauses(loadSpec(st, scaler(st.TimeScale))) {
+		p := time.Duration(float64(real) / st.TimeScale)
+		if p > idle-rtt-raceMargin && p < idle-rtt/2+raceMargin {
+			undelayed++
+		}
+		if p > idle-rtt {
+			past++
+		}
+	}
+	want := []string{fmt.Sprintf("errors == %d", lo), fmt.Sprintf("connections == %d", 1+past)}
+	var have []string
+	for _, a := range r.Expect {
+		have = append(have, a.Source)
+	}
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			t.Errorf("the pauses predict %q; the file checks %q", w, have)
+		}
+	}
+	if lo-undelayed < 2 {
+		t.Errorf("with the FIN undelayed up to %d of the %d failures remain: the file cannot tell the FIN's timing", undelayed, lo)
 	}
 }

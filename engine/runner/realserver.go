@@ -255,7 +255,7 @@ func proxyConns(recs []netsim.ConnRecord, runStart, loadEnd time.Time, scale flo
 		opened := max(r.Opened.Sub(runStart), 0)
 		closed := ms(opened + r.Closed)
 		c := report.Conn{Side: "proxy", ID: r.ID, OpenedMs: ms(opened), ClosedMs: &closed,
-			Reason: reasons[r.Reason], BytesUp: r.BytesUp, BytesDown: r.BytesDown}
+			Reason: reasons[r.Reason], BytesUp: r.BytesUp, BytesDown: r.BytesDown, FailedAttempt: r.FailedAttempt}
 		if r.ClosedBy == netsim.SideServer || r.ClosedBy == netsim.SideClient {
 			c.ClosedBy = string(r.ClosedBy)
 		}
@@ -271,15 +271,21 @@ func proxyConns(recs []netsim.ConnRecord, runStart, loadEnd time.Time, scale flo
 	return out
 }
 
-// idleCloseMetrics adds server_idle_closes and server_idle_close_ms.* to flat.
+// idleCloseMetrics adds server_idle_closes, server_idle_close_ms.* and failed_attempts to
+// flat.
 func idleCloseMetrics(flat map[string]float64, recs []netsim.ConnRecord, scale float64) {
 	var idle []float64
+	failed := 0
 	for _, r := range recs {
+		if r.FailedAttempt {
+			failed++
+		}
 		if r.ClosedBy == netsim.SideServer && r.Reason == netsim.ReasonIdle && r.Idle >= 0 {
 			idle = append(idle, float64(r.Idle)/float64(time.Millisecond)/scale)
 		}
 	}
 	flat["server_idle_closes"] = float64(len(idle))
+	flat["failed_attempts"] = float64(failed)
 	if len(idle) == 0 {
 		return
 	}

@@ -139,7 +139,7 @@ var ClientPresets = registry([]Preset{
 		Name:     "python-requests",
 		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
 		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions; no TCP keepalive: urllib3 HTTPConnection.default_socket_options is [(IPPROTO_TCP, TCP_NODELAY, 1)] only (printed from urllib3 2.7.0 here)",
-		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11) on 2026-12-01 by scenarios/truth/python-requests.yaml",
+		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11): reuse, the stale race, a FIN first and the hint on 2026-12-01, TLS resumption (0 of 8) on 2026-12-02 by scenarios/truth/python-requests.yaml",
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{
@@ -153,7 +153,7 @@ var ClientPresets = registry([]Preset{
 		Name:     "curl-multi",
 		Models:   "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
 		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
-		Verified: "curl 7.88.1 (one process, no pauses) on 2026-12-01 by scenarios/truth/curl.yaml",
+		Verified: "curl 7.88.1 (one process, no pauses: errors and connections) on 2026-12-01 by scenarios/truth/curl.yaml; libcurl 7.88.1 through the libcurl adapter (the stale race with pauses, over TLS: hidden re-sends, errors, connections and latency) on 2026-12-02 by scenarios/truth/libcurl.yaml",
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 	},
 })
