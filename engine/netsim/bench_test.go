@@ -121,6 +121,7 @@ func BenchmarkIdleConns(b *testing.B) {
 func benchIdle(b *testing.B, n int) {
 	f := measureIdle(b, n)
 	b.ReportMetric(f.rssPerConn, "idle-B/conn")
+	b.ReportMetric(f.restPerConn, "rest-B/conn")
 	b.ReportMetric(f.stackPerConn, "stack-B/conn")
 	b.ReportMetric(f.heapPerConn, "heap-B/conn")
 	b.ReportMetric(0, "ns/op")
@@ -132,7 +133,7 @@ func benchIdle(b *testing.B, n int) {
 // idleFigures is what holding n idle connections through one proxy cost this
 // process, per connection.
 type idleFigures struct {
-	rssPerConn, peakPerConn, stackPerConn, heapPerConn, goroutinesPerConn float64
+	rssPerConn, restPerConn, peakPerConn, stackPerConn, heapPerConn, goroutinesPerConn float64
 }
 
 // measureIdle opens n connections through a fresh proxy, with both ends in a
@@ -188,19 +189,30 @@ func measureIdle(tb testing.TB, n int) idleFigures {
 	if got := expect("ready"); got != strconv.Itoa(n) {
 		tb.Fatalf("helper verified %s connections, want %d", got, n)
 	}
-	time.Sleep(200 * time.Millisecond) // queues drain; links are idle
+	// Queues drain, links are idle, and their readers have handed their
+	// waits to fresh goroutines (readLoop).
+	time.Sleep(idleHandoff + 300*time.Millisecond)
 	st := p.Stats()
 	if st.Open != int64(n) || st.Accepted != int64(n) {
 		tb.Fatalf("stats %+v, want %d accepted and open", st, n)
 	}
 	peak := procStatusKiB(tb, "VmHWM")
+	rss := procStatusKiB(tb, "VmRSS")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	// At rest: what the setup freed (the dials' stacks, the readers' first
+	// stacks, garbage) given back, as the runtime's scavenger does over time.
+	runtime.GC()
+	debug.FreeOSMemory()
+	rest := procStatusKiB(tb, "VmRSS")
+	var msRest runtime.MemStats
+	runtime.ReadMemStats(&msRest)
 	per := func(v float64) float64 { return v / float64(n) }
 	return idleFigures{
-		rssPerConn:        per(float64(procStatusKiB(tb, "VmRSS")-base) * 1024),
+		rssPerConn:        per(float64(rss-base) * 1024),
+		restPerConn:       per(float64(rest-base) * 1024),
 		peakPerConn:       per(float64(peak-base) * 1024),
-		stackPerConn:      per(float64(int64(ms.StackInuse) - int64(ms0.StackInuse))),
+		stackPerConn:      per(float64(int64(msRest.StackInuse) - int64(ms0.StackInuse))),
 		heapPerConn:       per(float64(ms.HeapInuse)),
 		goroutinesPerConn: per(float64(runtime.NumGoroutine() - g0)),
 	}

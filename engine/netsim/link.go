@@ -1,7 +1,9 @@
 package netsim
 
 import (
+	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -186,7 +188,22 @@ func (l *link) isDone() bool {
 	}
 }
 
+// idleHandoff is how long a reader waits for its next chunk before it hands
+// the wait to a fresh goroutine (readLoop).
+const idleHandoff = 100 * time.Millisecond
+
 // readLoop reads src until EOF, reset or teardown, stamping each chunk.
+//
+// An idle link is its two readers parked in their reads, so their stacks
+// are most of what it costs (issue 36). A goroutine starts with a small
+// stack (2 KiB, or the runtime's running average of what goroutines use),
+// but releasing a chunk goes deep enough (push, the sending model, the
+// clock, a write) to double it, and a stack never shrinks back while its
+// goroutine parks that deep: 5,000 idle links held 8.1 KiB of stacks each.
+// So once a reader has waited idleHandoff for its next chunk it starts a
+// fresh goroutine for the wait and ends: the idle wait then costs a fresh
+// stack (576 bytes used), and the hand-off costs one goroutine per idle
+// period rather than anything per chunk beyond re-arming a read deadline.
 func (d *direction) readLoop() {
 	defer d.l.p.wg.Done()
 	read, err := d.openReader()
@@ -194,11 +211,16 @@ func (d *direction) readLoop() {
 		d.push(chunk{kind: evRst}, time.Now())
 		return
 	}
+	armed := false
 	for {
 		if !d.waitSpace() {
 			return
 		}
 		buf, n, stamp, err := read()
+		if armed && err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			d.handOff(buf)
+			return
+		}
 		if err != nil || n <= 0 {
 			if buf != nil {
 				bufPool.Put(buf)
@@ -234,7 +256,18 @@ func (d *direction) readLoop() {
 			c.data, c.pool = (*buf)[:n], buf
 		}
 		d.push(c, stamp)
+		armed = d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
 	}
+}
+
+// handOff gives the idle wait of this direction's reader to a fresh goroutine.
+func (d *direction) handOff(buf *[]byte) {
+	if buf != nil {
+		bufPool.Put(buf)
+	}
+	_ = d.src.SetReadDeadline(time.Time{})
+	d.l.p.wg.Add(1) // the calling reader is counted, so this cannot race Wait
+	go d.readLoop()
 }
 
 // waitSpace blocks while the direction has maxQueued bytes in flight.

@@ -91,6 +91,7 @@ func measurePerf(t *testing.T) map[string]float64 {
 	got := map[string]float64{
 		"idle_stack_bytes_per_conn": f.stackPerConn,
 		"idle_rss_bytes_per_conn":   f.rssPerConn,
+		"rest_rss_bytes_per_conn":   f.restPerConn,
 		"idle_goroutines_per_conn":  f.goroutinesPerConn,
 	}
 	addr, _ := httpServer(t, false)
