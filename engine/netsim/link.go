@@ -172,6 +172,8 @@ func (l *link) shutdown() {
 		}
 		l.up.unschedule()
 		l.down.unschedule()
+		l.p.parker.forget(l.up)
+		l.p.parker.forget(l.down)
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
 			f(l.record(time.Now()))
@@ -211,7 +213,8 @@ func (d *direction) readLoop() {
 		d.push(chunk{kind: evRst}, time.Now())
 		return
 	}
-	armed := false
+	// A link that never carries a chunk parks too.
+	armed := d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
 	for {
 		if !d.waitSpace() {
 			return
@@ -266,8 +269,25 @@ func (d *direction) handOff(buf *[]byte) {
 		bufPool.Put(buf)
 	}
 	_ = d.src.SetReadDeadline(time.Time{})
+	if d.l.p.parker.park(d) {
+		return
+	}
 	d.l.p.wg.Add(1) // the calling reader is counted, so this cannot race Wait
 	go d.readLoop()
+}
+
+// srcControl runs f on the source socket's descriptor, which cannot be
+// closed meanwhile.
+func (d *direction) srcControl(f func(fd uintptr) error) error {
+	rc, err := d.src.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(fd) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // waitSpace blocks while the direction has maxQueued bytes in flight.
