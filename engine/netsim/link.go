@@ -196,16 +196,18 @@ const idleHandoff = 100 * time.Millisecond
 
 // readLoop reads src until EOF, reset or teardown, stamping each chunk.
 //
-// An idle link is its two readers parked in their reads, so their stacks
-// are most of what it costs (issue 36). A goroutine starts with a small
-// stack (2 KiB, or the runtime's running average of what goroutines use),
-// but releasing a chunk goes deep enough (push, the sending model, the
-// clock, a write) to double it, and a stack never shrinks back while its
-// goroutine parks that deep: 5,000 idle links held 8.1 KiB of stacks each.
-// So once a reader has waited idleHandoff for its next chunk it starts a
-// fresh goroutine for the wait and ends: the idle wait then costs a fresh
-// stack (576 bytes used), and the hand-off costs one goroutine per idle
-// period rather than anything per chunk beyond re-arming a read deadline.
+// An idle link was its two readers parked in their reads, so their stacks
+// were most of what it cost (issue 36: 8.1 KiB of stacks each for 5,000
+// idle links). A parked reader uses 576 bytes of stack, yet each had 4 KiB:
+// goroutines start at the runtime's running average of stack use (large
+// while links are dialing), and releasing a chunk (push, the sending
+// model, the clock, a write) goes deep enough to double a 2 KiB one; gdb
+// over runtime.allgs and morestack showed both. A stack never shrinks back
+// while its goroutine parks. So once a reader has waited idleHandoff for its
+// next chunk it leaves the wait to the proxy's idle parker (parker_linux.go),
+// which holds it with no goroutine at all, or elsewhere to a fresh goroutine
+// with a fresh stack. Either costs one goroutine start per idle period, and
+// per chunk only the re-arming of a read deadline.
 func (d *direction) readLoop() {
 	defer d.l.p.wg.Done()
 	read, err := d.openReader()
