@@ -216,7 +216,7 @@ func (d *direction) readLoop() {
 		return
 	}
 	// A link that never carries a chunk parks too.
-	armed := d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
+	armed := d.armIdle()
 	for {
 		if !d.waitSpace() {
 			return
@@ -261,8 +261,16 @@ func (d *direction) readLoop() {
 			c.data, c.pool = (*buf)[:n], buf
 		}
 		d.push(c, stamp)
-		armed = d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
+		armed = d.armIdle()
 	}
+}
+
+// armIdle sets the read deadline after which an idle reader hands its wait off.
+func (d *direction) armIdle() bool {
+	if fault.On(fault.IdleReaderHeld) {
+		return false
+	}
+	return d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
 }
 
 // handOff gives the idle wait of this direction's reader to a fresh goroutine.

@@ -17,7 +17,10 @@ const (
 	IdleCloseDouble = "idle-close-double"
 	// HiddenUncounted: the go-net-http client does not count Go's own silent re-sends.
 	HiddenUncounted = "hidden-uncounted"
+	// IdleReaderHeld: an idle link's readers stay parked goroutines, with the stacks their
+	// work grew, instead of leaving the wait to the idle parker (issue 36).
+	IdleReaderHeld = "idle-reader-held"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, IdleReaderHeld}
