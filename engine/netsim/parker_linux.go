@@ -66,15 +66,17 @@ func (ip *idleParker) park(d *direction) bool {
 	var ctlErr error
 	err := ip.rc.Control(func(epfd uintptr) {
 		ctlErr = d.srcControl(func(fd uintptr) error {
+			// Marked before the call: once it succeeds, run may already have
+			// started d's next reader, and this one must not touch d again.
 			op := syscall.EPOLL_CTL_MOD
 			if !d.parkAdded {
-				op = syscall.EPOLL_CTL_ADD
+				op, d.parkAdded = syscall.EPOLL_CTL_ADD, true
 			}
-			if err := syscall.EpollCtl(int(epfd), op, int(fd), &ev); err != nil {
-				return err
+			err := syscall.EpollCtl(int(epfd), op, int(fd), &ev)
+			if err != nil && op == syscall.EPOLL_CTL_ADD {
+				d.parkAdded = false
 			}
-			d.parkAdded = true
-			return nil
+			return err
 		})
 	})
 	if err != nil || ctlErr != nil {
