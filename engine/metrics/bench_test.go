@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -74,11 +75,26 @@ func BenchmarkMillionAdds(b *testing.B) {
 }
 
 // BenchmarkProbeSample is the cost of one RSS sample (read and parse
-// /proc/self/status), which the probe pays every interval.
+// /proc/self/statm), which the process's one sampler pays every interval.
 func BenchmarkProbeSample(b *testing.B) {
 	p := &ProcProbe{}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		p.sample()
+	}
+}
+
+// BenchmarkProbeSampleStatus is what a sample cost when it read /proc/self/status
+// (before issue 36), for the ratio beside BenchmarkProbeSample.
+func BenchmarkProbeSampleStatus(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		data, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := parseRSS(data); !ok {
+			b.Fatal("no VmRSS")
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +100,70 @@ func TestProcProbeIdle(t *testing.T) {
 	}
 	if cpu < 0 {
 		t.Fatalf("negative CPU %v", cpu)
+	}
+}
+
+func TestParseStatm(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"1234 567 89 1 0 300 0\n", 567, true},
+		{"1234", 0, false},
+		{"1234 x 89", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := parseStatm([]byte(tt.in))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseStatm(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestStatmIsVmRSS: the sample read from statm is the figure status reports as VmRSS
+// (read just after it; allowed to differ by what the process touched in between).
+func TestStatmIsVmRSS(t *testing.T) {
+	fromStatm, ok := readRSS()
+	data, err := os.ReadFile("/proc/self/status")
+	if !ok || err != nil {
+		t.Skip("no /proc on this system") // skip: not Linux: not in .ci/allowed-skips, so CI fails on it
+	}
+	fromStatus, ok := parseRSS(data)
+	if !ok {
+		t.Fatal("no VmRSS in /proc/self/status")
+	}
+	if d := int64(fromStatus) - int64(fromStatm); d < -1<<20 || d > 1<<20 {
+		t.Errorf("statm RSS %d B, status VmRSS %d B: more than 1 MiB apart", fromStatm, fromStatus)
+	}
+}
+
+// TestProbesShareOneSampler: overlapping probes (parallel runs) are served by one
+// sampling goroutine, and each still sees a spike that happens while it is open.
+func TestProbesShareOneSampler(t *testing.T) {
+	if _, ok := readRSS(); !ok {
+		t.Skip("no /proc on this system") // skip: not Linux: not in .ci/allowed-skips, so CI fails on it
+	}
+	debug.FreeOSMemory()
+	probes := make([]*ProcProbe, 4)
+	for i := range probes {
+		probes[i] = StartProcProbe(5 * time.Millisecond)
+	}
+	start, _ := readRSS()
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	// Each sampling goroutine, started or not yet, names its creator.
+	if got := strings.Count(string(buf[:n]), "created by github.com/kalab-dev/kalab/engine/metrics.(*rssSampler).add"); got != 1 {
+		t.Errorf("%d RSS sampling goroutines for %d probes, want 1", got, len(probes))
+	}
+	spike := make([]byte, spikeBytes)
+	clear(spike)
+	time.Sleep(30 * time.Millisecond)
+	runtime.KeepAlive(spike)
+	for i, p := range probes {
+		if _, peak := p.Stop(); peak < start+spikeBytes*3/4 {
+			t.Errorf("probe %d: peak RSS %d MiB, want at least %d MiB at start plus most of the %d MiB spike", i, peak>>20, start>>20, spikeBytes>>20)
+		}
 	}
 }

@@ -119,19 +119,40 @@ func BenchmarkIdleConns(b *testing.B) {
 }
 
 func benchIdle(b *testing.B, n int) {
+	f := measureIdle(b, n)
+	b.ReportMetric(f.rssPerConn, "idle-B/conn")
+	b.ReportMetric(f.restPerConn, "rest-B/conn")
+	b.ReportMetric(f.stackPerConn, "stack-B/conn")
+	b.ReportMetric(f.heapPerConn, "heap-B/conn")
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(f.peakPerConn, "peak-B/conn")
+	b.ReportMetric(float64(n), "open")
+	b.ReportMetric(f.goroutinesPerConn, "goroutines/conn")
+}
+
+// idleFigures is what holding n idle connections through one proxy cost this
+// process, per connection.
+type idleFigures struct {
+	rssPerConn, restPerConn, peakPerConn, stackPerConn, heapPerConn, goroutinesPerConn float64
+}
+
+// measureIdle opens n connections through a fresh proxy, with both ends in a
+// child process (TestIdleHelper), and measures this process once they are idle.
+func measureIdle(tb testing.TB, n int) idleFigures {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "NETSIM_IDLE_HELPER="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		b.Fatalf("starting helper: %v", err)
+		tb.Fatalf("starting helper: %v", err)
 	}
 	defer func() {
 		_ = stdin.Close()
@@ -140,11 +161,11 @@ func benchIdle(b *testing.B, n int) {
 	lines := bufio.NewScanner(stdout)
 	expect := func(prefix string) string {
 		if !lines.Scan() {
-			b.Fatalf("helper ended before %q: %v", prefix, lines.Err())
+			tb.Fatalf("helper ended before %q: %v", prefix, lines.Err())
 		}
 		v, ok := strings.CutPrefix(lines.Text(), prefix+" ")
 		if !ok {
-			b.Fatalf("helper said %q, want %q", lines.Text(), prefix)
+			tb.Fatalf("helper said %q, want %q", lines.Text(), prefix)
 		}
 		return v
 	}
@@ -153,33 +174,48 @@ func benchIdle(b *testing.B, n int) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Fatalf("resetting peak RSS: %v", err)
+		tb.Fatalf("resetting peak RSS: %v", err)
 	}
-	base := procStatusKiB(b, "VmRSS")
+	base := procStatusKiB(tb, "VmRSS")
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	g0 := runtime.NumGoroutine()
 	p, err := Start(Config{Upstream: upstream, RTT: 10 * time.Millisecond})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer p.Close()
 	fmt.Fprintf(stdin, "proxy %s\n", p.Addr())
 	if got := expect("ready"); got != strconv.Itoa(n) {
-		b.Fatalf("helper verified %s connections, want %d", got, n)
+		tb.Fatalf("helper verified %s connections, want %d", got, n)
 	}
-	time.Sleep(200 * time.Millisecond) // queues drain; links are idle
+	// Queues drain, links are idle, and their readers have handed their
+	// waits to fresh goroutines (readLoop).
+	time.Sleep(idleHandoff + 300*time.Millisecond)
 	st := p.Stats()
 	if st.Open != int64(n) || st.Accepted != int64(n) {
-		b.Fatalf("stats %+v, want %d accepted and open", st, n)
+		tb.Fatalf("stats %+v, want %d accepted and open", st, n)
 	}
-	peak := procStatusKiB(b, "VmHWM")
+	peak := procStatusKiB(tb, "VmHWM")
+	rss := procStatusKiB(tb, "VmRSS")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(procStatusKiB(b, "VmRSS")-base)*1024/float64(n), "idle-B/conn")
-	b.ReportMetric(float64(ms.StackInuse)/float64(n), "stack-B/conn")
-	b.ReportMetric(float64(ms.HeapInuse)/float64(n), "heap-B/conn")
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(peak-base)*1024/float64(n), "peak-B/conn")
-	b.ReportMetric(float64(st.Open), "open")
-	b.ReportMetric(float64(runtime.NumGoroutine())/float64(n), "goroutines/conn")
+	// At rest: what the setup freed (the dials' stacks, the readers' first
+	// stacks, garbage) given back, as the runtime's scavenger does over time.
+	runtime.GC()
+	debug.FreeOSMemory()
+	rest := procStatusKiB(tb, "VmRSS")
+	var msRest runtime.MemStats
+	runtime.ReadMemStats(&msRest)
+	per := func(v float64) float64 { return v / float64(n) }
+	return idleFigures{
+		rssPerConn:        per(float64(rss-base) * 1024),
+		restPerConn:       per(float64(rest-base) * 1024),
+		peakPerConn:       per(float64(peak-base) * 1024),
+		stackPerConn:      per(float64(int64(msRest.StackInuse) - int64(ms0.StackInuse))),
+		heapPerConn:       per(float64(ms.HeapInuse)),
+		goroutinesPerConn: per(float64(runtime.NumGoroutine() - g0)),
+	}
 }
 
 // TestIdleHelper is the child half of BenchmarkIdleConns; it does nothing
@@ -257,7 +293,7 @@ func TestIdleHelper(t *testing.T) {
 }
 
 // procStatusKiB reads one "kB" field of /proc/self/status.
-func procStatusKiB(b *testing.B, field string) int64 {
+func procStatusKiB(b testing.TB, field string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		b.Fatalf("reading /proc/self/status: %v", err)

@@ -1,7 +1,9 @@
 package netsim
 
 import (
+	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -170,6 +172,8 @@ func (l *link) shutdown() {
 		}
 		l.up.unschedule()
 		l.down.unschedule()
+		l.p.parker.forget(l.up)
+		l.p.parker.forget(l.down)
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
 			f(l.record(time.Now()))
@@ -186,7 +190,24 @@ func (l *link) isDone() bool {
 	}
 }
 
+// idleHandoff is how long a reader waits for its next chunk before it hands
+// the wait to a fresh goroutine (readLoop).
+const idleHandoff = 100 * time.Millisecond
+
 // readLoop reads src until EOF, reset or teardown, stamping each chunk.
+//
+// An idle link was its two readers parked in their reads, so their stacks
+// were most of what it cost (issue 36: 8.1 KiB of stacks each for 5,000
+// idle links). A parked reader uses 576 bytes of stack, yet each had 4 KiB:
+// goroutines start at the runtime's running average of stack use (large
+// while links are dialing), and releasing a chunk (push, the sending
+// model, the clock, a write) goes deep enough to double a 2 KiB one; gdb
+// over runtime.allgs and morestack showed both. A stack never shrinks back
+// while its goroutine parks. So once a reader has waited idleHandoff for its
+// next chunk it leaves the wait to the proxy's idle parker (parker_linux.go),
+// which holds it with no goroutine at all, or elsewhere to a fresh goroutine
+// with a fresh stack. Either costs one goroutine start per idle period, and
+// per chunk only the re-arming of a read deadline.
 func (d *direction) readLoop() {
 	defer d.l.p.wg.Done()
 	read, err := d.openReader()
@@ -194,11 +215,17 @@ func (d *direction) readLoop() {
 		d.push(chunk{kind: evRst}, time.Now())
 		return
 	}
+	// A link that never carries a chunk parks too.
+	armed := d.armIdle()
 	for {
 		if !d.waitSpace() {
 			return
 		}
 		buf, n, stamp, err := read()
+		if armed && err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			d.handOff(buf)
+			return
+		}
 		if err != nil || n <= 0 {
 			if buf != nil {
 				bufPool.Put(buf)
@@ -234,7 +261,43 @@ func (d *direction) readLoop() {
 			c.data, c.pool = (*buf)[:n], buf
 		}
 		d.push(c, stamp)
+		armed = d.armIdle()
 	}
+}
+
+// armIdle sets the read deadline after which an idle reader hands its wait off.
+func (d *direction) armIdle() bool {
+	if fault.On(fault.IdleReaderHeld) {
+		return false
+	}
+	return d.src.SetReadDeadline(time.Now().Add(idleHandoff)) == nil
+}
+
+// handOff gives the idle wait of this direction's reader to a fresh goroutine.
+func (d *direction) handOff(buf *[]byte) {
+	if buf != nil {
+		bufPool.Put(buf)
+	}
+	_ = d.src.SetReadDeadline(time.Time{})
+	if d.l.p.parker.park(d) {
+		return
+	}
+	d.l.p.wg.Add(1) // the calling reader is counted, so this cannot race Wait
+	go d.readLoop()
+}
+
+// srcControl runs f on the source socket's descriptor, which cannot be
+// closed meanwhile.
+func (d *direction) srcControl(f func(fd uintptr) error) error {
+	rc, err := d.src.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(fd) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // waitSpace blocks while the direction has maxQueued bytes in flight.

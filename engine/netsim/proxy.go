@@ -141,6 +141,8 @@ type Proxy struct {
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
 	paceUp, paceDown *pacer
 
+	parker *idleParker // where idle readers wait without a goroutine, nil without one
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -205,6 +207,10 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
 		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
+	}
+	if p.parker = newIdleParker(); p.parker != nil {
+		p.wg.Add(1)
+		go p.parker.run(p)
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -287,6 +293,7 @@ func (p *Proxy) Close() error {
 		for _, l := range links {
 			l.shutdown()
 		}
+		p.parker.close()
 		p.wg.Wait()
 	})
 	return p.closeErr

@@ -77,6 +77,11 @@ type direction struct {
 	clocked   bool // cw is scheduled on the shared clock, which releases the queue
 	rstQueued bool
 	broken    atomic.Bool // dst failed; later data is dropped
+
+	// The idle parker's (parker_linux.go): src's key in its epoll set, and
+	// whether src is in the set.
+	parkKey   int32
+	parkAdded bool
 	watching  atomic.Bool // a watchReset goroutine is running
 }
 

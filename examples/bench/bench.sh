@@ -7,8 +7,12 @@
 # checked against the run's own figures.
 # It installs what is missing: wrk and nginx from Debian, hey and vegeta from the Go module
 # proxy. Every load is bounded: a request count for kalab and hey, a duration for wrk and
-# vegeta. See the README's performance section for its output and what it leaves out.
+# vegeta. Every generator, kalab's clients included, is measured the same way: the whole
+# process's CPU under /usr/bin/time. It prints the performance gate's table (TestPerfGate,
+# engine/netsim/testdata/perfgate.json) and how long it took, with and without installing.
+# See the README's performance section for its output and what it leaves out.
 set -euo pipefail
+started=$SECONDS
 
 requests=${REQUESTS:-100000}
 secs=${SECONDS_EACH:-5}
@@ -33,6 +37,7 @@ mkdir -p "$GOBIN"
 go install github.com/tsenart/vegeta/v12@v12.13.0 >/dev/null 2>&1 || echo "vegeta: could not be installed; skipped" >&2
 go install github.com/rakyll/hey@v0.1.5 >/dev/null 2>&1 || echo "hey: could not be installed; skipped" >&2
 go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 >/dev/null 2>&1 || echo "toxiproxy: could not be installed; skipped" >&2
+installed=$SECONDS
 
 # One nginx worker answering 13 bytes on every request, kept alive.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -70,16 +75,16 @@ row() { # name requests cpu-seconds
 	rows+=("$1 $2 $(awk -v c="$3" -v n="$2" 'BEGIN { printf "%.1f", c * 1e6 / n }')")
 }
 
-# kalab: the client benchmarks (engine/client/bench_test.go), which count the client's
-# own CPU with getrusage; 64 requests in flight on 64 kept-alive connections.
+# kalab: the client benchmarks (engine/client/bench_test.go), 64 requests in flight on 64
+# kept-alive connections, each binary timed as a whole process like the generators below
+# (the benchmark's own warm-up of one request and its setup included).
 (cd "$root" && go test -c -o "$work/client.test" ./engine/client)
+export KALAB_CLIENT_BENCH_ADDR=127.0.0.1:$port
 for b in ModelKeepAlive64 GoNetHTTPKeepAlive64 BareNetHTTPKeepAlive64; do
-	KALAB_CLIENT_BENCH_ADDR=127.0.0.1:$port "$work/client.test" -test.run '^$' -test.bench "^Benchmark$b\$" \
-		-test.benchtime "${requests}x" >"$work/out"
-	us=$(awk '/cpu-µs\/req/ { for (i = 1; i < NF; i++) if ($(i+1) == "cpu-µs/req") print $i }' "$work/out")
+	c=$(cpu "$work/client.test" -test.run '^$' -test.bench "^Benchmark$b\$" -test.benchtime "${requests}x")
 	name=kalab-${b%KeepAlive64}
 	[[ $b == Bare* ]] && name=net/http-bare # a plain http.Client loop: no kalab code
-	rows+=("$name $requests $us")
+	row "$name" "$requests" "$c"
 done
 
 c=$(cpu wrk -t2 -c"$conns" -d"${secs}s" "$url")
@@ -223,6 +228,9 @@ go_ratios+=$(printf 'go-net-http vs bare net/http.Client: %s (vs bare Transport.
 # connections, client and server in another process) and toxiproxy's (2,000 idle
 # connections to nginx through it, its RSS before and after).
 (cd "$root" && go test -c -o "$work/netsim.test" ./engine/netsim)
+# The performance gate's ratios and counts (issue 36), run where its testdata is.
+gate_out=$(cd "$root/engine/netsim" && KALAB_PERFGATE=1 "$work/netsim.test" -test.run '^TestPerfGate$' -test.v 2>&1) || true
+gate_table=$(sed -n '/performance gate/,/^--- /p' <<<"$gate_out" | grep -v '^--- ' || true)
 "$work/netsim.test" -test.run '^$' -test.bench '^BenchmarkIdleConns$' -test.benchtime 1x >"$work/idle.out" 2>&1 || true
 kalab_idle=$(awk '{ for (i = 1; i < NF; i++) if ($(i+1) == "idle-B/conn") print $i }' "$work/idle.out")
 tox_idle=""
@@ -307,6 +315,9 @@ echo "# memory per held idle connection (RSS growth)"
 echo "kalab proxy   ${kalab_idle:-?} B"
 echo "toxiproxy     ${tox_idle:-?} B"
 echo
+echo "# the performance gate (engine/netsim TestPerfGate: counts, and ratios from alternating rounds)"
+echo "${gate_table:-(did not run)}"
+echo
 echo "# descriptors under the usual limit: 1,024 soft, 20,000 hard, not raisable"
 echo "$fd_table"
 echo "Go benchmark: ${budget_line:-(did not run: see its output)}"
@@ -332,3 +343,5 @@ printf '%-58s %-34s %s\n' "10,000 held proxied HTTP/1.1: refused with the exact 
 	"$([[ $held == error && -n $need ]] && echo met || echo "NOT met")"
 printf '%-58s %-34s %s\n' "go-net-http <= 25 µs CPU per request (against nginx)" "${gonet:--} (bare net/http ${bare:--})" "$(met "$gonet" 25)"
 printf '%-58s %-34s %s\n' "  what net/http costs by itself: go-net-http / bare client" "$(bench "$work/vsmodel.out" x-bare | head -1)x (Go benchmark, same run)" "(context)"
+echo
+echo "# took $((SECONDS - started)) s in all, $((installed - started)) s of it installing what was missing"

@@ -20,7 +20,10 @@ const (
 	// ProbeBlind: the middlebox does not see segments without data (TCP keepalive probes),
 	// so only data keeps a flow alive.
 	ProbeBlind = "probe-blind"
+	// IdleReaderHeld: an idle link's readers stay parked goroutines, with the stacks their
+	// work grew, instead of leaving the wait to the idle parker.
+	IdleReaderHeld = "idle-reader-held"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld}
