@@ -17,7 +17,10 @@ const (
 	IdleCloseDouble = "idle-close-double"
 	// HiddenUncounted: the go-net-http client does not count Go's own silent re-sends.
 	HiddenUncounted = "hidden-uncounted"
+	// UndiciAsNode: the undici preset's pool is node-agent's (lifo, a connection given back
+	// at once) instead of undici's creation order with its one-tick late release.
+	UndiciAsNode = "undici-as-node"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, UndiciAsNode}
