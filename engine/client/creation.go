@@ -110,6 +110,7 @@ func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
 	s := c.slot
 	s.busy = false
 	if keep && !m.closed {
+		c.life = life
 		m.pool(c, life)
 		s.idle = c
 		m.held = s

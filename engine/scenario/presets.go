@@ -52,6 +52,7 @@ client:
   max_conns: 0
   max_idle: 0
   scheduling: lifo
+  caller_yields: false
   liveness_check: true
   liveness_eof_only: false
   session_resumption: true
@@ -124,9 +125,9 @@ var ClientPresets = registry([]Preset{
 	{
 		Name:     "undici",
 		Models:   "undici 6.14.1 through 7.30.2 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
-		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); its Pool dispatches to the first free client in creation order, which fifo approximates (lib/dispatcher/pool-base.js)",
+		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); scheduling creation-order is its Pool, read in 6.24.1: kGetDispatcher takes the first client in creation order whose needDrain is unset, else appends a new one (lib/dispatcher/pool.js); a client whose socket closed keeps its place and reconnects when a request reaches it (lib/dispatcher/client.js _resume calls connect; only a failed connect removes it, pool.js 'connectionError'); after a response, pipelining 1 makes onMessageComplete call setImmediate(() => client[kResume]()) (client-h1.js), so the client drains one tick later and the next request of an awaited loop goes to another client (caller_yields: true models a caller that yields that tick), while a failed request frees it at once (the socket's 'close' listener resumes it synchronously)",
 		Verified: "Node 20.20.2 fetch (undici 6.24.1) on 2026-12-01 by scenarios/truth/undici.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: fifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}",
 	},
 	{
 		Name:   "go-default",
