@@ -166,10 +166,6 @@ func (c Config) normalized() (Config, error) {
 		if fault.On(fault.UndiciAsNode) {
 			c.Scheduling = LIFO // Node's agent: the most recent free socket, given back at once
 		}
-		if c.MaxConns > 0 || c.MaxIdle > 0 {
-			// undici queues what no client takes in the pool's own order; kalab does not model it.
-			return c, errors.New("scheduling creation-order: max conns and max idle are not modelled; leave them 0 (undici's default: unlimited)")
-		}
 	default:
 		return c, fmt.Errorf("scheduling %q: want %q, %q or %q", c.Scheduling, LIFO, FIFO, Creation)
 	}

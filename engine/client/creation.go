@@ -70,6 +70,14 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 			break
 		}
 	}
+	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
+		// Every client is busy and the pool may not grow: the request waits in the pool's
+		// queue and goes to the first client that drains (pool-base.js kOnDrain).
+		w := make(chan *pconn, 1)
+		m.waiters = append(m.waiters, w)
+		m.mu.Unlock()
+		return m.await(ctx, deadline, ev, w)
+	}
 	if s == nil {
 		s = &slot{}
 		m.slots = append(m.slots, s)
@@ -91,11 +99,17 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 	if dead != nil {
 		dead.nc.Close()
 	}
+	return m.dialIn(ctx, deadline, ev, s)
+}
+
+// dialIn dials a new connection in slot s, busy and counted in m.open.
+func (m *model) dialIn(ctx context.Context, deadline time.Time, ev *Event, s *slot) (*pconn, bool, error) {
 	c, err := m.dial(ctx, deadline, ev)
 	if err != nil {
 		m.mu.Lock()
 		m.open--
 		m.dropSlot(s) // a failed connect removes the Client from the pool (pool.js)
+		m.grantSlot()
 		m.mu.Unlock()
 		return nil, false, err
 	}
@@ -104,12 +118,27 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 }
 
 // putCreation is put for Scheduling Creation: the slot comes free; a kept connection stays
-// in it, idle, and the slot is held for the request that follows straight on.
+// in it, idle (unless MaxIdle connections already idle), and the slot is held for the
+// request that follows straight on. A request waiting for MaxConns takes the slot instead.
 func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
 	m.mu.Lock()
 	s := c.slot
+	if len(m.waiters) > 0 && !m.closed {
+		w := m.waiters[0]
+		m.waiters = m.waiters[1:]
+		if keep {
+			c.life = life
+			m.mu.Unlock()
+			w <- c // reused at once, the slot still busy
+			return
+		}
+		m.mu.Unlock()
+		c.nc.Close()
+		w <- &pconn{slot: s} // the waiter dials in this slot; m.open passes to it
+		return
+	}
 	s.busy = false
-	if keep && !m.closed {
+	if keep && !m.closed && (m.cfg.MaxIdle == 0 || len(m.idle) < m.cfg.MaxIdle) {
 		c.life = life
 		m.pool(c, life)
 		s.idle = c
@@ -117,6 +146,7 @@ func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
 		m.mu.Unlock()
 		return
 	}
+	s.idle = nil
 	m.open--
 	m.mu.Unlock()
 	c.nc.Close()

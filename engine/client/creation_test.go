@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -127,12 +128,46 @@ func TestCreationOrderFailureFreesAtOnce(t *testing.T) {
 func TestCreationOrderRejects(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []Config{
-		{Addr: "127.0.0.1:1", Scheduling: Creation, MaxConns: 2},
-		{Addr: "127.0.0.1:1", Scheduling: Creation, MaxIdle: 2},
 		{Addr: "127.0.0.1:1", Scheduling: Creation, Implementation: ImplGoNetHTTP},
+		{Addr: "127.0.0.1:1", Scheduling: Creation, HTTP2: true},
 	} {
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "creation-order") {
 			t.Errorf("New(%+v): err %v, want a creation-order error", cfg, err)
 		}
+	}
+}
+
+// With max_conns 2 three requests at once: two clients, the third waits and takes the first
+// client that comes free (pool-base.js kOnDrain), reusing its connection; with max_idle 1 a
+// second idle connection is closed when it comes back, its slot kept empty, so the next
+// request reconnects in it.
+func TestCreationOrderLimits(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, 0, func(s *serverConn) bool {
+		time.Sleep(30 * time.Millisecond)
+		return s.reply("", "hello") == nil
+	})
+	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxConns: 2})
+	evs := make([]Event, 3)
+	var wg sync.WaitGroup
+	for i := range evs {
+		wg.Add(1)
+		go func() { defer wg.Done(); evs[i] = do(t, c, i) }()
+		time.Sleep(5 * time.Millisecond) // in order: 0 and 1 take the two clients, 2 waits
+	}
+	wg.Wait()
+	for _, ev := range evs {
+		wantOK(t, ev)
+	}
+	if st := c.Stats(); st.Connections != 2 || !evs[2].Reused || srv.maxOpen.Load() != 2 {
+		t.Errorf("%d connections (server saw at most %d open), request 2 reused %v; want 2, 2 and a reuse", st.Connections, srv.maxOpen.Load(), evs[2].Reused)
+	}
+
+	idle := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxIdle: 1})
+	// r0 A (1); r1 follows: B (2); r2 follows: A reused; r3 follows: B, which came back second
+	// while A idled, so it was closed: B reconnects (3).
+	got := connIDs(creationRun(t, idle, []bool{false, true, true, true}, nil, 0))
+	if want := []uint64{1, 2, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("max idle 1: connections %v, want %v", got, want)
 	}
 }

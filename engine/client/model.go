@@ -289,7 +289,11 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, o *sendO
 	w := make(chan *pconn, 1)
 	m.waiters = append(m.waiters, w)
 	m.mu.Unlock()
+	return m.await(ctx, deadline, ev, w)
+}
 
+// await waits in the MaxConns queue on w, already enqueued.
+func (m *model) await(ctx context.Context, deadline time.Time, ev *Event, w chan *pconn) (*pconn, bool, error) {
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -308,6 +312,9 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, o *sendO
 
 // granted turns what a waiter received into a connection: a handed-over one, or a dial slot.
 func (m *model) granted(ctx context.Context, deadline time.Time, ev *Event, c *pconn) (*pconn, bool, error) {
+	if c != nil && c.nc == nil {
+		return m.dialIn(ctx, deadline, ev, c.slot) // a creation-order slot whose connection closed
+	}
 	if c != nil {
 		return c, true, nil
 	}
@@ -316,9 +323,18 @@ func (m *model) granted(ctx context.Context, deadline time.Time, ev *Event, c *p
 	if closed {
 		m.open--
 	}
+	var s *slot
+	if !closed && m.cfg.Scheduling == Creation {
+		// A slot's connect failed and left room: a new client at the end (pool.js).
+		s = &slot{busy: true}
+		m.slots = append(m.slots, s)
+	}
 	m.mu.Unlock()
 	if closed {
 		return nil, false, errClosed
+	}
+	if s != nil {
+		return m.dialIn(ctx, deadline, ev, s)
 	}
 	return m.dialSlot(ctx, deadline, ev)
 }
@@ -334,7 +350,12 @@ func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
 		}
 	}
 	m.mu.Unlock()
-	if c := <-w; c != nil {
+	if c := <-w; c != nil && c.nc == nil {
+		m.mu.Lock()
+		m.open--
+		c.slot.busy = false
+		m.mu.Unlock()
+	} else if c != nil {
 		m.put(c, true, c.life)
 	} else {
 		m.put(nil, false, 0)

@@ -674,12 +674,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 			l.add(at("client.scheduling"), "client.scheduling", "Go's Transport always reuses the most recently used connection (lifo); %s needs implementation: model%s", c.Scheduling, where)
 		}
 	}
-	switch {
-	case c.Scheduling == "creation-order" && c.MaxConns > 0:
-		l.add(at("client.max_conns"), "client.max_conns", "scheduling creation-order does not model a connection limit (undici queues what no client takes in its own order); set max_conns: 0%s", where)
-	case c.Scheduling == "creation-order" && c.MaxIdle > 0:
-		l.add(at("client.max_idle"), "client.max_idle", "scheduling creation-order keeps every connection in its slot; set max_idle: 0%s", where)
-	case c.CallerYields && c.Scheduling != "creation-order":
+	if c.CallerYields && c.Scheduling != "creation-order" {
 		l.add(at("client.caller_yields"), "client.caller_yields", "only scheduling creation-order gives a connection back a tick late; the other schedulings give it back at once%s", where)
 	}
 }
