@@ -27,6 +27,11 @@ import (
 //     the socket's 'close' listener calls kResume synchronously, whose _resume emits the
 //     drain directly.
 //
+// Lines in Node 20.20.2's bundle (lib/internal/deps/undici/undici.js, printed with
+// process.binding('natives')): pool-base.js onDrain 865, kDispatch 948; client.js kDispatch
+// 7942, emitDrain 8113, _resume 8132; client-h1.js setImmediate(resume) 6380, the socket's
+// 'end' 6430 and 'close' 6438 listeners; pool.js 'connectionError' 8268, kGetDispatcher 8277.
+//
 // kalab keeps the Clients as slots. A successful request's slot is held for one dispatch:
 // the request that follows it straight on (load.Follows, passed in with Following) skips
 // it; any other request, or a caller that yields (Config.CallerYields), finds it free.
