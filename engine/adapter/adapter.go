@@ -82,8 +82,10 @@ var adapters = map[string]*Adapter{
 			"max_conns":          "undici Agent connections",
 			"session_resumption": "undici connect.maxCachedSessions (0 when false)",
 			"timeout":            "AbortSignal.timeout on each fetch",
+			"caller_yields":      "await setImmediate between a response and the worker's next request",
 		},
 		Fixed: map[string]Fixed{
+			"scheduling":       {"creation-order", "undici's Pool dispatches to the first free client in creation order (lib/dispatcher/pool.js)"},
 			"http2":            {"never", "undici 6 offers only http/1.1 in ALPN (allowH2 is off)"},
 			"keepalive_header": {"true", "undici sends Connection: keep-alive"},
 			"honor_hint":       {"true", "undici always reads Keep-Alive: timeout=N"},

@@ -37,6 +37,8 @@ var Docs = []MetricDoc{
 	{"bytes_up", "bytes", "bytes the link delivered from client to server, headers and request bodies (0 without a link)"},
 	{"bytes_down", "bytes", "bytes the link delivered from server to client (0 without a link)"},
 	{"syn_retried_connects", "requests", "requests whose new connection connected only after the client's kernel retried a dropped SYN (a full listen queue): a connect of 1 s or more in real time"},
+	{"failed_bursts", "bursts", "bursts (load.burst requests each; the whole run when 0) in which at least one request failed"},
+	{"failed_bursts_mask", "bit set", "which bursts had a failed request: bit b (value 2^b) is set for burst b, 0-based, for the first 53 bursts; two runs with equal masks failed in the same bursts"},
 	{"listen_overflows", "connections", "connections reset because the listen queue was full (server.backlog_overflow: refuse); dropped SYNs show as connect timeouts instead"},
 	{"reused_requests", "requests", "requests whose final attempt went out on a reused connection"},
 	{"reuse_ratio", "ratio 0-1", "reused_requests / requests"},

@@ -73,6 +73,13 @@ type Metrics struct {
 	// SYNRetriedConnects counts requests whose new connection connected only after the
 	// client's kernel retransmitted a dropped SYN (a connect of 1 s or more in real time).
 	SYNRetriedConnects float64 `expr:"syn_retried_connects" json:"syn_retried_connects"`
+	// FailedBursts counts the bursts (load.burst requests each; the whole run when 0) in
+	// which at least one request failed. FailedBurstsMask says which: bit b is set when
+	// burst b (0-based) had a failure, for the first 53 bursts (exact in a float64), so
+	// variant('a').failed_bursts_mask == variant('b').failed_bursts_mask says that two runs
+	// failed in the same bursts.
+	FailedBursts     float64 `expr:"failed_bursts" json:"failed_bursts"`
+	FailedBurstsMask float64 `expr:"failed_bursts_mask" json:"failed_bursts_mask"`
 
 	// Status5xx counts responses with a 5xx status at the client: a balancer's 502 is a
 	// response (the request did not fail at the socket), so errors does not count it.

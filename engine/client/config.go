@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
@@ -30,6 +31,11 @@ const (
 const (
 	LIFO = "lifo" // reuse the most recently freed idle connection
 	FIFO = "fifo" // reuse the least recently freed idle connection
+	// Creation is undici's Pool: a request goes to the first free client in creation order,
+	// a client whose connection closed keeps its place and reconnects there, and a client
+	// comes free one event-loop tick after its response ended, so the next request of an
+	// awaited loop finds it busy (see creation.go).
+	Creation = "creation-order"
 )
 
 // Config is a resolved client profile: a scenario's client block after its preset is applied.
@@ -62,7 +68,8 @@ type Config struct {
 	HintUnit          time.Duration     // what one hinted second lasts; 0 = 1s (the runner scales it with the time scale)
 	MaxConns          int               // connections per host; 0 = unlimited; excess requests wait in a FIFO queue
 	MaxIdle           int               // idle connections kept; 0 = unlimited (the go-default preset sets 2)
-	Scheduling        string            // "lifo" (default) or "fifo"
+	Scheduling        string            // "lifo" (default), "fifo" or "creation-order"
+	CallerYields      bool              // with creation-order: the caller yields an event-loop tick between requests, so the connection its previous request used is free again
 	LivenessCheck     bool              // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
 	LivenessEOFOnly   bool              // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
 	Timeout           time.Duration     // per attempt, from its start to the response's last byte; 0 = none
@@ -158,8 +165,12 @@ func (c Config) normalized() (Config, error) {
 	case "":
 		c.Scheduling = LIFO
 	case LIFO, FIFO:
+	case Creation:
+		if fault.On(fault.UndiciAsNode) {
+			c.Scheduling = LIFO // Node's agent: the most recent free socket, given back at once
+		}
 	default:
-		return c, fmt.Errorf("scheduling %q: want %q or %q", c.Scheduling, LIFO, FIFO)
+		return c, fmt.Errorf("scheduling %q: want %q, %q or %q", c.Scheduling, LIFO, FIFO, Creation)
 	}
 	if c.IdleTimeout < 0 || c.Timeout < 0 || c.HintMax < 0 || c.HintUnit < 0 {
 		return c, errors.New("idle timeout, timeout and hint max must not be negative")
@@ -174,8 +185,8 @@ func (c Config) normalized() (Config, error) {
 			return c, errors.New("honor hint: net/http does not read the Keep-Alive hint (golang/go#15508), and HTTP/2 has none")
 		case c.LivenessCheck:
 			return c, errors.New("liveness check: not available with net/http")
-		case c.Scheduling == FIFO:
-			return c, errors.New("scheduling fifo: net/http always reuses the most recently used idle connection")
+		case c.Scheduling != LIFO:
+			return c, fmt.Errorf("scheduling %s: net/http always reuses the most recently used idle connection", c.Scheduling)
 		}
 	}
 	for _, cl := range c.Retry.On {

@@ -66,7 +66,8 @@ type pconn struct {
 	nc     net.Conn        // what requests go through: the TCP conn or the tls.Conn over it
 	raw    syscall.RawConn // the TCP socket, for the liveness peek
 	br     *bufio.Reader
-	served int // responses completed on this connection
+	served int   // responses completed on this connection
+	slot   *slot // its place in a creation-order pool; nil in the others
 
 	// Guarded by model.mu.
 	idle    bool
@@ -88,6 +89,8 @@ type model struct {
 	open    int           // connections open or being dialed (they count against MaxConns)
 	waiters []chan *pconn // FIFO queue of requests waiting for MaxConns; nil sent = a dial slot
 	closed  bool
+	slots   []*slot // Scheduling Creation: undici's clients, in creation order
+	held    *slot   // Scheduling Creation: freed by the last response, not yet given back
 }
 
 func newModel(cfg Config) *model {
@@ -132,7 +135,11 @@ func (m *model) Close() error {
 // mirrors stdClient.Do on purpose: sharing it through a callback moved ev to the heap (one
 // allocation per request, measured), and the model pool allocates nothing per request.
 func (m *model) Do(ctx context.Context, seq int) Event {
-	return m.do(ctx, seq, sendOpts{req: m.req, idempotent: m.cfg.idempotent(), head: m.cfg.Method == "HEAD"})
+	o := sendOpts{req: m.req, idempotent: m.cfg.idempotent(), head: m.cfg.Method == "HEAD"}
+	if m.cfg.Scheduling == Creation {
+		o.follows = following(ctx)
+	}
+	return m.do(ctx, seq, o)
 }
 
 // sendOpts is one logical request: its bytes and what the pool must know about it.
@@ -141,6 +148,7 @@ type sendOpts struct {
 	idempotent bool // for RetryPolicy.IdempotentOnly
 	head       bool // a HEAD response has no body whatever its headers say
 	fresh      bool // the first attempt must not reuse an idle connection
+	follows    bool // the caller sent it straight after its previous request (see Following)
 }
 
 func (m *model) do(ctx context.Context, seq int, o sendOpts) Event {
@@ -153,7 +161,7 @@ func (m *model) do(ctx context.Context, seq int, o sendOpts) Event {
 			m.stats.attemptFailed(r.class)
 		}
 		// A re-send may reuse an idle connection whatever the first attempt was told.
-		o.fresh = false
+		o.fresh, o.follows = false, false
 		if !shouldRetry(m.cfg.Retry, o.idempotent, ev.Attempts, r) {
 			break
 		}
@@ -190,7 +198,7 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *send
 		return r
 	}
 
-	c, reused, err := m.get(ctx, deadline, ev, o.fresh)
+	c, reused, err := m.get(ctx, deadline, ev, o)
 	if err != nil {
 		return fail(attemptResult{}, err)
 	}
@@ -246,7 +254,11 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *send
 // MaxConns connections are open. fresh skips the idle connections (HAProxy's
 // "http-reuse safe" for the first request of a client connection); a connection handed
 // over by a finishing request may still be reused when MaxConns makes it wait.
-func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, fresh bool) (*pconn, bool, error) {
+func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, o *sendOpts) (*pconn, bool, error) {
+	if m.cfg.Scheduling == Creation {
+		return m.getCreation(ctx, deadline, ev, o.fresh, o.follows)
+	}
+	fresh := o.fresh
 	var dead []*pconn
 	defer func() {
 		for _, c := range dead {
@@ -277,7 +289,11 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, fresh bo
 	w := make(chan *pconn, 1)
 	m.waiters = append(m.waiters, w)
 	m.mu.Unlock()
+	return m.await(ctx, deadline, ev, w)
+}
 
+// await waits in the MaxConns queue on w, already enqueued.
+func (m *model) await(ctx context.Context, deadline time.Time, ev *Event, w chan *pconn) (*pconn, bool, error) {
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -296,6 +312,9 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, fresh bo
 
 // granted turns what a waiter received into a connection: a handed-over one, or a dial slot.
 func (m *model) granted(ctx context.Context, deadline time.Time, ev *Event, c *pconn) (*pconn, bool, error) {
+	if c != nil && c.nc == nil {
+		return m.dialIn(ctx, deadline, ev, c.slot) // a creation-order slot whose connection closed
+	}
 	if c != nil {
 		return c, true, nil
 	}
@@ -304,9 +323,18 @@ func (m *model) granted(ctx context.Context, deadline time.Time, ev *Event, c *p
 	if closed {
 		m.open--
 	}
+	var s *slot
+	if !closed && m.cfg.Scheduling == Creation {
+		// A slot's connect failed and left room: a new client at the end (pool.js).
+		s = &slot{busy: true}
+		m.slots = append(m.slots, s)
+	}
 	m.mu.Unlock()
 	if closed {
 		return nil, false, errClosed
+	}
+	if s != nil {
+		return m.dialIn(ctx, deadline, ev, s)
 	}
 	return m.dialSlot(ctx, deadline, ev)
 }
@@ -322,7 +350,12 @@ func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
 		}
 	}
 	m.mu.Unlock()
-	if c := <-w; c != nil {
+	if c := <-w; c != nil && c.nc == nil {
+		m.mu.Lock()
+		m.open--
+		c.slot.busy = false
+		m.mu.Unlock()
+	} else if c != nil {
 		m.put(c, true, c.life)
 	} else {
 		m.put(nil, false, 0)
@@ -403,6 +436,10 @@ func (m *model) popIdle() *pconn {
 // put ends a request's use of c (nil: only a dial slot is returned). keep means c may
 // serve another request; life is its idle lifetime, 0 for none.
 func (m *model) put(c *pconn, keep bool, life time.Duration) {
+	if c != nil && c.slot != nil {
+		m.putCreation(c, keep, life)
+		return
+	}
 	m.mu.Lock()
 	if keep && !m.closed {
 		c.life = life
@@ -415,17 +452,7 @@ func (m *model) put(c *pconn, keep bool, life time.Duration) {
 			return
 		}
 		if m.cfg.MaxIdle == 0 || len(m.idle) < m.cfg.MaxIdle {
-			c.idle = true
-			c.expires = time.Time{}
-			if life > 0 {
-				c.expires = time.Now().Add(life)
-				if c.timer == nil {
-					c.timer = time.AfterFunc(life, func() { m.expire(c) })
-				} else {
-					c.timer.Reset(life)
-				}
-			}
-			m.idle = append(m.idle, c)
+			m.pool(c, life)
 			m.mu.Unlock()
 			return
 		}
@@ -437,6 +464,21 @@ func (m *model) put(c *pconn, keep bool, life time.Duration) {
 	if c != nil {
 		c.nc.Close()
 	}
+}
+
+// pool makes c idle for life (0: no limit). Caller holds m.mu.
+func (m *model) pool(c *pconn, life time.Duration) {
+	c.idle = true
+	c.expires = time.Time{}
+	if life > 0 {
+		c.expires = time.Now().Add(life)
+		if c.timer == nil {
+			c.timer = time.AfterFunc(life, func() { m.expire(c) })
+		} else {
+			c.timer.Reset(life)
+		}
+	}
+	m.idle = append(m.idle, c)
 }
 
 // grantSlot lets the longest waiter dial, now that a connection slot is free. Caller holds m.mu.
@@ -464,6 +506,9 @@ func (m *model) expire(c *pconn) {
 		}
 	}
 	c.idle = false
+	if c.slot != nil && c.slot.idle == c {
+		c.slot.idle = nil // the slot stays in its place, empty
+	}
 	m.open--
 	m.grantSlot()
 	m.mu.Unlock()

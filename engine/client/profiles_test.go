@@ -18,8 +18,8 @@ var profiles = map[string]Config{
 	"node-global-agent": {KeepAlive: true, IdleTimeout: 5 * time.Second, HonorHint: true, HintParser: HintNode, HintBuffer: time.Second, Scheduling: LIFO},
 	// undici >= 6.14.1 (Node fetch): keepAliveTimeout 4 s, hint via timeout=(\d+) minus
 	// keepAliveTimeoutThreshold 2 s, capped by keepAliveMaxTimeout 600 s, no retry. Its Pool
-	// dispatches to the first free client in creation order, which fifo approximates.
-	"undici": {KeepAlive: true, IdleTimeout: 4 * time.Second, HonorHint: true, HintParser: HintUndici, HintBuffer: 2 * time.Second, HintMax: 600 * time.Second, Scheduling: FIFO},
+	// dispatches to the first free client in creation order (creation.go).
+	"undici": {KeepAlive: true, IdleTimeout: 4 * time.Second, HonorHint: true, HintParser: HintUndici, HintBuffer: 2 * time.Second, HintMax: 600 * time.Second, Scheduling: Creation},
 	// Go net/http DefaultTransport: the real Transport, IdleConnTimeout 90 s, 2 idle per host.
 	"go-default": {Implementation: ImplGoNetHTTP, KeepAlive: true, IdleTimeout: 90 * time.Second, MaxIdle: 2},
 	// Python requests (urllib3 pool): no idle timeout, 10 kept per host, LIFO queue, drops

@@ -50,13 +50,29 @@ type Spec struct {
 
 type scheduledKey struct{}
 
+// scheduled is what Run tells each call about its place in the schedule.
+type scheduled struct {
+	at      time.Time
+	follows bool
+}
+
 // Scheduled returns when the schedule planned the call that received ctx to start: its
 // arrival instant in the open model, the moment its slot came free in the closed one. The
 // difference to when the call really began is its queue wait. ok is false for a context
 // that did not come from Run.
 func Scheduled(ctx context.Context) (at time.Time, ok bool) {
-	at, ok = ctx.Value(scheduledKey{}).(time.Time)
-	return at, ok
+	s, ok := ctx.Value(scheduledKey{}).(scheduled)
+	return s.at, ok
+}
+
+// Follows reports whether the call that received ctx started because an earlier call of
+// the closed model returned: the next request of a worker's loop, sent straight after
+// the previous one ended (`for (...) await fetch(...)`), as opposed to the first requests
+// of a burst, which start when the pause ends. A client whose connection comes back to
+// its pool only after the caller's next request was sent (undici) needs to know.
+func Follows(ctx context.Context) bool {
+	s, _ := ctx.Value(scheduledKey{}).(scheduled)
+	return s.follows
 }
 
 // Validate reports the first field that makes the spec unusable, naming it as the
@@ -290,11 +306,18 @@ schedule:
 					break schedule
 				}
 			}
+			follows := false
 			if slots != nil {
 				select {
 				case slots <- struct{}{}:
-				case <-ctx.Done():
-					break schedule
+				default:
+					// Every slot is busy: this call starts when one returns.
+					follows = s.Rate == 0
+					select {
+					case slots <- struct{}{}:
+					case <-ctx.Done():
+						break schedule
+					}
 				}
 			}
 			// The slot wait may have raced a cancellation; the promise is never to
@@ -309,13 +332,13 @@ schedule:
 				planned = time.Now() // closed model: due when its slot came free
 			}
 			wg.Add(1)
-			go func(seq int, planned time.Time) {
+			go func(seq int, at scheduled) {
 				defer wg.Done()
 				if slots != nil {
 					defer func() { <-slots }()
 				}
-				do(context.WithValue(ctx, scheduledKey{}, planned), seq)
-			}(seq, planned)
+				do(context.WithValue(ctx, scheduledKey{}, at), seq)
+			}(seq, scheduled{at: planned, follows: follows})
 		}
 		wg.Wait()
 	}

@@ -632,3 +632,37 @@ func TestRunSleepsOnTheGivenClock(t *testing.T) {
 		t.Errorf("%d requests started after Sleep returned false at the first pause, want 3", started)
 	}
 }
+
+// TestFollowsMarksAWorkersNextRequest checks which calls Follows marks: in the closed
+// model, those that started because an earlier call returned (the 3rd to 5th of each
+// burst of 5 with two in flight), never a burst's first calls and never an open-model
+// arrival, even one that queued behind the cap.
+func TestFollowsMarksAWorkersNextRequest(t *testing.T) {
+	t.Parallel()
+	run := func(s Spec) []bool {
+		var mu sync.Mutex
+		got := make([]bool, s.Requests)
+		err := Run(context.Background(), s, func(ctx context.Context, seq int) {
+			mu.Lock()
+			got[seq] = Follows(ctx)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond) // the loop reaches the next call before this returns
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	closed := run(Spec{Requests: 10, Concurrency: 2, Burst: 5, PauseMin: time.Millisecond, PauseMax: time.Millisecond})
+	want := []bool{false, false, true, true, true, false, false, true, true, true}
+	if !slices.Equal(closed, want) {
+		t.Errorf("closed model: Follows %v, want %v", closed, want)
+	}
+	open := run(Spec{Requests: 4, Concurrency: 1, Rate: 1000})
+	if slices.Contains(open, true) {
+		t.Errorf("open model: Follows %v, want none", open)
+	}
+	if Follows(context.Background()) {
+		t.Error("a context not from Run follows nothing")
+	}
+}

@@ -184,6 +184,9 @@ var defaultRules = func() map[string]Rule {
 		"bytes_down":                {Worse: Informational},
 		"listen_overflows":          count(HigherIsWorse),
 		"syn_retried_connects":      count(HigherIsWorse),
+		"failed_bursts":             count(HigherIsWorse),
+		// Which bursts failed: a set, not a quantity; compare files read it.
+		"failed_bursts_mask": {Worse: Informational},
 	}
 	for _, n := range check.Names() {
 		if strings.HasPrefix(n, "errors_by_class.") || strings.HasPrefix(n, "backend_errors_by_class.") {

@@ -95,6 +95,9 @@ func (g *goClient) drive(ctx context.Context, rc *recorder) error {
 	spec.Sleep = new(netsim.Sleeper).Until
 	cl := g.cl
 	return load.Run(ctx, spec, func(ctx context.Context, seq int) {
+		if load.Follows(ctx) {
+			ctx = client.Following(ctx) // an awaited loop's next request (undici's pool reads it)
+		}
 		ev := cl.Do(ctx, seq)
 		if !ev.OK() && ctx.Err() != nil {
 			return // cut short by an interrupt or the deadline: not a result of the scenario

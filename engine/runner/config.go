@@ -106,6 +106,7 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		MaxConns:          c.MaxConns,
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
+		CallerYields:      c.CallerYields,
 		LivenessCheck:     c.LivenessCheck,
 		LivenessEOFOnly:   c.LivenessEOFOnly,
 		Timeout:           sc.d(c.Timeout),

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +37,12 @@ type recorder struct {
 	// socket.
 	serverOf map[uint64]uint64
 	reuse    reuseBook
+	failed   map[int]bool // bursts with a failed request
 }
 
 func newRecorder(r *scenario.Run, obs Observer, scale scaler, tm *timers, srv serverHop, handshake time.Duration) *recorder {
 	return &recorder{run: r, observer: obs, scale: scale, tm: tm, agg: metrics.New(), server: srv,
-		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: newReuseBook()}
+		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: newReuseBook(), failed: map[int]bool{}}
 }
 
 // record takes one request's event; planned is when the schedule meant it to start, zero
@@ -58,6 +60,9 @@ func (rc *recorder) record(ev client.Event, planned time.Time) {
 	rc.agg.Add(ev)
 	rc.mu.Lock()
 	rc.reuse.add(ev)
+	if !ev.OK() {
+		rc.failed[burstOf(ev.Seq, rc.run.Settings.Load.Burst)] = true
+	}
 	if ev.ServerConn != 0 && ev.ConnID != 0 {
 		rc.serverOf[ev.ConnID] = ev.ServerConn
 	}
@@ -70,6 +75,24 @@ func (rc *recorder) record(ev client.Event, planned time.Time) {
 	if rc.observer != nil {
 		rc.observer.RequestDone(rc.run, ev.OK())
 	}
+}
+
+// burstOf is the 0-based burst of request seq with bursts of size requests (0: one burst).
+func burstOf(seq, size int) int {
+	if size <= 0 {
+		return 0
+	}
+	return seq / size
+}
+
+// failedBursts returns failed_bursts and failed_bursts_mask. Caller holds rc.mu.
+func (rc *recorder) failedBursts() (n, mask float64) {
+	for b := range rc.failed {
+		if b < 53 {
+			mask += math.Ldexp(1, b)
+		}
+	}
+	return float64(len(rc.failed)), mask
 }
 
 // serverClose notes, on a failed request, when and why the server closed its connection.

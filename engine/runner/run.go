@@ -323,6 +323,9 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 // kalab's own). This is the one place hop stats become the flat metrics of the record.
 func flatten(flat map[string]float64, rc *recorder, fig *runFigures, topo *topology, stats []Stats) map[string]float64 {
 	flat["syn_retried_connects"] = float64(rc.retriedConnects.Load())
+	rc.mu.Lock()
+	flat["failed_bursts"], flat["failed_bursts_mask"] = rc.failedBursts()
+	rc.mu.Unlock()
 	if n := rc.requests; n > 0 {
 		flat["cpu_us_per_request"] = float64(fig.cpu.Microseconds()) / float64(n)
 	}

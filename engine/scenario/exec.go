@@ -68,6 +68,8 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return i(c.MaxIdle)
 	case "scheduling":
 		return s(c.Scheduling)
+	case "caller_yields":
+		return b(c.CallerYields)
 	case "liveness_check":
 		return b(c.LivenessCheck)
 	case "session_resumption":

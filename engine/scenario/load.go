@@ -675,9 +675,12 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		switch {
 		case c.HonorHint:
 			l.add(at("client.honor_hint"), "client.honor_hint", "Go's Transport does not read the Keep-Alive hint (golang/go#15508); use implementation: model%s", where)
-		case c.Scheduling == "fifo":
-			l.add(at("client.scheduling"), "client.scheduling", "Go's Transport always reuses the most recently used connection (lifo); fifo needs implementation: model%s", where)
+		case c.Scheduling != "lifo":
+			l.add(at("client.scheduling"), "client.scheduling", "Go's Transport always reuses the most recently used connection (lifo); %s needs implementation: model%s", c.Scheduling, where)
 		}
+	}
+	if c.CallerYields && c.Scheduling != "creation-order" {
+		l.add(at("client.caller_yields"), "client.caller_yields", "only scheduling creation-order gives a connection back a tick late; the other schedulings give it back at once%s", where)
 	}
 }
 

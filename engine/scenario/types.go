@@ -190,6 +190,7 @@ type Client struct {
 	MaxConns          int               `yaml:"max_conns" json:"max_conns"`
 	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
+	CallerYields      bool              `yaml:"caller_yields" json:"caller_yields"`
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
 	LivenessEOFOnly   bool              `yaml:"liveness_eof_only" json:"liveness_eof_only"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`

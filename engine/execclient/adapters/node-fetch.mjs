@@ -2,7 +2,7 @@
 // plan of a run (kalab's exec protocol v1, docs/real-programs.md "Bring your own client"). The CA comes
 // from NODE_EXTRA_CA_CERTS, which kalab sets.
 import fs from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises';
 
 const plan = JSON.parse(fs.readFileSync(process.env.KALAB_PLAN, 'utf8'));
 const c = plan.client;
@@ -71,7 +71,15 @@ for (let b = 0; next < n; b++) {
   const end = Math.min(next + burst, n);
   const workers = [];
   for (let w = 0; w < Math.min(Math.max(plan.concurrency, 1), end - next); w++) {
-    workers.push((async () => { let r = ready; while (next < end) r = await one(next++, r); })());
+    // client.caller_yields: one event-loop tick between a response and the next request,
+    // so undici's client is free again (its drain comes by setImmediate, client-h1.js).
+    workers.push((async () => {
+      let r = ready;
+      for (let first = true; next < end; first = false) {
+        if (c.caller_yields && !first) await tick();
+        r = await one(next++, r);
+      }
+    })());
   }
   await Promise.all(workers);
 }

@@ -23,7 +23,10 @@ const (
 	// IdleReaderHeld: an idle link's readers stay parked goroutines, with the stacks their
 	// work grew, instead of leaving the wait to the idle parker.
 	IdleReaderHeld = "idle-reader-held"
+	// UndiciAsNode: the undici preset's pool is node-agent's (lifo, a connection given back
+	// at once) instead of undici's creation order with its one-tick late release.
+	UndiciAsNode = "undici-as-node"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode}

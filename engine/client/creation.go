@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// The creation-order pool is undici's (read in the undici 6.24.1 bundled with Node 20.20.2,
+// lib/dispatcher/pool.js, pool-base.js, client.js and client-h1.js):
+//
+//   - A Pool holds Clients, each with at most one socket (pipelining 1). Pool's
+//     kGetDispatcher walks kClients in creation order and takes the first whose kNeedDrain
+//     is not set; when none is free it creates a new Client and appends it (pool.js,
+//     connections unlimited by default).
+//   - A Client whose socket closed (the server's FIN: client-h1.js's 'end' listener
+//     destroys the socket with "other side closed"; or its keepAliveTimeout fired) stays in
+//     kClients: the socket's 'close' listener only clears kHTTPContext, and a later request
+//     dispatched to that Client makes _resume call connect() again (client.js). Only a
+//     failed connect removes it (pool.js, its "connectionError" listener).
+//   - A Client is marked busy when dispatch returns false (pool-base.js kDispatch), and free
+//     again when it emits 'drain'. After a response's last byte, with pipelining 1,
+//     onMessageComplete calls setImmediate(() => client[kResume]()) (client-h1.js), so the
+//     drain comes one event-loop tick later, after the caller's promise continuations have
+//     run: the next request of `for (...) { const r = await fetch(u); await r.arrayBuffer() }`
+//     finds the Client busy and goes to the next one (measured: 40 sequential awaited
+//     fetches use 2 connections, alternating). A failed request frees its Client at once:
+//     the socket's 'close' listener calls kResume synchronously, whose _resume emits the
+//     drain directly.
+//
+// Lines in Node 20.20.2's bundle (lib/internal/deps/undici/undici.js, printed with
+// process.binding('natives')): pool-base.js onDrain 865, kDispatch 948; client.js kDispatch
+// 7942, emitDrain 8113, _resume 8132; client-h1.js setImmediate(resume) 6380, the socket's
+// 'end' 6430 and 'close' 6438 listeners; pool.js 'connectionError' 8268, kGetDispatcher 8277.
+//
+// kalab keeps the Clients as slots. A successful request's slot is held for one dispatch:
+// the request that follows it straight on (load.Follows, passed in with Following) skips
+// it; any other request, or a caller that yields (Config.CallerYields), finds it free.
+
+// slot is one undici Client: its place in creation order, and its pooled connection.
+type slot struct {
+	busy bool
+	idle *pconn // the slot's connection while it is idle; nil when it has none
+}
+
+type followingKey struct{}
+
+// Following marks ctx as carrying a request that its caller sends straight after its
+// previous request returned, without yielding to an event loop in between (an awaited
+// loop). Only the creation-order pool reads it: there the connection the previous request
+// used is not free yet.
+func Following(ctx context.Context) context.Context {
+	return context.WithValue(ctx, followingKey{}, true)
+}
+
+func following(ctx context.Context) bool {
+	v, _ := ctx.Value(followingKey{}).(bool)
+	return v
+}
+
+// getCreation is get for Scheduling Creation: the first free slot in creation order, its
+// idle connection reused when it is still alive, otherwise a new connection dialed in that
+// slot; a new slot at the end when none is free. fresh appends a new slot.
+func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, fresh, follows bool) (*pconn, bool, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, false, errClosed
+	}
+	held := m.held
+	m.held = nil // the tick passes with this dispatch
+	var s *slot
+	for _, x := range m.slots {
+		if !x.busy && !fresh && !(follows && x == held && !m.cfg.CallerYields) {
+			s = x
+			break
+		}
+	}
+	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
+		// Every client is busy and the pool may not grow: the request waits in the pool's
+		// queue and goes to the first client that drains (pool-base.js kOnDrain).
+		w := make(chan *pconn, 1)
+		m.waiters = append(m.waiters, w)
+		m.mu.Unlock()
+		return m.await(ctx, deadline, ev, w)
+	}
+	if s == nil {
+		s = &slot{}
+		m.slots = append(m.slots, s)
+	}
+	s.busy = true
+	var dead *pconn
+	if c := s.idle; c != nil {
+		s.idle = nil
+		m.removeIdle(c)
+		if (c.expires.IsZero() || time.Now().Before(c.expires)) && (!m.cfg.LivenessCheck || alive(c.raw, m.cfg.LivenessEOFOnly)) {
+			m.mu.Unlock()
+			return c, true, nil
+		}
+		dead = c // closed by the server or past its keep-alive timeout: reconnect in place
+	} else {
+		m.open++
+	}
+	m.mu.Unlock()
+	if dead != nil {
+		dead.nc.Close()
+	}
+	return m.dialIn(ctx, deadline, ev, s)
+}
+
+// dialIn dials a new connection in slot s, busy and counted in m.open.
+func (m *model) dialIn(ctx context.Context, deadline time.Time, ev *Event, s *slot) (*pconn, bool, error) {
+	c, err := m.dial(ctx, deadline, ev)
+	if err != nil {
+		m.mu.Lock()
+		m.open--
+		m.dropSlot(s) // a failed connect removes the Client from the pool (pool.js)
+		m.grantSlot()
+		m.mu.Unlock()
+		return nil, false, err
+	}
+	c.slot = s
+	return c, false, nil
+}
+
+// putCreation is put for Scheduling Creation: the slot comes free; a kept connection stays
+// in it, idle (unless MaxIdle connections already idle), and the slot is held for the
+// request that follows straight on. A request waiting for MaxConns takes the slot instead.
+func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
+	m.mu.Lock()
+	s := c.slot
+	if len(m.waiters) > 0 && !m.closed {
+		w := m.waiters[0]
+		m.waiters = m.waiters[1:]
+		if keep {
+			c.life = life
+			m.mu.Unlock()
+			w <- c // reused at once, the slot still busy
+			return
+		}
+		m.mu.Unlock()
+		c.nc.Close()
+		w <- &pconn{slot: s} // the waiter dials in this slot; m.open passes to it
+		return
+	}
+	s.busy = false
+	if keep && !m.closed && (m.cfg.MaxIdle == 0 || len(m.idle) < m.cfg.MaxIdle) {
+		c.life = life
+		m.pool(c, life)
+		s.idle = c
+		m.held = s
+		m.mu.Unlock()
+		return
+	}
+	s.idle = nil
+	m.open--
+	m.mu.Unlock()
+	c.nc.Close()
+}
+
+// removeIdle takes c out of the idle list and stops its timer. Caller holds m.mu.
+func (m *model) removeIdle(c *pconn) {
+	for i, x := range m.idle {
+		if x == c {
+			m.idle = append(m.idle[:i], m.idle[i+1:]...)
+			break
+		}
+	}
+	c.idle = false
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// dropSlot removes s from the creation order. Caller holds m.mu.
+func (m *model) dropSlot(s *slot) {
+	for i, x := range m.slots {
+		if x == s {
+			m.slots = append(m.slots[:i], m.slots[i+1:]...)
+			return
+		}
+	}
+}
