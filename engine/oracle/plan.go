@@ -24,6 +24,9 @@ type Plan struct {
 	Balancer *Balancer
 	// Backlog is true when the run models a listen queue (accept delays, overflows).
 	Backlog bool
+	// Middlebox names a middlebox on the client's path (a box that forgets idle flows);
+	// "" when there is none. The oracle does not model one.
+	Middlebox string
 }
 
 // Server is the server's declared behaviour.
@@ -59,6 +62,10 @@ type Client struct {
 	MaxConns    int // connections per host; 0 unlimited
 	// LivenessCheck drops a pooled connection whose peer's FIN has arrived before reusing it.
 	LivenessCheck bool
+	// AwaitedCreationOrder is undici's pool (first free client in creation order, a
+	// connection free again one tick after its response) driven by an awaited loop, which
+	// the oracle does not model: the next request takes another connection.
+	AwaitedCreationOrder bool
 	Method        string
 	BodyBytes     int
 	Retry         Retry

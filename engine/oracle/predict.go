@@ -113,6 +113,10 @@ func unpredictable(p Plan) string {
 		return "server.close_every closes connections at instants the plan does not fix"
 	case p.Backlog:
 		return "a modelled listen queue: which connections overflow depends on accept timing"
+	case p.Middlebox != "":
+		return fmt.Sprintf("a middlebox (%s) forgets idle flows: the oracle does not model it", p.Middlebox)
+	case p.Client.AwaitedCreationOrder:
+		return "undici's creation-order pool with an awaited loop (a connection is free again a tick after its response): the oracle does not model it"
 	case p.Requests < 1:
 		return "no requests"
 	}

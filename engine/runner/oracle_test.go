@@ -2,10 +2,14 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // upperHalfRace puts every pause in the upper half of the race window (idle − RTT, idle) =
@@ -51,5 +55,41 @@ func TestOracleAgreesOnRealSockets(t *testing.T) {
 	}
 	if rec.Metrics.Errors != 5 || rec.Metrics.Connections != 6 {
 		t.Errorf("measured %v errors and %v connections; the oracle predicts 5 and 6", rec.Metrics.Errors, rec.Metrics.Connections)
+	}
+}
+
+// What the oracle does not model it does not predict, and curl's FIN-only liveness check is
+// blind over TLS: the bundled files where a prediction disagreed with a quiet run before
+// these rules (a middlebox, undici's awaited creation-order pool, libcurl's fin-first case
+// with its 5 silent re-sends) now read "not predicted" or the measured count.
+func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
+	t.Parallel()
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..", "scenarios")
+	run := func(file, variant string) scenario.Settings {
+		p, err := scenario.LoadFiles([]string{filepath.Join(root, file)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Scenarios[0].Runs {
+			if r.Variant == variant {
+				return r.Settings
+			}
+		}
+		t.Fatalf("%s has no variant %s", file, variant)
+		return scenario.Settings{}
+	}
+	for _, c := range []struct{ file, variant, why string }{
+		{"15-nat-black-hole.yaml", "no-fix", "middlebox"},
+		{"truth/undici.yaml", "model-awaited", "creation-order"},
+	} {
+		got, _ := oracle.Predict(oraclePlan(run(c.file, c.variant)), 0).Count(oracle.Errors)
+		if got.Predicted || !strings.Contains(got.Reason, c.why) {
+			t.Errorf("%s/%s: errors predicted %v (%q); want not predicted, naming the %s", c.file, c.variant, got.Predicted, got.Reason, c.why)
+		}
+	}
+	got, _ := oracle.Predict(oraclePlan(run("truth/libcurl.yaml", "model-fin-first")), 0).Count("hidden_retries")
+	if !got.Predicted || got.Value != 5 {
+		t.Errorf("libcurl fin-first: hidden re-sends %+v; want 5 (the close_notify hides the close from curl's check)", got)
 	}
 }

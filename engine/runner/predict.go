@@ -32,6 +32,12 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		Client:   oracleClient(st),
 		Balancer: oracleBalancer(st.Balancer),
 	}
+	if st.Middlebox != nil {
+		p.Middlebox = st.Middlebox.Preset
+		if p.Middlebox == "" {
+			p.Middlebox = "idle timeout " + st.Middlebox.IdleTimeout.String()
+		}
+	}
 	for _, real := range load.Pauses(loadSpec(st, scaler(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}
@@ -72,7 +78,10 @@ func oracleClient(st scenario.Settings) oracle.Client {
 		GoTransport: c.Implementation == "go-net-http", KeepAlive: c.KeepAlive,
 		IdleTimeout: c.IdleTimeout.D(), HonorHint: c.HonorHint, HintParser: c.HintParser,
 		HintBuffer: c.HintBuffer.D(), HintMax: c.HintMax.D(), MaxIdle: c.MaxIdle, MaxConns: c.MaxConns,
-		LivenessCheck: c.LivenessCheck, Method: c.Method, BodyBytes: c.BodyBytes,
+		// A liveness check that sees only a FIN (curl's, liveness_eof_only) is blind to a
+		// TLS close_notify, which arrives first: over TLS it never drops a closed connection.
+		LivenessCheck: c.LivenessCheck && !(c.LivenessEOFOnly && st.Server.TLS), Method: c.Method, BodyBytes: c.BodyBytes,
+		AwaitedCreationOrder: c.Scheduling == "creation-order" && !c.CallerYields,
 		Retry: oracle.Retry{Attempts: c.Retry.Attempts, On: c.Retry.On, IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly: c.Retry.ReusedOnly, ZeroBytesOnly: c.Retry.ZeroBytesOnly, Hidden: c.Retry.Hidden},
 	}
