@@ -66,9 +66,9 @@ type Client struct {
 	// connection free again one tick after its response) driven by an awaited loop, which
 	// the oracle does not model: the next request takes another connection.
 	AwaitedCreationOrder bool
-	Method        string
-	BodyBytes     int
-	Retry         Retry
+	Method               string
+	BodyBytes            int
+	Retry                Retry
 }
 
 // Retry is the client's retry rule.
