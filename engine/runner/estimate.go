@@ -157,7 +157,7 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 		b := min(size, n-first)
 		fromScratch := i == 0 || !pools || (idle > 0 && pauses[i-1] >= idle)
 		if i > 0 {
-			total += pauses[i-1]
+			total += pauses[i-1] + middleboxHang(st, pauses[i-1], pools, idle, c)
 			if st.Network.SlowStartAfterIdle && !fromScratch && pauses[i-1] > netsim.RTO(c.rtt) {
 				// The window shrank while idle: count it back up from scratch.
 				total += time.Duration(c.newRounds-c.reusedRounds) * c.rtt
@@ -174,6 +174,26 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 		}
 	}
 	return total, conns
+}
+
+// middleboxHang is what a pause costs when a middlebox that drops idle flows forgets the
+// pooled connection's flow during it: the next request hangs for the client's timeout, then
+// a new connection carries it. Nothing when the client or server closed the connection
+// first (idle), or the client's TCP keepalive probes refresh the flow in time (a real
+// client's are its own: not counted).
+func middleboxHang(st scenario.Settings, pause time.Duration, pools bool, idle time.Duration, c costs) time.Duration {
+	mb := st.Middlebox
+	switch {
+	case mb == nil || mb.OnExpiry != "drop" || mb.IdleTimeout <= 0 || !pools:
+		return 0
+	case st.Client.Exec != nil:
+		return 0 // a real client sets its own TCP keepalive, which the plan does not say
+	case idle > 0 && pause >= idle, pause < mb.IdleTimeout.D():
+		return 0
+	case st.Client.TCPKeepalive.Idle > 0 && st.Client.TCPKeepalive.Idle.D() < mb.IdleTimeout.D():
+		return 0
+	}
+	return st.Client.Timeout.D() + c.handshake
 }
 
 // concurrencyOf is how many requests run at once.

@@ -89,6 +89,13 @@ func TestExpectedMatchesTheBaseline(t *testing.T) {
 	}
 	wall := map[string]float64{}
 	for _, r := range base.Runs {
+		// The estimate leaves out races (Expected): a run where a quarter of the requests or
+		// more went into a connection the server had closed (truth-libcurl: 5 of 6, each
+		// re-sent on a new TLS connection) is timed by them, not by its plan.
+		if raced := r.Metrics.FailedAttempts + r.Metrics.Retries + r.Metrics.HiddenRetries; raced*4 >= r.Metrics.Requests && raced > 0 {
+			t.Logf("%s/%s: %.0f of %.0f requests raced a close; not compared", r.Scenario, r.Variant, raced, r.Metrics.Requests)
+			continue
+		}
 		wall[r.Scenario+"/"+r.Variant] = r.WallMs
 	}
 	for _, sc := range plan.Scenarios {
