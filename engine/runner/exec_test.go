@@ -227,7 +227,10 @@ variants:
 			for k, p := range pauses {
 				prev, next := bySeq[k], bySeq[k+1]
 				gaps[k] = time.Duration((next.StartMs - prev.StartMs - prev.LatencyMs) * float64(time.Millisecond))
-				late = max(late, gaps[k]-p)
+				// A gap shorter than the plan's pause is as telling as a longer one: the
+				// program took the previous response late (its event loop was busy), so its
+				// pause began late and the server's idle clock had a head start.
+				late = max(late, (gaps[k] - p).Abs())
 			}
 			planLo, planHi := staleWindow(pauses, idle, rtt, margin)
 			lo, hi := staleWindow(gaps, idle, rtt, margin)
