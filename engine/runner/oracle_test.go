@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -36,19 +38,32 @@ func TestOracleAgreesOnRealSockets(t *testing.T) {
 	if c, _ := oracle.Predict(oraclePlan(st), 0).Count(oracle.Errors); c.Value != 5 || !c.Predicted {
 		t.Fatalf("the plan predicts %d errors (%s); the file is built for 5", c.Value, c.Reason)
 	}
-	out, err := Execute(context.Background(), p, opts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	skipIfNoisy(t, out)
-	rec := out.Runs[0]
-	if rec.Predicted == nil {
-		t.Fatalf("the run (%s: %s) recorded no prediction", rec.Status, rec.Error)
-	}
-	for _, c := range rec.Predicted.Counts {
-		if c.Metric == oracle.Errors && c.Lo != c.Hi {
-			testci.SkipOrFail(t, "the run's timers were %.1f ms late (p99, summed): a pause within that of an edge may count either way, so errors %d..%d cannot say whether the model holds", rec.Predicted.LatenessMs, c.Lo, c.Hi)
+	// Beside other packages' tests the run's own lateness can widen the bounds until they
+	// say nothing: the run is tried up to three times for bounds that decide.
+	var rec *report.Run
+	loose := ""
+	for try := 0; try < 3; try++ {
+		out, err := Execute(context.Background(), p, opts(t))
+		if err != nil {
+			t.Fatal(err)
 		}
+		skipIfNoisy(t, out)
+		rec = out.Runs[0]
+		if rec.Predicted == nil {
+			t.Fatalf("the run (%s: %s) recorded no prediction", rec.Status, rec.Error)
+		}
+		loose = ""
+		for _, c := range rec.Predicted.Counts {
+			if c.Metric == oracle.Errors && c.Lo != c.Hi {
+				loose = fmt.Sprintf("the run's timers were %.1f ms late (p99, summed): a pause within that of an edge may count either way, so errors %d..%d cannot say whether the model holds", rec.Predicted.LatenessMs, c.Lo, c.Hi)
+			}
+		}
+		if loose == "" {
+			break
+		}
+	}
+	if loose != "" {
+		testci.SkipOrFail(t, "%s (3 tries)", loose)
 	}
 	if rec.Predicted.Disagreement {
 		t.Errorf("model disagreement: %s", rec.Predicted.Reason)

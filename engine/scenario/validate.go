@@ -68,13 +68,17 @@ func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
 	// Group the leaf errors by instance location: one message per place.
 	byLoc := map[string][]*jsonschema.ValidationError{}
 	var order []string
+	keys := keyFinder{root: root, seen: map[string]int{}}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		// A key that fails propertyNames is reported at the mapping that holds it (its
 		// causes validate the key as an instance of its own, with no location).
-		_, isKey := e.ErrorKind.(*kind.PropertyNames)
+		pn, isKey := e.ErrorKind.(*kind.PropertyNames)
 		if len(e.Causes) == 0 || isKey {
 			loc := pointer(e.InstanceLocation)
+			if isKey {
+				loc = keys.mapping(e.SchemaURL, pn.Property)
+			}
 			if _, ok := byLoc[loc]; !ok {
 				order = append(order, loc)
 			}
@@ -354,4 +358,58 @@ func number(s string) string {
 		return strconv.FormatInt(int64(f), 10)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// keyFinder finds the mapping that holds a key which failed propertyNames. jsonschema v6.0.3
+// gives such an error the validator's own location slice without copying it
+// (validator.go: verr.InstanceLocation = vd.vloc), so later siblings overwrite it and the
+// location read afterwards can name another field (seen here: "name.rtt" for "matrix.rtt",
+// depending on map order). The field is read from the schema location instead
+// (".../properties/matrix/propertyNames"), and the YAML is searched for a mapping under
+// that field name holding the key; a second error for the same field and key takes the
+// second such mapping, in document order.
+type keyFinder struct {
+	root *yaml.Node
+	seen map[string]int
+}
+
+func (f keyFinder) mapping(schemaURL, key string) string {
+	_, frag, _ := strings.Cut(schemaURL, "#")
+	toks := strings.Split(strings.TrimSuffix(frag, "/propertyNames"), "/")
+	field := toks[len(toks)-1]
+	var found []string
+	var search func(n *yaml.Node, path []string, name string)
+	search = func(n *yaml.Node, path []string, name string) {
+		n = resolve(n)
+		if n == nil {
+			return
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				search(c, path, name)
+			}
+		case yaml.MappingNode:
+			if name == field {
+				if k, _ := lookup(n, key); k != nil {
+					found = append(found, pointer(path))
+				}
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				search(n.Content[i+1], append(slices.Clone(path), n.Content[i].Value), n.Content[i].Value)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				search(c, append(slices.Clone(path), strconv.Itoa(i)), name)
+			}
+		}
+	}
+	search(f.root, nil, "")
+	id := field + "\x00" + key
+	i := f.seen[id]
+	f.seen[id]++
+	if i < len(found) {
+		return found[i]
+	}
+	return "" // not found: the document's root
 }
