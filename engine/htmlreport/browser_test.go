@@ -175,6 +175,13 @@ func TestBrowserRendersStaleRaceReport(t *testing.T) {
 			testci.SkipOrFail(t, "failed request %s sits %.0f ms from its lane's close, beyond one RTT (%v ms) by less than the timers' measured lateness (%.0f ms): the machine is too busy for this check",
 				f.attrs["data-seq"], best, rtt, lagMs)
 		}
+		if len(closes[f.lane]) == 0 && lagMs > rtt {
+			// Timers later than a round trip of scenario time: the run did not keep the
+			// scenario's timing (one CI pass beside other packages' tests, 184 ms late,
+			// failed a request on a fresh connection the server never closed).
+			testci.SkipOrFail(t, "failed request %s is on a lane the server never closed, while the timers ran up to %.0f ms late (more than one RTT, %v ms): the machine is too busy for this check",
+				f.attrs["data-seq"], lagMs, rtt)
+		}
 		if best > rtt {
 			t.Errorf("failed request %s on lane %s (%.1f-%.1f ms): nearest server close on its lane %.1f ms away (closes %v); want within one RTT (%v ms)",
 				f.attrs["data-seq"], f.lane, start, end, best, closes[f.lane], rtt)
