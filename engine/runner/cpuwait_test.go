@@ -77,6 +77,13 @@ func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
 	added := busy.Metrics.LatencyMs.Mean - quiet.Metrics.LatencyMs.Mean
 	t.Logf("wait per request %.3f ms alone, %.3f beside the hog; mean latency %.2f -> %.2f ms (cpu_pressure %v -> %v)",
 		perReq(quiet), perReq(busy), quiet.Metrics.LatencyMs.Mean, busy.Metrics.LatencyMs.Mean, *quiet.Timing.CPUPressure, *busy.Timing.CPUPressure)
+	if excess <= 0 && quiet.Timing.CPUPressure != nil && busy.Timing.CPUPressure != nil &&
+		*quiet.Timing.CPUPressure >= *busy.Timing.CPUPressure {
+		// The run meant to be alone shared the machine more than the one beside the hog
+		// (other packages' tests, in CI): the two runs cannot be compared now.
+		testci.SkipOrFail(t, "the run alone met more CPU pressure (%.3f) than the run beside the hog (%.3f): other work on the machine hides the hog",
+			*quiet.Timing.CPUPressure, *busy.Timing.CPUPressure)
+	}
 	if excess <= 0 {
 		t.Fatalf("beside %d busy processes the run's threads waited %.3f ms per request for a core, alone %.3f: the hog does not show",
 			runtime.NumCPU(), perReq(busy), perReq(quiet))
