@@ -232,6 +232,14 @@ variants:
 				// pause began late and the server's idle clock had a head start.
 				late = max(late, (gaps[k] - p).Abs())
 			}
+			// The link's own timers count too: a request or a FIN the proxy delivered late
+			// moves the window as much (beside other packages' tests in CI, a request at a
+			// 378 ms pause raced a close the plan put 22 ms beyond it).
+			if rec.Timing != nil {
+				if src, ok := rec.Timing.Sources[srcLink]; ok {
+					late = max(late, time.Duration(src.Max*float64(time.Millisecond)))
+				}
+			}
 			planLo, planHi := staleWindow(pauses, idle, rtt, margin)
 			lo, hi := staleWindow(gaps, idle, rtt, margin)
 			m := rec.Metrics
