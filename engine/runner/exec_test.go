@@ -269,9 +269,16 @@ variants:
 				off = append(off, fmt.Sprintf("%.0f errors; the plan's pauses predict %d..%d", m.Errors, lo, hi))
 			}
 			// These runtimes never re-send: each request they wrote into a connection the
-			// server had closed (a failed attempt at the proxy) is one of their errors.
-			if m.FailedAttempts != m.Errors || m.HiddenRetries != 0 {
-				off = append(off, fmt.Sprintf("%.0f failed attempts at the proxy and %.0f hidden re-sends; want one per error (%.0f) and none", m.FailedAttempts, m.HiddenRetries, m.Errors))
+			// server had closed (a failed attempt at the proxy) is one of their errors. An
+			// error can lack one: a request that reached the server a moment before its idle
+			// close, unread, fails too (the close resets it) without arriving after the close,
+			// so fewer failed attempts than errors is the race's edge, not a miscount (one of 8
+			// in a CI pass beside other packages' tests).
+			if m.FailedAttempts > m.Errors || m.HiddenRetries != 0 {
+				off = append(off, fmt.Sprintf("%.0f failed attempts at the proxy and %.0f hidden re-sends; want at most one per error (%.0f) and none", m.FailedAttempts, m.HiddenRetries, m.Errors))
+			}
+			if m.FailedAttempts < m.Errors {
+				t.Logf("%.0f of %.0f errors reached the server before its close (the race's edge)", m.Errors-m.FailedAttempts, m.Errors)
 			}
 			// Only a request after a pause in the window can fail.
 			for j := 1; j < requests; j++ {
