@@ -71,8 +71,10 @@ func f1(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, 'f', -1, 64)
 }
 
-func buildTimeline(rd *RunData, pl plan) timeline {
-	tl := timeline{}
+// laneOrder groups a run's requests into one lane per client connection, with the server's
+// closes of each, in dial order (the requests that got no connection last), and returns
+// them with the time the axis must cover.
+func laneOrder(rd *RunData, pl plan) ([]*lane, float64) {
 	lanes := map[uint64]*lane{}
 	span := 1.0
 	for i := range rd.Requests {
@@ -110,6 +112,12 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 		}
 		return cmp.Compare(a.conn, b.conn)
 	})
+	return order, span
+}
+
+func buildTimeline(rd *RunData, pl plan) timeline {
+	tl := timeline{}
+	order, span := laneOrder(rd, pl)
 	tl.SpanMs = span
 	x := func(t float64) float64 { return t / span * plotW }
 	if len(order) > CanvasLanes {
