@@ -82,6 +82,18 @@ func (r *Run) Notable() []int {
 	return out
 }
 
+// Troubled lists the failed, retried, silently re-sent and 5xx requests: Notable without
+// the new connections.
+func (r *Run) Troubled() []int {
+	var out []int
+	for i, q := range r.Requests {
+		if r.notable(i) {
+			out = append(out, q.Seq)
+		}
+	}
+	return out
+}
+
 func (r *Run) notable(i int) bool {
 	q := r.Requests[i]
 	return q.Class != "" || q.Attempts > 1 || q.HiddenRetries > 0 || q.Status >= 500 || q.BackendAttempts > 1

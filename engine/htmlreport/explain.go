@@ -31,15 +31,12 @@ func explanations(rd *RunData) string {
 		return ""
 	}
 	out := map[string]string{}
-	for _, q := range reqs {
+	for _, seq := range run.Troubled() {
 		if len(out) == maxExplained {
 			break
 		}
-		if q.Class == "" && q.Attempts <= 1 && q.HiddenRetries == 0 && q.Status < 500 && q.BackendAttempts <= 1 {
-			continue
-		}
-		if text, ok := explain.Request(run, q.Seq); ok {
-			out[strconv.Itoa(q.Seq)] = text
+		if text, ok := explain.Request(run, seq); ok {
+			out[strconv.Itoa(seq)] = text
 		}
 	}
 	if len(out) == 0 {
