@@ -118,11 +118,11 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 	}
 }
 
-// Above MergeAbove requests a canvas run's successful requests that follow each other on a
-// lane are sent as one entry each run of them, every request still counted, and every
-// failure kept as itself: 253,000 requests over 1,100 lanes come to 3 entries a lane (the
-// new connection's request, the reused ones before the pause, those after it) and 4 on a
-// lane whose request after the pause failed.
+// Above HoldMax requests the loader keeps a digest: a canvas run's successful requests that
+// follow each other on a lane are sent as one entry each run of them, every request still
+// counted, and every failure kept as itself: 253,000 requests over 1,100 lanes come to 3
+// entries a lane (the new connection's request, the reused ones before the pause, those
+// after it) and 4 on a lane whose request after the pause failed.
 func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	t.Parallel()
 	reqs := manyLanes(1100, 230)
@@ -132,11 +132,15 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 			failures++
 		}
 	}
-	rd := &RunData{Run: report.Run{Scenario: "s", Variant: "v"}}
-	for _, r := range reqs {
-		rd.Requests = append(rd.Requests, Request{Request: r})
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
 	}
-	tl := buildTimeline(rd, plan{})
+	rd := res.Runs[0]
+	if rd.Digest == nil || len(rd.Requests) != 0 {
+		t.Fatalf("%d requests held, digest %v: want a digest and no request held", len(rd.Requests), rd.Digest != nil)
+	}
+	tl := buildTimeline(rd, readPlan(rd.Params))
 	if !tl.Canvas || tl.Aggregated == "" {
 		t.Fatalf("canvas %v, note %q: want a canvas that says it merged", tl.Canvas, tl.Aggregated)
 	}
@@ -163,5 +167,52 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	}
 	if want := 3*1100 + failures; entries != want {
 		t.Errorf("%d entries for 1,100 lanes and %d failures; want %d", entries, failures, want)
+	}
+}
+
+// A run of more than HoldMax requests on fewer than CanvasLanes lanes is drawn from its
+// digest exactly as from its requests held one by one: the same buckets, pauses, latency
+// histogram and phases, byte for byte.
+func TestDigestDrawsAsHeldRequests(t *testing.T) {
+	t.Parallel()
+	// 41 bursts of 400 requests over 300 connections, 3 s apart: 16,400 requests.
+	var reqs []report.Request
+	for b := 0; b < 41; b++ {
+		for k := 0; k < 400; k++ {
+			i := len(reqs)
+			r := report.Request{Seq: i, StartMs: float64(b*3000) + float64(k)*0.37, LatencyMs: 100 + float64(k%50)*1.01,
+				Conn: uint64(k%300 + 1), Reused: b > 0 || k >= 300, Attempts: 1, Status: 200, ConnectMs: float64(i % 7), FirstByteMs: 50 + float64(i%13)}
+			if i%997 == 0 {
+				r.Class, r.Error, r.Status = "reset", "connection reset by peer", 0
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg := res.Runs[0]
+	if dg.Digest == nil {
+		t.Fatal("16,000 requests held: want a digest")
+	}
+	held, err := readRequests(filepath.Join(res.Dir, dg.RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := &RunData{Run: dg.Run, Requests: held, Conns: dg.Conns}
+	pl := readPlan(dg.Params)
+	a, b := buildTimeline(dg, pl), buildTimeline(hd, pl)
+	if a.Pauses == 0 || a.SVG != b.SVG || a.Axis != b.Axis || a.Aggregated != b.Aggregated {
+		t.Errorf("the digest's timeline (%d pauses, %d bytes) differs from the held requests' (%d pauses, %d bytes)", a.Pauses, len(a.SVG), b.Pauses, len(b.SVG))
+	}
+	t.Logf("%d requests, %d lanes, %d pauses", dg.Digest.N, len(dg.Digest.Lanes), a.Pauses)
+	if dg.Digest.Hist.draw() != histogram(held) {
+		t.Error("the digest's latency histogram differs from the held requests'")
+	}
+	if got, want := dg.Digest.Phases.rows(), phaseSplit(held); !slices.EqualFunc(got, want, func(x, y phaseRow) bool {
+		return x.Label == y.Label && x.N == y.N && x.Total == y.Total && slices.Equal(x.Phases, y.Phases)
+	}) {
+		t.Errorf("phases: digest %v, held %v", got, want)
 	}
 }
