@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -58,6 +59,40 @@ type reqLite struct {
 	Conn      uint64  `json:"conn"`
 }
 
+// quickLite reads the three numbers the first pass needs from a request line without
+// decoding it (a third of the time of json.Unmarshal), as kalab's request writer lays
+// them out: a key, a colon, a number. ok is false when a field is missing or not so
+// written; the caller then decodes the line. A key cannot occur inside a string value:
+// there its quotes are escaped.
+func quickLite(b []byte) (r reqLite, ok bool) {
+	var ok1, ok2, ok3 bool
+	r.StartMs, ok1 = quickNum(b, `"start_ms":`)
+	r.LatencyMs, ok2 = quickNum(b, `"latency_ms":`)
+	c, ok3 := quickNum(b, `"conn":`)
+	if !ok1 || !ok2 || !ok3 || c < 0 || c != math.Trunc(c) || c > 1<<53 {
+		return reqLite{}, false
+	}
+	r.Conn = uint64(c)
+	return r, true
+}
+
+func quickNum(b []byte, key string) (float64, bool) {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 || bytes.Index(b[i+len(key):], []byte(key)) >= 0 { // absent, or twice: let json say
+		return 0, false
+	}
+	v := b[i+len(key):]
+	end := 0
+	for end < len(v) && (v[end] >= '0' && v[end] <= '9' || v[end] == '.' || v[end] == '-' || v[end] == '+' || v[end] == 'e' || v[end] == 'E') {
+		end++
+	}
+	if end == 0 || end == len(v) || (v[end] != ',' && v[end] != '}') {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(string(v[:end]), 64)
+	return x, err == nil
+}
+
 // countRequests returns how many request lines path holds, without decoding them.
 func countRequests(path string) (int, error) {
 	f, err := os.Open(path)
@@ -87,7 +122,7 @@ func countRequests(path string) (int, error) {
 }
 
 // eachLine calls fn with each non-blank line of path and its number, stopping at the first
-// error.
+// error. The line is the reader's buffer: fn must not keep it.
 func eachLine(path string, fn func(n int, b []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,7 +131,15 @@ func eachLine(path string, fn func(n int, b []byte) error) error {
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 256<<10)
 	for n := 1; ; n++ {
-		b, err := br.ReadBytes('\n')
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a line longer than the buffer: gather it
+			long := append([]byte(nil), b...)
+			for err == bufio.ErrBufferFull {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			if ferr := fn(n, b); ferr != nil {
 				return ferr
@@ -119,9 +162,11 @@ func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) 
 	lanes := map[uint64]*lane{}
 	lo, hi := math.Inf(1), 0.0
 	err := eachLine(path, func(n int, b []byte) error {
-		var r reqLite
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s:%d: %v", path, n, err)
+		r, ok := quickLite(b)
+		if !ok {
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%s:%d: %v", path, n, err)
+			}
 		}
 		d.N++
 		l := lanes[r.Conn]
