@@ -63,6 +63,9 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 			if k == kindFailed {
 				tl.Failed++
 				d.Err[strconv.Itoa(len(d.R)/5)] = e.err
+				if !slices.Contains(tl.Classes, e.class) {
+					tl.Classes = append(tl.Classes, e.class)
+				}
 			}
 			d.R = append(d.R, float64(li), round1(e.start), round1(e.lat), kindCodes[k], seq)
 		}
@@ -78,6 +81,7 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 			}
 		}
 	}
+	slices.Sort(tl.Classes)
 	data, _ := json.Marshal(d) // numbers and strings only; <, > and & come out escaped
 	h := min(760, laneH*float64(len(order)))
 	tl.Canvas = true
@@ -95,7 +99,7 @@ func laneEntries(l *lane) []entry {
 	for i, r := range l.reqs {
 		out[i] = entry{start: r.StartMs, lat: r.LatencyMs, kind: kindOf(&r.Request), seq: r.Seq}
 		if out[i].kind == kindFailed {
-			out[i].err = errText(r)
+			out[i].err, out[i].class = errText(r), r.Class
 		}
 	}
 	return out

@@ -49,7 +49,7 @@ type entry struct {
 	start, lat float64
 	kind       string
 	seq, n     int
-	err        string // a failed request's errText
+	err, class string // a failed request's errText and error class
 }
 
 // reqLite is what the first pass reads of a request line.
@@ -250,7 +250,7 @@ func (d *Digest) place(l *lane, open *entry, r *Request) {
 	if k == kindFailed || k == kindRetried || k == kindHidden {
 		e := entry{start: r.StartMs, lat: r.LatencyMs, kind: k, seq: r.Seq}
 		if k == kindFailed {
-			e.err = errText(r)
+			e.err, e.class = errText(r), r.Class
 		}
 		l.ents = append(l.ents, e)
 		return

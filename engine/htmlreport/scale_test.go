@@ -216,3 +216,82 @@ func TestDigestDrawsAsHeldRequests(t *testing.T) {
 		t.Errorf("phases: digest %v, held %v", got, want)
 	}
 }
+
+// canvasFilterScript sets the filters of a canvas run as a user would and reads the canvas
+// back after each: pixels of the failed bars' red, pixels of any other colour, and the
+// lowest painted row (how many lanes are drawn), with the count the page shows.
+const canvasFilterScript = `
+var run=document.querySelector("details.run");run.open=true;
+var box=run.querySelector(".tlbox"),cv=box.querySelector("canvas");
+if(!cv)return {};
+var ctx=cv.getContext("2d");
+function set(f,v){var el=run.querySelector('[data-f="'+f+'"]');el.value=v;el.dispatchEvent(new Event(el.tagName==="INPUT"?"input":"change"));}
+function seen(){
+  box.zoomTo(0,1e9);
+  var px=ctx.getImageData(0,0,cv.width,cv.height).data,red=0,other=0,maxY=-1;
+  for(var i=0;i<px.length;i+=4){
+    if(px[i+3]<128)continue;
+    maxY=Math.max(maxY,(i/4/cv.width)|0);
+    if(px[i]>150&&px[i+1]<120&&px[i+2]<120)red++;else other++;
+  }
+  return {red:red,other:other,maxy:maxY,count:run.querySelector(".fcount").textContent,hash:decodeURIComponent(location.hash)};}
+var out={all:seen()};
+set("kind","failed");out.failed=seen();
+set("class","eof");out.eof=seen();
+run.querySelector('button[data-act="next"]').click();out.eof.facts=run.querySelector("pre.facts").textContent;
+set("kind","");set("class","");set("q","c98");out.conn=seen();
+set("q","");out.none=seen();
+return out;`
+
+// The filters work on a canvas run (more than CanvasLanes lanes) as on an SVG one: the
+// canvas is painted from the lanes and requests that match, lanes with none fold away, the
+// count says how many match, next and previous step through the matching failures, and the
+// URL keeps the filters. 1,200 lanes of 4 requests; the request after the pause fails on
+// every 97th lane (13 lanes), with error class eof on every 194th (7 of them) and reset on
+// the 6 others.
+func TestBrowserCanvasFilters(t *testing.T) {
+	t.Parallel()
+	reqs := manyLanes(1200, 4)
+	for i := range reqs {
+		if c := reqs[i].Conn - 1; reqs[i].Class != "" && c%194 == 0 {
+			reqs[i].Class, reqs[i].Error = "eof", "unexpected EOF"
+		}
+	}
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(res.Dir, "report.html")
+	if err := WriteFile(page, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	type look struct {
+		Red, Other, MaxY   int
+		Count, Hash, Facts string
+	}
+	var got map[string]look
+	probe(t, page, "", canvasFilterScript, &got)
+	t.Logf("%+v", got)
+	const laneH = 2 // 700 px over 1,200 lanes, at least 2
+	check := func(step string, lanes int, other bool, count, hash string) {
+		t.Helper()
+		g := got[step]
+		if g.MaxY >= lanes*laneH || g.MaxY < (lanes-1)*laneH || (g.Other > 0) != other || g.Red == 0 && !other ||
+			g.Count != count || !strings.HasSuffix(g.Hash, hash) {
+			t.Errorf("%s: %d red and %d other pixels down to row %d, count %q, hash %q; want %d lanes (rows %d-%d), other colours %v, count %q, hash ending %q",
+				step, g.Red, g.Other, g.MaxY, g.Count, g.Hash, lanes, (lanes-1)*laneH, lanes*laneH-1, other, count, hash)
+		}
+	}
+	if g := got["all"]; g.Other == 0 || g.MaxY < 700-laneH {
+		t.Fatalf("unfiltered: %d other pixels down to row %d; want every lane in view painted", g.Other, g.MaxY)
+	}
+	check("failed", 13, false, "13 of 4800 requests", ";kind=failed")
+	check("eof", 7, false, "7 of 4800 requests", ";kind=failed;class=eof")
+	check("conn", 1, true, "4 of 4800 requests", ";q=c98")
+	if g := got["none"]; g.Count != "" || g.Other != got["all"].Other {
+		t.Errorf("filters cleared: count %q, %d other pixels; want no count and the unfiltered %d", g.Count, g.Other, got["all"].Other)
+	}
+	if f := got["eof"].Facts; !strings.HasPrefix(f, "1 of 7\nrequest #2 · connection 1 · failed") {
+		t.Errorf("next under the eof filter shows %q; want the first of the 7 eof failures, request 2", f)
+	}
+}
