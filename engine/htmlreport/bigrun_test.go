@@ -222,3 +222,29 @@ func TestBrowserMillionRequestsOpenTime(t *testing.T) {
 		t.Errorf("the million-request page took %.0f ms to open (an empty page %.0f ms); want under 5,000 ms", big.Ready, empty.Ready)
 	}
 }
+
+// What the loader keeps of a run grows with its lanes, not its requests: the heap a
+// loaded run of 200,000 requests over 2,000 connections holds is within 1.5 times (plus
+// 1 MB) of what one of 20,000 holds. Held one by one, ten times the requests held ten
+// times the memory.
+func TestDigestMemoryFlatInRequests(t *testing.T) {
+	held := func(n int) float64 {
+		dir, _ := writeBigRun(t, 2000, n)
+		runtime.GC()
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		res, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&b)
+		runtime.KeepAlive(res)
+		return float64(b.HeapAlloc) - float64(a.HeapAlloc)
+	}
+	small, big := held(20000), held(200000)
+	t.Logf("the loaded run holds %.1f MB for 20,000 requests, %.1f MB for 200,000", small/1e6, big/1e6)
+	if big > 1.5*small+1e6 {
+		t.Errorf("a loaded run of 200,000 requests holds %.1f MB, one of 20,000 %.1f MB: want about the same (the lanes', not the requests')", big/1e6, small/1e6)
+	}
+}

@@ -122,16 +122,21 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 // follow each other on a lane are sent as one entry each run of them, every request still
 // counted, and every failure kept as itself: 253,000 requests over 1,100 lanes come to 3
 // entries a lane (the new connection's request, the reused ones before the pause, those
-// after it) and 4 on a lane whose request after the pause failed.
+// after it) and 5 on a lane whose two requests after the pause failed.
 func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	t.Parallel()
 	reqs := manyLanes(1100, 230)
-	failures := 0
-	for _, r := range reqs {
+	var failing []int
+	for i, r := range reqs {
 		if r.Class != "" {
-			failures++
+			failing = append(failing, i)
 		}
 	}
+	for _, i := range failing {
+		// The next request on the lane fails too: two failures in a row stay two.
+		reqs[i+1].Class, reqs[i+1].Error, reqs[i+1].Status = "eof", "unexpected EOF", 0
+	}
+	failures := 2 * len(failing)
 	res, err := Load(writeResults(t, reqs, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +167,11 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests, %d failed: %d entries, %d bytes of data", len(reqs), failures, entries, len(data))
+	for i, e := range d.Err {
+		if !strings.HasPrefix(e, "reset: connection reset by peer\x00") && e != "eof: unexpected EOF" {
+			t.Errorf("entry %s: error text %q; want the request's error", i, e)
+		}
+	}
 	if counted != len(reqs) || failed != failures || len(d.Err) != failures {
 		t.Errorf("the entries stand for %d requests and %d failures (%d error texts); want %d and %d", counted, failed, len(d.Err), len(reqs), failures)
 	}
