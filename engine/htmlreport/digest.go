@@ -159,28 +159,7 @@ func eachLine(path string, fn func(n int, b []byte) error) error {
 // run's connection lines (their closes are marked on the lanes and widen the span).
 func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) {
 	d := &Digest{Span: 1}
-	lanes := map[uint64]*lane{}
-	lo, hi := math.Inf(1), 0.0
-	err := eachLine(path, func(n int, b []byte) error {
-		r, ok := quickLite(b)
-		if !ok {
-			if err := json.Unmarshal(b, &r); err != nil {
-				return fmt.Errorf("%s:%d: %v", path, n, err)
-			}
-		}
-		d.N++
-		l := lanes[r.Conn]
-		if l == nil {
-			l = &lane{conn: r.Conn, from: r.StartMs}
-			lanes[r.Conn] = l
-		}
-		end := r.StartMs + r.LatencyMs
-		l.from, l.to = min(l.from, r.StartMs), max(l.to, end)
-		d.Span = max(d.Span, end)
-		v := max(r.LatencyMs, 0.01)
-		lo, hi = min(lo, v), max(hi, v)
-		return nil
-	})
+	lanes, lo, hi, err := d.firstPass(path)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +207,33 @@ func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) 
 		d.Pauses = pg.pauses(pl.PauseMinMs / 2)
 	}
 	return d, err
+}
+
+// firstPass counts a run's requests and finds its lanes, its span and its latency range.
+func (d *Digest) firstPass(path string) (lanes map[uint64]*lane, lo, hi float64, err error) {
+	lanes = map[uint64]*lane{}
+	lo = math.Inf(1)
+	err = eachLine(path, func(n int, b []byte) error {
+		r, ok := quickLite(b)
+		if !ok {
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%s:%d: %v", path, n, err)
+			}
+		}
+		d.N++
+		l := lanes[r.Conn]
+		if l == nil {
+			l = &lane{conn: r.Conn, from: r.StartMs}
+			lanes[r.Conn] = l
+		}
+		end := r.StartMs + r.LatencyMs
+		l.from, l.to = min(l.from, r.StartMs), max(l.to, end)
+		d.Span = max(d.Span, end)
+		v := max(r.LatencyMs, 0.01)
+		lo, hi = min(lo, v), max(hi, v)
+		return nil
+	})
+	return lanes, lo, hi, err
 }
 
 // place files request r on its lane: a canvas lane merges it into the open run or keeps it

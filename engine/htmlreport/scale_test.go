@@ -308,4 +308,16 @@ func TestBrowserCanvasFilters(t *testing.T) {
 	if f := got["eof"].Facts; !strings.HasPrefix(f, "1 of 7\nrequest #2 · connection 1 · failed") {
 		t.Errorf("next under the eof filter shows %q; want the first of the 7 eof failures, request 2", f)
 	}
+	// A deep link sets the menus and draws only what they match, and focuses its request.
+	var link struct {
+		Kind, Cls, Count, Facts string
+	}
+	const linkScript = `var run=document.querySelector("details.run"),f=run.querySelector("pre.facts");
+return {kind:run.querySelector('[data-f="kind"]').value,cls:run.querySelector('[data-f="class"]').value,
+  count:run.querySelector(".fcount").textContent,facts:f.hidden?"":f.getAttribute("data-seq")};`
+	probe(t, page, "#run-s--v@0-9000;kind=failed;class=eof;req=2", linkScript, &link)
+	if link.Kind != "failed" || link.Cls != "eof" || link.Count != "7 of 4800 requests" || link.Facts != "2" {
+		t.Errorf("#…;kind=failed;class=eof;req=2: menus %q %q, count %q, facts of %q; want failed, eof, 7 of 4800, request 2",
+			link.Kind, link.Cls, link.Count, link.Facts)
+	}
 }
