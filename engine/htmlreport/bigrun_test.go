@@ -171,7 +171,10 @@ type openTimes struct {
 
 // A run of a million requests over 2,000 connections writes a page that Chromium opens in
 // under 5 s on this 2-core machine (issue 35: 213 s), its failures still one by one: the
-// page carries the digest (HoldMax), not the requests.
+// page carries the digest (HoldMax), not the requests. The bound is half that, 2.5 s: the
+// page opens in about 0.65 s on a quiet machine and 1.6 s with a load average of 20 on its
+// 2 cores, while one that carries every request (HoldMax raised to 2,000,000: 23 MB) took
+// 4.3 s quiet and 10.5 s loaded (2026-12-02), so that the test tells the two apart.
 func TestBrowserMillionRequestsOpenTime(t *testing.T) {
 	if raceDetector {
 		t.Skip("not under -race: the plain test pass runs the browser test") // skip: -race only: CI's plain pass runs it
@@ -203,7 +206,7 @@ func TestBrowserMillionRequestsOpenTime(t *testing.T) {
 	if want := fmt.Sprintf("1 of %d\nrequest #", failed); !strings.HasPrefix(big.Facts, want) || !strings.Contains(big.Facts, "reset: connection reset by peer") {
 		t.Errorf("next shows %q; want the first of the %d failures, as itself", big.Facts, failed)
 	}
-	if big.Ready > 5000 {
+	if big.Ready > 2500 {
 		// Too slow: open an empty page (the report of a run of one request) the same way.
 		// One slower than half a second (about 0.45 s when the machine is loaded, with load
 		// average 20 on its 2 cores) says the machine is too busy to judge.
@@ -222,7 +225,7 @@ func TestBrowserMillionRequestsOpenTime(t *testing.T) {
 		if empty.Ready > 500 {
 			testci.SkipOrFail(t, "the page took %.0f ms to open, but an empty page took %.0f ms: the machine is too busy to judge", big.Ready, empty.Ready)
 		}
-		t.Errorf("the million-request page took %.0f ms to open (an empty page %.0f ms); want under 5,000 ms", big.Ready, empty.Ready)
+		t.Errorf("the million-request page took %.0f ms to open (an empty page %.0f ms); want under 2,500 ms (the issue's target: 5 s)", big.Ready, empty.Ready)
 	}
 }
 
