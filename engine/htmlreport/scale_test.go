@@ -120,12 +120,12 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 
 // Above HoldMax requests the loader keeps a digest: a canvas run's successful requests that
 // follow each other on a lane are sent as one entry each run of them, every request still
-// counted, and every failure kept as itself: 253,000 requests over 1,100 lanes come to 3
+// counted, and every failure kept as itself: 22,000 requests over 1,100 lanes come to 3
 // entries a lane (the new connection's request, the reused ones before the pause, those
 // after it) and 5 on a lane whose two requests after the pause failed.
 func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	t.Parallel()
-	reqs := manyLanes(1100, 230)
+	reqs := manyLanes(1100, 20)
 	var failing []int
 	for i, r := range reqs {
 		if r.Class != "" {
