@@ -36,11 +36,9 @@ var kindCodes = map[string]float64{kindNew: 0, kindReused: 1, kindFailed: 2, kin
 func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span float64) {
 	laneH := max(2, math.Floor(700/float64(len(order))))
 	d := canvasData{Span: round1(span), LaneH: laneH, Err: map[string]string{}, Conns: []uint64{}, R: []float64{}, Marks: []float64{}}
-	gap := -1.0 // no merging
-	if n := len(rd.Requests); n > MergeAbove {
-		gap = span / 4000
-		tl.Aggregated = "This run has " + strconv.Itoa(n) + " requests, more than " + strconv.Itoa(MergeAbove) +
-			": successful requests of one kind on a lane less than " + strconv.FormatFloat(gap, 'f', 1, 64) +
+	if dg := rd.Digest; dg != nil {
+		tl.Aggregated = "This run has " + strconv.Itoa(dg.N) + " requests, more than " + strconv.Itoa(HoldMax) +
+			": successful requests of one kind on a lane less than " + strconv.FormatFloat(dg.GapMs, 'f', 1, 64) +
 			" ms apart are painted as one bar (its hover text says how many); failed, retried and re-sent requests are kept one by one."
 	}
 	for li, l := range order {
@@ -48,31 +46,29 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 			tl.Lanes++
 		}
 		d.Conns = append(d.Conns, l.conn)
-		// The page finds a lane's requests in a window by binary search on their starts.
-		slices.SortStableFunc(l.reqs, func(a, b *Request) int { return cmp.Compare(a.StartMs, b.StartMs) })
-		var seg merged
-		for _, r := range l.reqs {
-			k := kindOf(&r.Request)
-			tl.Bars++
+		ents := l.ents
+		if rd.Digest == nil {
+			ents = laneEntries(l)
+		}
+		for _, e := range ents {
+			k := e.kind
+			tl.Bars += max(e.n, 1)
 			if k == kindFailed || k == kindRetried || k == kindHidden {
 				tl.Marked++
-				seg.flush(&d, li)
-				if k == kindFailed {
-					tl.Failed++
-					d.Err[strconv.Itoa(len(d.R)/5)] = errText(r)
+			}
+			seq := float64(e.seq)
+			if e.n > 1 {
+				seq = -float64(e.n)
+			}
+			if k == kindFailed {
+				tl.Failed++
+				d.Err[strconv.Itoa(len(d.R)/5)] = e.err
+				if !slices.Contains(tl.Classes, e.class) {
+					tl.Classes = append(tl.Classes, e.class)
 				}
-				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
-				continue
 			}
-			if seg.add(r, k, gap) {
-				continue
-			}
-			seg.flush(&d, li)
-			if !seg.add(r, k, gap) { // no merging: the request as itself
-				d.R = append(d.R, float64(li), round1(r.StartMs), round1(r.LatencyMs), kindCodes[k], float64(r.Seq))
-			}
+			d.R = append(d.R, float64(li), round1(e.start), round1(e.lat), kindCodes[k], seq)
 		}
-		seg.flush(&d, li)
 		for _, c := range l.marks {
 			t := *c.ClosedMs
 			if c.ClosedBy == report.ClosedByServer {
@@ -85,6 +81,7 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 			}
 		}
 	}
+	slices.Sort(tl.Classes)
 	data, _ := json.Marshal(d) // numbers and strings only; <, > and & come out escaped
 	h := min(760, laneH*float64(len(order)))
 	tl.Canvas = true
@@ -94,48 +91,18 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 		string(data) + `</script>`)
 }
 
-// MergeAbove is how many requests a run may have for each to be painted from its own
-// entry; above it, successful requests of one kind that follow each other on a lane closer
-// than a 4,000th of the run are sent to the page as one entry, so that a million-request
-// run's page stays small. Failed, retried and re-sent requests always keep their own.
-const MergeAbove = 200000
-
-// merged is a run of successful requests of one kind on a lane, painted as one bar. In the
-// page's data its sequence number is minus the count of requests it stands for.
-type merged struct {
-	r          *Request // the first; nil when empty
-	k          string
-	start, end float64
-	n          int
-}
-
-// add extends the run with r when r continues it (same kind, within gap ms of its end),
-// or starts a run when there is none; it reports false when r must be painted apart.
-func (m *merged) add(r *Request, k string, gap float64) bool {
-	if gap < 0 {
-		return false
+// laneEntries are a held lane's requests as the page paints them, each as itself, sorted
+// by start: the page finds a lane's requests in a window by binary search on their starts.
+func laneEntries(l *lane) []entry {
+	slices.SortStableFunc(l.reqs, func(a, b *Request) int { return cmp.Compare(a.StartMs, b.StartMs) })
+	out := make([]entry, len(l.reqs))
+	for i, r := range l.reqs {
+		out[i] = entry{start: r.StartMs, lat: r.LatencyMs, kind: kindOf(&r.Request), seq: r.Seq}
+		if out[i].kind == kindFailed {
+			out[i].err, out[i].class = errText(r), r.Class
+		}
 	}
-	if m.r != nil && (k != m.k || r.StartMs-m.end > gap) {
-		return false
-	}
-	if m.r == nil {
-		*m = merged{r: r, k: k, start: r.StartMs, end: r.StartMs + r.LatencyMs}
-	}
-	m.end, m.n = max(m.end, r.StartMs+r.LatencyMs), m.n+1
-	return true
-}
-
-// flush writes the run: one request as itself, several as one entry with seq -n.
-func (m *merged) flush(d *canvasData, lane int) {
-	switch {
-	case m.r == nil:
-		return
-	case m.n == 1:
-		d.R = append(d.R, float64(lane), round1(m.r.StartMs), round1(m.r.LatencyMs), kindCodes[m.k], float64(m.r.Seq))
-	default:
-		d.R = append(d.R, float64(lane), round1(m.start), round1(m.end-m.start), kindCodes[m.k], -float64(m.n))
-	}
-	*m = merged{}
+	return out
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

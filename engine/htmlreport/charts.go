@@ -15,41 +15,65 @@ func histogram(reqs []Request) template.HTML {
 	if len(reqs) == 0 {
 		return ""
 	}
-	const bins, w, h, left, bottom = 48, 640.0, 200.0, 44.0, 34.0
-	lo, hi := math.Inf(1), 0.0
+	h := histCounts{lo: math.Inf(1)}
 	for i := range reqs {
 		v := max(reqs[i].LatencyMs, 0.01)
-		lo, hi = min(lo, v), max(hi, v)
+		h.lo, h.hi = min(h.lo, v), max(h.hi, v)
 	}
-	logBins := hi/lo > 4
-	pos := func(v float64) float64 { // 0..1 along the axis
-		v = max(v, 0.01)
-		if hi <= lo {
-			return 0.5
-		}
-		if logBins {
-			return math.Log(v/lo) / math.Log(hi/lo)
-		}
-		return (v - lo) / (hi - lo)
+	for i := range reqs {
+		h.add(&reqs[i])
 	}
+	return h.draw()
+}
+
+const histBins = 48
+
+// histCounts are a histogram's bins: the latency range (lo, hi) is known before the first
+// request is counted, so that a run read as a stream counts in one pass.
+type histCounts struct {
+	lo, hi float64
+	n      int
+	counts [histBins][3]int // reused, new, failed
+}
+
+func (h *histCounts) logBins() bool { return h.hi/h.lo > 4 }
+
+// pos is where latency v falls along the axis, 0..1.
+func (h *histCounts) pos(v float64) float64 {
+	v = max(v, 0.01)
+	if h.hi <= h.lo {
+		return 0.5
+	}
+	if h.logBins() {
+		return math.Log(v/h.lo) / math.Log(h.hi/h.lo)
+	}
+	return (v - h.lo) / (h.hi - h.lo)
+}
+
+func (h *histCounts) add(r *Request) {
+	k := min(int(h.pos(r.LatencyMs)*histBins), histBins-1)
+	h.n++
+	switch {
+	case r.Class != "":
+		h.counts[k][2]++
+	case r.Reused:
+		h.counts[k][0]++
+	default:
+		h.counts[k][1]++
+	}
+}
+
+func (hc *histCounts) draw() template.HTML {
+	if hc.n == 0 {
+		return ""
+	}
+	const bins, w, h, left, bottom = histBins, 640.0, 200.0, 44.0, 34.0
+	lo, hi, logBins, counts := hc.lo, hc.hi, hc.logBins(), &hc.counts
 	at := func(f float64) float64 { // the latency at a fraction of the axis
 		if logBins {
 			return lo * math.Pow(hi/lo, f)
 		}
 		return lo + f*(hi-lo)
-	}
-	var counts [bins][3]int // reused, new, failed
-	for i := range reqs {
-		r := &reqs[i]
-		k := min(int(pos(r.LatencyMs)*bins), bins-1)
-		switch {
-		case r.Class != "":
-			counts[k][2]++
-		case r.Reused:
-			counts[k][0]++
-		default:
-			counts[k][1]++
-		}
 	}
 	top := 1
 	for _, c := range counts {
@@ -127,38 +151,50 @@ type phaseRow struct {
 // wait). What precedes the first byte beyond those is the wait for the server (the request
 // crossing the link and the response coming back), and what follows it is the body.
 func phaseSplit(reqs []Request) []phaseRow {
-	type acc struct {
-		n                                   int
-		queue, connect, tls, wait, transfer float64
-	}
-	var a [2]acc // new, reused
+	var a phaseAcc
 	for i := range reqs {
-		r := &reqs[i]
-		if r.Class != "" {
-			continue
-		}
-		k := 0
-		if r.Reused {
-			k = 1
-		}
-		q := 0.0
-		for _, f := range r.Extra {
-			if strings.Contains(f.Name, "queue") {
-				q += f.Value
-			}
-		}
-		before := q + r.ConnectMs + r.TLSMs
-		wait := r.FirstByteMs - before
-		if wait < 0 { // first byte measured from after the handshake
-			wait = r.FirstByteMs
-		}
-		a[k].n++
-		a[k].queue += q
-		a[k].connect += r.ConnectMs
-		a[k].tls += r.TLSMs
-		a[k].wait += wait
-		a[k].transfer += max(r.LatencyMs-before-wait, 0)
+		a.add(&reqs[i])
 	}
+	return a.rows()
+}
+
+// phaseSum is the phases of one kind of request, summed.
+type phaseSum struct {
+	n                                   int
+	queue, connect, tls, wait, transfer float64
+}
+
+// phaseAcc sums the phases of successful new and reused requests, one request at a time.
+type phaseAcc [2]phaseSum // new, reused
+
+func (a *phaseAcc) add(r *Request) {
+	if r.Class != "" {
+		return
+	}
+	k := 0
+	if r.Reused {
+		k = 1
+	}
+	q := 0.0
+	for _, f := range r.Extra {
+		if strings.Contains(f.Name, "queue") {
+			q += f.Value
+		}
+	}
+	before := q + r.ConnectMs + r.TLSMs
+	wait := r.FirstByteMs - before
+	if wait < 0 { // first byte measured from after the handshake
+		wait = r.FirstByteMs
+	}
+	a[k].n++
+	a[k].queue += q
+	a[k].connect += r.ConnectMs
+	a[k].tls += r.TLSMs
+	a[k].wait += wait
+	a[k].transfer += max(r.LatencyMs-before-wait, 0)
+}
+
+func (a *phaseAcc) rows() []phaseRow {
 	var out []phaseRow
 	for k, label := range []string{"new connection", "reused connection"} {
 		if a[k].n == 0 {

@@ -9,8 +9,9 @@ import (
 )
 
 // explainAbove bounds the runs whose failures are explained in the page: beyond it the
-// page merges requests (MergeAbove) and kalab explain tells one request at a time.
-const explainAbove = MergeAbove
+// loader keeps a Digest, not the requests (HoldMax), and kalab explain tells one request
+// at a time.
+const explainAbove = HoldMax
 
 // maxExplained bounds the paragraphs one run carries into the page.
 const maxExplained = 2000

@@ -62,9 +62,31 @@ type RunData struct {
 	Conns    []report.Conn
 	// Missing says why requests or connections could not be read ("" when they were).
 	Missing string
+	// Digest is what the page draws of the requests when the run has more than HoldMax of
+	// them (Requests is then empty); nil when Requests holds them all.
+	Digest *Digest
 	// BaselineRun is the run this one was compared with (kalab run --baseline), read from
 	// the baseline file the record names when it can still be read; nil otherwise.
 	BaselineRun *report.Run
+}
+
+// Count is how many requests the run's request file holds.
+func (rd *RunData) Count() int {
+	if rd.Digest != nil {
+		return rd.Digest.N
+	}
+	return len(rd.Requests)
+}
+
+// HasRequests says whether the run has requests to draw.
+func (rd *RunData) HasRequests() bool { return rd.Count() > 0 }
+
+// pauses are the pauses between the run's bursts (findPauses).
+func (rd *RunData) pauses(pl plan) [][2]float64 {
+	if rd.Digest != nil {
+		return rd.Digest.Pauses
+	}
+	return findPauses(rd.Requests, pl)
 }
 
 // Request is a request line with the phase fields it carries, whatever their names.
@@ -157,16 +179,7 @@ func loadLines(dir string, rd *RunData) {
 			}
 		}
 	}
-	switch {
-	case reqFile != "":
-		reqs, err := readRequests(filepath.Join(dir, reqFile))
-		if err != nil {
-			missing = append(missing, err.Error())
-		}
-		rd.Requests = reqs
-	case rd.Status != report.StatusNotRun: // a not-run run says why above: it sent nothing
-		missing = append(missing, "the run left no request file (kalab run --no-requests, or it ended before it sent a request)")
-	}
+	// The connections first: a digest marks their closes on its lanes.
 	if connFile != "" {
 		conns, err := readConns(filepath.Join(dir, connFile))
 		if err != nil {
@@ -174,7 +187,28 @@ func loadLines(dir string, rd *RunData) {
 		}
 		rd.Conns = conns
 	}
+	switch {
+	case reqFile != "":
+		if err := readRun(filepath.Join(dir, reqFile), rd); err != nil {
+			missing = append([]string{err.Error()}, missing...)
+		}
+	case rd.Status != report.StatusNotRun: // a not-run run says why above: it sent nothing
+		missing = append([]string{"the run left no request file (kalab run --no-requests, or it ended before it sent a request)"}, missing...)
+	}
 	rd.Missing = strings.Join(missing, "; ")
+}
+
+// readRun reads a run's requests: every one when there are at most HoldMax, else a Digest.
+func readRun(path string, rd *RunData) error {
+	n, err := countRequests(path)
+	if err != nil || n <= HoldMax {
+		reqs, rerr := readRequests(path)
+		rd.Requests = reqs
+		return rerr
+	}
+	d, err := digestRequests(path, rd.Conns, readPlan(rd.Params))
+	rd.Digest = d
+	return err
 }
 
 func exists(path string) bool {

@@ -136,7 +136,7 @@ func Render(w io.Writer, res *Results, opt Options) error {
 	byName := map[string]*scenarioView{}
 	for _, rd := range planOrder(res.Runs, opt.Order) {
 		d.RunID = rd.RunID
-		d.Requests += len(rd.Requests)
+		d.Requests += rd.Count()
 		sv := byName[rd.Scenario]
 		if sv == nil {
 			sv = &scenarioView{Name: rd.Scenario, File: rd.File, Description: opt.Descriptions[rd.Scenario],
@@ -216,8 +216,13 @@ func buildRun(rd *RunData) *runView {
 		Title: rd.Scenario + " / " + rd.Variant}
 	rv.Timeline = buildTimeline(rd, pl)
 	rv.Unused = max(int(rd.Metrics.Connections)-rv.Timeline.Lanes, 0)
-	rv.Hist = histogram(rd.Requests)
-	rv.PhaseRows = phaseSplit(rd.Requests)
+	if rd.Digest != nil {
+		rv.Hist = rd.Digest.Hist.draw()
+		rv.PhaseRows = rd.Digest.Phases.rows()
+	} else {
+		rv.Hist = histogram(rd.Requests)
+		rv.PhaseRows = phaseSplit(rd.Requests)
+	}
 	rv.Phases = phaseChart(rv.PhaseRows)
 	rv.Explain = explanations(rd)
 	var pretty bytes.Buffer

@@ -118,25 +118,34 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 	}
 }
 
-// Above MergeAbove requests a canvas run's successful requests that follow each other on a
-// lane are sent as one entry each run of them, every request still counted, and every
-// failure kept as itself: 253,000 requests over 1,100 lanes come to 3 entries a lane (the
-// new connection's request, the reused ones before the pause, those after it) and 4 on a
-// lane whose request after the pause failed.
+// Above HoldMax requests the loader keeps a digest: a canvas run's successful requests that
+// follow each other on a lane are sent as one entry each run of them, every request still
+// counted, and every failure kept as itself: 22,000 requests over 1,100 lanes come to 3
+// entries a lane (the new connection's request, the reused ones before the pause, those
+// after it) and 5 on a lane whose two requests after the pause failed.
 func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	t.Parallel()
-	reqs := manyLanes(1100, 230)
-	failures := 0
-	for _, r := range reqs {
+	reqs := manyLanes(1100, 20)
+	var failing []int
+	for i, r := range reqs {
 		if r.Class != "" {
-			failures++
+			failing = append(failing, i)
 		}
 	}
-	rd := &RunData{Run: report.Run{Scenario: "s", Variant: "v"}}
-	for _, r := range reqs {
-		rd.Requests = append(rd.Requests, Request{Request: r})
+	for _, i := range failing {
+		// The next request on the lane fails too: two failures in a row stay two.
+		reqs[i+1].Class, reqs[i+1].Error, reqs[i+1].Status = "eof", "unexpected EOF", 0
 	}
-	tl := buildTimeline(rd, plan{})
+	failures := 2 * len(failing)
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := res.Runs[0]
+	if rd.Digest == nil || len(rd.Requests) != 0 {
+		t.Fatalf("%d requests held, digest %v: want a digest and no request held", len(rd.Requests), rd.Digest != nil)
+	}
+	tl := buildTimeline(rd, readPlan(rd.Params))
 	if !tl.Canvas || tl.Aggregated == "" {
 		t.Fatalf("canvas %v, note %q: want a canvas that says it merged", tl.Canvas, tl.Aggregated)
 	}
@@ -158,10 +167,157 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests, %d failed: %d entries, %d bytes of data", len(reqs), failures, entries, len(data))
+	for i, e := range d.Err {
+		if !strings.HasPrefix(e, "reset: connection reset by peer\x00") && e != "eof: unexpected EOF" {
+			t.Errorf("entry %s: error text %q; want the request's error", i, e)
+		}
+	}
 	if counted != len(reqs) || failed != failures || len(d.Err) != failures {
 		t.Errorf("the entries stand for %d requests and %d failures (%d error texts); want %d and %d", counted, failed, len(d.Err), len(reqs), failures)
 	}
 	if want := 3*1100 + failures; entries != want {
 		t.Errorf("%d entries for 1,100 lanes and %d failures; want %d", entries, failures, want)
+	}
+}
+
+// A run of more than HoldMax requests on fewer than CanvasLanes lanes is drawn from its
+// digest exactly as from its requests held one by one: the same buckets, pauses, latency
+// histogram and phases, byte for byte.
+func TestDigestDrawsAsHeldRequests(t *testing.T) {
+	t.Parallel()
+	// 41 bursts of 400 requests over 300 connections, 3 s apart: 16,400 requests.
+	var reqs []report.Request
+	for b := 0; b < 41; b++ {
+		for k := 0; k < 400; k++ {
+			i := len(reqs)
+			r := report.Request{Seq: i, StartMs: float64(b*3000) + float64(k)*0.37, LatencyMs: 100 + float64(k%50)*1.01,
+				Conn: uint64(k%300 + 1), Reused: b > 0 || k >= 300, Attempts: 1, Status: 200, ConnectMs: float64(i % 7), FirstByteMs: 50 + float64(i%13)}
+			if i%997 == 0 {
+				r.Class, r.Error, r.Status = "reset", "connection reset by peer", 0
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg := res.Runs[0]
+	if dg.Digest == nil {
+		t.Fatal("16,000 requests held: want a digest")
+	}
+	held, err := readRequests(filepath.Join(res.Dir, dg.RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := &RunData{Run: dg.Run, Requests: held, Conns: dg.Conns}
+	pl := readPlan(dg.Params)
+	a, b := buildTimeline(dg, pl), buildTimeline(hd, pl)
+	if a.Pauses == 0 || a.SVG != b.SVG || a.Axis != b.Axis || a.Aggregated != b.Aggregated {
+		t.Errorf("the digest's timeline (%d pauses, %d bytes) differs from the held requests' (%d pauses, %d bytes)", a.Pauses, len(a.SVG), b.Pauses, len(b.SVG))
+	}
+	t.Logf("%d requests, %d lanes, %d pauses", dg.Digest.N, len(dg.Digest.Lanes), a.Pauses)
+	if dg.Digest.Hist.draw() != histogram(held) {
+		t.Error("the digest's latency histogram differs from the held requests'")
+	}
+	if got, want := dg.Digest.Phases.rows(), phaseSplit(held); !slices.EqualFunc(got, want, func(x, y phaseRow) bool {
+		return x.Label == y.Label && x.N == y.N && x.Total == y.Total && slices.Equal(x.Phases, y.Phases)
+	}) {
+		t.Errorf("phases: digest %v, held %v", got, want)
+	}
+}
+
+// canvasFilterScript sets the filters of a canvas run as a user would and reads the canvas
+// back after each: pixels of the failed bars' red, pixels of any other colour, and the
+// lowest painted row (how many lanes are drawn), with the count the page shows.
+const canvasFilterScript = `
+var run=document.querySelector("details.run");run.open=true;
+var box=run.querySelector(".tlbox"),cv=box.querySelector("canvas");
+if(!cv)return {};
+var ctx=cv.getContext("2d");
+function set(f,v){var el=run.querySelector('[data-f="'+f+'"]');el.value=v;el.dispatchEvent(new Event(el.tagName==="INPUT"?"input":"change"));}
+function seen(){
+  box.zoomTo(0,1e9);
+  var px=ctx.getImageData(0,0,cv.width,cv.height).data,red=0,other=0,maxY=-1;
+  for(var i=0;i<px.length;i+=4){
+    if(px[i+3]<128)continue;
+    maxY=Math.max(maxY,(i/4/cv.width)|0);
+    // Red (a failed bar, or its edge blended with a lane's stripe), or blue or green (any
+    // other bar); a stripe is neither.
+    if(px[i]-px[i+1]>40&&px[i]-px[i+2]>40)red++;else if(px[i+1]-px[i]>20||px[i+2]-px[i]>20)other++;
+  }
+  return {red:red,other:other,maxy:maxY,count:run.querySelector(".fcount").textContent,hash:decodeURIComponent(location.hash)};}
+var out={all:seen()};
+set("kind","failed");out.failed=seen();
+set("class","eof");out.eof=seen();
+run.querySelector('button[data-act="next"]').click();out.eof.facts=run.querySelector("pre.facts").textContent;
+set("kind","");set("class","");set("q","c98");out.conn=seen();
+set("q","");out.none=seen();
+return out;`
+
+// The filters work on a canvas run (more than CanvasLanes lanes) as on an SVG one: the
+// canvas is painted from the lanes and requests that match, lanes with none fold away (those
+// left drawn taller, up to 24 px), the
+// count says how many match, next and previous step through the matching failures, and the
+// URL keeps the filters. 1,200 lanes of 4 requests; the request after the pause fails on
+// every 97th lane (13 lanes), with error class eof on every 194th (7 of them) and reset on
+// the 6 others.
+func TestBrowserCanvasFilters(t *testing.T) {
+	t.Parallel()
+	reqs := manyLanes(1200, 4)
+	for i := range reqs {
+		if c := reqs[i].Conn - 1; reqs[i].Class != "" && c%194 == 0 {
+			reqs[i].Class, reqs[i].Error = "eof", "unexpected EOF"
+		}
+	}
+	res, err := Load(writeResults(t, reqs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(res.Dir, "report.html")
+	if err := WriteFile(page, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	type look struct {
+		Red, Other, MaxY   int
+		Count, Hash, Facts string
+	}
+	var got map[string]look
+	probe(t, page, "", canvasFilterScript, &got)
+	const laneH = 2 // 700 px over 1,200 lanes, at least 2
+	check := func(step string, lanes int, other bool, count, hash string) {
+		t.Helper()
+		g := got[step]
+		laneH := max(laneH, min(24, 240/lanes)) // a few lanes are drawn taller
+		t.Logf("%s: %d red and %d other pixels down to row %d, count %q", step, g.Red, g.Other, g.MaxY, g.Count)
+		if g.MaxY >= lanes*laneH || g.MaxY < (lanes-1)*laneH || (g.Other > 0) != other || g.Red == 0 && !other ||
+			g.Count != count || !strings.HasSuffix(g.Hash, hash) {
+			t.Errorf("%s: %d red and %d other pixels down to row %d, count %q, hash %q; want %d lanes (rows %d-%d), other colours %v, count %q, hash ending %q",
+				step, g.Red, g.Other, g.MaxY, g.Count, g.Hash, lanes, (lanes-1)*laneH, lanes*laneH-1, other, count, hash)
+		}
+	}
+	if g := got["all"]; g.Other == 0 || g.MaxY < 700-laneH {
+		t.Fatalf("unfiltered: %d other pixels down to row %d; want every lane in view painted", g.Other, g.MaxY)
+	}
+	check("failed", 13, false, "13 of 4800 requests", ";kind=failed")
+	check("eof", 7, false, "7 of 4800 requests", ";kind=failed;class=eof")
+	check("conn", 1, true, "4 of 4800 requests", ";q=c98")
+	if g := got["none"]; g.Count != "" || g.Other != got["all"].Other {
+		t.Errorf("filters cleared: count %q, %d other pixels; want no count and the unfiltered %d", g.Count, g.Other, got["all"].Other)
+	}
+	if f := got["eof"].Facts; !strings.HasPrefix(f, "1 of 7\nrequest #2 · connection 1 · failed") {
+		t.Errorf("next under the eof filter shows %q; want the first of the 7 eof failures, request 2", f)
+	}
+	// A deep link sets the menus and draws only what they match, and focuses its request.
+	var link struct {
+		Kind, Cls, Count, Facts string
+	}
+	const linkScript = `var run=document.querySelector("details.run"),f=run.querySelector("pre.facts");
+return {kind:run.querySelector('[data-f="kind"]').value,cls:run.querySelector('[data-f="class"]').value,
+  count:run.querySelector(".fcount").textContent,facts:f.hidden?"":f.getAttribute("data-seq")};`
+	probe(t, page, "#run-s--v@0-9000;kind=failed;class=eof;req=2", linkScript, &link)
+	if link.Kind != "failed" || link.Cls != "eof" || link.Count != "7 of 4800 requests" || link.Facts != "2" {
+		t.Errorf("#…;kind=failed;class=eof;req=2: menus %q %q, count %q, facts of %q; want failed, eof, 7 of 4800, request 2",
+			link.Kind, link.Cls, link.Count, link.Facts)
 	}
 }

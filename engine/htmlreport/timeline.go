@@ -63,6 +63,11 @@ type lane struct {
 	reqs     []*Request
 	marks    []report.Conn // the server's record of the same connection
 	from, to float64       // the time the lane has anything to show
+	// A lane of a Digest holds no requests: n counts them, and ents (canvas) or cells
+	// (SVG buckets) are what the page draws of them.
+	n     int
+	ents  []entry
+	cells []cell
 }
 
 // f1 formats a coordinate or a time with at most one decimal.
@@ -75,6 +80,9 @@ func f1(b []byte, v float64) []byte {
 // closes of each, in dial order (the requests that got no connection last), and returns
 // them with the time the axis must cover.
 func laneOrder(rd *RunData, pl plan) ([]*lane, float64) {
+	if rd.Digest != nil {
+		return rd.Digest.Lanes, rd.Digest.Span
+	}
 	lanes := map[uint64]*lane{}
 	span := 1.0
 	for i := range rd.Requests {
@@ -88,7 +96,13 @@ func laneOrder(rd *RunData, pl plan) ([]*lane, float64) {
 		l.from, l.to = min(l.from, r.StartMs), max(l.to, r.StartMs+r.LatencyMs)
 		span = max(span, r.StartMs+r.LatencyMs)
 	}
-	for _, c := range rd.Conns {
+	return sortLanes(lanes, rd.Conns, pl, span)
+}
+
+// sortLanes adds the server's closes to their lanes and returns the lanes in dial order
+// (the requests that got no connection last) with the time the axis must cover.
+func sortLanes(lanes map[uint64]*lane, conns []report.Conn, pl plan, span float64) ([]*lane, float64) {
+	for _, c := range conns {
 		if c.ClientConn == 0 || c.ClosedMs == nil {
 			continue
 		}
@@ -122,7 +136,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	x := func(t float64) float64 { return t / span * plotW }
 	if len(order) > CanvasLanes {
 		canvasTimeline(&tl, rd, order, pl, span)
-		tl.Axis = template.HTML(axis(span, findPauses(rd.Requests, pl), x))
+		tl.Axis = template.HTML(axis(span, rd.pauses(pl), x))
 		return tl
 	}
 
@@ -135,10 +149,10 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 		barH, gap = laneH, 0
 	}
 	tl.Height = int(laneH*float64(len(order))) + 1
-	aggregate := len(rd.Requests) > MaxDrawn
+	aggregate := rd.Count() > MaxDrawn
 	bucketMs := span / 400
 	if aggregate {
-		tl.Aggregated = "This run has " + strconv.Itoa(len(rd.Requests)) + " requests, more than " +
+		tl.Aggregated = "This run has " + strconv.Itoa(rd.Count()) + " requests, more than " +
 			strconv.Itoa(MaxDrawn) + ": each lane shows buckets of " + strconv.FormatFloat(bucketMs, 'f', 1, 64) +
 			" ms; the darker a bucket, the more requests started in it; red buckets hold a failure."
 	}
@@ -161,7 +175,7 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	b = append(b, `">`...)
 
 	// Pauses between bursts, behind the lanes.
-	pauses := findPauses(rd.Requests, pl)
+	pauses := rd.pauses(pl)
 	tl.Pauses = len(pauses)
 	for _, p := range pauses {
 		b = append(b, `<rect class="pause" x="`...)
@@ -358,29 +372,25 @@ func appendMark(b []byte, c report.Conn, pl plan, x func(float64) float64, gap, 
 }
 
 func appendBuckets(b []byte, l *lane, bucketMs float64, x func(float64) float64, h float64) []byte {
-	type cell struct{ n, failed int }
-	cells := map[int]*cell{}
+	cells := l.cells // a Digest's lane has them counted already
+	if cells == nil {
+		cells = make([]cell, 401)
+		for _, r := range l.reqs {
+			c := &cells[min(max(int(r.StartMs/bucketMs), 0), 400)]
+			c.n++
+			if r.Class != "" {
+				c.failed++
+			}
+		}
+	}
 	top := 1
-	for _, r := range l.reqs {
-		k := int(r.StartMs / bucketMs)
-		c := cells[k]
-		if c == nil {
-			c = &cell{}
-			cells[k] = c
-		}
-		c.n++
-		if r.Class != "" {
-			c.failed++
-		}
+	for _, c := range cells {
 		top = max(top, c.n)
 	}
-	keys := make([]int, 0, len(cells))
-	for k := range cells {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		c := cells[k]
+	for k, c := range cells {
+		if c.n == 0 {
+			continue
+		}
 		b = append(b, `<rect class="bucket`...)
 		if c.failed > 0 {
 			b = append(b, ` failed`...)
