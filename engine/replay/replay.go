@@ -328,3 +328,20 @@ func (l *lines) next() ([]byte, int, error) {
 		return b, l.n, nil
 	}
 }
+
+// Scan reads a whole recording as a replay would, in the same bounded memory, and says
+// what it found: the count of requests and the span a replay of it takes. Only a file that
+// cannot be opened is an error; what could not be read is in the summary's bad lines.
+func Scan(cfg Config) (Summary, error) {
+	s, err := Open(cfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer s.Close()
+	for {
+		if _, ok := s.Next(); !ok {
+			break
+		}
+	}
+	return s.Summary(), nil
+}
