@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -146,6 +147,21 @@ func TestReplayThreeClientsRace(t *testing.T) {
 	rec := out.Runs[0]
 	if rec.Status != report.StatusPass {
 		t.Fatalf("run %s: %s", rec.Status, rec.Error)
+	}
+	// Every line, the replay block included, fits the result schema.
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+	// The gaps sit 25 ms from the window's edges: a request that came back later than
+	// that moves the next gap, and the machine, not the replay, decides its race.
+	for _, rq := range readRequests(t, filepath.Join(out.Dir, rec.RequestsFile)) {
+		model := replayRTT
+		if !rq.Reused {
+			model = 2 * replayRTT
+		}
+		if lag := time.Duration(rq.LatencyMs*float64(time.Millisecond)) - model; rq.Class == "" && lag > 20*time.Millisecond {
+			testci.SkipOrFail(t, "request %d came back %v late: this machine is too busy to judge the races", rq.Seq, lag.Round(time.Millisecond))
+		}
 	}
 	gotFails := failedSeqs(t, out.Dir)
 	if fmt.Sprint(gotFails) != fmt.Sprint(wantFails) || rec.Metrics.Connections != float64(wantConns) {
