@@ -51,9 +51,9 @@ func parseNginx(b []byte, ua bool) (record, error) {
 	if open < 0 || end < open {
 		return rec, badLine{"no [time_local]"}
 	}
-	local, err := time.Parse(nginxTimeLocal, string(rest[open+1:end]))
-	if err != nil {
-		return rec, badLine{fmt.Sprintf("time_local %q is not like 02/Dec/2026:03:00:00 +0000", rest[open+1:end])}
+	local := rest[open+1 : end]
+	if len(local) != len(nginxTimeLocal) {
+		return rec, badLine{fmt.Sprintf("time_local %q is not like 02/Dec/2026:03:00:00 +0000", local)}
 	}
 	rest = rest[end+1:]
 	var fields [3][]byte // request, referer, user agent
@@ -84,9 +84,9 @@ func parseNginx(b []byte, ua bool) (record, error) {
 	return rec, nil
 }
 
-// nginxStart is the request's start: the log write ($msec, else $time_local) minus
-// $request_time.
-func nginxStart(local time.Time, extra [][]byte) (time.Time, error) {
+// nginxStart is the request's start: the log write ($msec, else $time_local, parsed only
+// then) minus $request_time.
+func nginxStart(local []byte, extra [][]byte) (time.Time, error) {
 	msec, took := -1.0, 0.0
 	for _, f := range extra {
 		v, err := strconv.ParseFloat(string(f), 64)
@@ -99,9 +99,13 @@ func nginxStart(local time.Time, extra [][]byte) (time.Time, error) {
 			took = v
 		}
 	}
-	end := float64(local.Unix())
-	if msec >= 0 {
-		end = msec
+	end := msec
+	if msec < 0 {
+		t, err := time.Parse(nginxTimeLocal, string(local))
+		if err != nil {
+			return time.Time{}, badLine{fmt.Sprintf("time_local %q is not like 02/Dec/2026:03:00:00 +0000", local)}
+		}
+		end = float64(t.Unix())
 	}
 	return time.UnixMilli(int64(math.Round((end - took) * 1000))), nil
 }

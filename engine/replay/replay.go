@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -266,8 +267,17 @@ func (s *Source) sampled(key string) bool {
 		return true
 	}
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%s", s.cfg.Seed, key)
-	return float64(h.Sum64()>>11)/float64(1<<53) < s.cfg.Sample
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(s.cfg.Seed))
+	h.Write(seed[:])
+	h.Write([]byte(key))
+	// FNV leaves keys that differ in their last bytes (10.0.0.1, 10.0.0.2) close in its
+	// high bits: splitmix64's finalizer spreads them before the top 53 bits are read.
+	x := h.Sum64()
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11)/float64(1<<53) < s.cfg.Sample
 }
 
 // recHeap orders records by start, then by line.
