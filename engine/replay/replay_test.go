@@ -200,3 +200,18 @@ func TestLongLineAndMaxBad(t *testing.T) {
 		t.Errorf("got %s, %d bad, first %v", brief(got), sum.BadLines, sum.FirstBad[:2])
 	}
 }
+
+// Sampling spreads over keys that differ only in their last bytes (addresses of one
+// subnet): 1% of 10,000 addresses is about 100 clients, not none.
+func TestSampleSpreadsOverSimilarKeys(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&b, `{"time": %d, "client": "10.0.%d.%d"}`+"\n", 1796180400+i, i/100, i%100)
+	}
+	_, sum := readAll(t, Config{Path: write(t, "s.jsonl", b.String()), Sample: 0.01, Seed: 1})
+	// Binomial(10,000, 0.01): 100 ± 10 (one standard deviation); 60..140 is four of them.
+	if sum.Requests < 60 || sum.Requests > 140 {
+		t.Errorf("sample 0.01 of 10,000 addresses kept %d clients; want about 100", sum.Requests)
+	}
+}

@@ -50,6 +50,7 @@ func (l *loader) checkReplay(r *Run, node *yaml.Node, at func(string) *yaml.Node
 	}
 	if err := replay.CheckKey(ld.ReplayFormat, ld.ReplayClient); err != nil {
 		l.add(at("load.replay_client"), "load.replay_client", "%v%s", err, where)
+		return // the reader would refuse it again
 	}
 	ld.ReplayPath = ld.Replay
 	if !filepath.IsAbs(ld.ReplayPath) {
