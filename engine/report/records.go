@@ -205,9 +205,14 @@ type Replay struct {
 	Requests int    `json:"requests"`
 	Skipped  int    `json:"skipped"` // outside the window or of a client not sampled
 	Late     int    `json:"late"`    // further out of order than the reorder window
-	Clients  int    `json:"clients"`
-	// PeakPools is the most client pools open at once; PoolsDropped the pools closed
-	// after their client idled past the client's idle timeout.
+	// Clients counts the distinct clients, exactly up to 65,536; ClientsCapped says there
+	// were more (Clients is then a lower bound: the set that counts them is bounded).
+	Clients       int  `json:"clients"`
+	ClientsCapped bool `json:"clients_capped,omitempty"`
+	// PoolsOpened counts the pools built (a client whose pool was dropped and who came
+	// back counts again), PeakPools the most open at once, PoolsDropped the pools closed
+	// after their client idled past the client's idle timeout (plus a second).
+	PoolsOpened  int       `json:"pools_opened"`
 	PeakPools    int       `json:"peak_pools"`
 	PoolsDropped int       `json:"pools_dropped"`
 	BadLines     int       `json:"bad_lines"`

@@ -26,7 +26,11 @@ func replaySummary(w io.Writer, runs []*Run) {
 
 // ReplayLine renders a replay block on one line.
 func ReplayLine(p *Replay) string {
-	line := fmt.Sprintf("%s (%s): %d lines, %d requests from %d clients", p.File, p.Format, p.Lines, p.Requests, p.Clients)
+	more := ""
+	if p.ClientsCapped {
+		more = " or more"
+	}
+	line := fmt.Sprintf("%s (%s): %d lines, %d requests from %d%s clients", p.File, p.Format, p.Lines, p.Requests, p.Clients, more)
 	if p.Skipped > 0 {
 		line += fmt.Sprintf(", %d skipped (window or sample)", p.Skipped)
 	}
@@ -40,9 +44,13 @@ func ReplayLine(p *Replay) string {
 	for _, b := range p.FirstBad {
 		bad = append(bad, fmt.Sprintf("%d (%s)", b.Line, b.Reason))
 	}
-	line += fmt.Sprintf(", %d bad lines: %s", p.BadLines, strings.Join(bad, ", "))
-	if more := p.BadLines - len(p.FirstBad); more > 0 {
-		line += fmt.Sprintf(" and %d more", more)
+	noun := "bad lines"
+	if p.BadLines == 1 {
+		noun = "bad line"
+	}
+	line += fmt.Sprintf(", %d %s: %s", p.BadLines, noun, strings.Join(bad, ", "))
+	if rest := p.BadLines - len(p.FirstBad); rest > 0 {
+		line += fmt.Sprintf(" and %d more", rest)
 	}
 	return line
 }

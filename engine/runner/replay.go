@@ -130,7 +130,8 @@ func (r *replayClient) replayRecord() *report.Replay {
 	out := &report.Replay{File: r.st.Load.Replay, Format: s.Format, Lines: s.Lines, Requests: s.Requests,
 		Skipped: s.Skipped, Late: s.Late, BadLines: s.BadLines, FirstBad: []report.BadLine{}}
 	if r.pools != nil {
-		out.Clients, out.PeakPools, out.PoolsDropped = r.pools.opened, r.pools.peak, r.pools.dropped
+		out.Clients, out.ClientsCapped = len(r.pools.seen), r.pools.capped
+		out.PoolsOpened, out.PeakPools, out.PoolsDropped = r.pools.opened, r.pools.peak, r.pools.dropped
 	}
 	for _, b := range s.FirstBad {
 		out.FirstBad = append(out.FirstBad, report.BadLine{Line: b.Line, Reason: b.Reason})
@@ -147,7 +148,9 @@ type clientPools struct {
 
 	mu        sync.Mutex
 	byKey     map[string]*pool
-	opened    int // pools built: a client that came back after its pool was dropped counts again
+	opened    int                 // pools built: a client that came back after its pool was dropped counts again
+	seen      map[string]struct{} // distinct clients, up to maxSeen
+	capped    bool                // more than maxSeen distinct clients: len(seen) is a lower bound
 	lastSweep time.Time
 	peak      int
 	dropped   int
@@ -176,9 +179,27 @@ func (ps *clientPools) get(key string, now time.Time) (*pool, error) {
 		p = &pool{key: key, cl: cl}
 		ps.byKey[key] = p
 		ps.peak, ps.opened = max(ps.peak, len(ps.byKey)), ps.opened+1
+		ps.see(key)
 	}
 	p.inflight++
 	return p, nil
+}
+
+// maxSeen bounds the set that counts distinct clients (a few MB of keys).
+const maxSeen = 1 << 16
+
+func (ps *clientPools) see(key string) {
+	if _, ok := ps.seen[key]; ok || ps.capped {
+		return
+	}
+	if len(ps.seen) >= maxSeen {
+		ps.capped = true
+		return
+	}
+	if ps.seen == nil {
+		ps.seen = map[string]struct{}{}
+	}
+	ps.seen[key] = struct{}{}
 }
 
 func (ps *clientPools) done(p *pool, now time.Time) {
