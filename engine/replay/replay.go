@@ -135,6 +135,11 @@ func Open(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A device or a pipe (/dev/zero, a FIFO) would be read forever or block the load.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", cfg.Path)
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if cfg.Format == "" {
 		cfg.Format = Detect(cfg.Path, br)

@@ -215,3 +215,14 @@ func TestSampleSpreadsOverSimilarKeys(t *testing.T) {
 		t.Errorf("sample 0.01 of 10,000 addresses kept %d clients; want about 100", sum.Requests)
 	}
 }
+
+// A device or a directory is refused at once rather than read forever.
+func TestOpenRefusesNonRegularFiles(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/dev/zero", t.TempDir()} {
+		if s, err := Open(Config{Path: p, Format: FormatNginx}); err == nil {
+			s.Close()
+			t.Errorf("%s opened", p)
+		}
+	}
+}
