@@ -34,6 +34,9 @@ func (l *loader) checkReplay(r *Run, node *yaml.Node, at func(string) *yaml.Node
 	if _, req := lookup(resolve(at("load")), "requests"); req != nil {
 		l.add(req, "load.requests", "a replay sends the recording's requests; remove load.requests%s", where)
 	}
+	if _, c := lookup(resolve(at("load")), "concurrency"); c != nil {
+		l.add(c, "load.concurrency", "a replay starts each request at its recorded time, however many are in flight; remove load.concurrency%s", where)
+	}
 	for _, f := range []struct {
 		path string
 		set  bool
