@@ -124,6 +124,9 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 	return failed
 }
 
+// recordingReader is a client hop that read a recording: the record gets its replay block.
+type recordingReader interface{ replayRecord() *report.Replay }
+
 // replayRecord is the run record's replay block.
 func (r *replayClient) replayRecord() *report.Replay {
 	s := r.sum

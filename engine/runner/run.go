@@ -244,7 +244,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	flat, conns, err := wind(topo, rc, &fig, st, scale, warn, log)
 	co.closes, co.hops = closeCounts(conns), fig.hops
-	if rp, ok := topo.client.(*replayClient); ok {
+	if rp, ok := topo.client.(recordingReader); ok {
 		co.replay = rp.replayRecord()
 	}
 	if !opt.SkipRequests {
