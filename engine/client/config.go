@@ -9,6 +9,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
@@ -68,11 +69,15 @@ type Config struct {
 	HintUnit          time.Duration     // what one hinted second lasts; 0 = 1s (the runner scales it with the time scale)
 	MaxConns          int               // connections per host; 0 = unlimited; excess requests wait in a FIFO queue
 	MaxIdle           int               // idle connections kept; 0 = unlimited (the go-default preset sets 2)
-	Scheduling        string            // "lifo" (default), "fifo" or "creation-order"
-	CallerYields      bool              // with creation-order: the caller yields an event-loop tick between requests, so the connection its previous request used is free again
-	LivenessCheck     bool              // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
-	LivenessEOFOnly   bool              // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
-	Timeout           time.Duration     // per attempt, from its start to the response's last byte; 0 = none
+	// ConnIDs, when set, numbers the client's connections from a counter it shares with
+	// other clients, so that clients of one run (a replay's pools, one per recorded
+	// client) never give two connections the same id; nil numbers them from 1.
+	ConnIDs         *atomic.Uint64
+	Scheduling      string        // "lifo" (default), "fifo" or "creation-order"
+	CallerYields    bool          // with creation-order: the caller yields an event-loop tick between requests, so the connection its previous request used is free again
+	LivenessCheck   bool          // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
+	LivenessEOFOnly bool          // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
+	Timeout         time.Duration // per attempt, from its start to the response's last byte; 0 = none
 	// TCPKeepAlive is the kernel's keepalive on each connection the client dials; Enable
 	// false sends no probes (not Go's 15 s default: a client models its runtime's).
 	TCPKeepAlive net.KeepAliveConfig

@@ -83,6 +83,7 @@ type model struct {
 	tlsCfg *tls.Config
 	stats  counters
 	nextID atomic.Uint64
+	ids    *atomic.Uint64 // nextID, or the counter the config shares
 
 	mu      sync.Mutex
 	idle    []*pconn      // in the order they were freed: idle[0] is the oldest
@@ -95,6 +96,10 @@ type model struct {
 
 func newModel(cfg Config) *model {
 	m := &model{cfg: cfg, req: buildRequest(&cfg)}
+	m.ids = &m.nextID
+	if cfg.ConnIDs != nil {
+		m.ids = cfg.ConnIDs
+	}
 	if cfg.TLS {
 		m.tlsCfg = cfg.tlsConfig()
 		m.tlsCfg.NextProtos = []string{"http/1.1"}
@@ -389,7 +394,7 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn
 	}
 	ev.Connect = time.Since(t0)
 	m.stats.connections.Add(1)
-	c := &pconn{id: m.nextID.Add(1), nc: nc}
+	c := &pconn{id: m.ids.Add(1), nc: nc}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		c.raw, _ = tc.SyscallConn()
 	}

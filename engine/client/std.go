@@ -29,6 +29,7 @@ type stdClient struct {
 	built  atomic.Int64      // traces built (tests: how often one was reused)
 	stats  counters
 	nextID atomic.Uint64
+	ids    *atomic.Uint64 // nextID, or the counter the config shares
 	closed atomic.Bool
 }
 
@@ -46,7 +47,7 @@ type idConn struct {
 // newIDConn tags nc with the next id and tells the try that dialled it, if any, which
 // connection its dial made (its connect and TLS phases belong to that connection).
 func (s *stdClient) newIDConn(ctx context.Context, nc net.Conn) *idConn {
-	ic := &idConn{Conn: nc, id: s.nextID.Add(1)}
+	ic := &idConn{Conn: nc, id: s.ids.Add(1)}
 	if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
 		at.mu.Lock()
 		at.dialedID = ic.id
@@ -57,6 +58,10 @@ func (s *stdClient) newIDConn(ctx context.Context, nc net.Conn) *idConn {
 
 func newStdClient(cfg Config) *stdClient {
 	s := &stdClient{cfg: cfg}
+	s.ids = &s.nextID
+	if cfg.ConnIDs != nil {
+		s.ids = cfg.ConnIDs
+	}
 	scheme := "http"
 	if cfg.TLS {
 		scheme = "https"

@@ -184,6 +184,7 @@ func TestNotPredicted(t *testing.T) {
 		"open model":  func(p *Plan) { p.OpenModel = true },
 		"jitter":      func(p *Plan) { p.Jitter = ms1 },
 		"http2":       func(p *Plan) { p.Server.HTTP2 = true },
+		"replay":      func(p *Plan) { p.Replay = "access.log" },
 		"one retry class": func(p *Plan) {
 			p.Client.Retry = Retry{Attempts: 1, On: []string{"reset"}}
 		},

@@ -27,6 +27,9 @@ type Plan struct {
 	// Middlebox names a middlebox on the client's path (a box that forgets idle flows);
 	// "" when there is none. The oracle does not model one.
 	Middlebox string
+	// Replay names a recording the run replays (load.replay); "" for a schedule. The
+	// oracle does not predict from a recording's gaps.
+	Replay string
 }
 
 // Server is the server's declared behaviour.

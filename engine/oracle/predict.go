@@ -113,6 +113,8 @@ func unpredictable(p Plan) string {
 		return "server.close_every closes connections at instants the plan does not fix"
 	case p.Backlog:
 		return "a modelled listen queue: which connections overflow depends on accept timing"
+	case p.Replay != "":
+		return fmt.Sprintf("a replay of %s: each recorded client's own gaps decide its races, and the oracle predicts from a schedule's pauses only", p.Replay)
 	case p.Middlebox != "":
 		return fmt.Sprintf("a middlebox (%s) forgets idle flows: the oracle does not model it", p.Middlebox)
 	case p.Client.AwaitedCreationOrder:

@@ -189,8 +189,40 @@ type Run struct {
 	// Predicted is what the plan alone predicts of the run's counts (engine/oracle) beside
 	// what it measured; nil for a run that gave no verdict or wrote no prediction.
 	Predicted *Predicted `json:"predicted,omitempty"`
+	// Replay is what a run of load.replay read of its recording; nil for other runs.
+	Replay *Replay `json:"replay,omitempty"`
 
 	line int // the line it was read from, for messages about a file
+}
+
+// Replay is what a replay run read: lines (a HAR file's entries), the requests it sent,
+// the distinct clients (one connection pool each), and every line it could not read,
+// counted, the first of them kept with their numbers and why.
+type Replay struct {
+	File     string `json:"file"`
+	Format   string `json:"format"`
+	Lines    int    `json:"lines"`
+	Requests int    `json:"requests"`
+	Skipped  int    `json:"skipped"` // outside the window or of a client not sampled
+	Late     int    `json:"late"`    // further out of order than the reorder window
+	// Clients counts the distinct clients, exactly up to 65,536; ClientsCapped says there
+	// were more (Clients is then a lower bound: the set that counts them is bounded).
+	Clients       int  `json:"clients"`
+	ClientsCapped bool `json:"clients_capped,omitempty"`
+	// PoolsOpened counts the pools built (a client whose pool was dropped and who came
+	// back counts again), PeakPools the most open at once, PoolsDropped the pools closed
+	// after their client idled past the client's idle timeout (plus a second).
+	PoolsOpened  int       `json:"pools_opened"`
+	PeakPools    int       `json:"peak_pools"`
+	PoolsDropped int       `json:"pools_dropped"`
+	BadLines     int       `json:"bad_lines"`
+	FirstBad     []BadLine `json:"first_bad"`
+}
+
+// BadLine is a line of a recording that could not be read, and why.
+type BadLine struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
 }
 
 // Predicted is the oracle's account of a run: each count the plan predicts, beside the

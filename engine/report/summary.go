@@ -35,6 +35,7 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		return err
 	}
 	timingSummary(w, runs)
+	replaySummary(w, runs)
 	modelSummary(w, runs)
 	var failed []string
 	for _, r := range runs {

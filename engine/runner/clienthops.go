@@ -39,6 +39,21 @@ type goClient struct {
 func (g *goClient) Role() string { return "client" }
 
 func (g *goClient) Start(_ context.Context, next string) (string, error) {
+	ccfg, err := g.config(next)
+	if err != nil {
+		return "", err
+	}
+	cl, err := g.build(ccfg)
+	if err != nil {
+		return "", fmt.Errorf("client: %w", err)
+	}
+	g.cl, g.impl = cl, string(ccfg.Implementation)
+	return "", nil
+}
+
+// config is the client's config in front of next: the profile, the server's trust and
+// name, and the link's handshake.
+func (g *goClient) config(next string) (client.Config, error) {
 	ep := g.topo.server.endpoint()
 	ccfg := clientConfig(g.st, g.scale, next, ep.roots, ep.serverName)
 	if ep.tls != nil {
@@ -52,15 +67,10 @@ func (g *goClient) Start(_ context.Context, next string) (string, error) {
 	}
 	ka, err := tcpKeepalive(g.st, g.scale)
 	if err != nil {
-		return "", err
+		return ccfg, err
 	}
 	ccfg.TCPKeepAlive = ka
-	cl, err := g.build(ccfg)
-	if err != nil {
-		return "", fmt.Errorf("client: %w", err)
-	}
-	g.cl, g.impl = cl, string(ccfg.Implementation)
-	return "", nil
+	return ccfg, nil
 }
 
 func (g *goClient) Identity() Identity {

@@ -282,6 +282,11 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 	if l.Rate > 0 {
 		expected += float64(n) / l.Rate * float64(time.Second)
 	}
+	if l.Replay != "" {
+		// The requests start at their recorded times: the span bounds the schedule (the
+		// sum of every request's cost above stands for the overlap of slow ones).
+		expected += float64(l.ReplaySpan)
+	}
 	d := satDuration((3*expected + float64(30*time.Second)) * float64(sc))
 	if d < 30*time.Second {
 		d = 30 * time.Second

@@ -146,6 +146,11 @@ func requestCosts(st scenario.Settings) costs {
 func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int) {
 	l := st.Load
 	n := max(l.Requests, 0)
+	if l.Replay != "" {
+		// The recording's span, then its last request; a connection per client is not
+		// known without reading the file again: count one per request as the bound.
+		return l.ReplaySpan + c.fresh, n
+	}
 	size := n
 	if l.Burst > 0 && l.Burst < n {
 		size = l.Burst

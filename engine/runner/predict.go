@@ -38,6 +38,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 			p.Middlebox = "idle timeout " + st.Middlebox.IdleTimeout.String()
 		}
 	}
+	p.Replay = l.Replay
 	for _, real := range load.Pauses(loadSpec(st, scaler(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}

@@ -88,7 +88,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	if err == nil {
 		m, conns, err = drive(ctx, w, sc, r, st, scale, opt, ex, log, tm)
-		rec.Closes, rec.Server, rec.Hops = conns.closes, conns.server, conns.hops
+		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.closes, conns.server, conns.hops, conns.replay
 		if ex != nil {
 			rec.Client = ex.runtimeRecord()
 			ex.programLag(tm)
@@ -202,6 +202,7 @@ type connOutcome struct {
 	written bool                      // the connection file was written
 	server  *report.Server            // the server the run talked to
 	hops    []report.Hop              // each hop's identity and stats, the client first
+	replay  *report.Replay            // what a replay run read of its recording
 }
 
 // drive builds the run's topology, starts it, runs the load through it and gathers the
@@ -243,6 +244,9 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	flat, conns, err := wind(topo, rc, &fig, st, scale, warn, log)
 	co.closes, co.hops = closeCounts(conns), fig.hops
+	if rp, ok := topo.client.(recordingReader); ok {
+		co.replay = rp.replayRecord()
+	}
 	if !opt.SkipRequests {
 		if err := w.WriteConns(sc.Name, r.Variant, conns); err != nil && loadErr == nil {
 			loadErr = err

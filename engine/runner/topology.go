@@ -120,5 +120,9 @@ func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st sc
 	if opt.NewClient != nil {
 		build = opt.NewClient
 	}
-	return &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
+	g := &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
+	if st.Load.Replay != "" {
+		return &replayClient{goClient: g}
+	}
+	return g
 }

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/replay"
 	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
@@ -240,9 +241,10 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 
 // loader holds one file's state while it is expanded into runs.
 type loader struct {
-	file  string
-	root  *yaml.Node
-	diags Diagnostics
+	file    string
+	root    *yaml.Node
+	diags   Diagnostics
+	replays map[replay.Config]replayScan // recordings read, by what was asked of them
 }
 
 func (l *loader) add(n *yaml.Node, path, format string, args ...any) {
@@ -627,7 +629,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	if ld.Pause.Min > ld.Pause.Max {
 		l.add(at("load.pause"), "load.pause", "the range starts above its end: %s > %s%s", ld.Pause.Min, ld.Pause.Max, where)
 	}
-	if ld.Burst > ld.Requests {
+	if ld.Burst > ld.Requests && ld.Replay == "" {
 		l.add(at("load.burst"), "load.burst", "a burst of %d is more than the %d requests of the run%s", ld.Burst, ld.Requests, where)
 	}
 	if ld.Rate > 0 && ld.Burst > 0 {
@@ -666,6 +668,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		}
 	}
 	l.checkEnv(node, where)
+	l.checkReplay(r, node, at, where)
 	c := r.Settings.Client
 	if c.Exec != nil {
 		l.checkExec(r, node, at, where)

@@ -227,6 +227,28 @@ type Load struct {
 	Rate        float64 `yaml:"rate" json:"rate"`
 	Arrival     string  `yaml:"arrival" json:"arrival"`
 	Seed        int64   `yaml:"seed" json:"seed"`
+	// Replay, when set, replaces the schedule with recorded traffic: a file (relative to
+	// the scenario file) whose requests keep their start times, each client with its own
+	// connection pool. The loader reads it once and sets Requests to what it replays.
+	Replay       string       `yaml:"replay" json:"replay,omitempty"`
+	ReplayFormat string       `yaml:"replay_format" json:"replay_format,omitempty"`
+	ReplayClient string       `yaml:"replay_client" json:"replay_client,omitempty"`
+	ReplayFields ReplayFields `yaml:"replay_fields" json:"replay_fields,omitzero"`
+	ReplayFrom   Duration     `yaml:"replay_from" json:"replay_from,omitempty"`
+	ReplayTo     Duration     `yaml:"replay_to" json:"replay_to,omitempty"`
+	ReplaySample float64      `yaml:"replay_sample" json:"replay_sample,omitempty"`
+	// ReplayPath is Replay resolved against the scenario's directory, and ReplaySpan the
+	// recorded time from the first replayed request to the last (unscaled); both set by
+	// the loader.
+	ReplayPath string        `yaml:"-" json:"-"`
+	ReplaySpan time.Duration `yaml:"-" json:"-"`
+}
+
+// ReplayFields names the fields of a JSON-lines recording.
+type ReplayFields struct {
+	Time      string `yaml:"time" json:"time,omitempty"`
+	Client    string `yaml:"client" json:"client,omitempty"`
+	UserAgent string `yaml:"user_agent" json:"user_agent,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string; none and 0 mean zero.

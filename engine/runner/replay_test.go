@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// replayRTT and replayIdle make the race window of a client's idle gap (idle − RTT, idle)
+// = (500, 600) ms: the server's close has not reached the client yet, and the request
+// reaches the server after it closed (the window the oracle uses for pauses).
+const (
+	replayRTT  = 100 * time.Millisecond
+	replayIdle = 600 * time.Millisecond
+)
+
+// threeClients are the recorded start times (ms from the first) of three clients. The
+// gaps after each response (a new plain connection costs 2 RTT, a reused one 1) put A's
+// second and fifth and B's third request in the window's upper half (575 ms), every other
+// gap well below it (reuse) or past the idle timeout (a new connection, no error).
+var threeClients = map[string][]int{
+	"10.0.0.1": {0, 775, 2500, 2800, 3475},
+	"10.0.0.2": {0, 500, 1175, 2200, 2700},
+	"10.0.0.3": {50, 450, 950, 2050, 2400},
+}
+
+// replayed is one recorded request in the order the replay sends it.
+type replayed struct {
+	client string
+	at     int
+	line   int
+}
+
+// writeRecording writes the clients' requests as an nginx combined log with $request_time
+// and $msec, one line a request in start order, the bad line after the first, and returns
+// the requests in the replay's order (start, then line).
+func writeRecording(t *testing.T, dir string, clients map[string][]int) []replayed {
+	t.Helper()
+	var reqs []replayed
+	for c, starts := range clients {
+		for _, at := range starts {
+			reqs = append(reqs, replayed{client: c, at: at})
+		}
+	}
+	sort.Slice(reqs, func(i, j int) bool {
+		if reqs[i].at != reqs[j].at {
+			return reqs[i].at < reqs[j].at
+		}
+		return reqs[i].client < reqs[j].client
+	})
+	var b strings.Builder
+	line := 0
+	base := int64(1796180400000) // 2026-12-02T03:00:00Z in ms
+	for i := range reqs {
+		line++
+		reqs[i].line = line
+		// Logged at the end of the request: $msec is the start plus $request_time.
+		end := base + int64(reqs[i].at) + 7
+		fmt.Fprintf(&b, "%s - - [02/Dec/2026:03:00:00 +0000] \"GET / HTTP/1.1\" 200 200 \"-\" \"test\" 0.007 %d.%03d\n", reqs[i].client, end/1000, end%1000)
+		if i == 0 {
+			line++
+			b.WriteString("this line is not a request\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "access.log"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return reqs
+}
+
+// expectedRaces walks each client's gaps as the oracle walks pauses: a gap below
+// idle − RTT reuses the connection, one inside (idle − RTT, idle) races the server's close
+// (an error; the connection is gone), one past idle finds the close and opens a new
+// connection. It returns the failing requests' positions in send order and the
+// connections opened. A gap within margin of an edge would make the plan ambiguous.
+func expectedRaces(t *testing.T, reqs []replayed) (fails []int, conns int) {
+	t.Helper()
+	const margin = 25
+	rtt, idle := int(replayRTT/time.Millisecond), int(replayIdle/time.Millisecond)
+	type state struct {
+		end  int
+		live bool
+	}
+	clients := map[string]*state{}
+	for seq, r := range reqs {
+		s := clients[r.client]
+		if s == nil {
+			s = &state{}
+			clients[r.client] = s
+		}
+		gap := r.at - s.end
+		near := func(edge int) bool { return gap > edge-margin && gap < edge+margin }
+		switch {
+		case s.live && (near(idle-rtt) || near(idle)):
+			t.Fatalf("%s at %d ms: gap %d ms within %d ms of a window edge", r.client, r.at, gap, margin)
+		case !s.live || gap >= idle:
+			conns++
+			s.end, s.live = r.at+2*rtt, true
+		case gap <= idle-rtt:
+			s.end = r.at + rtt
+		default:
+			fails = append(fails, seq)
+			s.end, s.live = r.at+rtt, false
+		}
+	}
+	return fails, conns
+}
+
+func replayScenario(dir string) string {
+	return fmt.Sprintf(`
+name: replay-three
+network: {rtt: %v}
+server: {idle_timeout: %v}
+client: {preset: node-agent}
+load: {replay: access.log}
+`, replayRTT, replayIdle)
+}
+
+// A recording of three clients with known gaps reproduces exactly the races its gaps
+// predict, on real sockets: each client has its own pool, so only its own idle gaps decide
+// its races. The bad line is counted with its number.
+func TestReplayThreeClientsRace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	reqs := writeRecording(t, dir, threeClients)
+	wantFails, wantConns := expectedRaces(t, reqs)
+	if len(wantFails) != 3 || wantConns != 6 {
+		t.Fatalf("the plan gives %d races and %d connections; the recording is built for 3 and 6", len(wantFails), wantConns)
+	}
+	p := planIn(t, dir, replayScenario(dir))
+	o := opts(t)
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	rec := out.Runs[0]
+	if rec.Status != report.StatusPass {
+		t.Fatalf("run %s: %s", rec.Status, rec.Error)
+	}
+	// Every line, the replay block included, fits the result schema.
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatal(err)
+	}
+	// The gaps sit 25 ms from the window's edges: a request that came back later than
+	// that moves the next gap, and the machine, not the replay, decides its race.
+	for _, rq := range readRequests(t, filepath.Join(out.Dir, rec.RequestsFile)) {
+		model := replayRTT
+		if !rq.Reused {
+			model = 2 * replayRTT
+		}
+		if lag := time.Duration(rq.LatencyMs*float64(time.Millisecond)) - model; rq.Class == "" && lag > 20*time.Millisecond {
+			testci.SkipOrFail(t, "request %d came back %v late: this machine is too busy to judge the races", rq.Seq, lag.Round(time.Millisecond))
+		}
+	}
+	gotFails := failedSeqs(t, out.Dir)
+	if fmt.Sprint(gotFails) != fmt.Sprint(wantFails) || rec.Metrics.Connections != float64(wantConns) {
+		var lines []string
+		for _, seq := range wantFails {
+			lines = append(lines, fmt.Sprintf("%s@%dms", reqs[seq].client, reqs[seq].at))
+		}
+		t.Errorf("failed requests %v (connections %v); the gaps predict %v (%s) and %d connections",
+			gotFails, rec.Metrics.Connections, wantFails, strings.Join(lines, ", "), wantConns)
+	}
+	rp := rec.Replay
+	if rp == nil {
+		t.Fatal("no replay block in the record")
+	}
+	if rp.Requests != len(reqs) || rp.Clients != 3 || rp.Lines != len(reqs)+1 || rp.BadLines != 1 ||
+		len(rp.FirstBad) != 1 || rp.FirstBad[0].Line != 2 || rp.FirstBad[0].Reason == "" {
+		t.Errorf("replay block %+v; want %d requests, 3 clients, bad line 2 with a reason", rp, len(reqs))
+	}
+}
+
+// failedSeqs reads the run's request file and returns the seqs that failed, sorted.
+func failedSeqs(t *testing.T, dir string) []int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, report.RequestsPath("replay-three", "default")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r report.Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Class != "" {
+			out = append(out, r.Seq)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
