@@ -19,13 +19,20 @@ func (d *direction) openReader() (chunkReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	enableKernelStamps(rc)
+	if !d.stampsOn {
+		// Once per socket: a reader starts again after every idle period.
+		enableKernelStamps(rc)
+		d.stampsOn = true
+	}
 	r := &recvState{d: d}
 	r.try = r.recv
 	return func(take func(*[]byte, int, time.Time) bool) (time.Time, bool, error) {
-		r.take, r.drained, r.stopped, r.rerr = take, false, false, nil
+		r.take, r.drained, r.stopped, r.rerr, r.afterData = take, false, false, nil, false
 		err := rc.Read(r.try)
 		r.take = nil
+		d.l.p.chunksRead.Add(int64(r.chunks))
+		d.l.p.emptyAfterData.Add(int64(r.emptyAfterData))
+		r.chunks, r.emptyAfterData = 0, 0
 		if err == nil {
 			err = r.rerr
 		}
@@ -43,6 +50,10 @@ type recvState struct {
 	stopped bool      // take said stop
 	end     time.Time // when the end of file or error arrived
 	rerr    error
+	// afterData: the last read of this call took data. chunks and
+	// emptyAfterData count for the proxy's totals (Proxy.chunksRead).
+	afterData              bool
+	chunks, emptyAfterData int
 }
 
 // recv reads fd and hands each chunk of data to take until the socket has
@@ -65,7 +76,7 @@ func (r *recvState) recv(fd uintptr) bool {
 	d := r.d
 	for {
 		if r.drained {
-			r.drained = false
+			r.drained, r.afterData = false, false
 			return false
 		}
 		b := bufPool.Get().(*[]byte)
@@ -79,6 +90,10 @@ func (r *recvState) recv(fd uintptr) bool {
 		}
 		if err == syscall.EAGAIN {
 			bufPool.Put(b)
+			if r.afterData {
+				r.emptyAfterData++
+			}
+			r.afterData = false
 			return false
 		}
 		oob := d.oob[:max(oobn, 0)]
@@ -100,6 +115,8 @@ func (r *recvState) recv(fd uintptr) bool {
 			// no FIN, and no peek.
 			d.finAt = stamp
 		}
+		r.chunks++
+		r.afterData = true
 		if !r.take(b, n, stamp) {
 			r.stopped = true
 			return true

@@ -61,6 +61,7 @@ type direction struct {
 	// lastChunk is when the reader last queued a chunk (or armed its idle
 	// deadline): idleWait measures the idle wait from it.
 	lastChunk time.Time
+	stampsOn  bool // the reader turned kernel stamps and TCP_INQ on for src
 
 	// The writer's own, kept across its goroutines so a direction that
 	// starts a writer per chunk allocates nothing for its waits.
