@@ -236,8 +236,8 @@
 // read deadline is no longer moved per chunk, which was 7% of a proxied
 // profile (the runtime timer heap's lock). A proxied request at 64 in
 // flight, 1 ms RTT (perf stat -e raw_syscalls:sys_enter over 4,608
-// requests, the endpoints' own calls included): 15.2 system calls before,
-// 12.3-12.5 after, 7.0 straight to the server; the reader's recvmsg and
+// requests, the endpoints' own calls included): 15.0-15.2 system calls before,
+// 12.2-13.6 after, 6.9-7.0 straight to the server; the reader's recvmsg and
 // peek calls went from 5.1 to 2.0 per request, plus one per reader per
 // idleHandoff at most (a read call begins with a read). Process CPU per
 // request moved less than the machine's noise shows (TestPerfGate's
