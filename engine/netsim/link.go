@@ -228,11 +228,12 @@ func (d *direction) readLoop() {
 	}
 	// A link that never carries a chunk parks too.
 	armed := d.armIdle()
+	take := d.take // bound once: a method value passed on allocates
 	for {
 		if !d.waitSpace() {
 			return
 		}
-		stamp, stopped, err := read(d.take)
+		stamp, stopped, err := read(take)
 		if stopped {
 			return
 		}
