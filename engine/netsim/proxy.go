@@ -133,6 +133,11 @@ type Proxy struct {
 	resetsUp, resetsDown     atomic.Int64
 	overflows                atomic.Int64
 	writers                  atomic.Int64 // writeLoop goroutines started (tests: how releases went)
+	// Chunks of data the readers read, and reads that found a socket empty
+	// straight after one that took data (tests and the performance gate:
+	// TCP_INQ saves those, recvState.recv). Readers add their counts when a
+	// read call ends, so a chunk costs no atomic add.
+	chunksRead, emptyAfterData atomic.Int64
 
 	// The modelled accept queue (backlog.go); only acceptLoop uses them.
 	acceptFree time.Time   // when the modelled server can accept the next connection

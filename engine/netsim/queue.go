@@ -58,6 +58,10 @@ type direction struct {
 	snd      sender        // the sending model (slow start); the reader's own
 	pace     *pacer        // the bandwidth limit, nil without one
 	pieces   []piece       // the reader's scratch for snd.depart
+	// lastChunk is when the reader last queued a chunk (or armed its idle
+	// deadline): idleWait measures the idle wait from it.
+	lastChunk time.Time
+	stampsOn  bool // the reader turned kernel stamps and TCP_INQ on for src
 
 	// The writer's own, kept across its goroutines so a direction that
 	// starts a writer per chunk allocates nothing for its waits.

@@ -14,3 +14,7 @@ func enableKernelStamps(syscall.RawConn) {}
 
 // arrival returns now: there are no kernel timestamps to read.
 func arrival(now time.Time, _ []byte) time.Time { return now }
+
+// inqHint returns -1: there is no TCP_INQ outside Linux, so a reader reads
+// until EAGAIN to learn the socket is empty.
+func inqHint([]byte) int { return -1 }
