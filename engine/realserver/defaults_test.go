@@ -1,7 +1,10 @@
 package realserver
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +41,46 @@ func TestNginxKeepaliveOnlyWhereNotTheDefault(t *testing.T) {
 	}{{"1.19.10", true}, {"1.19.9", false}, {"1.22.1", true}, {"2.0", true}, {"1.19", false}, {"2.0.0", true}, {"", false}, {"1.x.3", false}} {
 		if got := versionAtLeast(v.v, 1, 19, 10); got != v.want {
 			t.Errorf("versionAtLeast(%q, 1.19.10) = %v", v.v, got)
+		}
+	}
+}
+
+// Node's bundled server leaves keepAliveTimeout and maxRequestsPerSocket to Node where the
+// value asked for is Node's own default (the node preset's 6 s close, no limit), and sets
+// them otherwise; the real Node says what it runs with.
+func TestNodeKeepaliveOnlyWhereNotTheDefault(t *testing.T) {
+	t.Parallel()
+	need(t, "node")
+	cases := []struct {
+		cfg  Config
+		conf []string
+		logs string
+	}{
+		{Config{Kind: Node, IdleTimeout: 6 * time.Second, Hint: "timeout=5"}, []string{`"keepAliveTimeout":null`, `"maxRequestsPerSocket":null`, `"hint":null`}, "keepAliveTimeout 5000 ms, headersTimeout 60000 ms, maxRequestsPerSocket 0"},
+		{Config{Kind: Node, IdleTimeout: 2 * time.Second, MaxRequests: 7}, []string{`"keepAliveTimeout":1000`, `"maxRequestsPerSocket":7`}, "keepAliveTimeout 1000 ms, headersTimeout 60000 ms, maxRequestsPerSocket 7"},
+	}
+	for _, c := range cases {
+		dir := t.TempDir()
+		c.cfg.LogDir = dir
+		s, err := Start(context.Background(), c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		conf, err := os.ReadFile(filepath.Join(dir, "node-config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs, _ := os.ReadFile(filepath.Join(dir, "node.log"))
+		for _, want := range c.conf {
+			if !strings.Contains(string(conf), want) {
+				t.Errorf("idle %v, max %d: configuration %s, want %s in it", c.cfg.IdleTimeout, c.cfg.MaxRequests, conf, want)
+			}
+		}
+		if !strings.Contains(string(logs), c.logs) {
+			t.Errorf("idle %v, max %d: Node says %q, want %q", c.cfg.IdleTimeout, c.cfg.MaxRequests, logs, c.logs)
 		}
 	}
 }
