@@ -76,15 +76,24 @@ func (a *Adapter) built(ctx context.Context, runtimePath, version string, env []
 	return out, nil
 }
 
-// adapterCache is where built adapters are kept between runs: the user's cache directory,
-// or the temporary directory when there is none.
+// adapterCache is where built adapters are kept between runs: the user's cache directory
+// (private to the user). Without one, a directory private to this kalab process, never a
+// predictable path in the shared temporary directory, where another user could leave a
+// program for kalab to start.
 func adapterCache() (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
-		base = os.TempDir()
+		privateCache.once.Do(func() { privateCache.dir, privateCache.err = os.MkdirTemp("", "kalab-adapters-") })
+		return privateCache.dir, privateCache.err
 	}
 	dir := filepath.Join(base, "kalab", "adapters")
-	return dir, os.MkdirAll(dir, 0o755)
+	return dir, os.MkdirAll(dir, 0o700)
+}
+
+var privateCache struct {
+	once sync.Once
+	dir  string
+	err  error
 }
 
 // childEnv is the environment of a's runtime and program: the scenario's env: entries

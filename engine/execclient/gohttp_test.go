@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -119,4 +120,31 @@ func TestGoHTTPAdapterInheritsGoEnvironment(t *testing.T) {
 
 func pemOf(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Built adapters are kept where only the user can write: the user's cache directory, or
+// without one a directory private to this process, never a predictable shared path.
+func TestAdapterCacheIsPrivate(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir, err := adapterCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if dir == filepath.Join(tmp, "kalab", "adapters") {
+		t.Errorf("%s: a predictable path in the shared temporary directory", dir)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("%s has mode %v: others can write or read it", dir, st.Mode().Perm())
+	}
+	if again, _ := adapterCache(); again != dir {
+		t.Errorf("a second call gave %s after %s", again, dir)
+	}
 }
