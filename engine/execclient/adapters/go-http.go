@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -192,7 +193,8 @@ func code(err error) string {
 		return "EPIPE"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "ECONNREFUSED"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		strings.Contains(err.Error(), "server closed idle connection"): // transport.go errServerClosedIdle
 		return "EOF"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "ETIMEDOUT"
