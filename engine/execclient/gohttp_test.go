@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
 )
@@ -146,5 +147,59 @@ func TestAdapterCacheIsPrivate(t *testing.T) {
 	}
 	if again, _ := adapterCache(); again != dir {
 		t.Errorf("a second call gave %s after %s", again, dir)
+	}
+}
+
+// With concurrency 4, a burst of 4 has 4 requests in flight at once: the server holds each
+// response until all 4 have arrived (or 5 s have passed), so a program that starts fewer
+// workers than the plan's concurrency shows as fewer at once.
+func TestGoHTTPAdapterConcurrency(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not on PATH") // the go command runs this test: never in CI
+	}
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	all := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		if inFlight > most {
+			most = inFlight
+			if most == 4 {
+				close(all)
+			}
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	a, _ := Lookup("go-http")
+	cfg := Config{Adapter: a, URL: srv.URL + "/",
+		Plan: Plan{Method: "GET", Requests: 8, Concurrency: 4, Burst: 4, PausesMs: []float64{10},
+			Client: map[string]any{"keepalive": true}}}
+	id, err := Identify(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	rep, err := Run(context.Background(), cfg, id, func(ev client.Event) {
+		if ev.OK() {
+			n++
+		}
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rep.Stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 4 || n != 8 {
+		t.Errorf("%d requests in flight at most, %d of 8 answered; want 4 at once (concurrency 4) and all 8", most, n)
 	}
 }

@@ -226,7 +226,9 @@ func run(p *plan, c *http.Client) {
 		end := min(next+burst, p.Requests)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for w := 0; w < min(conc, end-next); w++ {
+		// The workers are counted before any starts: each takes indexes from next.
+		workers := min(conc, end-next)
+		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
