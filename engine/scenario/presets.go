@@ -72,7 +72,7 @@ var ServerPresets = registry([]Preset{
 		Name:     "node",
 		Models:   "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
 		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (socket.setTimeout(keepAliveTimeout + HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER), 1000, nodejs/node PR #54863, the same line in Node 20.20.2's own copy; measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
-		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled on 2026-12-01 with keepAliveTimeout set to 5000; left at its own default, which its log reports as 5000, it closed at 6,013.8 ms against 6,000.3 modelled; no Keep-Alive header of kalab's, Node's own) on 2026-12-02 by scenarios/truth/servers.yaml",
 		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
 	{
