@@ -24,7 +24,9 @@ func TestHelpPresetsSaysWhatIsCompared(t *testing.T) {
 		{preset: "curl-multi", want: []string{"connections", "errors", "hidden_retries", "latency_ms.p50"}},
 		{preset: "python-requests", want: []string{"connections", "errors", "tls_resumed"}, wantNot: []string{"tls_handshakes"}},
 		{preset: "node", server: true, want: []string{"connections", "server_idle_close_ms.p50"}},
-		{preset: "go-default"},
+		{preset: "go-default", want: []string{"connections", "errors", "failed_attempts", "hidden_retries", "latency_ms.p50", "tls_handshakes", "tls_resumed"}},
+		{preset: "nginx", server: true, want: []string{"connections", "server_idle_close_ms.p50"}},
+		{preset: "go", server: true},
 	}
 	for _, tc := range cases {
 		reg := scenario.ClientPresets

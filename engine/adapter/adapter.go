@@ -12,7 +12,7 @@ import (
 // the exec protocol, and what it can honour of a scenario's client section.
 type Adapter struct {
 	Name    string // as written in client.exec
-	Runtime string // the program it needs on PATH (node, python3, curl)
+	Runtime string // the program it needs on PATH (node, python3, curl, go)
 	Models  string // what it drives, for help texts and the README
 	// Interpreter and Script: the adapter runs as Interpreter Script (written to a
 	// temporary directory at run time).
@@ -23,6 +23,14 @@ type Adapter struct {
 	// Fixed maps client fields the runtime has no setting for to the one value it
 	// behaves as; the field may be written with that value only.
 	Fixed map[string]Fixed
+	// Build, when set, are Runtime's arguments that compile Script into a program, given
+	// the output path and the script after them (go build -o OUT SCRIPT): kalab builds it
+	// before the run, so neither the run's clock nor its deadline counts the build, and
+	// runs the program it built instead of Interpreter Script.
+	Build []string
+	// Inherit names variables of kalab's environment Runtime needs to find its toolchain
+	// and caches (GOCACHE, GOROOT, ...), passed to the build and the program when set.
+	Inherit []string
 	// NoPause: it cannot wait between requests (one curl process runs its URLs back to back).
 	NoPause bool
 	// Sequential: it runs one request at a time.
@@ -114,6 +122,29 @@ var adapters = map[string]*Adapter{
 			"retry.attempts":   {"0", "requests' default HTTPAdapter is Retry(0, read=False)"},
 		},
 		Probe: []string{"-c", "import sys, requests, urllib3, ssl; print('python', sys.version.split()[0], 'requests', requests.__version__, 'urllib3', urllib3.__version__, 'openssl', ssl.OPENSSL_VERSION.split()[1])"},
+	},
+	"go-http": {
+		Name: "go-http", Runtime: "go", Interpreter: "go", Script: "go-http.go",
+		Models: "Go's net/http: one http.Client over a Transport cloned from http.DefaultTransport (built with the go command on PATH)",
+		Knobs: map[string]string{
+			"keepalive":          "Transport.DisableKeepAlives (true when false)",
+			"idle_timeout":       "Transport.IdleConnTimeout",
+			"max_idle":           "Transport.MaxIdleConnsPerHost (kalab's 0, unlimited, as 1<<30: the Transport's 0 means 2)",
+			"max_conns":          "Transport.MaxConnsPerHost",
+			"session_resumption": "TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0) when true",
+			"timeout":            "http.Client.Timeout",
+			"http2":              "Transport.Protocols: tls HTTP1+HTTP2 (ForceAttemptHTTP2's ALPN), always adds UnencryptedHTTP2, never HTTP1 only",
+		},
+		Fixed: map[string]Fixed{
+			"keepalive_header": {"false", "Go's Transport sends no Connection header unless keep-alives are off (Connection: close)"},
+			"honor_hint":       {"false", "Go's Transport does not read the Keep-Alive header (golang/go#15508; src/net/http/transport.go has no parser for it)"},
+			"scheduling":       {"lifo", "Go's Transport reuses the most recently idled connection (src/net/http/transport.go queueForIdleConn: list[len(list)-1])"},
+			"liveness_check":   {"true", "Go's Transport reads every idle connection (persistConn.readLoop): the server's FIN removes it from the pool (readLoopPeekFailLocked, errServerClosedIdle)"},
+			"retry.attempts":   {"0", "http.Client re-sends nothing the caller sees; the Transport's own re-send of a replayable request on a reused connection (transport.go shouldRetryRequest) is hidden, and kalab counts it at the proxy (hidden_retries)"},
+		},
+		Build:   []string{"build", "-o"},
+		Inherit: []string{"GOROOT", "GOPATH", "GOCACHE", "GOENV", "GOTOOLCHAIN", "GOMODCACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"},
+		Probe:   []string{"version"},
 	},
 	"curl": {
 		Name: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl.sh",

@@ -22,6 +22,7 @@ var rules = []rule{
 	{code: "RemoteDisconnected", class: client.ClassEOF, runtime: "Python http.client via requests"},
 	{code: "IncompleteRead", class: client.ClassEOF, runtime: "Python http.client"},
 	{code: "52", class: client.ClassEOF, runtime: "curl: Empty reply from server"},
+	{code: "EOF", class: client.ClassEOF, runtime: "Go net/http (go-http: io.EOF, io.ErrUnexpectedEOF)"},
 	{code: "18", class: client.ClassEOF, runtime: "curl: Transferred a partial file"},
 	// A reset: the request reached a socket the server had already closed.
 	{code: "ECONNRESET", class: client.ClassReset, runtime: "Node, undici (read ECONNRESET)"},
@@ -48,6 +49,7 @@ var rules = []rule{
 	// TLS.
 	{code: "SSLError", class: client.ClassTLS, runtime: "Python ssl"},
 	{code: "SSLCertVerificationError", class: client.ClassTLS, runtime: "Python ssl"},
+	{code: "TLS", class: client.ClassTLS, runtime: "Go crypto/tls (go-http: certificate verification, alerts, a record that is not TLS)"},
 	{code: "35", class: client.ClassTLS, runtime: "curl: SSL connect error"},
 	{code: "60", class: client.ClassTLS, runtime: "curl: peer certificate cannot be authenticated"},
 	{text: "certificate", class: client.ClassTLS, runtime: "Node (UNABLE_TO_VERIFY_LEAF_SIGNATURE, DEPTH_ZERO_SELF_SIGNED_CERT, ...)"},

@@ -35,6 +35,9 @@ func TestClassify(t *testing.T) {
 		{"UNABLE_TO_VERIFY_LEAF_SIGNATURE", "unable to verify the first certificate", client.ClassTLS},
 		{"60", "SSL certificate problem: self-signed certificate", client.ClassTLS},
 		{"ERR_SSL_WRONG_VERSION_NUMBER", "wrong version number", client.ClassTLS},
+		{"EOF", `Get "https://127.0.0.1:1/": EOF`, client.ClassEOF},
+		{"ECONNRESET", `Get "https://127.0.0.1:1/": read tcp 127.0.0.1:2->127.0.0.1:1: read: connection reset by peer`, client.ClassReset},
+		{"TLS", `Get "https://127.0.0.1:1/": remote error: tls: handshake failure`, client.ClassTLS},
 		{"EWHATEVER", "something new", client.ClassOther},
 		{"", "", client.ClassOther},
 	}

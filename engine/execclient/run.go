@@ -55,6 +55,7 @@ type Identity struct {
 	Command    []string `json:"command"`           // what was started
 	Executable string   `json:"executable"`        // the runtime's resolved path
 	Version    string   `json:"version,omitempty"` // the runtime's own version line(s)
+	program    string   // the program an adapter with a build step was built into
 }
 
 // Report is what Run learned besides the events.
@@ -92,7 +93,7 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		probe := exec.CommandContext(pctx, path, a.probe...)
-		probe.Env = childenv.For(cfg.Env, nil)
+		probe.Env = a.childEnv(cfg.Env, nil)
 		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
 			// Slow is not missing: this is an error, not a skip.
@@ -106,6 +107,13 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 			if major := nodeMajor(id.Version); major > 0 && major < 18 {
 				return id, fmt.Errorf("%w: node-fetch needs Node 18 or later (global fetch), found %s (%s)", ErrMissing, id.Version, InstallHint("node"))
 			}
+		}
+		if len(a.Build) > 0 {
+			prog, err := a.built(ctx, path, id.Version, a.childEnv(cfg.Env, nil))
+			if err != nil {
+				return id, err
+			}
+			id.program, id.Command = prog, []string{prog}
 		}
 		return id, nil
 	}
@@ -133,6 +141,7 @@ var installHints = map[string]string{
 	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
 	"bash":            "install it: apt-get install bash",
 	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl",
+	"go":              "install Go 1.24 or later from https://go.dev/dl (the go-http adapter is built with it)",
 }
 
 // InstallHint says how to install program (a runtime, or an adapter whose runtime lacks a
@@ -212,6 +221,9 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 			return rep, fmt.Errorf("exec: %w", err)
 		}
 		argv = []string{a.Interpreter, script}
+		if id.program != "" {
+			argv = []string{id.program} // built before the run (Identify)
+		}
 		if a.Runtime == "node" && plan.CAFile != "" {
 			env = append(env, "NODE_EXTRA_CA_CERTS="+plan.CAFile) // fetch has no per-call CA option
 		}
@@ -222,6 +234,9 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = workDir
 	cmd.Env = childenv.For(cfg.Env, env)
+	if cfg.Adapter != nil {
+		cmd.Env = cfg.Adapter.childEnv(cfg.Env, env)
+	}
 	cmd.Stdin = nil
 	cmd.WaitDelay = 2 * time.Second
 	tail := &tailBuffer{max: stderrKeep}

@@ -68,6 +68,55 @@ func (nginxAdapter) check(cfg Config) error {
 	return errors.Join(errs...)
 }
 
+// nginx's own defaults (ngx_http_core_module docs): keepalive_timeout 75s with no
+// Keep-Alive header, and keepalive_requests 1000 since 1.19.10 (100 before).
+const (
+	nginxDefaultIdle     = 75 * time.Second
+	nginxDefaultRequests = 1000
+)
+
+// nginxKeepalive writes keepalive_timeout and keepalive_requests, each only where the value
+// differs from what the running nginx does by default: a run of the nginx preset's values
+// then runs nginx as shipped, so a truth file comparing them checks the defaults
+// themselves (scenarios/truth/servers.yaml). An nginx whose version is unknown or older
+// than 1.19.10 gets keepalive_requests written, so the value asked for holds on any nginx.
+func nginxKeepalive(w func(string, ...any), cfg Config) {
+	if cfg.IdleTimeout != nginxDefaultIdle || cfg.Hint != "" {
+		keepalive := ms(cfg.IdleTimeout)
+		if m := reTimeoutHint.FindStringSubmatch(cfg.Hint); m != nil {
+			// The second parameter is the Keep-Alive header's timeout, in seconds.
+			keepalive += " " + m[1] + "s"
+		}
+		w("  keepalive_timeout %s;", keepalive)
+	}
+	requests := cfg.MaxRequests
+	if requests == 0 {
+		requests = nginxUnlimited
+	}
+	if requests != nginxDefaultRequests || !versionAtLeast(cfg.version, 1, 19, 10) {
+		w("  keepalive_requests %d;", requests)
+	}
+}
+
+// versionAtLeast reports whether v ("1.22.1") is at least major.minor.patch (a missing
+// part counts as 0); false when v does not parse.
+func versionAtLeast(v string, want ...int) bool {
+	parts := strings.Split(v, ".")
+	for i, w := range want {
+		n := 0
+		if i < len(parts) {
+			var err error
+			if n, err = strconv.Atoi(parts[i]); err != nil {
+				return false
+			}
+		}
+		if n != w {
+			return n > w
+		}
+	}
+	return true
+}
+
 func (nginxAdapter) prepare(cfg Config, dir string, port int, files certFiles) ([]string, string, error) {
 	var b strings.Builder
 	logDir := cfg.LogDir
@@ -88,17 +137,7 @@ func (nginxAdapter) prepare(cfg Config, dir string, port int, files certFiles) (
 		w("  %s_temp_path %s;", t, filepath.Join(dir, t))
 	}
 	w("  default_type \"text/plain; charset=utf-8\";")
-	keepalive := ms(cfg.IdleTimeout)
-	if m := reTimeoutHint.FindStringSubmatch(cfg.Hint); m != nil {
-		// The second parameter is the Keep-Alive header's timeout, in seconds.
-		keepalive += " " + m[1] + "s"
-	}
-	w("  keepalive_timeout %s;", keepalive)
-	requests := cfg.MaxRequests
-	if requests == 0 {
-		requests = nginxUnlimited
-	}
-	w("  keepalive_requests %d;", requests)
+	nginxKeepalive(w, cfg)
 	// keepalive_time (1.19.10+) closes a connection after an hour of use by default: keep
 	// it out of the way, so the only closes are the ones configured.
 	w("  keepalive_time %dh;", 24*7)

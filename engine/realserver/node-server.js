@@ -43,9 +43,10 @@ const server = mod.createServer(options, (req, res) => {
     }
   });
 });
-server.keepAliveTimeout = cfg.keepAliveTimeout;
+// null leaves Node's own default (kalab sends null for a value equal to it).
+if (cfg.keepAliveTimeout !== null) server.keepAliveTimeout = cfg.keepAliveTimeout;
 server.headersTimeout = cfg.headersTimeout;
-server.maxRequestsPerSocket = cfg.maxRequestsPerSocket;
+if (cfg.maxRequestsPerSocket !== null) server.maxRequestsPerSocket = cfg.maxRequestsPerSocket;
 
 process.on('SIGTERM', () => process.exit(0));
 server.listen(cfg.port, '127.0.0.1', () => {

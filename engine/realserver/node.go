@@ -25,6 +25,21 @@ const NodeKeepAliveBuffer = time.Second
 // only bounds how long a request's headers may take, never an idle connection.
 const nodeHeadersTimeout = 60 * time.Second
 
+// nodeDefaultKeepAliveTimeout is http.Server's keepAliveTimeout when nothing sets it
+// (doc/api/http.md server.keepAliveTimeout: 5000; Node 20.20.2 prints 5000 here).
+const nodeDefaultKeepAliveTimeout = 5 * time.Second
+
+// nodeUnlessDefault is v for the script to set, or nil when it is Node's own default
+// (def): the script then leaves the setting alone, so a run of the node preset's values
+// runs Node's http.Server as shipped and a truth file comparing them checks the default
+// itself (scenarios/truth/servers.yaml); the script logs what the server runs with.
+func nodeUnlessDefault(v, def int64) any {
+	if v == def {
+		return nil
+	}
+	return v
+}
+
 // nodeAdapter runs the bundled script: IdleTimeout becomes keepAliveTimeout minus Node's
 // buffer, MaxRequests maxRequestsPerSocket.
 type nodeAdapter struct{}
@@ -90,9 +105,9 @@ func (nodeAdapter) prepare(cfg Config, dir string, port int, files certFiles) ([
 		"key":                  files.key,
 		"tlsVersion":           map[bool]string{true: "TLSv1.2", false: "TLSv1.3"}[cfg.TLSVersion == tls.VersionTLS12],
 		"sessionTickets":       cfg.SessionTickets,
-		"keepAliveTimeout":     kat.Milliseconds(),
+		"keepAliveTimeout":     nodeUnlessDefault(kat.Milliseconds(), nodeDefaultKeepAliveTimeout.Milliseconds()),
 		"headersTimeout":       nodeHeadersTimeout.Milliseconds(),
-		"maxRequestsPerSocket": cfg.MaxRequests,
+		"maxRequestsPerSocket": nodeUnlessDefault(int64(cfg.MaxRequests), 0),
 		"hint":                 hint,
 		"status":               cfg.Status,
 		"bodyBytes":            cfg.BodyBytes,

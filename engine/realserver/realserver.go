@@ -85,6 +85,8 @@ type Config struct {
 	LogDir string
 	// StartTimeout bounds the wait for the server to accept connections; 0 means 15 s.
 	StartTimeout time.Duration
+
+	version string // the program's version, as its adapter read it, for prepare
 }
 
 // Identity names a real server in the run record.
@@ -319,12 +321,13 @@ func (s *Server) startProgram(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s is not installed (%v); install it: apt-get install %s", ErrMissing, prog, err, debianPackage(prog))
 		}
+		abs.version = programVersion(ctx, path, ad, s.cfg.Env)
 		args, cf, err := ad.prepare(abs, tmp, port, files)
 		if err != nil {
 			return err
 		}
 		argv, configFile = append([]string{path}, args...), cf
-		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: programVersion(ctx, path, ad, s.cfg.Env)}
+		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: abs.version}
 	}
 	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
 	logDir := s.cfg.LogDir

@@ -26,6 +26,9 @@ var estimateProcess = map[string]time.Duration{
 	"node":    250 * time.Millisecond,
 	"python3": 400 * time.Millisecond,
 	"curl":    25 * time.Millisecond,
+	// go version, then the go-http program kalab built before the run (a warm start of
+	// the binary: 90 ms here; the build itself is not part of the run).
+	"go": 150 * time.Millisecond,
 }
 
 // Expected is how long a run of r should take in real time under opt (its --time-scale and

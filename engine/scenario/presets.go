@@ -72,14 +72,14 @@ var ServerPresets = registry([]Preset{
 		Name:     "node",
 		Models:   "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
 		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (socket.setTimeout(keepAliveTimeout + HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER), 1000, nodejs/node PR #54863, the same line in Node 20.20.2's own copy; measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
-		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled on 2026-12-01 with keepAliveTimeout set to 5000; left at its own default, which its log reports as 5000, it closed at 6,013.8 ms against 6,000.3 modelled; no Keep-Alive header of kalab's, Node's own) on 2026-12-02 by scenarios/truth/servers.yaml",
 		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
 	{
 		Name:     "nginx",
 		Models:   "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
 		Source:   "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
-		Verified: "nginx 1.22.1 (keepalive_timeout 2s: 2,002.3 ms against 2,001.0 modelled) on 2026-12-01 by scenarios/truth/servers.yaml",
+		Verified: "nginx 1.22.1: the idle close with keepalive_timeout 2s (2,002.3 ms against 2,001.0 modelled) on 2026-12-01; at its own defaults (kalab writes neither keepalive_timeout nor keepalive_requests for the preset's values, and sets keepalive_time to a week) the close after the 1,000th request on a connection (2 connections for 1,001 back-to-back requests) and the absence of a Keep-Alive header (a client that drops any hint of 80 s or less keeps 1 connection); not compared: the 75 s idle close at the default (too slow for the bundled suite; the 2 s case compares the same directive), keepalive_time; on 2026-12-02 by scenarios/truth/servers.yaml",
 		YAML:     "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
 	},
 	{
@@ -131,10 +131,11 @@ var ClientPresets = registry([]Preset{
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
 	},
 	{
-		Name:   "go-default",
-		Models: "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
-		Source: "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption; TCP keepalive: DefaultTransport dials with net.Dialer{KeepAlive: 30 * time.Second} (src/net/http/transport.go), and net.newTCPConn turns that into KeepAliveConfig{Enable: true, Idle: 30s}, whose zero Interval and Count mean 15 s and 9 (src/net/tcpsock.go KeepAliveConfig; src/net/dial.go defaultTCPKeepAliveInterval, defaultTCPKeepAliveCount), read in Go 1.26.8 here; a plain net.Dialer{} uses 15 s idle (defaultTCPKeepAliveIdle)",
-		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 30s, interval: 15s, count: 9}",
+		Name:     "go-default",
+		Models:   "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
+		Verified: "Go 1.26.8 net/http (the go-http adapter: an http.Client over a Transport cloned from DefaultTransport, nothing else set): reuse, the stale race (4 hidden re-sends and 4 failed attempts of 5 requests, no error), a FIN first, TLS resumption (0 of 4 at the defaults, 4 of 4 with a ClientSessionCache), the ignored Keep-Alive hint, MaxIdleConnsPerHost 2 under 4 concurrent requests (8 connections for 3 bursts) and a re-sent request's latency; not compared: the 90 s IdleConnTimeout (no case idles that long), TCP keepalive, HTTP/2, request bodies and non-idempotent methods, which requests reuse under the dial race (reused_requests varies from run to run in both), on 2026-12-02 by scenarios/truth/go.yaml",
+		Source:   "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption; TCP keepalive: DefaultTransport dials with net.Dialer{KeepAlive: 30 * time.Second} (src/net/http/transport.go), and net.newTCPConn turns that into KeepAliveConfig{Enable: true, Idle: 30s}, whose zero Interval and Count mean 15 s and 9 (src/net/tcpsock.go KeepAliveConfig; src/net/dial.go defaultTCPKeepAliveInterval, defaultTCPKeepAliveCount), read in Go 1.26.8 here; a plain net.Dialer{} uses 15 s idle (defaultTCPKeepAliveIdle)",
+		YAML:     "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 30s, interval: 15s, count: 9}",
 	},
 	{
 		Name:     "python-requests",
