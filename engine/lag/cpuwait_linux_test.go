@@ -1,6 +1,8 @@
 package lag
 
 import (
+	"context"
+	"os/exec"
 	"runtime"
 	"sync"
 	"testing"
@@ -79,4 +81,52 @@ func busy(n int, d time.Duration) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCPUWaitSplitTellsOwnFromNeighbours: busy threads of this process beside twice as
+// many busy processes make the wait mostly the neighbours' (they hold two thirds of the
+// machine's busy CPU), and the process's own share of its wait is far larger when its
+// threads compete only with each other (and whatever else the machine runs: the shared
+// machine's other work is in both spans).
+func TestCPUWaitSplitTellsOwnFromNeighbours(t *testing.T) {
+	if _, _, ok := StartCPUWait().Split(); !ok {
+		t.Skip("this system has no per-thread run-queue delay (schedstat)") // skip: a kernel without schedstat: not in .ci/allowed-skips, so CI fails on it
+	}
+	cores := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * cores))
+	const span = 400 * time.Millisecond
+
+	w := StartCPUWait()
+	busy(2*cores, span)
+	own, others, _ := w.Split()
+	aloneShare := float64(own) / float64(own+others)
+	t.Logf("without hogs: own %v, neighbours %v", own, others)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var hogs []*exec.Cmd
+	for range 2 * cores {
+		c := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, c)
+	}
+	defer func() {
+		for _, c := range hogs {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the hogs are running
+	w = StartCPUWait()
+	busy(cores, span)
+	own, others, _ = w.Split()
+	if others <= own {
+		t.Errorf("%d busy threads beside %d busy processes on %d cores: own wait %v, neighbours' %v; want mostly the neighbours'", cores, 2*cores, cores, own, others)
+	}
+	t.Logf("beside %d hogs: own %v, neighbours %v", 2*cores, own, others)
+	if hogShare := float64(own) / float64(own+others); aloneShare < 2*hogShare {
+		t.Errorf("the process's own share of its wait was %.2f without hogs and %.2f beside them; want at least twice as much without", aloneShare, hogShare)
+	}
 }
