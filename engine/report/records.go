@@ -270,6 +270,12 @@ type Timing struct {
 	// run during the run but waited for a core (Linux schedstat run-queue delay, plus the
 	// process's share of hypervisor steal); absent where the system does not say.
 	CPUWaitMs *float64 `json:"cpu_wait_ms,omitempty"`
+	// CPUWaitNeighboursMs is the part of CPUWaitMs the machine's other processes caused
+	// (lag.CPUWait.Split: the threads' delay times the others' share of the machine's busy
+	// CPU, plus steal); the rest is kalab's threads queueing behind each other, which a run
+	// has alone too. A latency check this part could have moved past its bound is not
+	// judged (the CPU-pressure rule per check).
+	CPUWaitNeighboursMs *float64 `json:"cpu_wait_neighbours_ms,omitempty"`
 	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in
 	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
 	// link. Against a baseline, the extra wait per request and the extra link lateness
