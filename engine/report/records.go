@@ -273,9 +273,14 @@ type Timing struct {
 	// CPUWaitNeighboursMs is the part of CPUWaitMs the machine's other processes caused
 	// (lag.CPUWait.Split: the threads' delay times the others' share of the machine's busy
 	// CPU, plus steal); the rest is kalab's threads queueing behind each other, which a run
-	// has alone too. A latency check this part could have moved past its bound is not
-	// judged (the CPU-pressure rule per check).
+	// has alone too.
 	CPUWaitNeighboursMs *float64 `json:"cpu_wait_neighbours_ms,omitempty"`
+	// RunQueueMs is how long kalab's threads waited for a core on average each time they
+	// got one during the run (lag.RunQueue). Its neighbours' part (times
+	// CPUWaitNeighboursMs over CPUWaitMs) over the wake-ups a request waits through in turn
+	// (LinkTrips + 1) is what other processes could have added to a request: a latency
+	// check this could move past its bound is not judged (the CPU-pressure rule per check).
+	RunQueueMs *float64 `json:"run_queue_ms,omitempty"`
 	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in
 	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
 	// link. Against a baseline, the extra wait per request and the extra link lateness

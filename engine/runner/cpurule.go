@@ -10,41 +10,49 @@ import (
 )
 
 // The CPU-pressure rule per check (issue 28). Timers see how late a wake-up was; they do
-// not see a TLS handshake or a parser take longer because a core was busy, and that time
-// lands in a request's latency (at a time scale of 0.05, twenty times over in scenario
-// time). A run records how long its threads waited for a core (timing.cpu_wait_ms) and
-// which part of it the machine's other processes caused (cpu_wait_neighbours_ms,
-// lag.CPUWait.Split). The run's own part, kalab's threads queueing behind each other, is
-// in every run of it, alone too, and its checks were written against runs that had it;
-// the neighbours' part is the machine's other work. So an expect or compare check is
-// evaluated over every value the neighbours' wait could have added to the latency_ms
-// metrics it reads (per request, in scenario time; the mean exactly, a percentile by the
-// mean, an estimate), as compares are over their link's lateness (comparemargin.go): a
-// verdict that changes inside that range is not given. An expect check makes its run
-// noisy (rerun alone, where no other run's program competes); a compare is not evaluated.
+// not see a TLS handshake or a parser take longer because a core was busy, nor a goroutine
+// woken by a socket wait for one, and that time lands in a request's latency (at a time
+// scale of 0.05, twenty times over in scenario time). A run records how long kalab's
+// threads waited for a core each time they got one (timing.run_queue_ms, lag.RunQueue)
+// and which share of their wait the machine's other processes caused
+// (cpu_wait_neighbours_ms of cpu_wait_ms, lag.CPUWait.Split). The own share, kalab's
+// threads queueing behind each other, is in every run of it, alone too, and its checks
+// were written against runs that had it; the neighbours' share is the machine's other
+// work. A request waits in turn through a wake-up per link trip and one more (the client
+// on its answer), so other processes could have added the neighbours' part of the mean
+// wait times (link_trips + 1) to each request, in scenario time (the mean exactly, a
+// percentile by the mean: an estimate). The per-run figure is used, not the process's
+// total wait over the requests: that sums every thread of every run in flight. An expect
+// or compare check is evaluated over every value that could have added to the latency_ms
+// metrics it reads, as compares are over their link's lateness (comparemargin.go): a
+// verdict that changes inside that range is not given. An expect check makes its run noisy
+// (rerun alone, where no other run's program competes); a compare is not evaluated.
 
 // neighbourShift is how far (scenario ms) other processes' CPU could have moved each
-// request of r: the neighbours' wait over the requests, at the run's time scale.
+// request of r; 0 when the record does not say.
 func neighbourShift(r *report.Run) float64 {
 	t := r.Timing
-	if t == nil || t.CPUWaitNeighboursMs == nil || r.Metrics.Requests <= 0 {
+	if t == nil || t.RunQueueMs == nil || t.CPUWaitMs == nil || t.CPUWaitNeighboursMs == nil || *t.CPUWaitMs <= 0 {
 		return 0
 	}
 	scale := r.TimeScale
 	if scale <= 0 {
 		scale = 1
 	}
-	return *t.CPUWaitNeighboursMs / r.Metrics.Requests / scale
+	return *t.RunQueueMs * neighbourShare(t) * float64(t.LinkTrips+1) / scale
+}
+
+// neighbourShare is the share of kalab's wait for a core that other processes caused.
+func neighbourShare(t *report.Timing) float64 {
+	return min(*t.CPUWaitNeighboursMs / *t.CPUWaitMs, 1)
 }
 
 // cpuWhy says what the CPU wait of r was, own and neighbours', for a reason.
 func cpuWhy(r *report.Run) string {
-	own := 0.0
-	if r.Timing.CPUWaitMs != nil {
-		own = *r.Timing.CPUWaitMs - *r.Timing.CPUWaitNeighboursMs
-	}
-	return fmt.Sprintf("other processes made its threads wait %.1f ms for a core (%.2f ms per request in scenario time; "+
-		"its own threads queueing behind each other, %.1f ms, are not counted)", *r.Timing.CPUWaitNeighboursMs, neighbourShift(r), own)
+	t := r.Timing
+	return fmt.Sprintf("kalab's threads waited %.3f ms for a core each time they got one, %.0f%% of it behind other processes "+
+		"(the rest, its own threads queueing behind each other, is not counted): over %d wake-ups a request waits through, "+
+		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*neighbourShare(t), t.LinkTrips+1, neighbourShift(r))
 }
 
 // latencyRefs lists the latency_ms metrics an assertion reads.

@@ -78,7 +78,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	pressure, cpuWait, sched := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched()
+	pressure, cpuWait, sched, queue := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched(), lag.StartRunQueue()
 	var m check.Metrics
 	var conns connOutcome
 	var err error
@@ -99,6 +99,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.Metrics = m
 	sched.Into(&tm.sched)
 	rec.Timing = runTiming(tm, judge.after(st, m), st, pressure, cpuWait)
+	if d, ok := queue.Mean(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		rec.Timing.RunQueueMs = &v
+	}
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
