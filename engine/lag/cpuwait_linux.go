@@ -27,7 +27,7 @@ func readThreads() (map[int]threadSched, bool) {
 		}
 		ts, ok := parseSchedstatLine(b)
 		if !ok {
-			return nil, false
+			continue // a thread ending as it is read can leave an empty line
 		}
 		out[tid] = ts
 	}

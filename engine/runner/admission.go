@@ -156,11 +156,14 @@ func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
 	if a.busy() == 0 {
 		return true, 0
 	}
-	t := time.NewTicker(admitWindow)
+	// Each window is a whole admitWindow from its start (a ticker would hand a goroutine
+	// that was kept from running a tick at once, and a window of nothing).
+	t := time.NewTimer(admitWindow)
 	defer t.Stop()
-	a.healthy() // start the window now
-	q := lag.StartRunQueue()
 	for {
+		a.healthy() // start the window now
+		q := lag.StartRunQueue()
+		t.Reset(admitWindow)
 		select {
 		case <-ctx.Done():
 			return false, backoffs
@@ -170,7 +173,6 @@ func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
 		if a.busy() == 0 || (healthy && room) {
 			return true, backoffs
 		}
-		q = lag.StartRunQueue()
 		backoffs++
 	}
 }

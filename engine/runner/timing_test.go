@@ -308,10 +308,10 @@ func TestAdmissionWaitsForCPURoom(t *testing.T) {
 		}
 	}
 	cores := runtime.NumCPU()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4 * cores))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8 * cores))
 	hogCtx, stopHogs := context.WithCancel(context.Background())
 	var hogs sync.WaitGroup
-	for range 4 * cores {
+	for range 8 * cores {
 		hogs.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -326,7 +326,7 @@ func TestAdmissionWaitsForCPURoom(t *testing.T) {
 	stopHogs()
 	hogs.Wait()
 	if ok {
-		t.Fatalf("admitted while %d busy threads on %d cores left no room for a 1 ms limit (after %d windows)", 4*cores, cores, n)
+		t.Fatalf("admitted while %d busy threads on %d cores left no room for a 1 ms limit (after %d windows)", 8*cores, cores, n)
 	}
 	go punctual(10 * admitWindow)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*admitWindow)
