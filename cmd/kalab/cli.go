@@ -513,7 +513,7 @@ can be believed, in real milliseconds:
                                       run
   cpu_wait_neighbours_ms              the part of it other processes caused
   run_queue_ms                        kalab's threads' mean wait for a core per slice; its
-                                      neighbours' share over link_trips + 1 wake-ups is
+                                      neighbours' share over 2 x link_trips + 1 wake-ups is
                                       what other processes could add to a request: an
                                       expect or compare on latency_ms it could flip is
                                       noisy or not evaluated

@@ -277,8 +277,8 @@ type Timing struct {
 	CPUWaitNeighboursMs *float64 `json:"cpu_wait_neighbours_ms,omitempty"`
 	// RunQueueMs is how long kalab's threads waited for a core on average each time they
 	// got one during the run (lag.RunQueue). Its neighbours' part (times
-	// CPUWaitNeighboursMs over CPUWaitMs) over the wake-ups a request waits through in turn
-	// (LinkTrips + 1) is what other processes could have added to a request: a latency
+	// CPUWaitNeighboursMs over CPUWaitMs) over the wake-ups no timer measures a request waits
+	// through in turn (2 x LinkTrips + 1) is what other processes could have added to a request: a latency
 	// check this could move past its bound is not judged (the CPU-pressure rule per check).
 	RunQueueMs *float64 `json:"run_queue_ms,omitempty"`
 	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in

@@ -18,10 +18,12 @@ import (
 // (cpu_wait_neighbours_ms of cpu_wait_ms, lag.CPUWait.Split). The own share, kalab's
 // threads queueing behind each other, is in every run of it, alone too, and its checks
 // were written against runs that had it; the neighbours' share is the machine's other
-// work. A request waits in turn through a wake-up per link trip and one more (the client
-// on its answer), so other processes could have added the neighbours' part of the mean
-// wait times (link_trips + 1) to each request, in scenario time (the mean exactly, a
-// percentile by the mean: an estimate). The per-run figure is used, not the process's
+// work. A request waits in turn through two wake-ups per link trip that no timer measures
+// (the proxy's reader on the chunk, the far end's reader on its delivery; the delivery
+// itself is the link's timer) and one more (the client on its answer), so other processes
+// could have added the neighbours' part of the mean wait times (2 x link_trips + 1) to
+// each request, in scenario time (the mean exactly, a percentile by the mean: an
+// estimate). The per-run figure is used, not the process's
 // total wait over the requests: that sums every thread of every run in flight. An expect
 // or compare check is evaluated over every value that could have added to the latency_ms
 // metrics it reads, as compares are over their link's lateness (comparemargin.go): a
@@ -39,8 +41,11 @@ func neighbourShift(r *report.Run) float64 {
 	if scale <= 0 {
 		scale = 1
 	}
-	return *t.RunQueueMs * neighbourShare(t) * float64(t.LinkTrips+1) / scale
+	return *t.RunQueueMs * neighbourShare(t) * float64(wakeUps(t)) / scale
 }
+
+// wakeUps is how many wake-ups no timer measures a request waits through in turn.
+func wakeUps(t *report.Timing) int { return 2*t.LinkTrips + 1 }
 
 // neighbourShare is the share of kalab's wait for a core that other processes caused.
 func neighbourShare(t *report.Timing) float64 {
@@ -52,7 +57,7 @@ func cpuWhy(r *report.Run) string {
 	t := r.Timing
 	return fmt.Sprintf("kalab's threads waited %.3f ms for a core each time they got one, %.0f%% of it behind other processes "+
 		"(the rest, its own threads queueing behind each other, is not counted): over %d wake-ups a request waits through, "+
-		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*neighbourShare(t), t.LinkTrips+1, neighbourShift(r))
+		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*neighbourShare(t), wakeUps(t), neighbourShift(r))
 }
 
 // latencyRefs lists the latency_ms metrics an assertion reads.
