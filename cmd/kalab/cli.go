@@ -511,6 +511,12 @@ can be believed, in real milliseconds:
                                       exit 3; reruns lists each attempt and probe
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
+  cpu_wait_neighbours_ms              the part of it other processes caused
+  run_queue_ms                        kalab's threads' mean wait for a core per slice; its
+                                      neighbours' share over 2 x link_trips + 1 wake-ups is
+                                      what other processes could add to a request: an
+                                      expect or compare on latency_ms it could flip is
+                                      noisy or not evaluated
   link_trips                          the link's trips a request waits on in turn; against
                                       a baseline, a time metric regressed by less than the
                                       extra wait per request plus the extra link lateness

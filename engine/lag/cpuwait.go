@@ -39,12 +39,40 @@ func (c CPUWait) Wait() (time.Duration, bool) {
 	if !c.ok {
 		return 0, false
 	}
+	own, neighbours, ok := c.Split()
+	return own + neighbours, ok
+}
+
+// Split returns the span's wait (Wait) divided by whose work the threads queued behind.
+// neighbours is what the machine's other processes made them wait: the threads' run-queue
+// delay times the share of the machine's busy CPU over the span that was not this
+// process's (a thread waits behind whoever holds the cores, in proportion to the CPU each
+// used), plus the process's share of steal (other guests' by definition). own is the rest:
+// the process's threads queueing behind each other, which a run has when it is alone too
+// (every run in this process counts as its own: kalab's parallel runs share its threads).
+// false when the system does not say.
+func (c CPUWait) Split() (own, neighbours time.Duration, ok bool) {
+	if !c.ok {
+		return 0, 0, false
+	}
 	now, ok1 := readThreadWaits()
 	sys, ok2 := readSysCPU()
 	if !ok1 || !ok2 {
-		return 0, false
+		return 0, 0, false
 	}
-	return waited(c.at, now) + stolen(c.sys, sys), true
+	own, neighbours = split(waited(c.at, now), c.sys, sys)
+	return own, neighbours + stolen(c.sys, sys), true
+}
+
+// split divides a run-queue delay between this process and the others by their shares of
+// the machine's busy CPU between from and to.
+func split(delay time.Duration, from, to sysCPU) (own, others time.Duration) {
+	busy, self := to.busy-from.busy, to.self-from.self
+	if busy <= 0 || self >= busy {
+		return delay, 0
+	}
+	others = time.Duration(float64(delay) * float64(busy-max(self, 0)) / float64(busy))
+	return delay - others, others
 }
 
 // waited sums each thread's delay over the span: a thread seen at both ends adds its

@@ -7,14 +7,15 @@ import (
 	"time"
 )
 
-// readThreadWaits reads the second field of /proc/self/task/<tid>/schedstat (nanoseconds
-// spent waiting on a run queue) for every thread of the process.
-func readThreadWaits() (threadWaits, bool) {
+// readThreads reads /proc/self/task/<tid>/schedstat for every thread of the process: its
+// run-queue delay (the second field, nanoseconds) and how many times it was given a core
+// (the third).
+func readThreads() (map[int]threadSched, bool) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return nil, false
 	}
-	out := make(threadWaits, len(ents))
+	out := make(map[int]threadSched, len(ents))
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -24,26 +25,52 @@ func readThreadWaits() (threadWaits, bool) {
 		if err != nil {
 			continue // the thread ended between the listing and the read
 		}
-		d, ok := parseSchedstat(b)
+		ts, ok := parseSchedstatLine(b)
 		if !ok {
-			return nil, false
+			continue // a thread ending as it is read can leave an empty line
 		}
-		out[tid] = d
+		out[tid] = ts
 	}
 	return out, len(out) > 0
 }
 
+// readThreadWaits is each thread's run-queue delay (readThreads).
+func readThreadWaits() (threadWaits, bool) {
+	ts, ok := readThreads()
+	if !ok {
+		return nil, false
+	}
+	out := make(threadWaits, len(ts))
+	for tid, t := range ts {
+		out[tid] = t.wait
+	}
+	return out, true
+}
+
 // parseSchedstat returns the run-queue delay of a schedstat line: "run_ns wait_ns slices".
 func parseSchedstat(b []byte) (time.Duration, bool) {
+	ts, ok := parseSchedstatLine(b)
+	return ts.wait, ok
+}
+
+// parseSchedstatLine returns the run-queue delay and the slices of a schedstat line; a
+// line of two fields (no slice count) gives 0 slices.
+func parseSchedstatLine(b []byte) (threadSched, bool) {
 	f := bytes.Fields(b)
 	if len(f) < 2 {
-		return 0, false
+		return threadSched{}, false
 	}
 	n, err := strconv.ParseInt(string(f[1]), 10, 64)
 	if err != nil || n < 0 {
-		return 0, false
+		return threadSched{}, false
 	}
-	return time.Duration(n), true
+	ts := threadSched{wait: time.Duration(n)}
+	if len(f) >= 3 {
+		if ts.slices, err = strconv.ParseInt(string(f[2]), 10, 64); err != nil || ts.slices < 0 {
+			return threadSched{}, false
+		}
+	}
+	return ts, true
 }
 
 // userHZ is the unit of /proc/stat's times: Linux reports them in USER_HZ, 100 per second

@@ -1,6 +1,8 @@
 package lag
 
 import (
+	"context"
+	"os/exec"
 	"runtime"
 	"sync"
 	"testing"
@@ -79,4 +81,86 @@ func busy(n int, d time.Duration) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCPUWaitSplitTellsOwnFromNeighbours: busy threads of this process beside twice as
+// many busy processes make the wait mostly the neighbours' (they hold two thirds of the
+// machine's busy CPU), and the process's own share of its wait is far larger when its
+// threads compete only with each other (and whatever else the machine runs: the shared
+// machine's other work is in both spans).
+func TestCPUWaitSplitTellsOwnFromNeighbours(t *testing.T) {
+	if _, _, ok := StartCPUWait().Split(); !ok {
+		t.Skip("this system has no per-thread run-queue delay (schedstat)") // skip: a kernel without schedstat: not in .ci/allowed-skips, so CI fails on it
+	}
+	cores := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * cores))
+	const span = 400 * time.Millisecond
+
+	w := StartCPUWait()
+	busy(2*cores, span)
+	own, others, _ := w.Split()
+	aloneShare := float64(own) / float64(own+others)
+	t.Logf("without hogs: own %v, neighbours %v", own, others)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var hogs []*exec.Cmd
+	for range 2 * cores {
+		c := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, c)
+	}
+	defer func() {
+		for _, c := range hogs {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the hogs are running
+	w = StartCPUWait()
+	busy(cores, span)
+	own, others, _ = w.Split()
+	if others <= own {
+		t.Errorf("%d busy threads beside %d busy processes on %d cores: own wait %v, neighbours' %v; want mostly the neighbours'", cores, 2*cores, cores, own, others)
+	}
+	t.Logf("beside %d hogs: own %v, neighbours %v", 2*cores, own, others)
+	if hogShare := float64(own) / float64(own+others); aloneShare < 2*hogShare {
+		t.Errorf("the process's own share of its wait was %.2f without hogs and %.2f beside them; want at least twice as much without", aloneShare, hogShare)
+	}
+}
+
+func TestParseSchedstatLine(t *testing.T) {
+	if got, ok := parseSchedstatLine([]byte("190071501 22014113 779\n")); !ok || got != (threadSched{wait: 22014113, slices: 779}) {
+		t.Errorf("parseSchedstatLine = %+v, %v; want wait 22014113, 779 slices", got, ok)
+	}
+	if _, ok := parseSchedstatLine([]byte("1 2 -3\n")); ok {
+		t.Error("a negative slice count parsed")
+	}
+}
+
+// TestRunQueueSeesContention: threads of this process that outnumber the cores wait for a
+// core each time they get one, a slice's length or so; a span whose threads only wake from
+// short sleeps waits far less per slice (on a busy shared machine both rise: the test
+// compares them, and logs both).
+func TestRunQueueSeesContention(t *testing.T) {
+	cores := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3 * cores))
+	const span = 300 * time.Millisecond
+	q := StartRunQueue()
+	busy(3*cores, span)
+	contended, ok := q.Mean()
+	if !ok {
+		t.Skip("this system has no per-thread run-queue delay (schedstat)") // skip: a kernel without schedstat: not in .ci/allowed-skips, so CI fails on it
+	}
+	q = StartRunQueue()
+	for end := time.Now().Add(span); time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	idle, _ := q.Mean()
+	t.Logf("mean wait per slice: %v with %d busy threads on %d cores, %v waking from 1 ms sleeps", contended, 3*cores, cores, idle)
+	if contended < 2*idle || contended < 500*time.Microsecond {
+		t.Errorf("mean wait per slice %v with %d busy threads on %d cores, %v when sleeping; want the contended span at least twice the sleeping one and 0.5 ms", contended, 3*cores, cores, idle)
+	}
 }

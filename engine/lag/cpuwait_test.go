@@ -23,3 +23,16 @@ func TestStolenIsTheProcessShare(t *testing.T) {
 		t.Errorf("stolen over nothing = %v", got)
 	}
 }
+
+func TestSplitByShareOfTheMachinesCPU(t *testing.T) {
+	from := sysCPU{busy: time.Second, self: 100 * time.Millisecond}
+	to := sysCPU{busy: 5 * time.Second, self: 1100 * time.Millisecond} // 4 s busy, 1 s of it ours
+	own, others := split(80*time.Millisecond, from, to)
+	if own != 20*time.Millisecond || others != 60*time.Millisecond {
+		t.Errorf("split = own %v, others %v; want 20ms and 60ms (the others held 3 of the 4 busy seconds)", own, others)
+	}
+	// Tick granularity can make the process's CPU exceed the machine's busy figure: all own.
+	if own, others := split(80*time.Millisecond, from, sysCPU{busy: 1500 * time.Millisecond, self: 700 * time.Millisecond}); own != 80*time.Millisecond || others != 0 {
+		t.Errorf("split with the process over the machine = own %v, others %v; want all own", own, others)
+	}
+}

@@ -302,6 +302,17 @@ type Timing struct {
 	// run during the run but waited for a core (Linux schedstat run-queue delay, plus the
 	// process's share of hypervisor steal); absent where the system does not say.
 	CPUWaitMs *float64 `json:"cpu_wait_ms,omitempty"`
+	// CPUWaitNeighboursMs is the part of CPUWaitMs the machine's other processes caused
+	// (lag.CPUWait.Split: the threads' delay times the others' share of the machine's busy
+	// CPU, plus steal); the rest is kalab's threads queueing behind each other, which a run
+	// has alone too.
+	CPUWaitNeighboursMs *float64 `json:"cpu_wait_neighbours_ms,omitempty"`
+	// RunQueueMs is how long kalab's threads waited for a core on average each time they
+	// got one during the run (lag.RunQueue). Its neighbours' part (times
+	// CPUWaitNeighboursMs over CPUWaitMs) over the wake-ups no timer measures a request waits
+	// through in turn (2 x LinkTrips + 1) is what other processes could have added to a request: a latency
+	// check this could move past its bound is not judged (the CPU-pressure rule per check).
+	RunQueueMs *float64 `json:"run_queue_ms,omitempty"`
 	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in
 	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
 	// link. Against a baseline, the extra wait per request and the extra link lateness

@@ -51,8 +51,9 @@ type admission struct {
 
 type watched struct {
 	recs  []*lag.Recorder
-	share []float64 // admitShare of each recorder's watched limit
-	last  []uint64  // over and n at the previous look, two per recorder
+	share []float64     // admitShare of each recorder's watched limit
+	last  []uint64      // over and n at the previous look, two per recorder
+	least time.Duration // the tightest watched limit (0: none)
 }
 
 func newAdmission() *admission {
@@ -76,6 +77,9 @@ func (a *admission) add(tm *timers, tol tolerance) {
 	for name, r := range tm.timerSources() {
 		if l, ok := watchedLimit(tol.of(name)); ok {
 			r.Watch(l.D)
+			if w.least == 0 || l.D < w.least {
+				w.least = l.D
+			}
 			w.recs = append(w.recs, r)
 			w.share = append(w.share, admitShare(l.Stat))
 			w.last = append(w.last, 0, 0)
@@ -111,6 +115,32 @@ func (a *admission) healthy() bool {
 	return ok
 }
 
+// absorbs is the tightest limit any run in flight watches its timers at, and false when
+// none watches one.
+func (a *admission) absorbs() (time.Duration, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var least time.Duration
+	for _, w := range a.runs {
+		if w.least > 0 && (least == 0 || w.least < least) {
+			least = w.least
+		}
+	}
+	return least, least > 0
+}
+
+// cpuRoom reports whether, over the window q began, this process's threads waited for a
+// core less per slice (lag.RunQueue) than the tightest limit of the runs in flight: a
+// timer whose goroutine waits that long for a core is late by that much, so a window
+// above it has no room for another run's computing (issue 29: runs are admitted by their
+// CPU wait, not only by their timers). A system that does not say leaves the timers to
+// decide.
+func (a *admission) cpuRoom(q lag.RunQueue) bool {
+	mean, ok := q.Mean()
+	least, watched := a.absorbs()
+	return !ok || !watched || mean <= least
+}
+
 // busy reports how many runs are in flight.
 func (a *admission) busy() int {
 	a.mu.Lock()
@@ -119,22 +149,28 @@ func (a *admission) busy() int {
 }
 
 // wait blocks until another run may start: at once when nothing runs, otherwise after a
-// window in which the runs in flight kept their timing. It returns false when ctx ends.
+// window in which the runs in flight kept their timing and the process's threads waited
+// for a core less per slice than the runs' tightest limit (cpuRoom). It returns false when ctx ends.
 // backoffs counts the windows that found no headroom.
 func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
 	if a.busy() == 0 {
 		return true, 0
 	}
-	t := time.NewTicker(admitWindow)
+	// Each window is a whole admitWindow from its start (a ticker would hand a goroutine
+	// that was kept from running a tick at once, and a window of nothing).
+	t := time.NewTimer(admitWindow)
 	defer t.Stop()
-	a.healthy() // start the window now
 	for {
+		a.healthy() // start the window now
+		q := lag.StartRunQueue()
+		t.Reset(admitWindow)
 		select {
 		case <-ctx.Done():
 			return false, backoffs
 		case <-t.C:
 		}
-		if a.busy() == 0 || a.healthy() {
+		healthy, room := a.healthy(), a.cpuRoom(q)
+		if a.busy() == 0 || (healthy && room) {
 			return true, backoffs
 		}
 		backoffs++

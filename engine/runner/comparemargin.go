@@ -31,7 +31,9 @@ var fractions = []float64{0, 0.5, 1}
 type latenessRange map[string]map[string]float64
 
 // compareRange collects the ranges of a compare's latency operands from their runs'
-// timing. Empty when no operand reads a latency or no run measured its link.
+// timing: the link's lateness over the trips a request waits on, plus what other
+// processes' CPU could have added to each request (neighbourShift, the CPU-pressure rule
+// per check, cpurule.go). Empty when no operand reads a latency or no run measured either.
 func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRange {
 	out := latenessRange{}
 	for _, ref := range a.Refs() {
@@ -39,19 +41,10 @@ func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRan
 			continue
 		}
 		r := runs[ref.Variant]
-		if r == nil || r.Timing == nil || r.Timing.LinkTrips == 0 {
+		if r == nil || r.Timing == nil {
 			continue
 		}
-		src, ok := r.Timing.Sources[srcLink]
-		if !ok {
-			continue
-		}
-		_, stat := metricClass(ref.Metric)
-		scale := r.TimeScale
-		if scale <= 0 {
-			scale = 1
-		}
-		d := float64(r.Timing.LinkTrips) * sourceStat(src, stat) / scale
+		d := linkRange(r, ref.Metric) + neighbourShift(r)
 		if d <= 0 {
 			continue
 		}
@@ -61,6 +54,22 @@ func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRan
 		out[ref.Variant][ref.Metric] = d
 	}
 	return out
+}
+
+// linkRange is how much (scenario ms) the link's measured lateness could have added to a
+// latency metric of r: its lateness at the metric's statistic over the trips a request
+// waits on; 0 without a link.
+func linkRange(r *report.Run, metric string) float64 {
+	src, ok := r.Timing.Sources[srcLink]
+	if r.Timing.LinkTrips == 0 || !ok {
+		return 0
+	}
+	_, stat := metricClass(metric)
+	scale := r.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	return float64(r.Timing.LinkTrips) * sourceStat(src, stat) / scale
 }
 
 // sourceStat is a timer source's lateness (real ms) at a judged statistic.
@@ -104,12 +113,21 @@ func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool
 		return ""
 	}
 	var parts []string
+	cpu := false
 	for _, v := range variants {
 		for _, m := range slices.Sorted(maps.Keys(rng[v])) {
 			parts = append(parts, fmt.Sprintf("%s %s up to %.2f ms", v, m, rng[v][m]))
 		}
+		if neighbourShift(runs[v]) > 0 {
+			cpu = true
+			parts = append(parts, fmt.Sprintf("in %s %s", v, cpuWhy(runs[v])))
+		}
 	}
-	return "the link's measured lateness could change this check's verdict (" + strings.Join(parts, "; ") +
+	what := "the link's measured lateness"
+	if cpu {
+		what += " and the CPU other processes took"
+	}
+	return what + " could change this check's verdict (" + strings.Join(parts, "; ") +
 		" of the observed values may be lateness, not the scenario): run it with fewer runs at once (--parallel 1), " +
 		"a larger --time-scale, or on a less busy machine"
 }

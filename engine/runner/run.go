@@ -78,7 +78,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
 	start := time.Now()
-	pressure, cpuWait, sched := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched()
+	pressure, cpuWait, sched, queue := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched(), lag.StartRunQueue()
 	var m check.Metrics
 	var conns connOutcome
 	var err error
@@ -99,10 +99,18 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.Metrics = m
 	sched.Into(&tm.sched)
 	rec.Timing = runTiming(tm, judge.after(st, m), st, pressure, cpuWait)
+	if d, ok := queue.Mean(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		rec.Timing.RunQueueMs = &v
+	}
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
 		rec.Predicted = predictedRecord(st, rec.Timing, m)
+		if why := expectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 { // a negative tolerance judges nothing
+			rec.Timing.Noisy, rec.Timing.Reason = true, why
+			notAResult(rec)
+		}
 	}
 	if opt.Judge != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
 		opt.Judge(rec)
@@ -130,9 +138,10 @@ func runTiming(tm *timers, tol tolerance, st scenario.Settings, pressure lag.Pre
 	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
 		t.LinkTrips = trips(st)
 	}
-	if d, ok := cpuWait.Wait(); ok {
-		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
-		t.CPUWaitMs = &v
+	if own, others, ok := cpuWait.Split(); ok {
+		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
+		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
+		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
 	}
 	return t
 }

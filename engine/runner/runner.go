@@ -188,8 +188,10 @@ type job struct {
 	sc     *scenario.Scenario
 	run    *scenario.Run
 	idx    int
-	weight int    // descriptors it may hold open at once (runHold)
-	tooBig string // why the run cannot get its descriptors; empty when it can
+	weight int           // descriptors it may hold open at once (runHold)
+	alone  bool          // a burst of exclusiveConns connections: the run has the process to itself
+	done   chan struct{} // closed when the run's record is taken, for a run alone (feed)
+	tooBig string        // why the run cannot get its descriptors; empty when it can
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -246,24 +248,20 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 					continue // the plan stopped at a write error: no record can be written
 				}
 				col.take(j, attempts(ctx, w, j, opt, conns, adm))
+				if j.done != nil {
+					close(j.done)
+				}
 			}
 		}()
 	}
-feed:
-	for _, j := range jobs {
-		select {
-		case queue <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(queue)
+	feed(ctx, queue, startOrder(jobs, opt))
 	wg.Wait()
 	for _, r := range col.recs {
 		if r != nil {
 			out.Runs = append(out.Runs, r)
 		}
 	}
+	inPlanOrder(out.Scenarios, plan)
 	out.Interrupted = parent.Err() != nil
 	return out, finishInvocation(w, inv, out, col.writeErr)
 }
@@ -323,7 +321,7 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			if h.conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
-			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w})
+			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0})
 			holds = append(holds, h)
 			remaining[sc]++
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -284,5 +286,52 @@ func TestStallJudgedAtTheMax(t *testing.T) {
 		if got.Noisy != tc.noisy || (tc.noisy && !strings.Contains(got.Reason, "goroutines waited to run")) {
 			t.Errorf("one wait of %v among 1,000 short ones: noisy %v (%s), want %v", tc.wait, got.Noisy, got.Reason, tc.noisy)
 		}
+	}
+}
+
+// TestAdmissionWaitsForCPURoom: a run in flight keeps its timers on time, but the
+// process's threads wait for a core longer per slice than its 1 ms limit (more busy
+// threads than cores): no other run is admitted; once they stop, one is.
+func TestAdmissionWaitsForCPURoom(t *testing.T) {
+	if _, ok := lag.StartCPUWait().Wait(); !ok {
+		t.Skip("this system has no per-thread run-queue delay (schedstat)") // skip: a kernel without schedstat: not in .ci/allowed-skips, so CI fails on it
+	}
+	a := newAdmission()
+	inFlight := &timers{}
+	tol := tolerance{{Src: srcLink, Stat: statP99, D: time.Millisecond}}
+	if ok, _ := a.admit(context.Background(), inFlight, tol); !ok {
+		t.Fatal("the first run must start at once")
+	}
+	punctual := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			inFlight.link.Add(0)
+		}
+	}
+	cores := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8 * cores))
+	hogCtx, stopHogs := context.WithCancel(context.Background())
+	var hogs sync.WaitGroup
+	for range 8 * cores {
+		hogs.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for x := 0; hogCtx.Err() == nil; x++ {
+			}
+		})
+	}
+	go punctual(6 * admitWindow)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*admitWindow)
+	defer cancel()
+	ok, n := a.admit(ctx, &timers{}, tol)
+	stopHogs()
+	hogs.Wait()
+	if ok {
+		t.Fatalf("admitted while %d busy threads on %d cores left no room for a 1 ms limit (after %d windows)", 8*cores, cores, n)
+	}
+	go punctual(10 * admitWindow)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*admitWindow)
+	defer cancel2()
+	if ok, n := a.admit(ctx2, &timers{}, tol); !ok {
+		testci.SkipOrFail(t, "not admitted in %d windows once the busy threads stopped: the machine's other work leaves no 1 ms of room", n)
 	}
 }

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// The CPU-pressure rule per check (issue 28). Timers see how late a wake-up was; they do
+// not see a TLS handshake or a parser take longer because a core was busy, nor a goroutine
+// woken by a socket wait for one, and that time lands in a request's latency (at a time
+// scale of 0.05, twenty times over in scenario time). A run records how long kalab's
+// threads waited for a core each time they got one (timing.run_queue_ms, lag.RunQueue)
+// and which share of their wait the machine's other processes caused
+// (cpu_wait_neighbours_ms of cpu_wait_ms, lag.CPUWait.Split). The own share, kalab's
+// threads queueing behind each other, is in every run of it, alone too, and its checks
+// were written against runs that had it; the neighbours' share is the machine's other
+// work. A request waits in turn through two wake-ups per link trip that no timer measures
+// (the proxy's reader on the chunk, the far end's reader on its delivery; the delivery
+// itself is the link's timer) and one more (the client on its answer), so other processes
+// could have added the neighbours' part of the mean wait times (2 x link_trips + 1) to
+// each request, in scenario time (the mean exactly, a percentile by the mean: an
+// estimate). The per-run figure is used, not the process's
+// total wait over the requests: that sums every thread of every run in flight. An expect
+// or compare check is evaluated over every value that could have added to the latency_ms
+// metrics it reads, as compares are over their link's lateness (comparemargin.go): a
+// verdict that changes inside that range is not given. An expect check makes its run noisy
+// (rerun alone, where no other run's program competes); a compare is not evaluated.
+
+// neighbourShift is how far (scenario ms) other processes' CPU could have moved each
+// request of r; 0 when the record does not say.
+func neighbourShift(r *report.Run) float64 {
+	t := r.Timing
+	if t == nil || t.RunQueueMs == nil || t.CPUWaitMs == nil || t.CPUWaitNeighboursMs == nil || *t.CPUWaitMs <= 0 {
+		return 0
+	}
+	scale := r.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	return *t.RunQueueMs * neighbourShare(t) * float64(wakeUps(t)) / scale
+}
+
+// wakeUps is how many wake-ups no timer measures a request waits through in turn.
+func wakeUps(t *report.Timing) int { return 2*t.LinkTrips + 1 }
+
+// neighbourShare is the share of kalab's wait for a core that other processes caused.
+func neighbourShare(t *report.Timing) float64 {
+	return min(*t.CPUWaitNeighboursMs / *t.CPUWaitMs, 1)
+}
+
+// cpuWhy says what the CPU wait of r was, own and neighbours', for a reason.
+func cpuWhy(r *report.Run) string {
+	t := r.Timing
+	return fmt.Sprintf("kalab's threads waited %.3f ms for a core each time they got one, %.0f%% of it behind other processes "+
+		"(the rest, its own threads queueing behind each other, is not counted): over %d wake-ups a request waits through, "+
+		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*neighbourShare(t), wakeUps(t), neighbourShift(r))
+}
+
+// latencyRefs lists the latency_ms metrics an assertion reads.
+func latencyRefs(a scenario.Assertion) []string {
+	var out []string
+	for _, ref := range a.Refs() {
+		if strings.HasPrefix(ref.Metric, "latency_ms.") {
+			out = append(out, ref.Metric)
+		}
+	}
+	return out
+}
+
+// expectCPUFlip returns, for the first of a run's expect checks whose verdict the
+// neighbours' CPU wait could change, why the run has no verdict; "" when none.
+func expectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
+	d := neighbourShift(rec)
+	if d <= 0 {
+		return ""
+	}
+	for _, a := range expect {
+		refs := latencyRefs(a)
+		if len(refs) == 0 {
+			continue
+		}
+		verdict, err := a.Eval(rec.Metrics)
+		if err != nil {
+			continue
+		}
+		for _, f := range fractions {
+			m := rec.Metrics.Flat()
+			for _, ref := range refs {
+				m[ref] = max(m[ref]-f*d, 0)
+			}
+			if ok, err := a.Eval(check.FromFlat(m)); err == nil && ok != verdict {
+				return fmt.Sprintf("CPU pressure could change the expect check at %s:%d (%s): %s, which could move %s by up to %.2f ms",
+					a.File, a.Line, a.Source, cpuWhy(rec), strings.Join(refs, ", "), d)
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,85 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// startOrder is the order the plan's jobs start in (each job keeps its idx, so records,
+// the summary and the scenario records stay in the plan's order):
+//   - first the runs that have the process to themselves (a burst of exclusiveConns
+//     connections), one after another while nothing else is in flight, so that none waits
+//     for every other run to end and then runs alone at the end of the suite;
+//   - then the rest, the longest expected (Expected, from the plan alone) first, so that
+//     the long runs overlap with the short ones instead of making the suite's tail: in file
+//     order the 62 s runs of one file started three minutes into the suite and ended it
+//     (results/baseline.jsonl of 2026-12-02).
+//
+// Ties keep the plan's order.
+func startOrder(jobs []job, opt Options) []job {
+	type keyed struct {
+		j     job
+		alone bool
+		exp   time.Duration
+	}
+	ks := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		ks[i] = keyed{j: j, alone: j.alone, exp: Expected(j.run, opt)}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if a.alone != b.alone {
+			if a.alone {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.exp, a.exp)
+	})
+	out := make([]job, len(ks))
+	for i, k := range ks {
+		out[i] = k.j
+	}
+	return out
+}
+
+// feed hands the jobs to the workers in start order. A job that has the process to
+// itself is waited for before the next one is handed out, so that it starts with nothing
+// in flight and nothing starts beside it. It stops when ctx ends.
+func feed(ctx context.Context, queue chan<- job, jobs []job) {
+	defer close(queue)
+	for _, j := range jobs {
+		if j.alone {
+			j.done = make(chan struct{})
+		}
+		select {
+		case queue <- j:
+		case <-ctx.Done():
+			return
+		}
+		if j.done == nil {
+			continue
+		}
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// inPlanOrder sorts scenario records in the order their scenarios appear in the plan (they
+// are made as each scenario's last run ends, which the start order reorders).
+func inPlanOrder(recs []*report.Scenario, plan *scenario.Plan) {
+	pos := map[string]int{}
+	for i, sc := range plan.Scenarios {
+		pos[sc.File+"\x00"+sc.Name] = i
+	}
+	slices.SortStableFunc(recs, func(a, b *report.Scenario) int {
+		return cmp.Compare(pos[a.File+"\x00"+a.Scenario], pos[b.File+"\x00"+b.Scenario])
+	})
+}
