@@ -361,8 +361,21 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff,
 	case f.failMissing && len(missing) > 0:
 		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
 		return exitCheckFailed
+	case len(outcome.Unjudged()) > 0:
+		unjudgedHint(stderr, f.name, outcome.Unjudged())
+		return exitEngine
 	}
 	return exitOK
+}
+
+// unjudgedHint tells why the exit code is 3 when every run passed: compare checks the
+// machine's timing left without a verdict.
+func unjudgedHint(w io.Writer, name string, checks []report.Check) {
+	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated: the machine's measured timing could change %s verdict (exit 3); run %s with fewer runs at once (--parallel 1), a larger --time-scale, or on a less busy machine:\n",
+		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1], map[bool]string{true: "it", false: "them"}[len(checks) == 1])
+	for _, c := range checks {
+		fmt.Fprintf(w, "  %s:%d:%d: %s\n", c.File, c.Line, c.Col, c.Expr)
+	}
 }
 
 // notRunHint tells, at the end, why the exit code is 3 when every run that ran passed:

@@ -59,7 +59,9 @@ Exit codes of kalab run (kalab merge gates merged results the same way, without
        baseline did not run here (a not-run run counts as missing)
   2    the input is invalid; nothing ran
   3    a run has no verdict: the engine failed, its timing was too noisy, or a program it
-       needs is not installed (not-run) - unless --allow-missing accepts not-run runs
+       needs is not installed (not-run) - unless --allow-missing accepts not-run runs; or,
+       with no check failed, a compare check is not evaluated because the machine's
+       measured timing could change its verdict
   130  interrupted
 --allow-missing: not-run runs (and the checks that read them) are reported but do not
 change the exit code; use it on a machine that lacks some programs on purpose. With

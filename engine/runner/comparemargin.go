@@ -87,6 +87,10 @@ func sourceStat(s report.TimingSource, stat string) float64 {
 	return 0
 }
 
+// timingUnjudged begins the reason of every compare check left without a verdict because
+// the machine's timing could have changed it (compareFlip); Outcome.Unjudged finds them by it.
+const timingUnjudged = "the link's measured lateness"
+
 // compareFlip evaluates a compare across its operands' lateness ranges and, when its
 // verdict changes inside them, says why it cannot be given; "" when the verdict holds.
 func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool) string {
@@ -123,7 +127,7 @@ func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool
 			parts = append(parts, fmt.Sprintf("in %s %s", v, cpuWhy(runs[v])))
 		}
 	}
-	what := "the link's measured lateness"
+	what := timingUnjudged
 	if cpu {
 		what += " and the CPU other processes took"
 	}

@@ -52,6 +52,12 @@ func TestCompareJudgedOverItsOperandsLateness(t *testing.T) {
 					t.Errorf("reason %q, scenario status %s", c.NotEvaluated, rec.Status)
 				}
 			}
+			// A compare the machine's timing left without a verdict is what keeps the
+			// invocation from exiting 0 (cmd/kalab runExitCode); no other is.
+			out := &Outcome{Scenarios: []*report.Scenario{rec}}
+			if n, want := len(out.Unjudged()), map[bool]int{true: 1, false: 0}[tc.wantVerdict == report.VerdictNotEvaluated]; n != want {
+				t.Errorf("Unjudged lists %d checks, want %d", n, want)
+			}
 		})
 	}
 }

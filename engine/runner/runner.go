@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,6 +142,21 @@ func (o *Outcome) Failed() bool {
 		}
 	}
 	return false
+}
+
+// Unjudged lists the compare checks left without a verdict because the machine's measured
+// timing could have changed it (compareFlip): no run failed, yet the run has no verdict on
+// them, so it cannot exit 0 (a check not evaluated is never a pass).
+func (o *Outcome) Unjudged() []report.Check {
+	var out []report.Check
+	for _, s := range o.Scenarios {
+		for _, c := range s.Checks {
+			if strings.HasPrefix(c.NotEvaluated, timingUnjudged) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // NotRun lists the runs that could not run here because a program they need is not
