@@ -646,7 +646,10 @@ func TestFollowsMarksAWorkersNextRequest(t *testing.T) {
 			mu.Lock()
 			got[seq] = Follows(ctx)
 			mu.Unlock()
-			time.Sleep(5 * time.Millisecond) // the loop reaches the next call before this returns
+			// The loop reaches the next call before this returns: it has a few hundred
+			// nanoseconds of work to do, and 50 ms is room for a loaded machine under the
+			// race detector (5 ms was not: one CI pass under -race read a follower as not).
+			time.Sleep(50 * time.Millisecond)
 		})
 		if err != nil {
 			t.Fatal(err)
