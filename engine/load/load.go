@@ -306,13 +306,18 @@ schedule:
 					break schedule
 				}
 			}
-			follows := false
+			// In the closed model every slot is free when a burst starts (the pause
+			// begins once the burst's last call returned), so the burst's first limit
+			// calls start at once and each later one starts when an earlier call returns:
+			// a worker's next request. Counted from the plan, not from whether the slot was
+			// still busy when this loop got here: two calls ending together would make
+			// that a race between them and this loop.
+			follows := s.Rate == 0 && seq-first >= limit
 			if slots != nil {
 				select {
 				case slots <- struct{}{}:
 				default:
 					// Every slot is busy: this call starts when one returns.
-					follows = s.Rate == 0
 					select {
 					case slots <- struct{}{}:
 					case <-ctx.Done():

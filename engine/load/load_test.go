@@ -639,6 +639,7 @@ func TestRunSleepsOnTheGivenClock(t *testing.T) {
 // arrival, even one that queued behind the cap.
 func TestFollowsMarksAWorkersNextRequest(t *testing.T) {
 	t.Parallel()
+	hold := 5 * time.Millisecond
 	run := func(s Spec) []bool {
 		var mu sync.Mutex
 		got := make([]bool, s.Requests)
@@ -646,10 +647,13 @@ func TestFollowsMarksAWorkersNextRequest(t *testing.T) {
 			mu.Lock()
 			got[seq] = Follows(ctx)
 			mu.Unlock()
-			// The loop reaches the next call before this returns: it has a few hundred
-			// nanoseconds of work to do, and 50 ms is room for a loaded machine under the
-			// race detector (5 ms was not: one CI pass under -race read a follower as not).
-			time.Sleep(50 * time.Millisecond)
+			if hold == 0 {
+				return
+			}
+			// Calls 0 and 1 (and 5 and 6) end together: whichever of them returns second,
+			// the call it lets start is still a worker's next request (a follower), even
+			// when the schedule loop reaches it only after the slot came free.
+			time.Sleep(hold)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -661,6 +665,13 @@ func TestFollowsMarksAWorkersNextRequest(t *testing.T) {
 	if !slices.Equal(closed, want) {
 		t.Errorf("closed model: Follows %v, want %v", closed, want)
 	}
+	// Calls that return at once free their slot before the loop comes back for the next
+	// one; their successors are still the workers' next requests.
+	hold = 0
+	if got := run(Spec{Requests: 10, Concurrency: 2, Burst: 5, PauseMin: time.Millisecond, PauseMax: time.Millisecond}); !slices.Equal(got, want) {
+		t.Errorf("closed model, calls that return at once: Follows %v, want %v", got, want)
+	}
+	hold = 5 * time.Millisecond
 	open := run(Spec{Requests: 4, Concurrency: 1, Rate: 1000})
 	if slices.Contains(open, true) {
 		t.Errorf("open model: Follows %v, want none", open)
