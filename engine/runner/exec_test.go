@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -352,6 +353,14 @@ expect: ["requests == 3"]
 // request 1 twice with curl and prints its line once.
 func TestExecHiddenResendCountedAtServer(t *testing.T) {
 	t.Parallel()
+	// The script is a shell loop around curl: without curl it would break the exec
+	// protocol, which is not what this test guards.
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and curl is missing: %v", err)
+		}
+		t.Skipf("curl is not installed: %v", err) // skip: CI=true fails just above
+	}
 	dir := t.TempDir()
 	script := `#!/bin/sh
 i=0
