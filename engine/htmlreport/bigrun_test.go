@@ -183,14 +183,7 @@ func TestBrowserMillionRequestsOpenTime(t *testing.T) {
 	t0 := time.Now()
 	dir, failed := writeBigRun(t, 2000, 1000000)
 	wrote := time.Since(t0)
-	res, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := filepath.Join(dir, "report.html")
-	if err := WriteFile(page, res, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	page := renderPage(t, dir)
 	reported := time.Since(t0) - wrote
 	fi, err := os.Stat(page)
 	if err != nil {

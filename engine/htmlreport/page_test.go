@@ -118,7 +118,12 @@ func writeFixture(t *testing.T, runs []fixtureRun, closing bool) string {
 // fixturePage renders the fixture into dir/report.html.
 func fixturePage(t *testing.T, closing bool) string {
 	t.Helper()
-	dir := writeFixture(t, suiteFixture(), closing)
+	return renderPage(t, writeFixture(t, suiteFixture(), closing))
+}
+
+// renderPage loads the results in dir and writes their page to dir/report.html.
+func renderPage(t *testing.T, dir string) string {
+	t.Helper()
 	res, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -75,14 +75,7 @@ func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 		t.Skip("not under -race: the plain test pass runs the browser test") // skip: -race only: CI's plain pass runs it
 	}
 	dir := writeResults(t, manyLanes(10000, 10), nil)
-	res, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := filepath.Join(dir, "report.html")
-	if err := WriteFile(page, res, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	page := renderPage(t, dir)
 	var got struct {
 		Canvas     bool
 		Times      []float64
