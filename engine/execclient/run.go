@@ -209,33 +209,16 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	if err != nil {
 		return rep, fmt.Errorf("exec: writing the plan: %w", err)
 	}
-	var argv []string
-	workDir := cfg.Dir
-	if a := cfg.Adapter; a != nil {
-		src, err := a.script()
-		if err != nil {
-			return rep, fmt.Errorf("exec: adapter %s: %w", a.Name, err)
-		}
-		script := filepath.Join(dir, a.Script)
-		if err := os.WriteFile(script, src, 0o644); err != nil {
-			return rep, fmt.Errorf("exec: %w", err)
-		}
-		argv = []string{a.Interpreter, script}
-		if id.program != "" {
-			argv = []string{id.program} // built before the run (Identify)
-		}
-		if a.Runtime == "node" && plan.CAFile != "" {
-			env = append(env, "NODE_EXTRA_CA_CERTS="+plan.CAFile) // fetch has no per-call CA option
-		}
-		workDir = dir
-	} else {
-		argv = append([]string{id.Executable}, cfg.Command[1:]...)
+	argv, workDir, env, err := commandLine(cfg, id, dir, plan, env)
+	if err != nil {
+		return rep, err
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = workDir
-	cmd.Env = childenv.For(cfg.Env, env)
 	if cfg.Adapter != nil {
 		cmd.Env = cfg.Adapter.childEnv(cfg.Env, env)
+	} else {
+		cmd.Env = childenv.For(cfg.Env, env)
 	}
 	cmd.Stdin = nil
 	cmd.WaitDelay = 2 * time.Second
@@ -316,6 +299,30 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		return rep, fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
 	}
 	return rep, nil
+}
+
+// commandLine is what Run starts and where: a bundled adapter's script written into dir
+// (or the program Identify built from it, which needs no script), or the user's command.
+func commandLine(cfg Config, id Identity, dir string, plan Plan, env []string) (argv []string, workDir string, _ []string, _ error) {
+	a := cfg.Adapter
+	if a == nil {
+		return append([]string{id.Executable}, cfg.Command[1:]...), cfg.Dir, env, nil
+	}
+	if a.Runtime == "node" && plan.CAFile != "" {
+		env = append(env, "NODE_EXTRA_CA_CERTS="+plan.CAFile) // fetch has no per-call CA option
+	}
+	if id.program != "" {
+		return []string{id.program}, dir, env, nil // built before the run (Identify)
+	}
+	src, err := a.script()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("exec: adapter %s: %w", a.Name, err)
+	}
+	script := filepath.Join(dir, a.Script)
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		return nil, "", nil, fmt.Errorf("exec: %w", err)
+	}
+	return []string{a.Interpreter, script}, dir, env, nil
 }
 
 // loopbackURL refuses a target off loopback: a program kalab starts is only ever sent
