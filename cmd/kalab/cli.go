@@ -502,7 +502,8 @@ can be believed, in real milliseconds:
                                       mean) and the limits its checks set (set_by)
   sources.sched                       how long goroutines waited to run once they could
                                       (the runtime's sampled scheduling latency), judged
-                                      at the max for count checks
+                                      at the max for count checks and for an expect on
+                                      latency_ms.min or max
   sources.program                     exec runs: how late the client program began its
                                       requests against its own plan (the exec line's
                                       planned and start), judged on the schedule's limits
@@ -517,6 +518,8 @@ can be believed, in real milliseconds:
                                       what other processes could add to a request: an
                                       expect or compare on latency_ms it could flip is
                                       noisy or not evaluated
+  latency_floor_ms                    one round trip of the link: no request is faster in
+                                      the model, so no rule lowers a latency below it
   link_trips                          the link's trips a request waits on in turn; against
                                       a baseline, a time metric regressed by less than the
                                       extra wait per request plus the extra link lateness

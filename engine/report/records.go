@@ -315,6 +315,13 @@ type Timing struct {
 	// through in turn (2 x LinkTrips + 1) is what other processes could have added to a request: a latency
 	// check this could move past its bound is not judged (the CPU-pressure rule per check).
 	RunQueueMs *float64 `json:"run_queue_ms,omitempty"`
+	// LatencyFloorMs is the least any request of the run can take in the model, in
+	// scenario milliseconds: one round trip of its link (a request crosses it there and
+	// back, whatever else it waits on); absent without a link. Lateness and CPU wait only
+	// add to a latency, so the model's value of one lies between this floor and the
+	// observed value: the CPU-pressure rule and the compare margins never take a latency
+	// below it.
+	LatencyFloorMs *float64 `json:"latency_floor_ms,omitempty"`
 	// LinkTrips is how many of the link's delayed one-way trips a request can wait on in
 	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
 	// link. Against a baseline, the extra wait per request and the extra link lateness

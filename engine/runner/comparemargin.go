@@ -17,7 +17,8 @@ import (
 // less. Once the runs have ended, their measured lateness is known, so the compare is
 // evaluated over every value that lateness allows, as expect checks are (margin): lateness
 // only adds, so a run's model value of a latency lies between the observed one and the
-// observed one less trips x the link's lateness at the matching statistic. A verdict that
+// observed one less trips x the link's lateness at the matching statistic, never below one
+// round trip of the link (latencyFloor). A verdict that
 // changes inside that range is not given: the check is not evaluated, with the reason.
 
 // fractions are the points of each operand's range the compare is evaluated at. The checks
@@ -149,8 +150,9 @@ func evalShifted(a scenario.Assertion, runs map[string]*report.Run, rng lateness
 			return check.Metrics{}, false
 		}
 		f := r.Metrics.Flat()
+		floor := latencyFloor(r)
 		for m, d := range rng[name] {
-			f[m] = max(f[m]-shift[name]*d, 0)
+			f[m] = lowered(f[m], shift[name]*d, floor)
 		}
 		return check.FromFlat(f), true
 	}

@@ -78,6 +78,7 @@ func expectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
 	if d <= 0 {
 		return ""
 	}
+	floor := latencyFloor(rec)
 	for _, a := range expect {
 		refs := latencyRefs(a)
 		if len(refs) == 0 {
@@ -90,7 +91,7 @@ func expectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
 		for _, f := range fractions {
 			m := rec.Metrics.Flat()
 			for _, ref := range refs {
-				m[ref] = max(m[ref]-f*d, 0)
+				m[ref] = lowered(m[ref], f*d, floor)
 			}
 			if ok, err := a.Eval(check.FromFlat(m)); err == nil && ok != verdict {
 				return fmt.Sprintf("CPU pressure could change the expect check at %s:%d (%s): %s, which could move %s by up to %.2f ms",
@@ -99,4 +100,26 @@ func expectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
 		}
 	}
 	return ""
+}
+
+// latencyFloor is the least (scenario ms) any latency metric of r can be in the model: one
+// round trip of its link (Timing.LatencyFloorMs), which every request crosses there and
+// back. 0 when r has no link, or when a request failed or got a 5xx: a failure can end
+// before its round trip, so the floor then says nothing of the statistics.
+func latencyFloor(r *report.Run) float64 {
+	if r.Timing == nil || r.Timing.LatencyFloorMs == nil {
+		return 0
+	}
+	m := r.Metrics.Flat()
+	if m["errors"] > 0 || m["status_5xx"] > 0 {
+		return 0
+	}
+	return *r.Timing.LatencyFloorMs
+}
+
+// lowered is a latency v less what lateness or CPU wait could have added to it (d), never
+// below the floor the link sets (latencyFloor) nor below 0: lateness only adds, and no
+// request is faster than its round trip, so the model's value lies in [lowered, v].
+func lowered(v, d, floor float64) float64 {
+	return max(v-d, min(floor, v), 0)
 }

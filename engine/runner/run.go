@@ -137,6 +137,8 @@ func runTiming(tm *timers, tol tolerance, st scenario.Settings, pressure lag.Pre
 	}
 	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
 		t.LinkTrips = trips(st)
+		floor := float64(st.Network.RTT.D()) / float64(time.Millisecond)
+		t.LatencyFloorMs = &floor
 	}
 	if own, others, ok := cpuWait.Split(); ok {
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000

@@ -161,11 +161,14 @@ func (t *timers) addMetrics(flat map[string]float64, scale float64) {
 // link's lateness, a count that turns on a pause against a timeout, or nothing.
 func metricClass(metric string) (class string, stat string) {
 	switch metric {
-	case "latency_ms.p50", "latency_ms.min":
+	case "latency_ms.p50":
 		return "latency", statP50
 	case "latency_ms.p90", "latency_ms.p95", "latency_ms.p99":
 		return "latency", statP99
-	case "latency_ms.max":
+	case "latency_ms.max", "latency_ms.min":
+		// The fastest request may be the one that met the most lateness (with two
+		// requests, either): the model's min is at least the observed min less the
+		// largest lateness any request met, so min is judged at the max, as max is.
 		return "latency", statMax
 	case "latency_ms.mean", "total_ms", "rps":
 		return "latency", statMean
@@ -265,10 +268,11 @@ func (j *timingJudge) after(st scenario.Settings, m check.Metrics) tolerance {
 // margin is the most lateness per link trip at which an expect check's verdict stays what
 // it was for every value the lateness could have added to the latencies it reads. Lateness
 // only adds, so the model's value of a latency lies between the observed one and the
-// observed one less trips x the lateness; the check is evaluated across that range (in
+// observed one less trips x the lateness, never below one round trip of the link (rtt, in
+// scenario time; lowered); the check is evaluated across that range (in
 // steps of a two-hundredth of limit), and the first lateness that changes its verdict
 // bounds the margin. ok is false when the check reads no latency.
-func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, limit time.Duration) (time.Duration, bool) {
+func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, rtt scenario.Duration, limit time.Duration) (time.Duration, bool) {
 	var lat []string
 	for _, ref := range a.Refs() {
 		if strings.HasPrefix(ref.Metric, "latency_ms.") {
@@ -279,11 +283,15 @@ func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, limit
 		return 0, false
 	}
 	flat := m.Flat()
+	var floor float64 // one round trip of the link (latencyFloor), when every request succeeded
+	if flat["errors"] == 0 && flat["status_5xx"] == 0 {
+		floor = float64(rtt.D()) / float64(time.Millisecond)
+	}
 	verdict := func(late time.Duration) bool {
 		f := maps.Clone(flat)
 		d := float64(trips) * float64(late) / float64(time.Millisecond) / scale // scenario ms
 		for _, name := range lat {
-			f[name] = max(f[name]-d, 0)
+			f[name] = lowered(f[name], d, floor)
 		}
 		ok, err := a.Eval(check.FromFlat(f))
 		return ok && err == nil
@@ -329,8 +337,9 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 				k := trips(st)
 				rtt := scale.d(st.Network.RTT)
 				if m != nil && x.expect != nil && strings.HasPrefix(x.metric, "latency_ms.") {
-					if d, ok := margin(x.expect.Assertion, *m, k, float64(scale), rtt); ok {
+					if d, ok := margin(x.expect.Assertion, *m, k, float64(scale), st.Network.RTT, rtt); ok {
 						tighten(srcLink, stat, d, fmt.Sprintf("%s: its margin on this run, over %d trips", x.by, k))
+						stallLimit(tighten, x, *m, st, scale, stat)
 						break
 					}
 				}
@@ -347,6 +356,22 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 	}
 	slices.SortFunc(out, func(a, b limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
 	return out
+}
+
+// stallLimit judges the runtime's scheduling latency (sched) at its max for an expect
+// check on a latency's extreme (min or max), one request's figure: a goroutine of the
+// request's path that waits that long to run (its thread descheduled for a busy core's
+// slice, where no timer is waiting) adds it to that request once, where a timer would
+// have seen nothing. The limit is the check's margin on the run over one such wait. The
+// figure is the process's, every run in flight included, so it errs toward rerunning the
+// run alone.
+func stallLimit(tighten func(src, stat string, d time.Duration, by string), x read, m check.Metrics, st scenario.Settings, scale scaler, stat string) {
+	if stat != statMax {
+		return
+	}
+	if d, ok := margin(x.expect.Assertion, m, 1, float64(scale), st.Network.RTT, scale.d(st.Network.RTT)); ok {
+		tighten(srcSched, statMax, d, x.by+": its margin on this run, over one goroutine's wait to run")
+	}
 }
 
 // countLimits sets the limits of a count the run's checks read: a goroutine's wait against

@@ -41,7 +41,7 @@ func TestTolerancesFromTheChecks(t *testing.T) {
 			lim{"link.mean": ms(2), "schedule.mean": ms(50)}},
 		{"compare check: only the variants it names", "name: a\nnetwork: {rtt: 100ms}\nload: {requests: 2}\n" +
 			"variants:\n  - name: x\n  - name: y\ncompare: [\"variant('x').latency_ms.p50 < 2 * variant('x').latency_ms.min\"]\n",
-			lim{"link.p50": ms(10.0 / 3)}},
+			lim{"link.p50": ms(10.0 / 3), "link.max": ms(10.0 / 3)}}, // min is judged at the max
 		{"count beside a pause range around the server's idle close", "name: a\nnetwork: {rtt: 150ms}\ntime_scale: 0.1\n" +
 			"server: {idle_timeout: 2s}\nload: {requests: 20, burst: 10, pause: 1.5s..2.5s}\nexpect: [errors < 5]\n",
 			// gap = 500 ms x0.1 = 50 ms: schedule and idle close /2, link /4
@@ -134,7 +134,7 @@ func TestMarginOfAnExpectCheck(t *testing.T) {
 		{"latency_ms.p50 >= 20 && latency_ms.p50 < 30", 1, 2 * ms, true}, // the lower edge, 6 ms away
 	}
 	for _, c := range cases {
-		got, ok := margin(compile(c.expr), m, 3, c.scale, 20*ms)
+		got, ok := margin(compile(c.expr), m, 3, c.scale, 0, 20*ms)
 		if ok != c.ok || got > c.want || got < c.want-c.want/100-20*ms/200 {
 			t.Errorf("%s at scale %g: margin %v (ok %v), want %v (ok %v) to one step", c.expr, c.scale, got, ok, c.want, c.ok)
 		}
