@@ -118,6 +118,16 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 		t.Logf("%s: link held %v: p50 %.2f ms, link p50 lateness %.2f ms, limits %+v", c.name, c.hold, r.Metrics.LatencyMs.P50,
 			r.Timing.Sources[srcLink].P50, r.Timing.Sources[srcLink].Limits)
 		if c.noisy {
+			// The run is flagged when the link's lateness L per trip is over the
+			// margin (p50 - 23) / 3, p50 being 20 + 2L + X with X what the machine
+			// added where no timer looks (a goroutine waiting for a core): flagged
+			// whenever X < L + 3. Beside busy neighbours X was 5.9 ms (load 5), so the
+			// test measures X, and a run whose X alone could carry it past the bound
+			// says so rather than fail the link's tolerance for the machine.
+			if x := r.Metrics.LatencyMs.P50 - 20 - 2*r.Timing.Sources[srcLink].P50; !r.Timing.Noisy && x >= r.Timing.Sources[srcLink].P50+3 {
+				testci.SkipOrFail(t, "%s: the machine added %.2f ms a request that no timer saw (p50 %.2f ms, link lateness %.2f ms a trip): "+
+					"the link's tolerance is not what decided it", c.name, x, r.Metrics.LatencyMs.P50, r.Timing.Sources[srcLink].P50)
+			}
 			checkFlagged(t, r, srcLink)
 			continue
 		}

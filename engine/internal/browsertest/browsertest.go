@@ -5,6 +5,7 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -29,20 +30,44 @@ func Chromium(t *testing.T) string {
 	return ""
 }
 
+// crashTries is how many times Headless starts Chromium when it dies by a signal: on a
+// machine busy with other tests (load 4 on 2 cores) Debian's Chromium 156 was seen to
+// segfault while starting, once in about 40 starts. The page is what the test judges; a
+// browser that crashed judged nothing, so it is started again, and a third crash fails.
+const crashTries = 3
+
 // Headless runs Chromium on a page with the flags that work in a container: no sandbox
 // (root), no GPU, no network services, a fresh profile. It returns what Chromium printed.
+// A Chromium that exits with an error fails the test; one killed by a signal is started
+// again, up to crashTries times, each crash logged.
 func Headless(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
+	for try := 1; ; try++ {
+		out, stderr, err := headlessOnce(t, bin, args)
+		if err == nil {
+			return out
+		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && !exit.Exited() && try < crashTries {
+			t.Logf("Chromium crashed (%v) on try %d of %d; starting it again", err, try, crashTries)
+			continue
+		}
+		t.Fatalf("%s %v: %v (try %d)\n%s", bin, args, err, try, stderr)
+	}
+}
+
+// headlessOnce starts Chromium once, with a fresh profile, and returns what it printed.
+func headlessOnce(t *testing.T, bin string, args []string) (stdout []byte, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
 	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, stderr.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err = cmd.Run(); ctx.Err() != nil {
+		err = errors.New("no answer in 2 minutes") // killed by the deadline: not a crash to retry
 	}
-	return stdout.Bytes()
+	return out.Bytes(), errb.String(), err
 }
