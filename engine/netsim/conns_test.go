@@ -78,6 +78,15 @@ func TestConnRecords(t *testing.T) {
 			_, _ = c.Write(make([]byte, 24))
 			_ = c.Close()
 		}), by: SideServer, reason: ReasonIdle, idleLo: idle, idleHi: idle + 40*time.Millisecond, goodbye: 24},
+		{name: "a goodbye read long before its FIN", server: respond(func(c *net.TCPConn) {
+			// A TLS 1.3 close_notify record (type 23, 19 bytes of ciphertext) known by its
+			// bytes, however long the FIN takes behind it (a busy machine's reader can see
+			// them tens of ms apart): the idle clock still starts at the answer.
+			sleepIdle()
+			_, _ = c.Write(append([]byte{0x17, 0x03, 0x03, 0x00, 0x13}, make([]byte, 19)...))
+			time.Sleep(50 * time.Millisecond)
+			_ = c.Close()
+		}), by: SideServer, reason: ReasonIdle, idleLo: idle + 50*time.Millisecond, idleHi: idle + 90*time.Millisecond, goodbye: 24},
 		{name: "close after response", server: respond(func(c *net.TCPConn) { _ = c.Close() }),
 			by: SideServer, reason: ReasonAfterResponse, idleHi: AfterResponseWindow},
 		{name: "server reset", server: respond(func(c *net.TCPConn) {
@@ -258,5 +267,28 @@ func TestFailedAttempt(t *testing.T) {
 				t.Errorf("failed attempt %v, want %v (record %+v)", r.FailedAttempt, tc.failed, r)
 			}
 		})
+	}
+}
+
+// serverGoodbye knows a closing chunk by its bytes, and nothing an answer can be.
+func TestServerGoodbyeByContent(t *testing.T) {
+	goaway := []byte{0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"TLS 1.3 close_notify", append([]byte{0x17, 0x03, 0x03, 0x00, 0x13}, make([]byte, 19)...), true},
+		{"TLS 1.2 alert", append([]byte{0x15, 0x03, 0x03, 0x00, 0x1a}, make([]byte, 26)...), true},
+		{"HTTP/2 GOAWAY", goaway, true},
+		{"HTTP/2 GOAWAY with a length that is not its size", append(goaway, 0), false},
+		{"a TLS 1.3 record with a little data", append([]byte{0x17, 0x03, 0x03, 0x00, 0x1a}, make([]byte, 26)...), false},
+		{"an HTTP/1.1 answer", []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), false},
+		{"an HTTP/2 SETTINGS frame", []byte{0, 0, 6, 0x04, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100}, false},
+		{"zeros", make([]byte, 24), false},
+	} {
+		if got := serverGoodbye(tc.data); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

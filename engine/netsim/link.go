@@ -267,7 +267,7 @@ func (d *direction) readLoop() {
 // down. The reader's chunkReader calls it.
 func (d *direction) take(buf *[]byte, n int, stamp time.Time) bool {
 	if d == d.l.down {
-		d.l.serverData(stamp, n)
+		d.l.serverData(stamp, (*buf)[:n])
 	}
 	c := chunk{kind: evData, n: n}
 	if n <= smallChunk {
