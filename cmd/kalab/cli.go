@@ -509,7 +509,9 @@ can be believed, in real milliseconds:
                                       planned and start), judged on the schedule's limits
   noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
                                       finds headroom, up to --attempts (3) in all, then
-                                      exit 3; reruns lists each attempt and probe
+                                      exit 3; reruns lists each attempt and probe; the
+                                      runs of a compare timing left unjudged are rerun
+                                      alone once, and it is judged on the reruns
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
   cpu_wait_neighbours_ms              the part of it other processes caused

@@ -252,7 +252,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 
 	out := &Outcome{Dir: w.Dir}
 	col := &collector{w: w, opt: opt, out: out, recs: make([]*report.Run, len(jobs)), remaining: remaining,
-		byScenario: map[*scenario.Scenario]map[string]*report.Run{}, stop: stopPlan}
+		byScenario: map[*scenario.Scenario]map[string]*report.Run{}, stop: stopPlan, jobs: map[*scenario.Scenario]map[string]job{}}
 	queue := make(chan job)
 	var wg sync.WaitGroup
 	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
@@ -263,7 +263,14 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 				if ctx.Err() != nil && parent.Err() == nil {
 					continue // the plan stopped at a write error: no record can be written
 				}
-				col.take(j, attempts(ctx, w, j, opt, conns, adm))
+				if again := col.take(j, attempts(ctx, w, j, opt, conns, adm)); len(again) > 0 {
+					// A compare the machine's timing left without a verdict: its runs
+					// once more, each alone, then the scenario is settled either way.
+					for _, k := range again {
+						col.replace(k, rerunForCompare(ctx, w, k, col.prior(k), opt, conns, adm))
+					}
+					col.settle(j.sc)
+				}
 				if j.done != nil {
 					close(j.done)
 				}
@@ -283,7 +290,9 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 }
 
 // collector takes each run's record as it ends: writes it, and compares a scenario's
-// runs when its last one ends. The first write error stops the plan.
+// runs when its last one ends. The runs of a scenario with a compare check on a latency are
+// written with its compare record instead, as one of them may still be rerun
+// (compareReruns). The first write error stops the plan.
 type collector struct {
 	mu         sync.Mutex
 	w          *report.Writer
@@ -291,6 +300,8 @@ type collector struct {
 	out        *Outcome
 	recs       []*report.Run
 	byScenario map[*scenario.Scenario]map[string]*report.Run
+	jobs       map[*scenario.Scenario]map[string]job
+	held       map[*scenario.Scenario][]*report.Run // runs not yet written, in the order they ended
 	remaining  map[*scenario.Scenario]int
 	writeErr   error
 	stop       func(error)
@@ -304,21 +315,73 @@ func (c *collector) failed(err error) {
 	}
 }
 
-func (c *collector) take(j job, rec *report.Run) {
+// take records a run's end. When it is its scenario's last, the compare checks are
+// evaluated; it returns the runs to rerun alone when the machine's timing left one without
+// a verdict (compareReruns), and the caller then replaces them and settles the scenario.
+func (c *collector) take(j job, rec *report.Run) []job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.recs[j.idx] = rec
-	c.failed(c.w.WriteRun(rec))
 	if c.byScenario[j.sc] == nil {
 		c.byScenario[j.sc] = map[string]*report.Run{}
+		c.jobs[j.sc] = map[string]job{}
 	}
-	c.byScenario[j.sc][j.run.Variant] = rec
+	c.byScenario[j.sc][j.run.Variant], c.jobs[j.sc][j.run.Variant] = rec, j
+	if holdsRuns(j.sc) {
+		if c.held == nil {
+			c.held = map[*scenario.Scenario][]*report.Run{}
+		}
+		c.held[j.sc] = append(c.held[j.sc], rec)
+	} else {
+		c.failed(c.w.WriteRun(rec))
+	}
 	c.remaining[j.sc]--
-	if c.remaining[j.sc] == 0 {
-		srec := compare(j.sc, c.byScenario[j.sc], c.opt)
-		c.out.Scenarios = append(c.out.Scenarios, srec)
-		c.failed(c.w.WriteScenario(srec))
+	if c.remaining[j.sc] > 0 {
+		return nil
 	}
+	srec := compare(j.sc, c.byScenario[j.sc], c.opt)
+	if again := compareReruns(j.sc, srec, c.jobs[j.sc], c.opt); len(again) > 0 {
+		return again
+	}
+	c.write(j.sc, srec)
+	return nil
+}
+
+// prior is the record a rerun of k replaces.
+func (c *collector) prior(k job) *report.Run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byScenario[k.sc][k.run.Variant]
+}
+
+// replace puts a rerun's record in the place of the run's earlier one.
+func (c *collector) replace(k job, rec *report.Run) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.byScenario[k.sc][k.run.Variant]
+	c.recs[k.idx], c.byScenario[k.sc][k.run.Variant] = rec, rec
+	for i, r := range c.held[k.sc] {
+		if r == old {
+			c.held[k.sc][i] = rec
+		}
+	}
+}
+
+// settle evaluates a scenario's compare checks once more, after its reruns, and writes it.
+func (c *collector) settle(sc *scenario.Scenario) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.write(sc, compare(sc, c.byScenario[sc], c.opt))
+}
+
+// write writes a scenario's held runs and its compare record.
+func (c *collector) write(sc *scenario.Scenario, srec *report.Scenario) {
+	for _, r := range c.held[sc] {
+		c.failed(c.w.WriteRun(r))
+	}
+	delete(c.held, sc)
+	c.out.Scenarios = append(c.out.Scenarios, srec)
+	c.failed(c.w.WriteScenario(srec))
 }
 
 // planJobs lists the plan's runs the filter keeps, each weighed in descriptors against
