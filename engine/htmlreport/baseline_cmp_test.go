@@ -69,8 +69,10 @@ return {regressed:document.querySelector('[data-total="regressed"]').textContent
 	if got.Regressed != "1" {
 		t.Errorf("regressed total %q; want 1", got.Regressed)
 	}
+	// On a busy machine the second run's latency regresses too (p50 0.06 -> 4.27 ms at
+	// load 4, listed before reuse_ratio in the same entry): true, and not what this checks.
 	if len(got.Failures) != 1 || !strings.HasPrefix(got.Failures[0], "regressed") ||
-		!strings.Contains(got.Failures[0], "cmp / default reuse_ratio 0.75 → 0 (-100.0%)") {
+		!strings.Contains(got.Failures[0], "cmp / default ") || !strings.Contains(got.Failures[0], "reuse_ratio 0.75 → 0 (-100.0%)") {
 		t.Errorf("failures panel %q; want the run, regressed: reuse_ratio 0.75 → 0", got.Failures)
 	}
 	rows := strings.Join(got.Rows, "|")

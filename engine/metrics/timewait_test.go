@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,6 +123,26 @@ func TestTimeWaitOwnCountsOnlyTheRunsPeers(t *testing.T) {
 	got := awaitTimeWait(t, port, own, 10)
 	all, _ := TimeWait(port)
 	if got != 10 || others != 5 || all < 15 {
-		t.Fatalf("own TIME_WAIT %d (want 10), the other peers' %d (want 5), all on the port %d (want >= 15)", got, others, all)
+		t.Fatalf("own TIME_WAIT %d (want 10), the other peers' %d (want 5), all on the port %d (want >= 15); the kernel's lines for the port:\n%s",
+			got, others, all, socketLines(port))
 	}
+}
+
+// socketLines returns the lines of /proc/net/tcp and tcp6 that name port (local or remote),
+// with their states, for a failure's message: which sockets were not in TIME_WAIT.
+func socketLines(port int) string {
+	hex := fmt.Sprintf(":%04X ", port)
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line+" ", hex) {
+				out = append(out, strings.Join(strings.Fields(line)[:4], " "))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
