@@ -130,7 +130,9 @@ expect:
 		}
 		judged++
 		if m.Errors != float64(errs) || m.Connections != float64(conns) {
-			t.Errorf("%s: %v errors and %v connections; the pauses predict %d and %d", r.Variant, m.Errors, m.Connections, errs, conns)
+			t.Errorf("%s: %v errors and %v connections; the pauses predict %d and %d (pauses as taken %v; server idle closes %.1f..%.1f ms; link lateness p99 %.2f max %.2f ms; idle_close timers p99 %.2f max %.2f ms)",
+				r.Variant, m.Errors, m.Connections, errs, conns, taken, m.ServerIdleCloseMs.Min, m.ServerIdleCloseMs.Max,
+				r.Timing.Sources[srcLink].P99, r.Timing.Sources[srcLink].Max, r.Timing.Sources[srcIdleClose].P99, r.Timing.Sources[srcIdleClose].Max)
 		}
 		if r.Server == nil || (r.Variant != "embedded" && (r.Server.Kind != r.Variant || r.Server.Version == "")) {
 			t.Errorf("%s: server %+v: want the real server's kind and version", r.Variant, r.Server)
