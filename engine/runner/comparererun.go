@@ -68,13 +68,7 @@ func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report
 	if ctx.Err() != nil || prior == nil || prior.Timing == nil {
 		return prior
 	}
-	st := settings(k.run, opt)
-	var gated map[string]float64
-	if opt.BaselineGates != nil {
-		gated = opt.BaselineGates(k.sc.Name, k.run.Variant, st.TimeScale)
-	}
-	judge := &timingJudge{reads: reads(k.sc, k.run, gated), factor: opt.LagTolerance}
-	tol := judge.before(st)
+	judge, tol := judgeOf(k, opt)
 	held := conns.acquireAll(ctx)
 	if held == 0 {
 		return prior

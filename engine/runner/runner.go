@@ -508,15 +508,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		rec.Status, rec.Error = report.StatusError, j.tooBig
 		return rec
 	}
-	st := settings(j.run, opt)
-	var gated map[string]float64
-	if opt.BaselineGates != nil {
-		gated = opt.BaselineGates(j.sc.Name, j.run.Variant, st.TimeScale)
-	}
-	// Before the run its tolerance is what the plan says (admission watches it); after it,
-	// each expect check's own margin replaces the plan's guess (judge.after).
-	judge := &timingJudge{reads: reads(j.sc, j.run, gated), factor: opt.LagTolerance}
-	tol := judge.before(st)
+	judge, tol := judgeOf(j, opt)
 	attempts := max(opt.Attempts, 1)
 	var reruns []string
 	held := 0
@@ -578,6 +570,19 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 			return rec
 		}
 	}
+}
+
+// judgeOf returns a run's timing judge and the tolerance its plan gives: before the run its
+// tolerance is what the plan says (admission watches it); after it, each expect check's own
+// margin replaces the plan's guess (judge.after).
+func judgeOf(j job, opt Options) (*timingJudge, tolerance) {
+	st := settings(j.run, opt)
+	var gated map[string]float64
+	if opt.BaselineGates != nil {
+		gated = opt.BaselineGates(j.sc.Name, j.run.Variant, st.TimeScale)
+	}
+	judge := &timingJudge{reads: reads(j.sc, j.run, gated), factor: opt.LagTolerance}
+	return judge, judge.before(st)
 }
 
 // PlanHash identifies a plan: sha256 over every scenario, variant and resolved settings,
