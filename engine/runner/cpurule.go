@@ -110,11 +110,16 @@ func latencyFloor(r *report.Run) float64 {
 	if r.Timing == nil || r.Timing.LatencyFloorMs == nil {
 		return 0
 	}
-	m := r.Metrics.Flat()
-	if m["errors"] > 0 || m["status_5xx"] > 0 {
+	return floorIfAllAnswered(r.Metrics, *r.Timing.LatencyFloorMs)
+}
+
+// floorIfAllAnswered is floor (scenario ms) when every request of m got a non-5xx answer,
+// and 0 otherwise: a failure can end before its round trip.
+func floorIfAllAnswered(m check.Metrics, floor float64) float64 {
+	if m.Errors > 0 || m.Status5xx > 0 {
 		return 0
 	}
-	return *r.Timing.LatencyFloorMs
+	return floor
 }
 
 // lowered is a latency v less what lateness or CPU wait could have added to it (d), never

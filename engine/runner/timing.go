@@ -283,10 +283,7 @@ func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, rtt s
 		return 0, false
 	}
 	flat := m.Flat()
-	var floor float64 // one round trip of the link (latencyFloor), when every request succeeded
-	if flat["errors"] == 0 && flat["status_5xx"] == 0 {
-		floor = float64(rtt.D()) / float64(time.Millisecond)
-	}
+	floor := floorIfAllAnswered(m, float64(rtt.D())/float64(time.Millisecond)) // latencyFloor's rule
 	verdict := func(late time.Duration) bool {
 		f := maps.Clone(flat)
 		d := float64(trips) * float64(late) / float64(time.Millisecond) / scale // scenario ms
