@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 // TestClockWakesInOrder registers waiters with scattered deadlines on a
@@ -237,11 +239,22 @@ func TestClockDenseNeverEarly(t *testing.T) {
 		ws[i].start = ws[i].due.Add(-spinTail)
 		c.add(ws[i])
 	}
+	var late time.Duration // the latest any of the last waiters was seen, past its deadline
 	for i, w := range ws {
 		awaitFired(t, i, w)
+		if i >= n-busyFires*20 {
+			late = max(late, time.Since(w.due))
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.winFires+c.prevWin < busyFires && late > busyWindow {
+		// A release seen more than a window late: the clock's thread lost its core between
+		// two releases 50 µs apart (beside busy processes), so the last windows counted what
+		// the machine allowed, not what was due.
+		testci.SkipOrFail(t, "the last windows counted %d+%d releases with the last waiters seen up to %v late: the machine, not the clock, spread them", c.winFires, c.prevWin, late)
+		return
+	}
 	if c.winFires+c.prevWin < busyFires {
 		t.Errorf("the last windows counted %d+%d releases; 20 per millisecond were due", c.winFires, c.prevWin)
 	}

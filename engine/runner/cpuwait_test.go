@@ -78,12 +78,14 @@ func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
 	t.Logf("wait per request %.3f ms alone, %.3f beside the hog; mean latency %.2f -> %.2f ms (cpu_pressure %v -> %v)",
 		perReq(quiet), perReq(busy), quiet.Metrics.LatencyMs.Mean, busy.Metrics.LatencyMs.Mean, *quiet.Timing.CPUPressure, *busy.Timing.CPUPressure)
 	if excess <= 0 && quiet.Timing.CPUPressure != nil && busy.Timing.CPUPressure != nil &&
-		*quiet.Timing.CPUPressure >= *busy.Timing.CPUPressure-0.2 {
+		(*quiet.Timing.CPUPressure >= *busy.Timing.CPUPressure-0.2 || *quiet.Timing.CPUPressure > 0.6) {
 		// The run meant to be alone shared the machine nearly as much as the one beside
 		// the hog (other packages' tests: 0.92 and 0.92 at load 4, 0.81 and 0.90 in CI's
 		// race pass; alone on a quiet machine it reads about 0.4, beside the hog 1): the
 		// hog adds little a busy machine did not already have, and the two runs cannot be
-		// compared. Under CI=true outside the race pass this fails, as below.
+		// compared. Above 0.6 the run alone was not alone either: beside two busy cores and
+		// go test (0.675 -> 1) both runs waited about 10 ms per request for a core. Under
+		// CI=true outside the race pass this fails, as below.
 		testci.SkipOrFail(t, "the run alone met nearly as much CPU pressure (%.3f) as the run beside the hog (%.3f): other work on the machine hides the hog",
 			*quiet.Timing.CPUPressure, *busy.Timing.CPUPressure)
 	}
