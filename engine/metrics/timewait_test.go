@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 // A connection closed first by this side leaves a TIME_WAIT socket on its port; closing
@@ -122,10 +124,53 @@ func TestTimeWaitOwnCountsOnlyTheRunsPeers(t *testing.T) {
 	others := awaitTimeWait(t, port, other, 5)
 	got := awaitTimeWait(t, port, own, 10)
 	all, _ := TimeWait(port)
-	if got != 10 || others != 5 || all < 15 {
-		t.Fatalf("own TIME_WAIT %d (want 10), the other peers' %d (want 5), all on the port %d (want >= 15); the kernel's lines for the port:\n%s",
-			got, others, all, socketLines(port))
+	// A socket the kernel no longer lists in any state is not the count's to find: at load 4
+	// (go test ./... beside two busy cores) one of the 15 once left no line at either end
+	// after 30 s, 14 TIME_WAIT lines and the listener's. The count is judged against the
+	// sockets the kernel still lists.
+	listed := peers(port)
+	wantOwn, wantOthers := countIn(mine, listed), countIn(theirs, listed)
+	if wantOwn < 8 || wantOthers < 3 {
+		testci.SkipOrFail(t, "only %d of our 10 and %d of the other 5 sockets are still listed by the kernel; its lines for the port:\n%s", wantOwn, wantOthers, socketLines(port))
+		return
 	}
+	if wantOwn+wantOthers < 15 {
+		t.Logf("the kernel lists %d of our 10 and %d of the other 5 sockets (the rest left no line in any state)", wantOwn, wantOthers)
+	}
+	if got != wantOwn || others != wantOthers || all < wantOwn+wantOthers {
+		t.Fatalf("own TIME_WAIT %d (want %d), the other peers' %d (want %d), all on the port %d (want >= %d); the kernel's lines for the port:\n%s",
+			got, wantOwn, others, wantOthers, all, wantOwn+wantOthers, socketLines(port))
+	}
+}
+
+// peers returns the peer ports of every socket the kernel lists with port at the other end,
+// in any state.
+func peers(port int) map[int]bool {
+	out := map[int]bool{}
+	for _, line := range strings.Split(socketLines(port), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		local, remote := hexPort(f[1]), hexPort(f[2])
+		switch {
+		case local == port && remote > 0:
+			out[remote] = true
+		case remote == port:
+			out[local] = true
+		}
+	}
+	return out
+}
+
+func countIn(ports, listed map[int]bool) int {
+	n := 0
+	for p := range ports {
+		if listed[p] {
+			n++
+		}
+	}
+	return n
 }
 
 // socketLines returns the lines of /proc/net/tcp and tcp6 that name port (local or remote),
