@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // iw is the default initial window in bytes, written out: 10 segments of 1,448.
@@ -44,32 +45,6 @@ func machineLag(t *testing.T) time.Duration {
 	return worst
 }
 
-// probed runs measure beside an independent probe, a goroutine that sleeps 2 ms at a
-// time, and returns what measure returned and the probe's worst lateness meanwhile: how
-// late this machine ran a timer while the transfer was on (a sample taken before it can
-// miss a neighbour that starts halfway through).
-func probed(measure func() time.Duration) (time.Duration, time.Duration) {
-	done := make(chan struct{})
-	worst := make(chan time.Duration)
-	go func() {
-		var w time.Duration
-		for {
-			select {
-			case <-done:
-				worst <- w
-				return
-			default:
-			}
-			start := time.Now()
-			time.Sleep(2 * time.Millisecond)
-			w = max(w, time.Since(start)-2*time.Millisecond)
-		}
-	}()
-	got := measure()
-	close(done)
-	return got, <-worst
-}
-
 // timed runs measure up to three times and passes on the first result within frac
 // of want, widened by the lateness machineLag measured just before it and the probe
 // measured during it: another process that takes the cores for a moment delays one
@@ -84,17 +59,19 @@ func timed(t *testing.T, what string, want time.Duration, frac float64, measure 
 	var misses []string
 	judged := 0
 	for range 3 {
-		lag := machineLag(t)
-		got, during := probed(measure)
-		lag = max(lag, during)
-		tol := time.Duration(float64(want)*frac) + lag
+		late := machineLag(t)
+		probe := lag.StartProbe(2 * time.Millisecond) // a probe goroutine's wake-ups during the transfer
+		got := measure()
+		during := probe.Stop().Max
+		late = max(late, during)
+		tol := time.Duration(float64(want)*frac) + late
 		off := 100 * float64(got-want) / float64(want)
 		switch {
 		case during > 25*time.Millisecond:
 			misses = append(misses, fmt.Sprintf("%v (not judged: the probe woke %v late during it)", got, during))
 			continue
 		case got >= want-tol && got <= want+tol:
-			t.Logf("%s = %v, model %v (%+.2f%%, lag %v)", what, got, want, off, lag)
+			t.Logf("%s = %v, model %v (%+.2f%%, lag %v)", what, got, want, off, late)
 			return
 		}
 		judged++
