@@ -139,124 +139,29 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 		tl.Axis = template.HTML(axis(span, rd.pauses(pl), x))
 		return tl
 	}
-
-	laneH := 14.0
-	if n := len(order); n > 50 {
-		laneH = max(1, math.Floor(700/float64(n)))
-	}
-	barH, gap := laneH-2, 1.0
-	if laneH < 5 {
-		barH, gap = laneH, 0
-	}
-	tl.Height = int(laneH*float64(len(order))) + 1
-	aggregate := rd.Count() > MaxDrawn
-	bucketMs := span / 400
-	if aggregate {
+	g := laneGeometry(len(order))
+	g.x = x
+	tl.Height = int(g.laneH*float64(len(order))) + 1
+	g.aggregate = rd.Count() > MaxDrawn
+	g.bucketMs = span / 400
+	if g.aggregate {
 		tl.Aggregated = "This run has " + strconv.Itoa(rd.Count()) + " requests, more than " +
-			strconv.Itoa(MaxDrawn) + ": each lane shows buckets of " + strconv.FormatFloat(bucketMs, 'f', 1, 64) +
+			strconv.Itoa(MaxDrawn) + ": each lane shows buckets of " + strconv.FormatFloat(g.bucketMs, 'f', 1, 64) +
 			" ms; the darker a bucket, the more requests started in it; red buckets hold a failure."
 	}
 
-	var b, lb []byte
-	b = append(b, `<svg class="timeline" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="none" viewBox="0 0 `...)
-	b = strconv.AppendInt(b, plotW, 10)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(tl.Height), 10)
-	b = append(b, `" height="`...)
-	b = strconv.AppendInt(b, int64(tl.Height), 10)
-	b = append(b, `" data-span="`...)
-	b = f1(b, span)
-	b = append(b, `" style="--bar-h:`...)
-	b = f1(b, barH)
-	b = append(b, `px" data-laneh="`...)
-	b = f1(b, laneH)
-	b = append(b, `" data-gap="`...)
-	b = f1(b, gap)
-	b = append(b, `">`...)
-
-	// Pauses between bursts, behind the lanes.
-	pauses := rd.pauses(pl)
+	b := svgOpen(nil, tl.Height, span, g)
+	pauses := rd.pauses(pl) // drawn behind the lanes
 	tl.Pauses = len(pauses)
-	for _, p := range pauses {
-		b = append(b, `<rect class="pause" x="`...)
-		b = f1(b, x(p[0]))
-		b = append(b, `" y="0" width="`...)
-		b = f1(b, max(x(p[1])-x(p[0]), 0.5))
-		b = append(b, `" height="`...)
-		b = strconv.AppendInt(b, int64(tl.Height), 10)
-		b = append(b, `" data-from="`...)
-		b = f1(b, p[0])
-		b = append(b, `" data-to="`...)
-		b = f1(b, p[1])
-		b = append(b, `"></rect>`...)
-	}
-	showLabels := laneH >= 9
+	b = appendPauses(b, pauses, x, tl.Height)
+	var lb []byte
 	lb = append(lb, `<div class="labels" style="height:`...)
 	lb = strconv.AppendInt(lb, int64(tl.Height), 10)
 	lb = append(lb, `px">`...)
 	for i, l := range order {
-		y := float64(i) * laneH
-		cls := "lane"
-		if l.conn == 0 {
-			cls = "lane-none" // requests that failed before any connection: not a connection
-		} else {
-			tl.Lanes++
-		}
-		b = append(b, `<g class="`...)
-		b = append(b, cls...)
-		b = append(b, `" data-conn="`...)
-		b = strconv.AppendUint(b, l.conn, 10)
-		b = append(b, `" data-from="`...)
-		b = f1(b, l.from)
-		b = append(b, `" data-to="`...)
-		b = f1(b, l.to)
-		b = append(b, `" transform="translate(0,`...)
-		b = f1(b, y+gap) // bars sit at y=0 in their lane: no y attribute on thousands of them
-		b = append(b, `)">`...)
-		if i%2 == 1 && laneH >= 4 {
-			b = append(b, `<rect class="stripe" x="0" y="-`...)
-			b = f1(b, gap)
-			b = append(b, `" width="`...)
-			b = strconv.AppendInt(b, plotW, 10)
-			b = append(b, `" height="`...)
-			b = f1(b, laneH)
-			b = append(b, `"></rect>`...)
-		}
-		if aggregate {
-			b = appendBuckets(b, l, bucketMs, x, barH)
-		} else {
-			for _, r := range l.reqs {
-				k := kindOf(&r.Request)
-				tl.Bars++
-				if k == kindFailed {
-					tl.Failed++
-					if !slices.Contains(tl.Classes, r.Class) {
-						tl.Classes = append(tl.Classes, r.Class)
-					}
-				}
-				if k == kindFailed || k == kindRetried || k == kindHidden {
-					tl.Marked++
-				}
-				b = appendBar(b, r, k, x)
-			}
-		}
-		for _, c := range l.marks {
-			b = appendMark(b, c, pl, x, gap, laneH)
-		}
-		b = append(b, `</g>`...)
-		if showLabels {
-			lb = append(lb, `<div style="height:`...)
-			lb = f1(lb, laneH)
-			lb = append(lb, `px;line-height:`...)
-			lb = f1(lb, laneH)
-			lb = append(lb, `px">`...)
-			if l.conn == 0 {
-				lb = append(lb, "none"...)
-			} else {
-				lb = append(lb, 'c')
-				lb = strconv.AppendUint(lb, l.conn, 10)
-			}
-			lb = append(lb, `</div>`...)
+		b = appendLane(b, &tl, i, l, pl, g)
+		if g.laneH >= 9 {
+			lb = appendLabel(lb, l, g.laneH)
 		}
 	}
 	b = append(b, `</svg>`...)
@@ -266,6 +171,134 @@ func buildTimeline(rd *RunData, pl plan) timeline {
 	tl.Labels = template.HTML(lb)
 	tl.Axis = template.HTML(axis(span, pauses, x))
 	return tl
+}
+
+// laneLayout is how the SVG timeline lays its lanes out.
+type laneLayout struct {
+	laneH, barH, gap float64
+	aggregate        bool    // draw buckets instead of one bar per request
+	bucketMs         float64 // a bucket's width when aggregated
+	x                func(float64) float64
+}
+
+// laneGeometry sizes n lanes: 14 px each, squeezed to fit 700 px past 50 lanes, without
+// a gap between bars once a lane is under 5 px.
+func laneGeometry(n int) laneLayout {
+	g := laneLayout{laneH: 14}
+	if n > 50 {
+		g.laneH = max(1, math.Floor(700/float64(n)))
+	}
+	g.barH, g.gap = g.laneH-2, 1.0
+	if g.laneH < 5 {
+		g.barH, g.gap = g.laneH, 0
+	}
+	return g
+}
+
+// svgOpen opens the timeline's <svg> with the sizes the page's script reads.
+func svgOpen(b []byte, height int, span float64, g laneLayout) []byte {
+	b = append(b, `<svg class="timeline" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="none" viewBox="0 0 `...)
+	b = strconv.AppendInt(b, plotW, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(height), 10)
+	b = append(b, `" height="`...)
+	b = strconv.AppendInt(b, int64(height), 10)
+	b = append(b, `" data-span="`...)
+	b = f1(b, span)
+	b = append(b, `" style="--bar-h:`...)
+	b = f1(b, g.barH)
+	b = append(b, `px" data-laneh="`...)
+	b = f1(b, g.laneH)
+	b = append(b, `" data-gap="`...)
+	b = f1(b, g.gap)
+	return append(b, `">`...)
+}
+
+// appendPauses draws the pauses between bursts as full-height bands.
+func appendPauses(b []byte, pauses [][2]float64, x func(float64) float64, height int) []byte {
+	for _, p := range pauses {
+		b = append(b, `<rect class="pause" x="`...)
+		b = f1(b, x(p[0]))
+		b = append(b, `" y="0" width="`...)
+		b = f1(b, max(x(p[1])-x(p[0]), 0.5))
+		b = append(b, `" height="`...)
+		b = strconv.AppendInt(b, int64(height), 10)
+		b = append(b, `" data-from="`...)
+		b = f1(b, p[0])
+		b = append(b, `" data-to="`...)
+		b = f1(b, p[1])
+		b = append(b, `"></rect>`...)
+	}
+	return b
+}
+
+// appendLane draws lane i (one connection) with its requests and marks, counting bars,
+// failures and their classes in tl.
+func appendLane(b []byte, tl *timeline, i int, l *lane, pl plan, g laneLayout) []byte {
+	cls := "lane"
+	if l.conn == 0 {
+		cls = "lane-none" // requests that failed before any connection: not a connection
+	} else {
+		tl.Lanes++
+	}
+	b = append(b, `<g class="`...)
+	b = append(b, cls...)
+	b = append(b, `" data-conn="`...)
+	b = strconv.AppendUint(b, l.conn, 10)
+	b = append(b, `" data-from="`...)
+	b = f1(b, l.from)
+	b = append(b, `" data-to="`...)
+	b = f1(b, l.to)
+	b = append(b, `" transform="translate(0,`...)
+	b = f1(b, float64(i)*g.laneH+g.gap) // bars sit at y=0 in their lane: no y attribute on thousands of them
+	b = append(b, `)">`...)
+	if i%2 == 1 && g.laneH >= 4 {
+		b = append(b, `<rect class="stripe" x="0" y="-`...)
+		b = f1(b, g.gap)
+		b = append(b, `" width="`...)
+		b = strconv.AppendInt(b, plotW, 10)
+		b = append(b, `" height="`...)
+		b = f1(b, g.laneH)
+		b = append(b, `"></rect>`...)
+	}
+	if g.aggregate {
+		b = appendBuckets(b, l, g.bucketMs, g.x, g.barH)
+	} else {
+		for _, r := range l.reqs {
+			k := kindOf(&r.Request)
+			tl.Bars++
+			if k == kindFailed {
+				tl.Failed++
+				if !slices.Contains(tl.Classes, r.Class) {
+					tl.Classes = append(tl.Classes, r.Class)
+				}
+			}
+			if k == kindFailed || k == kindRetried || k == kindHidden {
+				tl.Marked++
+			}
+			b = appendBar(b, r, k, g.x)
+		}
+	}
+	for _, c := range l.marks {
+		b = appendMark(b, c, pl, g.x, g.gap, g.laneH)
+	}
+	return append(b, `</g>`...)
+}
+
+// appendLabel writes a lane's label ("c12", or "none" for requests with no connection).
+func appendLabel(lb []byte, l *lane, laneH float64) []byte {
+	lb = append(lb, `<div style="height:`...)
+	lb = f1(lb, laneH)
+	lb = append(lb, `px;line-height:`...)
+	lb = f1(lb, laneH)
+	lb = append(lb, `px">`...)
+	if l.conn == 0 {
+		lb = append(lb, "none"...)
+	} else {
+		lb = append(lb, 'c')
+		lb = strconv.AppendUint(lb, l.conn, 10)
+	}
+	return append(lb, `</div>`...)
 }
 
 // appendBar draws one request. The hover text is assembled by the page's script from the

@@ -77,22 +77,7 @@ type JUnitInput struct {
 // variant (plus one named "compare" for a scenario's compare checks), failures carrying
 // each failed check with its observed values.
 func JUnit(w io.Writer, in JUnitInput) error {
-	type suiteAcc struct {
-		suite junitSuite
-		start time.Time
-		wall  float64
-	}
-	var order []string
-	suites := map[string]*suiteAcc{}
-	get := func(name, file string) *suiteAcc {
-		if s, ok := suites[name]; ok {
-			return s
-		}
-		s := &suiteAcc{suite: junitSuite{Name: name, File: file}}
-		suites[name] = s
-		order = append(order, name)
-		return s
-	}
+	b := junitBuilder{suites: map[string]*junitAcc{}}
 	// A run not run here that the baseline has is both a run and a missing one: one case.
 	notRunMissing := map[string]bool{}
 	for _, m := range in.Missing {
@@ -101,83 +86,68 @@ func JUnit(w io.Writer, in JUnitInput) error {
 	ran := map[string]bool{}
 	for _, r := range in.Runs {
 		ran[runKey(r.Scenario, r.Variant)] = true
-		s := get(r.Scenario, r.File)
-		if s.start.IsZero() || r.StartedAt.Before(s.start) {
-			s.start = r.StartedAt
-		}
-		s.wall += r.WallMs
-		if len(s.suite.Properties) == 0 {
-			s.suite.Properties = []junitProperty{
-				{Name: "run_id", Value: r.RunID},
-				{Name: "kalab_version", Value: r.KalabVersion},
-				{Name: "time_scale", Value: num(r.TimeScale)},
-			}
-		}
-		c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
-		var failed []Check
-		for _, ch := range r.Checks {
-			if ch.Failed() {
-				failed = append(failed, ch)
-			}
-		}
-		switch {
-		case r.Status == StatusError || r.Status == StatusInterrupted:
-			c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
-		case r.Status == StatusNotRun && in.FailMissing && notRunMissing[runKey(r.Scenario, r.Variant)]:
-			msg := xmlSafe("in the baseline but not run here: " + r.Reason)
-			c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
-		case r.Status == StatusNotRun:
-			c.Skipped = &junitProblem{Message: xmlSafe("not run: " + r.Reason)}
-		case len(failed) > 0:
-			c.Line = strconv.Itoa(failed[0].Line)
-			c.Failure = failure(failed)
-		}
-		s.suite.Cases = append(s.suite.Cases, c)
+		b.addRun(r, runCase(r, in.FailMissing && notRunMissing[runKey(r.Scenario, r.Variant)]))
 	}
 	for _, sc := range in.Scenarios {
-		if len(sc.Checks) == 0 {
-			continue
+		if len(sc.Checks) > 0 {
+			b.add(sc.Scenario, sc.File, compareCase(sc))
 		}
-		s := get(sc.Scenario, sc.File)
-		c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
-		var failed, unevaluated []Check
-		for _, ch := range sc.Checks {
-			switch ch.Verdict() {
-			case VerdictNotEvaluated:
-				unevaluated = append(unevaluated, ch)
-			case VerdictFail:
-				failed = append(failed, ch)
-			}
-		}
-		switch {
-		case len(failed) > 0:
-			c.Line = strconv.Itoa(failed[0].Line)
-			c.Failure = failure(failed)
-		case len(unevaluated) > 0:
-			// A case is one verdict: with any check not evaluated the case is not a pass.
-			c.Skipped = &junitProblem{Message: xmlSafe(notEvaluatedText(unevaluated, len(sc.Checks)))}
-		}
-		s.suite.Cases = append(s.suite.Cases, c)
 	}
 	for _, m := range in.Missing {
-		if ran[runKey(m.Scenario, m.Variant)] {
-			continue
+		if !ran[runKey(m.Scenario, m.Variant)] {
+			b.add(m.Scenario, m.File, missingCase(m, in.FailMissing))
 		}
-		s := get(m.Scenario, m.File)
-		c := junitCase{Name: m.Variant, Classname: m.Scenario, Time: "0", File: m.File}
-		msg := "in the baseline (run " + m.BaselineRunID + ") but did not run"
-		if in.FailMissing {
-			c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
-		} else {
-			c.Skipped = &junitProblem{Message: msg}
-		}
-		s.suite.Cases = append(s.suite.Cases, c)
 	}
+	return writeJUnit(w, b.root())
+}
 
+// junitAcc is one scenario's testsuite as the report gathers it.
+type junitAcc struct {
+	suite junitSuite
+	start time.Time
+	wall  float64
+}
+
+// junitBuilder gathers test cases into suites, one per scenario, in first-seen order.
+type junitBuilder struct {
+	order  []string
+	suites map[string]*junitAcc
+}
+
+// add appends c to the scenario's suite, making the suite when it is new.
+func (b *junitBuilder) add(name, file string, c junitCase) *junitAcc {
+	s, ok := b.suites[name]
+	if !ok {
+		s = &junitAcc{suite: junitSuite{Name: name, File: file}}
+		b.suites[name] = s
+		b.order = append(b.order, name)
+	}
+	s.suite.Cases = append(s.suite.Cases, c)
+	return s
+}
+
+// addRun adds a run's case and its start, wall time and properties to its suite.
+func (b *junitBuilder) addRun(r *Run, c junitCase) {
+	s := b.add(r.Scenario, r.File, c)
+	if s.start.IsZero() || r.StartedAt.Before(s.start) {
+		s.start = r.StartedAt
+	}
+	s.wall += r.WallMs
+	if len(s.suite.Properties) == 0 {
+		s.suite.Properties = []junitProperty{
+			{Name: "run_id", Value: r.RunID},
+			{Name: "kalab_version", Value: r.KalabVersion},
+			{Name: "time_scale", Value: num(r.TimeScale)},
+		}
+	}
+}
+
+// root counts every suite's cases and the totals.
+func (b *junitBuilder) root() junitSuites {
 	root := junitSuites{Name: "kalab"}
 	var total float64
-	for _, name := range order {
-		acc := suites[name]
+	for _, name := range b.order {
+		acc := b.suites[name]
 		s := acc.suite
 		for _, c := range s.Cases {
 			s.Tests++
@@ -201,6 +171,71 @@ func JUnit(w io.Writer, in JUnitInput) error {
 		root.Suites = append(root.Suites, s)
 	}
 	root.Time = seconds(total)
+	return root
+}
+
+// runCase is a run's test case; missingFails says the run did not run, the baseline has
+// it and missing runs fail.
+func runCase(r *Run, missingFails bool) junitCase {
+	c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
+	var failed []Check
+	for _, ch := range r.Checks {
+		if ch.Failed() {
+			failed = append(failed, ch)
+		}
+	}
+	switch {
+	case r.Status == StatusError || r.Status == StatusInterrupted:
+		c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
+	case r.Status == StatusNotRun && missingFails:
+		msg := xmlSafe("in the baseline but not run here: " + r.Reason)
+		c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
+	case r.Status == StatusNotRun:
+		c.Skipped = &junitProblem{Message: xmlSafe("not run: " + r.Reason)}
+	case len(failed) > 0:
+		c.Line = strconv.Itoa(failed[0].Line)
+		c.Failure = failure(failed)
+	}
+	return c
+}
+
+// compareCase is the "compare" test case of a scenario's compare checks.
+func compareCase(sc *Scenario) junitCase {
+	c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
+	var failed, unevaluated []Check
+	for _, ch := range sc.Checks {
+		switch ch.Verdict() {
+		case VerdictNotEvaluated:
+			unevaluated = append(unevaluated, ch)
+		case VerdictFail:
+			failed = append(failed, ch)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		c.Line = strconv.Itoa(failed[0].Line)
+		c.Failure = failure(failed)
+	case len(unevaluated) > 0:
+		// A case is one verdict: with any check not evaluated the case is not a pass.
+		c.Skipped = &junitProblem{Message: xmlSafe(notEvaluatedText(unevaluated, len(sc.Checks)))}
+	}
+	return c
+}
+
+// missingCase is the case of a baseline run that did not run here at all.
+func missingCase(m RunDiff, failMissing bool) junitCase {
+	c := junitCase{Name: m.Variant, Classname: m.Scenario, Time: "0", File: m.File}
+	msg := "in the baseline (run " + m.BaselineRunID + ") but did not run"
+	if failMissing {
+		c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
+	} else {
+		c.Skipped = &junitProblem{Message: msg}
+	}
+	return c
+}
+
+// writeJUnit encodes the report with its XML header.
+func writeJUnit(w io.Writer, root junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
