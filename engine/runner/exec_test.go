@@ -451,9 +451,17 @@ expect: ["errors_by_class.timeout == 3", "ok == 0"]
 					t.Errorf("request %d: code %q, error %q; want code %s and the runtime's text", r.Seq, r.Code, r.Error, codes[rec.Variant])
 				}
 				// The client gave up at its timeout, not before (the code above says it did
-				// not wait for the response; how late its timer ran is the machine's).
-				if r.LatencyMs < 150 {
-					t.Errorf("request %d took %.1f ms, less than the 150 ms timeout", r.Seq, r.LatencyMs)
+				// not wait for the response; how late its timer ran is the machine's). curl
+				// times --max-time from the operation's start (t_startop) but reports
+				// time_total from the transfer's (t_startsingle, a step later: lib/connect.c
+				// Curl_timeleft, lib/progress.c), so its latency can read a little under the
+				// timeout (149.7 ms at load 4); 5 ms of that is allowed to curl only.
+				floor := 150.0
+				if strings.HasPrefix(rec.Variant, "curl") {
+					floor = 145
+				}
+				if r.LatencyMs < floor {
+					t.Errorf("request %d took %.1f ms, less than the 150 ms timeout (floor %.0f ms)", r.Seq, r.LatencyMs, floor)
 				}
 			}
 		})
