@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -451,16 +452,46 @@ func (s *Server) writeCertificate() (certFiles, error) {
 	return f, nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process could take it before
-// the server binds it; waitReady then finds the port held by a process outside the
-// server's group and names it (owned).
+// freePort picks a free loopback port for a server kalab starts. Where the kernel says
+// which ports it hands out by itself (Linux's ip_local_port_range), the port comes from
+// below that range, checked free by binding it: a port the kernel handed out for ":0" can
+// go to a connection's ephemeral end before the server binds it (at load 4 another socket
+// of the test process took one: "held by pid ... (runner.test)"). Elsewhere it asks the
+// kernel for one. Another process could still bind it first; waitReady then finds the port
+// held by a process outside the server's group and names it (owned).
 var freePort = func() (int, error) {
+	if low := ephemeralLow(); low > 20000 {
+		for range 32 {
+			port := 10000 + rand.IntN(low-10000)
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				_ = ln.Close()
+				return port, nil
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func commandName(command string) string {
