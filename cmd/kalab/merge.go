@@ -30,6 +30,58 @@ type shardDir struct {
 // cmdMerge is `kalab merge DIR... --out DIR`: the results of the shards of one split, put
 // back together as one results directory and gated like a single kalab run.
 func cmdMerge(args []string, stdout, stderr io.Writer) int {
+	f, lo := mergeFlags(stdout, stderr)
+	if ok, code := parseFlags(f.fs, args); !ok {
+		return code
+	}
+	invalid := func(err error) int {
+		fmt.Fprintf(stderr, "kalab merge: %v\n", err)
+		return exitInvalid
+	}
+	log, err := lo.logger(stderr)
+	if err != nil {
+		return invalid(err)
+	}
+	f.log = log
+	if err := checkMergeArgs(f); err != nil {
+		return invalid(err)
+	}
+	shards, err := findShards(f.fs.Args())
+	if err != nil {
+		return invalid(err)
+	}
+	if err := consistent(shards); err != nil {
+		return invalid(err)
+	}
+	inv, err := mergedInvocation(f, shards, stderr)
+	if err != nil {
+		return invalid(err)
+	}
+	runs, gaps, err := collect(shards)
+	if err != nil {
+		return invalid(err)
+	}
+	outcome, err := writeMerged(f.out, inv.plan, inv, runs, gaps)
+	if outcome == nil {
+		fmt.Fprintf(stderr, "kalab merge: %v\n", err)
+		return exitEngine
+	}
+	missing, rerr := reportRun(f, inv, outcome, stdout)
+	if err == nil {
+		err = rerr
+	}
+	printMerged(stdout, shards, len(runs), gaps, outcome.Dir)
+	code := runExitCode(f, outcome, missing, err, stderr)
+	if len(gaps) > 0 && !f.allowPartial && (code == exitOK || code == exitCheckFailed) {
+		fmt.Fprintf(stderr, "kalab merge: the merged results are incomplete: %d shard%s or runs missing (--allow-partial gates them anyway)\n", len(gaps), plural(len(gaps)))
+		return exitEngine
+	}
+	return code
+}
+
+// mergeFlags declares kalab merge's flags: the gate's flags of kalab run, without the ones
+// that choose or run scenarios.
+func mergeFlags(stdout, stderr io.Writer) (*runFlags, *logOptions) {
 	fs, lo := flagSet("merge", "merge DIR... [--out DIR]  (shard run directories, or directories holding them)", stdout, stderr)
 	f := &runFlags{fs: fs, name: "merge"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
@@ -39,103 +91,80 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) of the merged results to this file")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "accept partial inputs: gate what the shards recorded when a shard or some of its runs are missing (exit 3 otherwise), and a baseline whose invocation did not complete")
-	if ok, code := parseFlags(fs, args); !ok {
-		return code
-	}
-	invalid := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "kalab merge: "+format+"\n", a...)
-		return exitInvalid
-	}
-	log, err := lo.logger(stderr)
-	if err != nil {
-		return invalid("%v", err)
-	}
-	f.log = log
-	if fs.NArg() == 0 {
-		return invalid("name the shards' results directories")
+	return f, lo
+}
+
+// checkMergeArgs rejects what kalab merge cannot do before it reads anything.
+func checkMergeArgs(f *runFlags) error {
+	if f.fs.NArg() == 0 {
+		return errors.New("name the shards' results directories")
 	}
 	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
-		return invalid("--tolerance and --fail-missing need --baseline")
+		return errors.New("--tolerance and --fail-missing need --baseline")
 	}
 	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	if err := report.CheckOut(f.out); err != nil {
-		return invalid("--out: %v", err)
+		return fmt.Errorf("--out: %w", err)
 	}
-	shards, err := findShards(fs.Args())
-	if err != nil {
-		return invalid("%v", err)
-	}
-	first := shards[0].man
-	if err := consistent(shards); err != nil {
-		return invalid("%v", err)
-	}
+	return nil
+}
 
-	// The plan, as the shards loaded it: for the compare checks of files split across
-	// shards and for the scenario files' baseline tolerances.
+// mergedInvocation is the invocation the shards were parts of: the plan as they loaded it
+// (for the compare checks of files split across shards and the scenario files' baseline
+// tolerances), checked to be the plan they ran, and the baseline comparer.
+func mergedInvocation(f *runFlags, shards []shardDir, stderr io.Writer) (*invocation, error) {
+	first := shards[0].man
 	inv := &invocation{opt: runner.Options{KalabVersion: first.KalabVersion}}
 	if first.Filter != "" {
-		if inv.opt.Filter, err = regexp.Compile(first.Filter); err != nil {
-			return invalid("%s: filter: %v", shards[0].dir, err)
+		re, err := regexp.Compile(first.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("%s: filter: %v", shards[0].dir, err)
 		}
+		inv.opt.Filter = re
 	}
 	// Nothing runs here: the shards ran (and were checked) with their own --allow-remote.
-	plan, _ := loadPlan(first.Files, stderr, log, runner.CheckOptions{AllowRemote: true})
+	plan, _ := loadPlan(first.Files, stderr, f.log, runner.CheckOptions{AllowRemote: true})
 	if plan == nil {
-		return invalid("cannot load the scenario files the shards ran (run kalab merge where kalab run --shard ran)")
+		return nil, errors.New("cannot load the scenario files the shards ran (run kalab merge where kalab run --shard ran)")
 	}
 	inv.opt.TimeScale, inv.opt.Seed = first.TimeScale, first.Seed
 	inv.planHash = runner.PlanHash(plan, inv.opt) // before the filter, as each shard's invocation record has it
 	plan = filterPlan(plan, inv.opt.Filter)
 	if h := shard.PlanHash(plan, shard.Overrides{TimeScale: first.TimeScale, Seed: first.Seed}); h != first.PlanHash {
-		return invalid("the scenario files here are not the ones the shards ran (plan hash %.12s, the shards' %.12s): merge in the same checkout", h, first.PlanHash)
+		return nil, fmt.Errorf("the scenario files here are not the ones the shards ran (plan hash %.12s, the shards' %.12s): merge in the same checkout", h, first.PlanHash)
 	}
 	inv.plan = plan
 	inv.paths = first.Paths
-	if f.baselinePath != "" {
-		flagTols, err := parseTolerances(f.tolerances)
-		if err != nil {
-			return invalid("--tolerance %v", err)
-		}
-		base, err := report.LoadBaseline(f.baselinePath)
-		if err != nil {
-			return invalid("%v", err)
-		}
-		if _, err := base.Complete(); err != nil && !f.allowPartial {
-			return invalid("%v", err)
-		}
-		inv.cmp = &report.Comparer{Baseline: base, Tolerances: runner.PlanTolerances(plan, flagTols)}
+	if f.baselinePath == "" {
+		return inv, nil
 	}
-
-	runs, gaps, err := collect(shards)
+	flagTols, err := parseTolerances(f.tolerances)
 	if err != nil {
-		return invalid("%v", err)
+		return nil, fmt.Errorf("--tolerance %v", err)
 	}
-	outcome, err := writeMerged(f.out, plan, inv, runs, gaps)
-	if outcome == nil {
-		fmt.Fprintf(stderr, "kalab merge: %v\n", err)
-		return exitEngine
+	base, err := report.LoadBaseline(f.baselinePath)
+	if err != nil {
+		return nil, err
 	}
-	missing, rerr := reportRun(f, inv, outcome, stdout)
-	if err == nil {
-		err = rerr
+	if _, err := base.Complete(); err != nil && !f.allowPartial {
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "\nmerged %d shard%s of %d: %d run%s\n", len(shards), plural(len(shards)), first.Shards, len(runs), plural(len(runs)))
+	inv.cmp = &report.Comparer{Baseline: base, Tolerances: runner.PlanTolerances(plan, flagTols)}
+	return inv, nil
+}
+
+// printMerged says what was merged, what is missing and where the results are.
+func printMerged(stdout io.Writer, shards []shardDir, runs int, gaps []string, dir string) {
+	fmt.Fprintf(stdout, "\nmerged %d shard%s of %d: %d run%s\n", len(shards), plural(len(shards)), shards[0].man.Shards, runs, plural(runs))
 	for _, g := range gaps {
 		fmt.Fprintf(stdout, "%s\n", g)
 	}
-	dir := outcome.Dir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	fmt.Fprintf(stdout, "results: %s\n", dir)
-	code := runExitCode(f, outcome, missing, err, stderr)
-	if len(gaps) > 0 && !f.allowPartial && (code == exitOK || code == exitCheckFailed) {
-		fmt.Fprintf(stderr, "kalab merge: the merged results are incomplete: %d shard%s or runs missing (--allow-partial gates them anyway)\n", len(gaps), plural(len(gaps)))
-		return exitEngine
-	}
-	return code
 }
 
 // findShards reads every shard directory under the arguments: a directory with shard.json,

@@ -205,23 +205,10 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	defer os.RemoveAll(dir)
 	plan := cfg.Plan
 	plan.URL = cfg.URL
-	env, err := plan.write(dir, cfg.CAPEM)
-	if err != nil {
-		return rep, fmt.Errorf("exec: writing the plan: %w", err)
-	}
-	argv, workDir, env, err := commandLine(cfg, id, dir, plan, env)
+	cmd, argv, err := buildCommand(ctx, cfg, id, dir, plan)
 	if err != nil {
 		return rep, err
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = workDir
-	if cfg.Adapter != nil {
-		cmd.Env = cfg.Adapter.childEnv(cfg.Env, env)
-	} else {
-		cmd.Env = childenv.For(cfg.Env, env)
-	}
-	cmd.Stdin = nil
-	cmd.WaitDelay = 2 * time.Second
 	tail := &tailBuffer{max: stderrKeep}
 	var errDst io.Writer = tail
 	if cfg.Stderr != nil {
@@ -237,68 +224,114 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 		_, _ = io.Copy(errDst, st.stderr)
 		close(stderrDone)
 	}()
-	seen := make([]bool, plan.Requests)
-	late := newLateness(plan)
-	var protoErr error
-	sc := bufio.NewScanner(st.stdout)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	lineNo := 0
-	for sc.Scan() {
-		lineNo++
-		arrived := time.Now()
-		ev, ok, err := parseLine(sc.Bytes(), arrived)
-		if err != nil {
-			if protoErr == nil {
-				protoErr = fmt.Errorf("stdout line %d: %w", lineNo, err)
-			}
-			continue
-		}
-		if !ok {
-			continue // not a request line: an identity line, or output the protocol ignores
-		}
-		if ev.Seq < 0 || ev.Seq >= plan.Requests {
-			if protoErr == nil {
-				protoErr = fmt.Errorf("stdout line %d: index %d is outside the plan's 0..%d", lineNo, ev.Seq, plan.Requests-1)
-			}
-			continue
-		}
-		if seen[ev.Seq] {
-			if protoErr == nil {
-				protoErr = fmt.Errorf("stdout line %d: index %d reported twice", lineNo, ev.Seq)
-			}
-			continue
-		}
-		seen[ev.Seq] = true
-		rep.Lines++
-		late.add(sc.Bytes(), ev)
-		emit(ev)
-	}
-	scanErr := sc.Err()
+	lr := newLineReader(plan, emit)
+	scanErr := lr.read(st.stdout)
 	if scanErr != nil {
 		_, _ = io.Copy(io.Discard, st.stdout) // let the program finish writing
 	}
 	waitErr := <-st.waited
 	<-stderrDone
 	st.close()
+	rep.Lines = lr.lines
 	rep.Stderr = tail.String()
-	rep.Late, rep.LateDerived = late.result()
+	rep.Late, rep.LateDerived = lr.late.result()
 	if ps := cmd.ProcessState; ps != nil {
 		rep.CPU = ps.UserTime() + ps.SystemTime()
 		rep.MaxRSS = maxRSS(ps)
 	}
+	return rep, runError(ctx, id, plan, rep, waitErr, scanErr, lr.protoErr)
+}
+
+// buildCommand writes the plan into dir and prepares the program that runs it (not yet
+// started): its argv, working directory and environment.
+func buildCommand(ctx context.Context, cfg Config, id Identity, dir string, plan Plan) (*exec.Cmd, []string, error) {
+	env, err := plan.write(dir, cfg.CAPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exec: writing the plan: %w", err)
+	}
+	argv, workDir, env, err := commandLine(cfg, id, dir, plan, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = workDir
+	if cfg.Adapter != nil {
+		cmd.Env = cfg.Adapter.childEnv(cfg.Env, env)
+	} else {
+		cmd.Env = childenv.For(cfg.Env, env)
+	}
+	cmd.Stdin = nil
+	cmd.WaitDelay = 2 * time.Second
+	return cmd, argv, nil
+}
+
+// runError is Run's verdict on a finished program, the first problem in order of cause:
+// cancellation, the program's exit, its output stream, the protocol, missing requests.
+func runError(ctx context.Context, id Identity, plan Plan, rep Report, waitErr, scanErr, protoErr error) error {
 	switch {
 	case ctx.Err() != nil:
-		return rep, ctx.Err()
+		return ctx.Err()
 	case waitErr != nil:
-		return rep, fmt.Errorf("the client %s: %v%s", id.label(), waitErr, stderrNote(rep.Stderr))
+		return fmt.Errorf("the client %s: %v%s", id.label(), waitErr, stderrNote(rep.Stderr))
 	case scanErr != nil:
-		return rep, fmt.Errorf("reading the client's output: %w", scanErr)
+		return fmt.Errorf("reading the client's output: %w", scanErr)
 	case protoErr != nil:
-		return rep, fmt.Errorf("the client %s broke the exec protocol: %w", id.label(), protoErr)
+		return fmt.Errorf("the client %s broke the exec protocol: %w", id.label(), protoErr)
 	case rep.Lines < plan.Requests:
-		return rep, fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
+		return fmt.Errorf("the client %s reported %d of the plan's %d requests%s", id.label(), rep.Lines, plan.Requests, stderrNote(rep.Stderr))
 	}
-	return rep, nil
+	return nil
+}
+
+// lineReader reads a program's standard output under the exec protocol: each request line
+// is parsed, checked against the plan (index in range, reported once) and emitted; the
+// first violation is kept in protoErr and later lines still count.
+type lineReader struct {
+	plan     Plan
+	emit     func(client.Event)
+	seen     []bool
+	late     *lateness
+	lines    int
+	protoErr error
+}
+
+func newLineReader(plan Plan, emit func(client.Event)) *lineReader {
+	return &lineReader{plan: plan, emit: emit, seen: make([]bool, plan.Requests), late: newLateness(plan)}
+}
+
+// read consumes r to its end and returns the scanner's error (a line over 1 MiB, a read
+// failure), never a protocol violation.
+func (lr *lineReader) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		if err := lr.line(sc.Bytes(), time.Now()); err != nil && lr.protoErr == nil {
+			lr.protoErr = fmt.Errorf("stdout line %d: %w", lineNo, err)
+		}
+	}
+	return sc.Err()
+}
+
+// line handles one line of output that arrived at the given instant.
+func (lr *lineReader) line(b []byte, arrived time.Time) error {
+	ev, ok, err := parseLine(b, arrived)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil // not a request line: an identity line, or output the protocol ignores
+	}
+	if ev.Seq < 0 || ev.Seq >= lr.plan.Requests {
+		return fmt.Errorf("index %d is outside the plan's 0..%d", ev.Seq, lr.plan.Requests-1)
+	}
+	if lr.seen[ev.Seq] {
+		return fmt.Errorf("index %d reported twice", ev.Seq)
+	}
+	lr.seen[ev.Seq] = true
+	lr.lines++
+	lr.late.add(b, ev)
+	lr.emit(ev)
+	return nil
 }
 
 // commandLine is what Run starts and where: a bundled adapter's script written into dir

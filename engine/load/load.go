@@ -240,24 +240,49 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 	if do == nil {
 		return errors.New("load: invalid schedule: nil request function")
 	}
+	r := newScheduler(ctx, s, do)
+	defer r.stop()
+	for r.seq < s.Requests {
+		if !r.burst() {
+			break
+		}
+	}
+	r.wg.Wait()
+	return ctx.Err()
+}
+
+// scheduler is one Run: the plan's position, the concurrency slots and the calls in flight.
+type scheduler struct {
+	ctx    context.Context
+	s      Spec
+	do     func(ctx context.Context, seq int)
+	limit  int           // calls in flight at most (0: no cap, open model only)
+	slots  chan struct{} // nil without a cap
+	pauses *pauser
+	arr    *arrivals
+	size   int // calls per burst
+	sleep  func(at time.Time, done <-chan struct{}) bool
+	stop   func()
+	wg     sync.WaitGroup
+	seq    int // the next call
+}
+
+func newScheduler(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) *scheduler {
 	limit := s.Concurrency
 	if s.Rate == 0 && limit < 1 {
 		limit = 1
 	}
 	limit = min(limit, s.Requests) // more slots than requests would never be used
-	var slots chan struct{}
+	r := &scheduler{ctx: ctx, s: s, do: do, limit: limit, pauses: newPauser(s), arr: newArrivals(s),
+		size: s.burstSize(), sleep: s.Sleep, stop: func() {}}
 	if limit > 0 {
-		slots = make(chan struct{}, limit)
+		r.slots = make(chan struct{}, limit)
 	}
-	pauses := newPauser(s)
-	arr := newArrivals(s)
-	size := s.burstSize()
-	sleep := s.Sleep
-	if sleep == nil {
+	if r.sleep == nil {
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
-		defer timer.Stop()
-		sleep = func(at time.Time, done <-chan struct{}) bool {
+		r.stop = func() { timer.Stop() }
+		r.sleep = func(at time.Time, done <-chan struct{}) bool {
 			timer.Reset(time.Until(at))
 			select {
 			case <-done:
@@ -268,85 +293,97 @@ func Run(ctx context.Context, s Spec, do func(ctx context.Context, seq int)) err
 			}
 		}
 	}
+	return r
+}
 
-	// wait sleeps until at, or returns false as soon as ctx is done; it records how late
-	// it woke. An instant already past when the schedule reaches it is not a late timer but
-	// a call queued behind the concurrency cap: that shows as the call's queue wait.
-	wait := func(at time.Time) bool {
-		if time.Until(at) > 0 {
-			if !sleep(at, ctx.Done()) {
+// wait sleeps until at, or returns false as soon as ctx is done; it records how late it
+// woke. An instant already past when the schedule reaches it is not a late timer but a call
+// queued behind the concurrency cap: that shows as the call's queue wait.
+func (r *scheduler) wait(at time.Time) bool {
+	if time.Until(at) > 0 {
+		if !r.sleep(at, r.ctx.Done()) {
+			return false
+		}
+		r.s.Lag.Since(at)
+	}
+	return r.ctx.Err() == nil
+}
+
+// burst starts the next burst's calls and waits for them to return; false when ctx ended
+// the schedule.
+func (r *scheduler) burst() bool {
+	// A burst starts when its pause was planned to end, so a late pause shows as lag and
+	// queue wait instead of silently shifting the arrivals after it.
+	burstStart := time.Now()
+	if r.seq > 0 {
+		burstStart = burstStart.Add(r.pauses.next())
+		if !r.wait(burstStart) {
+			return false
+		}
+	}
+	var due time.Duration
+	end := min(r.seq+r.size, r.s.Requests)
+	for first := r.seq; r.seq < end; r.seq++ {
+		planned := burstStart
+		if r.s.Rate > 0 && r.seq > first {
+			due += r.arr.next()
+			planned = burstStart.Add(due)
+			if !r.wait(planned) {
 				return false
 			}
-			s.Lag.Since(at)
 		}
-		return ctx.Err() == nil
+		// In the closed model every slot is free when a burst starts (the pause begins once
+		// the burst's last call returned), so the burst's first limit calls start at once
+		// and each later one starts when an earlier call returns: a worker's next request.
+		// Counted from the plan, not from whether the slot was still busy when this loop got
+		// here: two calls ending together would make that a race between them and this loop.
+		follows := r.s.Rate == 0 && r.seq-first >= r.limit
+		if !r.acquire() {
+			return false
+		}
+		if r.s.Rate == 0 && r.seq > first {
+			planned = time.Now() // closed model: due when its slot came free
+		}
+		r.launch(r.seq, scheduled{at: planned, follows: follows})
 	}
+	r.wg.Wait()
+	return true
+}
 
-	var wg sync.WaitGroup
-	seq := 0
-schedule:
-	for seq < s.Requests {
-		// A burst starts when its pause was planned to end, so a late pause shows as lag
-		// and queue wait instead of silently shifting the arrivals after it.
-		burstStart := time.Now()
-		if seq > 0 {
-			burstStart = burstStart.Add(pauses.next())
-			if !wait(burstStart) {
-				break
+// acquire takes a concurrency slot, waiting for one when every slot is busy; false (holding
+// nothing) once ctx is done, so a call never starts after it.
+func (r *scheduler) acquire() bool {
+	if r.slots != nil {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			// Every slot is busy: this call starts when one returns.
+			select {
+			case r.slots <- struct{}{}:
+			case <-r.ctx.Done():
+				return false
 			}
 		}
-		var due time.Duration
-		end := min(seq+size, s.Requests)
-		for first := seq; seq < end; seq++ {
-			planned := burstStart
-			if s.Rate > 0 && seq > first {
-				due += arr.next()
-				planned = burstStart.Add(due)
-				if !wait(planned) {
-					break schedule
-				}
-			}
-			// In the closed model every slot is free when a burst starts (the pause
-			// begins once the burst's last call returned), so the burst's first limit
-			// calls start at once and each later one starts when an earlier call returns:
-			// a worker's next request. Counted from the plan, not from whether the slot was
-			// still busy when this loop got here: two calls ending together would make
-			// that a race between them and this loop.
-			follows := s.Rate == 0 && seq-first >= limit
-			if slots != nil {
-				select {
-				case slots <- struct{}{}:
-				default:
-					// Every slot is busy: this call starts when one returns.
-					select {
-					case slots <- struct{}{}:
-					case <-ctx.Done():
-						break schedule
-					}
-				}
-			}
-			// The slot wait may have raced a cancellation; the promise is never to
-			// start a call once ctx is done.
-			if ctx.Err() != nil {
-				if slots != nil {
-					<-slots
-				}
-				break schedule
-			}
-			if s.Rate == 0 && seq > first {
-				planned = time.Now() // closed model: due when its slot came free
-			}
-			wg.Add(1)
-			go func(seq int, at scheduled) {
-				defer wg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
-				}
-				do(context.WithValue(ctx, scheduledKey{}, at), seq)
-			}(seq, scheduled{at: planned, follows: follows})
-		}
-		wg.Wait()
 	}
-	wg.Wait()
-	return ctx.Err()
+	// The slot wait may have raced a cancellation; the promise is never to start a call
+	// once ctx is done.
+	if r.ctx.Err() != nil {
+		if r.slots != nil {
+			<-r.slots
+		}
+		return false
+	}
+	return true
+}
+
+// launch runs call seq in its own goroutine, freeing its slot when it returns.
+func (r *scheduler) launch(seq int, at scheduled) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if r.slots != nil {
+			defer func() { <-r.slots }()
+		}
+		r.do(context.WithValue(r.ctx, scheduledKey{}, at), seq)
+	}()
 }
