@@ -39,13 +39,30 @@ func TestSchedSeesRunnableGoroutines(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The runtime records one in eight of a goroutine's waits (gTrackingPeriod in
+	// runtime/runtime2.go), and a preemption is a wait: at full speed 300 ms gives about 60 of
+	// them and so 7 recorded, but a process starved of its cores by the packages tested
+	// beside it is preempted less often and may record none. Crowd the Ps until 8 waits are
+	// recorded, for at most 5 s.
+	began := time.Now()
+	var b Summary
+	for {
+		time.Sleep(100 * time.Millisecond)
+		busyRec = Recorder{}
+		s.Into(&busyRec)
+		b = busyRec.Summary()
+		if (b.N >= 8 && time.Since(began) >= 300*time.Millisecond) || time.Since(began) >= 5*time.Second {
+			break
+		}
+	}
 	close(done)
-	s.Into(&busyRec)
-	b, i := busyRec.Summary(), idle.Summary()
-	t.Logf("busy: n %d, p99 %v, max %v; sleeping: n %d, max %v", b.N, b.P99, b.Max, i.N, i.Max)
+	i := idle.Summary()
+	t.Logf("busy for %v: n %d, p99 %v, max %v; sleeping: n %d, max %v", time.Since(began).Round(time.Millisecond), b.N, b.P99, b.Max, i.N, i.Max)
+	if b.N == 0 {
+		t.Fatalf("%d goroutines busy on %d Ps for 5 s: the runtime recorded none of their waits", 4*procs, procs)
+	}
 	if b.Max < 5*time.Millisecond {
-		t.Errorf("%d goroutines busy on %d Ps for 300 ms waited at most %v to run; want at least 5 ms (Go preempts at 10 ms)", 4*procs, procs, b.Max)
+		t.Errorf("%d goroutines busy on %d Ps waited at most %v to run; want at least 5 ms (Go preempts at 10 ms)", 4*procs, procs, b.Max)
 	}
 	if i.Max >= b.Max/2 {
 		t.Errorf("a sleeping span's longest wait %v is not far below a crowded one's %v", i.Max, b.Max)
