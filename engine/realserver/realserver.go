@@ -477,8 +477,9 @@ var freePort = func() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ephemeralLow is the first port of the kernel's ephemeral range, 0 when unknown.
-func ephemeralLow() int {
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 when unknown; read
+// once per process, not for every server started.
+var ephemeralLow = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return 0
@@ -492,7 +493,7 @@ func ephemeralLow() int {
 		return 0
 	}
 	return n
-}
+})
 
 func commandName(command string) string {
 	f := strings.Fields(command)
