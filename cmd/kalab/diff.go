@@ -40,42 +40,9 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab diff: --tolerance %v\n", err)
 		return exitInvalid
 	}
-	// NEW goes through the same checks as a baseline: the same kinds of bad input apply.
-	old, oerr := report.LoadBaseline(fs.Arg(0))
-	cur, cerr := report.LoadBaseline(fs.Arg(1))
-	for _, e := range []struct {
-		role string
-		err  error
-	}{{"OLD", oerr}, {"NEW", cerr}} {
-		var be *report.BaselineError
-		switch {
-		case errors.As(e.err, &be):
-			fmt.Fprintf(stderr, "kalab diff: %s %s: %v\n", e.role, be.Path, be.Err)
-		case e.err != nil:
-			fmt.Fprintf(stderr, "kalab diff: %s: %v\n", e.role, e.err)
-		}
-	}
-	if oerr != nil || cerr != nil {
+	old, cur, ok := loadDiffInputs(fs.Arg(0), fs.Arg(1), *allowPartial, stderr)
+	if !ok {
 		return exitInvalid
-	}
-	// OLD plays the baseline: a partial one would make every run it lacks look new and
-	// hide regressions, so it is refused unless the user says so. NEW may be partial: the
-	// table shows what it has.
-	for _, e := range []struct {
-		role    string
-		b       *report.Baseline
-		partial bool
-	}{{"OLD", old, *allowPartial}, {"NEW", cur, true}} {
-		legacy, err := e.b.Complete()
-		switch {
-		case err != nil && !e.partial:
-			fmt.Fprintf(stderr, "kalab diff: %s %v\n", e.role, err)
-			return exitInvalid
-		case err != nil:
-			fmt.Fprintf(stderr, "kalab diff: warning: %s %s did not complete: %s\n", e.role, e.b.Path, e.b.Invocation.Describe())
-		case legacy:
-			fmt.Fprintf(stderr, "kalab diff: warning: %s %s has no invocation record (written by a kalab before invocation records): whether it completed is unknown\n", e.role, e.b.Path)
-		}
 	}
 	runs := make([]*report.Run, len(cur.Runs))
 	for i := range cur.Runs {
@@ -105,6 +72,47 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 		return exitCheckFailed
 	}
 	return exitOK
+}
+
+// loadDiffInputs loads OLD and NEW with the checks a baseline gets, reporting each bad one
+// on stderr. OLD plays the baseline: a partial one would make every run it lacks look new and
+// hide regressions, so it is refused unless allowPartial. NEW may be partial: the table
+// shows what it has.
+func loadDiffInputs(oldPath, newPath string, allowPartial bool, stderr io.Writer) (old, cur *report.Baseline, ok bool) {
+	old, oerr := report.LoadBaseline(oldPath)
+	cur, cerr := report.LoadBaseline(newPath)
+	for _, e := range []struct {
+		role string
+		err  error
+	}{{"OLD", oerr}, {"NEW", cerr}} {
+		var be *report.BaselineError
+		switch {
+		case errors.As(e.err, &be):
+			fmt.Fprintf(stderr, "kalab diff: %s %s: %v\n", e.role, be.Path, be.Err)
+		case e.err != nil:
+			fmt.Fprintf(stderr, "kalab diff: %s: %v\n", e.role, e.err)
+		}
+	}
+	if oerr != nil || cerr != nil {
+		return nil, nil, false
+	}
+	for _, e := range []struct {
+		role    string
+		b       *report.Baseline
+		partial bool
+	}{{"OLD", old, allowPartial}, {"NEW", cur, true}} {
+		legacy, err := e.b.Complete()
+		switch {
+		case err != nil && !e.partial:
+			fmt.Fprintf(stderr, "kalab diff: %s %v\n", e.role, err)
+			return nil, nil, false
+		case err != nil:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s did not complete: %s\n", e.role, e.b.Path, e.b.Invocation.Describe())
+		case legacy:
+			fmt.Fprintf(stderr, "kalab diff: warning: %s %s has no invocation record (written by a kalab before invocation records): whether it completed is unknown\n", e.role, e.b.Path)
+		}
+	}
+	return old, cur, true
 }
 
 // sortRuns puts the runs in file order, grouped by scenario: results files list runs as they

@@ -100,50 +100,14 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 		}
 	}()
 	first, lines := copyUntilCrash(pipe, stderr, dump)
-	werr := cmd.Wait()
-	var ee *exec.ExitError
-	switch {
-	case werr == nil:
-		return exitOK, true
-	case !errors.As(werr, &ee):
-		fmt.Fprintf(stderr, "kalab run: %v\n", werr)
-		return exitEngine, true
-	}
-	st, _ := ee.Sys().(syscall.WaitStatus)
-	var reason string
-	switch {
-	case st.Signaled() && (st.Signal() == syscall.SIGINT || st.Signal() == syscall.SIGTERM):
-		return exitInterrupted, true
-	case st.Signaled():
-		reason = fmt.Sprintf("killed by signal %d (%v)", int(st.Signal()), st.Signal())
-		if st.Signal() == syscall.SIGKILL {
-			reason = "killed by SIGKILL (the out-of-memory killer, or kill -9)"
-		}
-	case first != "" && ee.ExitCode() == 2:
-		reason = first
-	default:
-		return ee.ExitCode(), true
+	code, reason := childOutcome(cmd.Wait(), first, stderr)
+	if reason == "" {
+		return code, true
 	}
 	fmt.Fprintf(stderr, "kalab run: crashed: %s\n", reason)
 	dir := filepath.Join(out, runID)
 	if lines > 0 {
-		where := ""
-		if _, err := os.Stat(dir); err == nil {
-			if err := copyFile(dump, filepath.Join(dir, crashFileName)); err == nil {
-				where = filepath.Join(dir, crashFileName)
-			}
-		}
-		if where == "" {
-			// No run directory: the dump goes to a temporary file, the only copy.
-			if kept, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
-				kept.Close()
-				os.Remove(kept.Name())
-				if copyFile(dump, kept.Name()) == nil {
-					where = kept.Name()
-				}
-			}
-		}
-		fmt.Fprintf(stderr, "kalab run: the full crash report (%d lines) is in %s\n", lines, where)
+		fmt.Fprintf(stderr, "kalab run: the full crash report (%d lines) is in %s\n", lines, keepCrashDump(dump, dir))
 	}
 	if wrote, err := report.Seal(out, runID, "crashed: "+reason, time.Now().UTC()); err == nil && wrote {
 		fmt.Fprintf(stderr, "kalab run: the runs that ended are in %s; it is marked incomplete\n", dir)
@@ -151,6 +115,53 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 		fmt.Fprintf(stderr, "kalab run: closing %s: %v\n", dir, err)
 	}
 	return exitEngine, true
+}
+
+// childOutcome maps how the child ended to kalab's exit code; reason is set (and code is
+// then exitEngine) when the child crashed: a fatal signal other than an interrupt, or exit 2
+// after a line that opens a Go crash report (first).
+func childOutcome(werr error, first string, stderr io.Writer) (code int, reason string) {
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return exitOK, ""
+	case !errors.As(werr, &ee):
+		fmt.Fprintf(stderr, "kalab run: %v\n", werr)
+		return exitEngine, ""
+	}
+	st, _ := ee.Sys().(syscall.WaitStatus)
+	switch {
+	case st.Signaled() && (st.Signal() == syscall.SIGINT || st.Signal() == syscall.SIGTERM):
+		return exitInterrupted, ""
+	case st.Signaled() && st.Signal() == syscall.SIGKILL:
+		return exitEngine, "killed by SIGKILL (the out-of-memory killer, or kill -9)"
+	case st.Signaled():
+		return exitEngine, fmt.Sprintf("killed by signal %d (%v)", int(st.Signal()), st.Signal())
+	case first != "" && ee.ExitCode() == 2:
+		return exitEngine, first
+	}
+	return ee.ExitCode(), ""
+}
+
+// keepCrashDump copies the crash report out of the unlinked dump: into the run's directory
+// when there is one, else into a temporary file, the only copy. It returns where it went
+// (empty if nowhere).
+func keepCrashDump(dump *os.File, dir string) string {
+	if _, err := os.Stat(dir); err == nil {
+		if err := copyFile(dump, filepath.Join(dir, crashFileName)); err == nil {
+			return filepath.Join(dir, crashFileName)
+		}
+	}
+	kept, err := os.CreateTemp("", "kalab-crash-*.txt")
+	if err != nil {
+		return ""
+	}
+	kept.Close()
+	os.Remove(kept.Name())
+	if copyFile(dump, kept.Name()) != nil {
+		return ""
+	}
+	return kept.Name()
 }
 
 // copyUntilCrash copies r to w line by line until a line opens a Go crash report; that line
