@@ -118,6 +118,16 @@ func (c Config) normalized() (Config, error) {
 	default:
 		return c, fmt.Errorf("implementation %q: want %q or %q", c.Implementation, ImplModel, ImplGoNetHTTP)
 	}
+	c, err := c.normalizedRequest()
+	if err != nil {
+		return c, err
+	}
+	return c.normalizedPolicy()
+}
+
+// normalizedRequest fills and checks what goes on the wire: the address, server name,
+// method, body, path and headers.
+func (c Config) normalizedRequest() (Config, error) {
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return c, fmt.Errorf("addr %q: %w", c.Addr, err)
@@ -154,6 +164,12 @@ func (c Config) normalized() (Config, error) {
 			return c, fmt.Errorf("header %q: value contains a line break", k)
 		}
 	}
+	return c, nil
+}
+
+// normalizedPolicy fills and checks how connections are used: TLS version, hint parser,
+// scheduling, limits, what net/http and HTTP/2 cannot do, and the retry classes.
+func (c Config) normalizedPolicy() (Config, error) {
 	switch c.TLSVersion {
 	case 0, tls.VersionTLS12, tls.VersionTLS13:
 	default:

@@ -111,81 +111,95 @@ func readResponse(br *bufio.Reader, cfg *Config, head bool) (response, error) {
 		// minor version above 1 is read as net/http reads it, found by the differential fuzz).
 		atLeast11 := line[7] >= '1' && line[7] <= '9'
 		r.keepAlive = atLeast11
-		contentLength, chunked := int64(-1), false
-		for {
-			h, err := readLine(br, false)
-			if err != nil {
-				return r, err
-			}
-			if len(h) == 0 {
-				break
-			}
-			colon := bytes.IndexByte(h, ':')
-			if colon <= 0 {
-				return r, fmt.Errorf("%w: header line %q", errMalformed, truncate(h))
-			}
-			name, value := h[:colon], bytes.TrimSpace(h[colon+1:])
-			switch {
-			case asciiEqualFold(name, "content-length"):
-				n, ok := parseUint(value)
-				if !ok {
-					return r, fmt.Errorf("%w: content-length %q", errMalformed, truncate(value))
-				}
-				contentLength = n
-			case asciiEqualFold(name, "transfer-encoding"):
-				// Ignored in HTTP/1.0, which has no transfer codings, as net/http does
-				// (src/net/http/transfer.go, golang/go#12785); found by the differential
-				// fuzz against net/http.
-				chunked = atLeast11 && containsFold(value, "chunked")
-			case asciiEqualFold(name, "connection"):
-				if containsFold(value, "close") {
-					r.keepAlive = false
-				} else if containsFold(value, "keep-alive") {
-					r.keepAlive = true
-				}
-			case asciiEqualFold(name, "kalab-conn"):
-				n, _ := parseUint(value)
-				r.server = uint64(n)
-			case asciiEqualFold(name, "keep-alive"):
-				if cfg.HonorHint {
-					r.hint, r.hasHint = parseHint(value, cfg.HintParser)
-				}
-			case asciiEqualFold(name, "kalab-backend-conn"):
-				if n, ok := parseUint(value); ok {
-					r.backendConn = uint64(n)
-				}
-			case asciiEqualFold(name, "kalab-backend-attempts"):
-				if n, ok := parseUint(value); ok && n < 1<<20 {
-					r.backendAttempts = int(n)
-				}
-			case asciiEqualFold(name, "kalab-backend-reused"):
-				r.backendReused = len(value) == 1 && value[0] == '1'
-			}
+		contentLength, chunked, err := readHeaders(br, cfg, &r, atLeast11)
+		if err != nil {
+			return r, err
 		}
 		if r.status >= 100 && r.status < 200 && r.status != 101 {
 			continue // interim response; the real one follows
 		}
-		switch {
-		case head || r.status == 204 || r.status == 304 || r.status == 101:
-			return r, nil
-		case chunked:
-			n, err := discardChunked(br)
-			r.body = n
-			return r, err
-		case contentLength >= 0:
-			n, err := br.Discard(int(contentLength))
-			r.body = int64(n)
-			if err != nil && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return r, err
-		default:
-			// Delimited by the close: complete at EOF, never reusable.
-			r.keepAlive = false
-			n, err := io.Copy(io.Discard, br)
-			r.body = n
-			return r, err
+		return readBody(br, r, head, chunked, contentLength)
+	}
+}
+
+// readHeaders reads a response's header section into r and returns the body's framing: its
+// Content-Length (-1 if none) and whether it is chunked.
+func readHeaders(br *bufio.Reader, cfg *Config, r *response, atLeast11 bool) (contentLength int64, chunked bool, err error) {
+	contentLength = -1
+	for {
+		h, err := readLine(br, false)
+		if err != nil {
+			return 0, false, err
 		}
+		if len(h) == 0 {
+			return contentLength, chunked, nil
+		}
+		colon := bytes.IndexByte(h, ':')
+		if colon <= 0 {
+			return 0, false, fmt.Errorf("%w: header line %q", errMalformed, truncate(h))
+		}
+		name, value := h[:colon], bytes.TrimSpace(h[colon+1:])
+		switch {
+		case asciiEqualFold(name, "content-length"):
+			n, ok := parseUint(value)
+			if !ok {
+				return 0, false, fmt.Errorf("%w: content-length %q", errMalformed, truncate(value))
+			}
+			contentLength = n
+		case asciiEqualFold(name, "transfer-encoding"):
+			// Ignored in HTTP/1.0, which has no transfer codings, as net/http does
+			// (src/net/http/transfer.go, golang/go#12785); found by the differential
+			// fuzz against net/http.
+			chunked = atLeast11 && containsFold(value, "chunked")
+		case asciiEqualFold(name, "connection"):
+			if containsFold(value, "close") {
+				r.keepAlive = false
+			} else if containsFold(value, "keep-alive") {
+				r.keepAlive = true
+			}
+		case asciiEqualFold(name, "kalab-conn"):
+			n, _ := parseUint(value)
+			r.server = uint64(n)
+		case asciiEqualFold(name, "keep-alive"):
+			if cfg.HonorHint {
+				r.hint, r.hasHint = parseHint(value, cfg.HintParser)
+			}
+		case asciiEqualFold(name, "kalab-backend-conn"):
+			if n, ok := parseUint(value); ok {
+				r.backendConn = uint64(n)
+			}
+		case asciiEqualFold(name, "kalab-backend-attempts"):
+			if n, ok := parseUint(value); ok && n < 1<<20 {
+				r.backendAttempts = int(n)
+			}
+		case asciiEqualFold(name, "kalab-backend-reused"):
+			r.backendReused = len(value) == 1 && value[0] == '1'
+		}
+	}
+}
+
+// readBody discards the body that r's status and framing call for, counting its bytes.
+func readBody(br *bufio.Reader, r response, head, chunked bool, contentLength int64) (response, error) {
+	switch {
+	case head || r.status == 204 || r.status == 304 || r.status == 101:
+		return r, nil
+	case chunked:
+		n, err := discardChunked(br)
+		r.body = n
+		return r, err
+	case contentLength >= 0:
+		n, err := br.Discard(int(contentLength))
+		r.body = int64(n)
+		if err != nil && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return r, err
+	default:
+		// Delimited by the close: complete at EOF, never reusable.
+		r.keepAlive = false
+		n, err := io.Copy(io.Discard, br)
+		r.body = n
+		return r, err
 	}
 }
 

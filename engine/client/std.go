@@ -382,28 +382,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		ev.Class, ev.Error = r.class, err.Error()
 		return r
 	}
-	var req *http.Request
-	if actx == at.ctx && len(s.body) == 0 && s.rt == nil {
-		if at.req == nil || at.req.Context() != actx {
-			at.req = s.req.WithContext(actx)
-		}
-		req = at.req
-	} else {
-		req = s.req.WithContext(actx)
-	}
-	if n := len(s.body); n > 0 {
-		// A fresh reader per attempt over the one body: the template holds none.
-		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(s.body)), nil }
-	}
-	if s.rt != nil {
-		// The caller's RoundTripper may set headers of its own: not on the shared map.
-		req.Header = s.req.Header.Clone()
-	}
-	var rt http.RoundTripper = s.tr
-	if s.rt != nil {
-		rt = s.rt
-	}
+	req, rt := s.request(actx, at)
 	resp, err := rt.RoundTrip(req)
 	// The trace hooks may still run on Transport goroutines for an abandoned dial, but
 	// every hook for this request's tries has run once RoundTrip returns.
@@ -440,6 +419,34 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		s.traces.Put(at)
 	}
 	return r
+}
+
+// request is one attempt's request and the RoundTripper that sends it. With no body, no
+// timeout and kalab's own transport it reuses the trace's request, so that the common path
+// does not allocate one.
+func (s *stdClient) request(actx context.Context, at *attemptTrace) (*http.Request, http.RoundTripper) {
+	var req *http.Request
+	if actx == at.ctx && len(s.body) == 0 && s.rt == nil {
+		if at.req == nil || at.req.Context() != actx {
+			at.req = s.req.WithContext(actx)
+		}
+		req = at.req
+	} else {
+		req = s.req.WithContext(actx)
+	}
+	if n := len(s.body); n > 0 {
+		// A fresh reader per attempt over the one body: the template holds none.
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(s.body)), nil }
+	}
+	if s.rt != nil {
+		// The caller's RoundTripper may set headers of its own: not on the shared map.
+		req.Header = s.req.Header.Clone()
+	}
+	if s.rt != nil {
+		return req, s.rt
+	}
+	return req, s.tr
 }
 
 // record copies one try's trace into the event and counts hidden re-sends.
