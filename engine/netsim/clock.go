@@ -272,26 +272,7 @@ func (c *clock) run() {
 	for {
 		c.mu.Lock()
 		now := time.Now()
-		for c.pending.Len() > 0 && !c.pending.s[0].start.After(now) {
-			heap.Push(&c.armed, heap.Pop(&c.pending))
-		}
-		fired := false
-		if gap := now.Sub(c.winStart); gap >= busyWindow {
-			c.prevWin, c.winFires, c.winStart = c.winFires, 0, now
-			if gap >= 2*busyWindow {
-				c.prevWin = 0 // the window before this one was empty
-			}
-		}
-		for c.armed.Len() > 0 && !c.armed.s[0].due.After(now) {
-			w := heap.Pop(&c.armed).(*waiter)
-			if w.fn != nil {
-				c.calls = append(c.calls, w)
-			} else {
-				w.ch <- struct{}{} // never blocks: one token per registration
-			}
-			fired = true
-			c.winFires++
-		}
+		fired := c.collectDue(now)
 		switch {
 		case fired:
 			calls := c.calls
@@ -330,32 +311,62 @@ func (c *clock) run() {
 			start := c.pending.s[0].start
 			c.setTimer(start)
 			c.mu.Unlock()
-			if c.tfd != nil {
-				// Parks on the netpoller until the timer expires; add
-				// moves the timer earlier if an earlier waiter arrives.
-				if err := c.waitTimer(tick[:]); err == nil {
-					continue
-				}
-				// Not expected of a private timerfd. Sleeping on a Go
-				// timer for this pass keeps a broken one from turning
-				// the loop into a spin.
-			}
-			d := time.Until(start)
-			if t == nil {
-				t = time.NewTimer(d)
-			} else {
-				t.Reset(d)
-			}
-			select {
-			case <-t.C:
-			case <-c.kick:
-			}
+			c.sleepUntil(start, &t, tick[:])
 		default:
 			c.setTimer(time.Time{})
 			c.running = false
 			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// collectDue moves the waiters whose start has come to the armed heap, rolls the busy
+// window, and takes the waiters now due: a channel waiter gets its token, a callback is
+// queued on c.calls. It reports whether any fired. Only run calls it, holding c.mu.
+func (c *clock) collectDue(now time.Time) (fired bool) {
+	for c.pending.Len() > 0 && !c.pending.s[0].start.After(now) {
+		heap.Push(&c.armed, heap.Pop(&c.pending))
+	}
+	if gap := now.Sub(c.winStart); gap >= busyWindow {
+		c.prevWin, c.winFires, c.winStart = c.winFires, 0, now
+		if gap >= 2*busyWindow {
+			c.prevWin = 0 // the window before this one was empty
+		}
+	}
+	for c.armed.Len() > 0 && !c.armed.s[0].due.After(now) {
+		w := heap.Pop(&c.armed).(*waiter)
+		if w.fn != nil {
+			c.calls = append(c.calls, w)
+		} else {
+			w.ch <- struct{}{} // never blocks: one token per registration
+		}
+		fired = true
+		c.winFires++
+	}
+	return fired
+}
+
+// sleepUntil waits, without c.mu, until the earliest pending start (or a kick from add):
+// on the kernel timer, which parks on the netpoller and which add moves earlier if an
+// earlier waiter arrives, or on a Go timer t if there is none or it fails.
+func (c *clock) sleepUntil(start time.Time, t **time.Timer, tick []byte) {
+	if c.tfd != nil {
+		if err := c.waitTimer(tick); err == nil {
+			return
+		}
+		// Not expected of a private timerfd. Sleeping on a Go timer for this pass keeps a
+		// broken one from turning the loop into a spin.
+	}
+	d := time.Until(start)
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+	case <-c.kick:
 	}
 }
 

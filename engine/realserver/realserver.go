@@ -272,25 +272,8 @@ func (s *Server) startURL() error {
 type certFiles struct{ cert, key, combined string }
 
 func (s *Server) startProgram(ctx context.Context) error {
-	tmp, err := os.MkdirTemp("", "kalab-"+string(s.cfg.Kind)+"-")
+	tmp, err := s.makeWorkDir()
 	if err != nil {
-		return err
-	}
-	s.tmp = tmp
-	// Every path handed to the program is absolute: the program runs in tmp, and nginx
-	// resolves relative paths against its prefix, not against kalab's directory.
-	if tmp, err = filepath.Abs(tmp); err != nil {
-		return err
-	}
-	s.tmp = tmp
-	abs := s.cfg
-	if abs.LogDir != "" {
-		if abs.LogDir, err = filepath.Abs(abs.LogDir); err != nil {
-			return err
-		}
-	}
-	// Readable by the unprivileged workers a server started as root runs (nginx's).
-	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	var files certFiles
@@ -304,52 +287,14 @@ func (s *Server) startProgram(ctx context.Context) error {
 		return err
 	}
 	s.addr, s.port = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port
-	var argv []string
-	var configFile string
-	logName := string(s.cfg.Kind) + ".log"
-	if s.cfg.Kind == Command {
-		command := strings.NewReplacer("{port}", strconv.Itoa(port), "{cert}", files.cert, "{key}", files.key).Replace(s.cfg.Command)
-		argv = []string{"/bin/sh", "-c", command}
-		s.ident = Identity{Kind: Command, Name: commandName(s.cfg.Command), Program: command}
-		logName = "command.log"
-	} else {
-		ad := adapters[s.cfg.Kind]
-		prog := s.cfg.Program
-		if prog == "" {
-			prog = ad.program()
-		}
-		path, err := lookPathAbs(prog)
-		if err != nil {
-			return fmt.Errorf("%w: %s is not installed (%v); install it: apt-get install %s", ErrMissing, prog, err, debianPackage(prog))
-		}
-		abs.version = programVersion(ctx, path, ad, s.cfg.Env)
-		args, cf, err := ad.prepare(abs, tmp, port, files)
-		if err != nil {
-			return err
-		}
-		argv, configFile = append([]string{path}, args...), cf
-		s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: abs.version}
-	}
-	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
-	logDir := s.cfg.LogDir
-	if logDir == "" {
-		logDir = tmp
-	}
-	if configFile != "" && s.cfg.LogDir != "" {
-		if b, err := os.ReadFile(configFile); err == nil {
-			keep := filepath.Join(s.cfg.LogDir, filepath.Base(configFile))
-			if os.WriteFile(keep, b, atomicfile.Mode) == nil {
-				s.logs = append(s.logs, keep)
-			}
-		}
-	}
-	logPath := filepath.Join(logDir, logName)
-	if s.logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode); err != nil {
+	argv, configFile, logName, err := s.commandLine(ctx, tmp, port, files)
+	if err != nil {
 		return err
 	}
-	s.logs = append(s.logs, logPath)
-	if s.cfg.Kind == Nginx && s.cfg.LogDir != "" {
-		s.logs = append(s.logs, filepath.Join(logDir, "error.log"), filepath.Join(logDir, "access.log"))
+	s.ident.URL = map[bool]string{false: "http://", true: "https://"}[s.cfg.TLS] + s.addr + "/"
+	logPath, err := s.openLogs(tmp, configFile, logName)
+	if err != nil {
+		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tmp
@@ -363,6 +308,82 @@ func (s *Server) startProgram(ctx context.Context) error {
 	s.exited = make(chan struct{})
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	return s.waitReady(ctx, logPath)
+}
+
+// makeWorkDir makes the program's own directory (s.tmp), as an absolute path: the program
+// runs in it, and nginx resolves relative paths against its prefix, not against kalab's
+// directory, so every path handed to the program is absolute.
+func (s *Server) makeWorkDir() (string, error) {
+	tmp, err := os.MkdirTemp("", "kalab-"+string(s.cfg.Kind)+"-")
+	if err != nil {
+		return "", err
+	}
+	s.tmp = tmp
+	if tmp, err = filepath.Abs(tmp); err != nil {
+		return "", err
+	}
+	s.tmp = tmp
+	// Readable by the unprivileged workers a server started as root runs (nginx's).
+	return tmp, os.Chmod(tmp, 0o755)
+}
+
+// commandLine builds the program's argv (a shell for a command, else the adapter's program
+// and arguments), sets the server's identity, and names its config file (if any) and log.
+func (s *Server) commandLine(ctx context.Context, tmp string, port int, files certFiles) (argv []string, configFile, logName string, err error) {
+	if s.cfg.Kind == Command {
+		command := strings.NewReplacer("{port}", strconv.Itoa(port), "{cert}", files.cert, "{key}", files.key).Replace(s.cfg.Command)
+		s.ident = Identity{Kind: Command, Name: commandName(s.cfg.Command), Program: command}
+		return []string{"/bin/sh", "-c", command}, "", "command.log", nil
+	}
+	abs := s.cfg
+	if abs.LogDir != "" {
+		if abs.LogDir, err = filepath.Abs(abs.LogDir); err != nil {
+			return nil, "", "", err
+		}
+	}
+	ad := adapters[s.cfg.Kind]
+	prog := s.cfg.Program
+	if prog == "" {
+		prog = ad.program()
+	}
+	path, err := lookPathAbs(prog)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%w: %s is not installed (%v); install it: apt-get install %s", ErrMissing, prog, err, debianPackage(prog))
+	}
+	abs.version = programVersion(ctx, path, ad, s.cfg.Env)
+	args, cf, err := ad.prepare(abs, tmp, port, files)
+	if err != nil {
+		return nil, "", "", err
+	}
+	s.ident = Identity{Kind: s.cfg.Kind, Name: string(s.cfg.Kind), Program: path, Version: abs.version}
+	return append([]string{path}, args...), cf, string(s.cfg.Kind) + ".log", nil
+}
+
+// openLogs opens the program's output log (in the log directory, else in tmp) and lists the
+// files kept with the run: the log, a copy of the config file, nginx's own logs.
+func (s *Server) openLogs(tmp, configFile, logName string) (string, error) {
+	logDir := s.cfg.LogDir
+	if logDir == "" {
+		logDir = tmp
+	}
+	if configFile != "" && s.cfg.LogDir != "" {
+		if b, err := os.ReadFile(configFile); err == nil {
+			keep := filepath.Join(s.cfg.LogDir, filepath.Base(configFile))
+			if os.WriteFile(keep, b, atomicfile.Mode) == nil {
+				s.logs = append(s.logs, keep)
+			}
+		}
+	}
+	logPath := filepath.Join(logDir, logName)
+	var err error
+	if s.logFile, err = os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode); err != nil {
+		return "", err
+	}
+	s.logs = append(s.logs, logPath)
+	if s.cfg.Kind == Nginx && s.cfg.LogDir != "" {
+		s.logs = append(s.logs, filepath.Join(logDir, "error.log"), filepath.Join(logDir, "access.log"))
+	}
+	return logPath, nil
 }
 
 // lookPathAbs finds prog as exec.LookPath does and makes the result absolute, since the
