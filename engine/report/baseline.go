@@ -123,29 +123,51 @@ var off = tolerance.Tolerance{Off: true}
 // default suite at --time-scale 0.1 with four runs in parallel on a 2-core machine, one of
 // them while other tests loaded both cores (see doc.go).
 var defaultRules = func() map[string]Rule {
-	count := func(worse Direction) Rule {
-		return Rule{Worse: worse, Tolerance: abs(2), Floor: 2, floor: floorCount}
+	r := clientRules()
+	for n, rule := range hopRules() {
+		r[n] = rule
 	}
-	lat := func(tol, floorMs float64) Rule {
-		return Rule{Worse: HigherIsWorse, Tolerance: rel(tol), Floor: floorMs, floor: floorRealMs}
+	for _, n := range check.Names() {
+		if strings.HasPrefix(n, "errors_by_class.") || strings.HasPrefix(n, "backend_errors_by_class.") {
+			r[n] = countRule(HigherIsWorse)
+		}
 	}
-	r := map[string]Rule{
+	for n, rule := range r {
+		rule.Source = "default"
+		r[n] = rule
+	}
+	return r
+}()
+
+// countRule is the default of a count: 2 either way is noise.
+func countRule(worse Direction) Rule {
+	return Rule{Worse: worse, Tolerance: abs(2), Floor: 2, floor: floorCount}
+}
+
+// latRule is the default of a gated latency: relative, upward, with a floor in ms.
+func latRule(tol, floorMs float64) Rule {
+	return Rule{Worse: HigherIsWorse, Tolerance: rel(tol), Floor: floorMs, floor: floorRealMs}
+}
+
+// clientRules are the defaults of the client's metrics and the process-wide figures.
+func clientRules() map[string]Rule {
+	return map[string]Rule{
 		"requests":           {Worse: AnyChange, Tolerance: abs(0)},
 		"ok":                 {Worse: LowerIsWorse, Tolerance: off},
-		"errors":             count(HigherIsWorse),
+		"errors":             countRule(HigherIsWorse),
 		"errors_per_1000":    {Worse: HigherIsWorse, Tolerance: off},
-		"retries":            count(HigherIsWorse),
-		"hidden_retries":     count(HigherIsWorse),
-		"failed_attempts":    count(HigherIsWorse),
-		"connections":        count(HigherIsWorse),
-		"server_connections": count(HigherIsWorse),
-		"proxy_connections":  count(HigherIsWorse),
-		"tls_handshakes":     count(HigherIsWorse),
-		"reused_requests":    count(LowerIsWorse),
+		"retries":            countRule(HigherIsWorse),
+		"hidden_retries":     countRule(HigherIsWorse),
+		"failed_attempts":    countRule(HigherIsWorse),
+		"connections":        countRule(HigherIsWorse),
+		"server_connections": countRule(HigherIsWorse),
+		"proxy_connections":  countRule(HigherIsWorse),
+		"tls_handshakes":     countRule(HigherIsWorse),
+		"reused_requests":    countRule(LowerIsWorse),
 		"reuse_ratio":        {Worse: LowerIsWorse, Tolerance: abs(0.02)},
 		"tls_resumed":        {Worse: Informational},
-		"latency_ms.p50":     lat(0.20, 3),
-		"latency_ms.mean":    lat(0.30, 5),
+		"latency_ms.p50":     latRule(0.20, 3),
+		"latency_ms.mean":    latRule(0.30, 5),
 		// Tails are shown, not gated: with reused (1 RTT) and new (3 RTT) requests in one
 		// run the distribution is bimodal, and p90-p99 jump between the modes when a few
 		// requests change sides. A file gates them where its distribution is unimodal.
@@ -162,43 +184,39 @@ var defaultRules = func() map[string]Rule {
 		"peak_rss_mb":        {Worse: HigherIsWorse, Tolerance: off},
 		// Sockets still closing when the run ended: depends on when the count was read.
 		"time_wait": {Worse: HigherIsWorse, Tolerance: off},
+	}
+}
+
+// hopRules are the defaults of the middlebox's and the balancer's metrics.
+func hopRules() map[string]Rule {
+	return map[string]Rule{
 		// The middlebox hop: flows and what it did to them.
-		"middlebox_flows":            count(HigherIsWorse),
-		"middlebox_expired":          count(HigherIsWorse),
+		"middlebox_flows":            countRule(HigherIsWorse),
+		"middlebox_expired":          countRule(HigherIsWorse),
 		"middlebox_dropped_segments": {Worse: Informational},
 		"middlebox_dropped_bytes":    {Worse: Informational},
-		"middlebox_resets":           count(HigherIsWorse),
+		"middlebox_resets":           countRule(HigherIsWorse),
 		"middlebox_probe_refreshes":  {Worse: Informational},
 		// The balancer hop: counts like the client's own.
-		"status_5xx":                count(HigherIsWorse),
-		"balancer_connections":      count(HigherIsWorse),
+		"status_5xx":                countRule(HigherIsWorse),
+		"balancer_connections":      countRule(HigherIsWorse),
 		"balancer_requests":         {Worse: Informational},
-		"balancer_errors":           count(HigherIsWorse),
-		"balancer_closes":           count(HigherIsWorse),
-		"balancer_retries":          count(HigherIsWorse),
-		"backend_connections":       count(HigherIsWorse),
-		"backend_reused_requests":   count(LowerIsWorse),
-		"backend_errors":            count(HigherIsWorse),
-		"backend_proxy_connections": count(HigherIsWorse),
+		"balancer_errors":           countRule(HigherIsWorse),
+		"balancer_closes":           countRule(HigherIsWorse),
+		"balancer_retries":          countRule(HigherIsWorse),
+		"backend_connections":       countRule(HigherIsWorse),
+		"backend_reused_requests":   countRule(LowerIsWorse),
+		"backend_errors":            countRule(HigherIsWorse),
+		"backend_proxy_connections": countRule(HigherIsWorse),
 		"bytes_up":                  {Worse: Informational},
 		"bytes_down":                {Worse: Informational},
-		"listen_overflows":          count(HigherIsWorse),
-		"syn_retried_connects":      count(HigherIsWorse),
-		"failed_bursts":             count(HigherIsWorse),
+		"listen_overflows":          countRule(HigherIsWorse),
+		"syn_retried_connects":      countRule(HigherIsWorse),
+		"failed_bursts":             countRule(HigherIsWorse),
 		// Which bursts failed: a set, not a quantity; compare files read it.
 		"failed_bursts_mask": {Worse: Informational},
 	}
-	for _, n := range check.Names() {
-		if strings.HasPrefix(n, "errors_by_class.") || strings.HasPrefix(n, "backend_errors_by_class.") {
-			r[n] = count(HigherIsWorse)
-		}
-	}
-	for n, rule := range r {
-		rule.Source = "default"
-		r[n] = rule
-	}
-	return r
-}()
+}
 
 // DefaultRule returns the default rule of a metric; ok is false for a name outside the
 // metric vocabulary.
