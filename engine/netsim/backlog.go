@@ -34,26 +34,47 @@ func (p *Proxy) admit(now time.Time) (time.Time, bool) {
 	if !p.cfg.RefuseOverflow || p.cfg.AcceptDelay <= 0 {
 		return now, false
 	}
+	if p.queue.full(now) {
+		return now, true
+	}
+	return p.queue.enter(now), false
+}
+
+// listenQueue is the modelled accept queue: a server that accepts one connection per
+// delay, and the connections it has not accepted yet. Its user serializes the calls.
+type listenQueue struct {
+	backlog int           // Config.Backlog; 0: no limit
+	delay   time.Duration // Config.AcceptDelay
+	free    time.Time     // when the modelled server can accept the next connection
+	pending []time.Time   // accept times of connections still waiting in the queue
+}
+
+// full reports whether a connection arriving at now finds the queue full: Backlog+1
+// connections still waiting, which is when Linux's sk_acceptq_is_full holds.
+func (q *listenQueue) full(now time.Time) bool {
 	k := 0
-	for _, at := range p.pending {
+	for _, at := range q.pending {
 		if at.After(now) {
-			p.pending[k] = at
+			q.pending[k] = at
 			k++
 		}
 	}
-	p.pending = p.pending[:k]
-	if p.cfg.Backlog > 0 && len(p.pending) > p.cfg.Backlog {
-		return now, true
-	}
+	q.pending = q.pending[:k]
+	return q.backlog > 0 && len(q.pending) > q.backlog
+}
+
+// enter queues a connection arriving at now and returns when the modelled server
+// accepts it: at once when the server is free, else one delay after its previous accept.
+func (q *listenQueue) enter(now time.Time) time.Time {
 	at := now
-	if p.acceptFree.After(at) {
-		at = p.acceptFree
+	if q.free.After(at) {
+		at = q.free
 	}
-	p.acceptFree = at.Add(p.cfg.AcceptDelay)
+	q.free = at.Add(q.delay)
 	if at.After(now) {
-		p.pending = append(p.pending, at)
+		q.pending = append(q.pending, at)
 	}
-	return at, false
+	return at
 }
 
 // acceptPause waits AcceptDelay after an accept when the kernel's queue is the model

@@ -1,6 +1,7 @@
 package netsim
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -90,7 +91,7 @@ type connTruth struct {
 	// client-side reader writes it (through pushAt).
 	requestDue atomic.Int64
 
-	// Set once, under link.mu.
+	// Set once, under tracker.recMu.
 	closedBy Side
 	reason   Reason
 	closed   time.Duration
@@ -118,24 +119,33 @@ func clientGoodbye(data []byte) bool {
 	return false
 }
 
+// tracker keeps what a link records for its ConnRecord, for the real link and the
+// virtual one alike: each notes the chunks it carries, the closes it sees and its upstream
+// connect through these methods, and builds the record with record at teardown.
+type tracker struct {
+	t0    time.Time  // when the client connected: the modelled SYN
+	recMu sync.Mutex // guards truth's set-once fields
+	truth connTruth
+}
+
 // clientData notes a client chunk queued for the upstream at due.
-func (l *link) clientData(data []byte, due time.Time) {
+func (l *tracker) clientData(data []byte, due time.Time) {
 	if !clientGoodbye(data) {
 		l.truth.requestDue.Store(l.since(due))
 	}
 }
 
 // since returns t as nanoseconds after the link opened, never negative.
-func (l *link) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
+func (l *tracker) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
 
 // wroteUpstream notes a chunk written to the upstream at t.
-func (l *link) wroteUpstream(t time.Time) {
+func (l *tracker) wroteUpstream(t time.Time) {
 	l.truth.lastWrite.Store(l.since(t))
 	l.upstreamActive(t)
 }
 
 // upstreamActive notes a byte crossing the upstream socket at t.
-func (l *link) upstreamActive(t time.Time) {
+func (l *tracker) upstreamActive(t time.Time) {
 	n := l.since(t)
 	for {
 		cur := l.truth.lastUpstream.Load()
@@ -146,7 +156,7 @@ func (l *link) upstreamActive(t time.Time) {
 }
 
 // serverData notes a chunk read from the upstream, stamped t.
-func (l *link) serverData(t time.Time, data []byte) {
+func (l *tracker) serverData(t time.Time, data []byte) {
 	l.truth.prevRead.Store(l.truth.lastRead.Load())
 	l.truth.lastRead.Store(l.since(t))
 	l.truth.lastReadSize.Store(int64(len(data)))
@@ -174,9 +184,9 @@ func serverGoodbye(data []byte) bool {
 }
 
 // closeSeen records the first close of the link; later ones are ignored.
-func (l *link) closeSeen(by Side, rst bool, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *tracker) closeSeen(by Side, rst bool, at time.Time) {
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
 	if l.truth.closedBy != "" {
 		return
 	}
@@ -211,10 +221,24 @@ func (l *link) closeSeen(by Side, rst bool, at time.Time) {
 	}
 }
 
+// connected notes the upstream connection established at t.
+func (l *tracker) connected(t time.Time) {
+	l.truth.connected.Store(max(l.since(t), 1))
+}
+
+// refusedAt records, unless a close came first, that the upstream refused the link at at.
+func (l *tracker) refusedAt(at time.Time) {
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	if l.truth.closedBy == "" {
+		l.truth.closedBy, l.truth.reason, l.truth.closed = SideServer, ReasonRefused, time.Duration(l.since(at))
+	}
+}
+
 // record builds the link's ConnRecord at teardown.
-func (l *link) record(ended time.Time) ConnRecord {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *tracker) record(ended time.Time) ConnRecord {
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
 	r := ConnRecord{
 		ID:        l.truth.id,
 		Opened:    l.t0,

@@ -52,7 +52,6 @@ func putBuf(b *[]byte) {
 type link struct {
 	p      *Proxy
 	client *net.TCPConn
-	t0     time.Time // when the client connected: the modeled SYN
 	done   chan struct{}
 
 	mu       sync.Mutex
@@ -65,12 +64,12 @@ type link struct {
 
 	acceptAt time.Time // when the modelled server accepts it (backlog.go)
 	overflow bool      // the modelled queue was full: refuse it
-	truth    connTruth
+	tracker            // the ConnRecord's bookkeeping; t0 is when the client connected
 }
 
 func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
-	l := &link{p: p, client: c, t0: t0, done: make(chan struct{})}
-	l.truth.id = id
+	l := &link{p: p, client: c, done: make(chan struct{})}
+	l.t0, l.truth.id = t0, id
 	rtt := p.cfg.RTT
 	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
 	// needs half a trip more; the server can answer no sooner than it
@@ -116,7 +115,7 @@ func (l *link) run() {
 		l.refused()
 		return
 	}
-	l.truth.connected.Store(max(l.since(time.Now()), 1))
+	l.connected(time.Now())
 	u := conn.(*net.TCPConn)
 	l.mu.Lock()
 	if l.closed {
@@ -138,11 +137,7 @@ func (l *link) run() {
 // refused answers the client with a reset one round trip after it connected, as a
 // refused SYN is.
 func (l *link) refused() {
-	l.mu.Lock()
-	if l.truth.closedBy == "" {
-		l.truth.closedBy, l.truth.reason, l.truth.closed = SideServer, ReasonRefused, time.Duration(l.since(time.Now()))
-	}
-	l.mu.Unlock()
+	l.refusedAt(time.Now())
 	l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
 }
 

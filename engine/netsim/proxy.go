@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -120,8 +119,7 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
+	delays *oneWayDelays // the one-way delays with their seeded jitter
 
 	mu     sync.Mutex
 	closed bool
@@ -139,9 +137,7 @@ type Proxy struct {
 	// read call ends, so a chunk costs no atomic add.
 	chunksRead, emptyAfterData atomic.Int64
 
-	// The modelled accept queue (backlog.go); only acceptLoop uses them.
-	acceptFree time.Time   // when the modelled server can accept the next connection
-	pending    []time.Time // accept times of connections still waiting in the queue
+	queue listenQueue // the modelled accept queue (backlog.go); only acceptLoop uses it
 
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
 	paceUp, paceDown *pacer
@@ -206,9 +202,10 @@ func Start(cfg Config) (*Proxy, error) {
 		ln:      ln,
 		ctx:     ctx,
 		cancel:  cancel,
-		rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b616c6162)),
+		delays:  newOneWayDelays(&cfg),
 		links:   make(map[*link]struct{}),
 		peers:   make(map[int]struct{}),
+		queue:   listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
 	}
 	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
 		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
@@ -374,12 +371,4 @@ func (p *Proxy) removeLink(l *link) {
 
 // oneWay returns the delay of one chunk in one direction: RTT/2 plus a jitter
 // drawn uniformly from [0, Jitter].
-func (p *Proxy) oneWay() time.Duration {
-	d := p.cfg.RTT / 2
-	if j := p.cfg.Jitter; j > 0 {
-		p.rngMu.Lock()
-		d += time.Duration(p.rng.Int64N(int64(j) + 1))
-		p.rngMu.Unlock()
-	}
-	return d
-}
+func (p *Proxy) oneWay() time.Duration { return p.delays.next() }

@@ -97,11 +97,7 @@ func (d *direction) push(c chunk, stamp time.Time) {
 		d.pushData(c, stamp)
 		return
 	}
-	due := stamp.Add(d.l.p.oneWay())
-	if due.Before(d.floor) {
-		due = d.floor
-	}
-	d.pushAt(c, due)
+	d.pushAt(c, d.l.p.delays.due(stamp, d.floor))
 }
 
 // pushClose queues a FIN or a reset: delayed like data (push).
@@ -115,22 +111,9 @@ func (d *direction) pushClose(c chunk, stamp time.Time) {
 
 // pushData queues a data chunk by the sending model. Only the reader calls it.
 func (d *direction) pushData(c chunk, stamp time.Time) {
-	// Nothing leaves before the handshake lets it: the floor less the one-way trip.
-	ready := stamp
-	if dep := d.floor.Add(-d.l.p.cfg.RTT / 2); ready.Before(dep) {
-		ready = dep
-	}
-	d.pieces = d.snd.depart(ready, c.n, d.pieces[:0])
+	d.pieces = dataDues(&d.snd, d.pace, d.l.p.delays, stamp, d.floor, c.n, d.pieces[:0])
 	off := 0
 	for i, pc := range d.pieces {
-		dep := pc.dep
-		if d.pace != nil {
-			dep = d.pace.send(dep, pc.n)
-		}
-		due := dep.Add(d.l.p.oneWay())
-		if due.Before(d.floor) {
-			due = d.floor
-		}
 		part := chunk{kind: evData, n: pc.n}
 		if i == len(d.pieces)-1 {
 			part.data, part.pool = c.data[off:], c.pool
@@ -138,7 +121,7 @@ func (d *direction) pushData(c chunk, stamp time.Time) {
 			part.data = append([]byte(nil), c.data[off:off+pc.n]...)
 		}
 		off += pc.n
-		d.pushAt(part, due)
+		d.pushAt(part, pc.dep) // dataDues set dep to the piece's due time
 	}
 }
 
