@@ -269,9 +269,10 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 
 // warnUnjudgeable prints, before anything runs, each check whose timing tolerance is below
 // what its timers reach on a quiet machine (runner.Unjudgeable): the runs go ahead, and
-// would end noisy. It returns how many it printed.
-func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, timeScale, lagTolerance float64) int {
-	ds := runner.Unjudgeable(plan, timeScale, lagTolerance)
+// would end noisy. Runs on the virtual clock are never noisy and are left out. It returns
+// how many it printed.
+func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, opt runner.Options) int {
+	ds := runner.Unjudgeable(runner.RealRuns(plan, opt), opt.TimeScale, opt.LagTolerance)
 	for _, d := range ds {
 		d.Message = "warning: " + d.Message
 		fmt.Fprintln(stderr, d.String())
@@ -328,7 +329,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if plan == nil {
 		return exitInvalid
 	}
-	warnUnjudgeable(stderr, plan, 0, 0)
+	warnUnjudgeable(stderr, plan, runner.Options{Host: clockHost})
 	if !*quiet {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")
@@ -441,15 +442,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 	case "verdicts":
 		fmt.Fprintln(stdout, report.Verdicts)
 		return exitOK
+	case "clocks":
+		fmt.Fprint(stdout, clocksHelp)
+		return exitOK
 	}
 	if slices.Contains(commands, args[0]) {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts"}, commands...)); c != "" {
+	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}, commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
-	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, verdicts, or a command)\n", args[0], hint)
+	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, verdicts, clocks, or a command)\n", args[0], hint)
 	return exitInvalid
 }
 

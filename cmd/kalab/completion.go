@@ -29,7 +29,7 @@ var (
 )
 
 // helpTopics are the words `kalab help` takes besides a command.
-var helpTopics = []string{"metrics", "presets", "clients", "servers"}
+var helpTopics = []string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}
 
 // completionShells are the shells `kalab completion` writes for.
 var completionShells = []string{"bash", "zsh", "fish"}

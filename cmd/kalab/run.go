@@ -74,6 +74,7 @@ type runFlags struct {
 	out          string
 	parallel     int
 	timeScale    float64
+	clock        string
 	seed         int64
 	filter       string
 	noRequests   bool
@@ -106,7 +107,8 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	f = &runFlags{fs: fs, name: "run"}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
-	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale)")
+	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale); runs on the virtual clock ignore it")
+	fs.StringVar(&f.clock, "clock", "", "run every run that can on this clock: virtual (simulated time, exact) or real (loopback sockets in real time); default: each file's clock, else virtual where every part is modelled (kalab help clocks)")
 	fs.Int64Var(&f.seed, "seed", 0, "override every run's load.seed")
 	fs.StringVar(&f.filter, "filter", "", "run only runs whose scenario/variant matches this regular expression")
 	fs.BoolVar(&f.noRequests, "no-requests", false, "do not write per-request files")
@@ -142,6 +144,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
 		return invalid("--time-scale must be more than 0 and at most 100")
+	}
+	if f.clock != "" && f.clock != scenario.ClockVirtual && f.clock != scenario.ClockReal {
+		return invalid("--clock %q: want virtual or real", f.clock)
 	}
 	if f.parallel < 1 {
 		return invalid("--parallel must be at least 1")
@@ -229,7 +234,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return nil, exitInvalid, false
 		}
 	}
-	warnUnjudgeable(stderr, inv.plan, inv.opt.TimeScale, inv.opt.LagTolerance)
+	warnUnjudgeable(stderr, inv.plan, inv.opt)
 	if f.sharded() {
 		if err := applyShard(f, inv, files); err != nil {
 			return fail("%v", err)
@@ -520,7 +525,7 @@ func baselineComparer(f *runFlags) (*report.Comparer, error) {
 // runnerOptions are the runner options the flags give.
 func (f *runFlags) runnerOptions() runner.Options {
 	opt := runner.Options{Out: f.out, Parallel: f.parallel, KalabVersion: kalabVersion(), Log: f.log, SkipRequests: f.noRequests, RequireClients: f.requireClients,
-		AllowRemote: f.allowRemote, LagTolerance: f.lagTolerance, Attempts: f.attempts}
+		AllowRemote: f.allowRemote, LagTolerance: f.lagTolerance, Attempts: f.attempts, Clock: f.clock, Host: clockHost}
 	// Under the supervising parent the run id is the parent's, so it can close the results
 	// of a child that died.
 	opt.RunID = supervisedRunID()

@@ -347,7 +347,7 @@ func sweepOutput(out string, stderr io.Writer) (dir string, jf *os.File, code in
 
 // runOptions are the runner options of every run a sweep or a map makes, recorded under dir.
 func (f *sweepFlags) runOptions(dir string) runner.Options {
-	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate, TimeScale: f.timeScale}
+	opt := runner.Options{Out: filepath.Join(dir, "runs"), KalabVersion: kalabVersion(), Log: f.log, LagTolerance: f.lagTolerate, TimeScale: f.timeScale, Host: clockHost}
 	if f.lagTolerate == 0 {
 		opt.LagTolerance = -1 // the runner's "off"
 	}

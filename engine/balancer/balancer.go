@@ -61,6 +61,10 @@ const (
 type Config struct {
 	// Listen is the client-facing address; "127.0.0.1:0" when empty. Loopback only.
 	Listen string
+	// Listener, when set, is where the balancer accepts instead of binding Listen: an
+	// in-memory listener of a run on the virtual clock. The backend pool dials through
+	// Backend.Dial.
+	Listener net.Listener
 	// IdleTimeout closes an idle client-facing connection; 0 never does.
 	IdleTimeout time.Duration
 	// Backend is the pool to the server: Addr, KeepAlive, IdleTimeout, MaxIdle, MaxConns,
@@ -153,10 +157,12 @@ func Start(cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting balancer: backend %w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("starting balancer: listening on %s: %w", cfg.Listen, err)
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("starting balancer: listening on %s: %w", cfg.Listen, err)
+		}
 	}
 	b := &Balancer{cfg: cfg, ln: ln, pool: pool, serveDone: make(chan struct{})}
 	var protos http.Protocols

@@ -48,7 +48,10 @@ type Config struct {
 	// returns once the simulated link's SYN-ACK would be back (netsim.Proxy.Handshake): the
 	// client then books the simulated handshake as connect time, as a real client over a
 	// real link would, instead of finding it as delay on its first bytes.
-	Handshake         func(ctx context.Context, start time.Time) error
+	Handshake func(ctx context.Context, start time.Time) error
+	// Dial, when set, connects instead of a net.Dialer: the in-memory network of a run on
+	// the virtual clock. TCPKeepAlive does not apply to what it returns.
+	Dial              func(ctx context.Context, network, addr string) (net.Conn, error)
 	TLS               bool              // speak HTTPS
 	RootCAs           *x509.CertPool    // CAs trusted for the server certificate; nil = system pool
 	ServerName        string            // TLS SNI and verified name; default: the host of Addr
@@ -286,4 +289,20 @@ func (c Config) tlsConfig() *tls.Config {
 // none otherwise.
 func dialer(cfg Config) *net.Dialer {
 	return &net.Dialer{KeepAlive: -1, KeepAliveConfig: cfg.TCPKeepAlive}
+}
+
+// dial connects to cfg.Addr: through cfg.Dial when set, else a net.Dialer bounded by
+// deadline (zero: none).
+func dial(ctx context.Context, cfg Config, deadline time.Time) (net.Conn, error) {
+	if cfg.Dial != nil {
+		if !deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
+		return cfg.Dial(ctx, "tcp", cfg.Addr)
+	}
+	d := dialer(cfg)
+	d.Deadline = deadline
+	return d.DialContext(ctx, "tcp", cfg.Addr)
 }

@@ -92,7 +92,7 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 	if c := s.idle; c != nil {
 		s.idle = nil
 		m.removeIdle(c)
-		if (c.expires.IsZero() || time.Now().Before(c.expires)) && (!m.cfg.LivenessCheck || alive(c.raw, m.cfg.LivenessEOFOnly)) {
+		if (c.expires.IsZero() || time.Now().Before(c.expires)) && (!m.cfg.LivenessCheck || c.alive(m.cfg.LivenessEOFOnly)) {
 			m.mu.Unlock()
 			return c, true, nil
 		}

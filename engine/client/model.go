@@ -65,6 +65,7 @@ type pconn struct {
 	id     uint64
 	nc     net.Conn        // what requests go through: the TCP conn or the tls.Conn over it
 	raw    syscall.RawConn // the TCP socket, for the liveness peek
+	mem    pendinger       // an in-memory connection, peeked instead of raw
 	br     *bufio.Reader
 	served int   // responses completed on this connection
 	slot   *slot // its place in a creation-order pool; nil in the others
@@ -278,7 +279,7 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, o *sendO
 	now := time.Now()
 	for len(m.idle) > 0 && !fresh {
 		c := m.popIdle()
-		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !alive(c.raw, m.cfg.LivenessEOFOnly)) {
+		if (!c.expires.IsZero() && !now.Before(c.expires)) || (m.cfg.LivenessCheck && !c.alive(m.cfg.LivenessEOFOnly)) {
 			m.open--
 			dead = append(dead, c)
 			continue
@@ -379,10 +380,8 @@ func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*p
 }
 
 func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn, error) {
-	d := dialer(m.cfg)
-	d.Deadline = deadline
 	t0 := time.Now()
-	nc, err := d.DialContext(ctx, "tcp", m.cfg.Addr)
+	nc, err := dial(ctx, m.cfg, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
 	}
@@ -395,8 +394,11 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn
 	ev.Connect = time.Since(t0)
 	m.stats.connections.Add(1)
 	c := &pconn{id: m.ids.Add(1), nc: nc}
-	if tc, ok := nc.(*net.TCPConn); ok {
+	switch tc := nc.(type) {
+	case *net.TCPConn:
 		c.raw, _ = tc.SyscallConn()
+	case pendinger:
+		c.mem = tc
 	}
 	if m.cfg.TLS {
 		t1 := time.Now()

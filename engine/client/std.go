@@ -70,12 +70,15 @@ func newStdClient(cfg Config) *stdClient {
 	if cfg.BodyBytes > 0 {
 		s.body = requestBody(cfg.BodyBytes)
 	}
-	dialer := dialer(cfg)
+	connect := dialer(cfg).DialContext
+	if cfg.Dial != nil {
+		connect = cfg.Dial
+	}
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			t0 := time.Now()
-			nc, err := dialer.DialContext(ctx, network, addr)
+			nc, err := connect(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}

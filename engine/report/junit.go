@@ -140,6 +140,7 @@ func (b *junitBuilder) addRun(r *Run, c junitCase) {
 			{Name: "time_scale", Value: num(r.TimeScale)},
 		}
 	}
+	s.suite.Properties = append(s.suite.Properties, junitProperty{Name: "clock." + r.Variant, Value: r.ClockName()})
 }
 
 // root counts every suite's cases and the totals.

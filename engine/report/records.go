@@ -161,6 +161,7 @@ type Run struct {
 	Matrix        map[string]string `json:"matrix,omitempty"`
 	Params        json.RawMessage   `json:"params"` // the resolved settings, in scenario time
 	TimeScale     float64           `json:"time_scale"`
+	Clock         string            `json:"clock,omitempty"` // virtual or real; empty in records from before the virtual clock (real)
 	Seed          int64             `json:"seed"`
 	StartedAt     time.Time         `json:"started_at"`
 	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
@@ -463,4 +464,13 @@ type Conn struct {
 	// FailedAttempt: after the server closed the connection the client wrote a request
 	// into it, which never reached the server (side "proxy" only).
 	FailedAttempt bool `json:"failed_attempt,omitempty"`
+}
+
+// ClockName is the clock that ran r: "virtual" or "real" (a record from before the virtual
+// clock names none, and ran real).
+func (r *Run) ClockName() string {
+	if r.Clock == "" {
+		return "real"
+	}
+	return r.Clock
 }

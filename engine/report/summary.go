@@ -18,17 +18,17 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		byName[s.Scenario] = s
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tREQUESTS\tERRORS\tCONNS\tP50 ms\tP95 ms\tTOTAL s\tWALL s\tCHECKS\tSTATUS\t")
+	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tCLOCK\tREQUESTS\tERRORS\tCONNS\tP50 ms\tP95 ms\tTOTAL s\tWALL s\tCHECKS\tSTATUS\t")
 	shown := map[string]bool{}
 	for i, r := range runs {
 		m := r.Metrics
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", r.Scenario, r.Variant,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", r.Scenario, r.Variant, r.ClockName(),
 			m.Requests, m.Errors, m.Connections, m.LatencyMs.P50, m.LatencyMs.P95,
 			m.TotalMs/1000, r.WallMs/1000, checksCell(r.Checks), r.Status)
 		last := i == len(runs)-1 || runs[i+1].Scenario != r.Scenario
 		if sc := byName[r.Scenario]; last && sc != nil && len(sc.Checks) > 0 && !shown[r.Scenario] {
 			shown[r.Scenario] = true
-			fmt.Fprintf(tw, "%s\t(compare)\t\t\t\t\t\t\t\t%s\t%s\t\n", sc.Scenario, checksCell(sc.Checks), sc.Status)
+			fmt.Fprintf(tw, "%s\t(compare)\t\t\t\t\t\t\t\t\t%s\t%s\t\n", sc.Scenario, checksCell(sc.Checks), sc.Status)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/load"
-	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -65,6 +64,9 @@ func (g *goClient) config(next string) (client.Config, error) {
 	if l := g.topo.frontLink(); l != nil {
 		ccfg.Handshake = l.handshake
 	}
+	if n := g.topo.net; n != nil {
+		ccfg.Dial = n.DialContext
+	}
 	ka, err := tcpKeepalive(g.st, g.scale)
 	if err != nil {
 		return ccfg, err
@@ -102,7 +104,7 @@ func (g *goClient) Stats() Stats {
 func (g *goClient) drive(ctx context.Context, rc *recorder) error {
 	spec := loadSpec(g.st, g.scale)
 	spec.Lag = g.schedule
-	spec.Sleep = new(netsim.Sleeper).Until
+	spec.Sleep = g.topo.sleep()
 	cl := g.cl
 	return load.Run(ctx, spec, func(ctx context.Context, seq int) {
 		if load.Follows(ctx) {

@@ -14,6 +14,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // scaler applies the time scale: every duration of the plan goes through it, and measured
@@ -224,8 +225,16 @@ type balancerHop interface {
 }
 
 // startBalancer starts the balancer a run names, in front of addr.
-func startBalancer(st scenario.Settings, sc scaler, addr string) (balancerHop, error) {
-	return balancer.Start(balancerConfig(st, sc, addr))
+func startBalancer(st scenario.Settings, sc scaler, addr string, n *vnet.Network) (balancerHop, error) {
+	cfg := balancerConfig(st, sc, addr)
+	if n != nil {
+		ln, err := n.Listen("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Listener, cfg.Backend.Dial = ln, n.DialContext
+	}
+	return balancer.Start(cfg)
 }
 
 // directBackend reports whether the balancer-server hop has no link to simulate.

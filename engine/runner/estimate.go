@@ -48,6 +48,11 @@ func Expected(r *scenario.Run, opt Options) time.Duration {
 	if opt.Seed != nil {
 		st.Load.Seed = *opt.Seed
 	}
+	if settings(r, opt).Clock == scenario.ClockVirtual {
+		// Simulated time costs no wall time: only the CPU of its requests and connections.
+		n := time.Duration(max(st.Load.Requests, 0))
+		return estimateSetup + n*estimateCPURequest + n*estimateCPUConn/4
+	}
 	return estimate(st)
 }
 

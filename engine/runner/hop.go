@@ -3,9 +3,12 @@ package runner
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // Hop is one part of a run's path: the client, a link (the latency proxy), the balancer,
@@ -59,6 +62,17 @@ type topology struct {
 	path   []Hop     // path[0] is what the client dials; path[len-1] is the server
 	server serverHop // the last hop, with what the client and the records need of it
 	addrs  []string
+	net    *vnet.Network // the in-memory network of a run on the virtual clock; nil on the real clock
+}
+
+// sleep is how the run's own timers wait for an instant: the precise clock of the links on
+// the real clock, a Go timer on the virtual one (where it fires exactly on its instant and
+// the precise clock's spin would never end).
+func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
+	if t.net != nil {
+		return timerSleep
+	}
+	return new(netsim.Sleeper).Until
 }
 
 // start starts the path from the server to the client's side, then the client; a hop that
@@ -201,4 +215,11 @@ func timingNames(h Hop) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// timeWait is, on the virtual clock, how many of the connections the client made to the
+// hop it dials were closed first by one of their ends with a FIN: each leaves its closer in
+// TIME_WAIT, what the kernel's count reads on the real clock.
+func (t *topology) timeWait() int {
+	return int(t.net.ActiveClosesAt(t.front()))
 }

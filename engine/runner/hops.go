@@ -13,6 +13,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // serverHop is the last hop of a path, with what the client and the run's records need of it.
@@ -51,13 +52,23 @@ func (s serverStats) Flatten(into map[string]float64) {
 type embeddedServer struct {
 	cfg     server.Config
 	version string
+	net     *vnet.Network // the in-memory network it listens on, on the virtual clock
 	srv     *server.Server
 }
 
 func (e *embeddedServer) Role() string { return "server" }
 
 func (e *embeddedServer) Start(context.Context, string) (string, error) {
-	srv, err := server.Start(e.cfg)
+	cfg := e.cfg
+	if e.net != nil {
+		ln, err := e.net.Listen("")
+		if err != nil {
+			return "", err
+		}
+		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
+		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
+	}
+	srv, err := server.Start(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -187,9 +198,20 @@ type link struct {
 	role    string
 	cfg     netsim.Config // Upstream is filled at Start
 	scale   float64
-	version string   // kalab's
-	log     *connLog // the proxy's connection records, when it keeps them
-	p       *netsim.Proxy
+	version string        // kalab's
+	log     *connLog      // the proxy's connection records, when it keeps them
+	net     *vnet.Network // the in-memory network on the virtual clock; nil for loopback sockets
+	p       proxy
+}
+
+// proxy is a running link: netsim's relay over loopback sockets, or the same model over
+// the in-memory network of the virtual clock.
+type proxy interface {
+	Addr() string
+	Handshake(ctx context.Context, start time.Time) error
+	AcceptedFrom(peer int) bool
+	Stats() netsim.Stats
+	Close() error
 }
 
 func (l *link) Role() string { return l.role }
@@ -200,7 +222,13 @@ func (l *link) Start(_ context.Context, next string) (string, error) {
 	if l.log != nil {
 		cfg.OnConn = l.log.add
 	}
-	p, err := netsim.Start(cfg)
+	var p proxy
+	var err error
+	if l.net != nil {
+		p, err = netsim.StartVirtual(cfg, l.net)
+	} else {
+		p, err = netsim.Start(cfg)
+	}
 	if err != nil {
 		return "", err
 	}

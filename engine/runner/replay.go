@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/replay"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -95,11 +94,11 @@ func (r *replayClient) drive(ctx context.Context, rc *recorder) error {
 // waits for all of them.
 func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan replay.Request) (failed error) {
 	var wg sync.WaitGroup
-	sleeper := new(netsim.Sleeper)
+	sleep := r.topo.sleep()
 	start, seq := time.Now(), 0
 	for q := range reqs {
 		at := start.Add(r.scale.d(scenario.Duration(q.At)))
-		if !sleeper.Until(at, ctx.Done()) {
+		if !sleep(at, ctx.Done()) {
 			break
 		}
 		r.schedule.Since(at)

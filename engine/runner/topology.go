@@ -10,6 +10,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // Roles of the built-in hops.
@@ -23,7 +24,7 @@ const (
 // adds, server.
 // Nothing starts here.
 func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (*topology, error) {
-	t := &topology{}
+	t := &topology{net: opt.network}
 	var links *connLog
 	if st.Balancer == nil {
 		// The link's upstream side is the server's: its closes are the server's, and for a
@@ -45,14 +46,14 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
 	if !direct(st) {
-		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion}
+		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion, net: t.net}
 		front.cfg.Lag = &tm.link
 		if links != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
 		}
 		t.path = append(t.path, front)
 	}
-	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion)...)
+	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion, t.net)...)
 	for _, mb := range opt.middleboxes {
 		t.path = append(t.path, mb())
 	}
@@ -88,18 +89,18 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 		srvLog = newServerLog()
 		scfg.OnRequest = srvLog.observe
 	}
-	t.server = &embeddedServer{cfg: scfg, version: opt.KalabVersion}
+	t.server = &embeddedServer{cfg: scfg, version: opt.KalabVersion, net: t.net}
 	return srvLog, nil
 }
 
 // balancerHops are the balancer and its backend link (when it has something to simulate).
-func balancerHops(st scenario.Settings, scale scaler, tm *timers, version string) []Hop {
+func balancerHops(st scenario.Settings, scale scaler, tm *timers, version string, n *vnet.Network) []Hop {
 	if st.Balancer == nil {
 		return nil
 	}
-	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next) }}}
+	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next, n) }}}
 	if !directBackend(st) {
-		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version}
+		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version, net: n}
 		back.cfg.Lag = &tm.link
 		hops = append(hops, back)
 	}

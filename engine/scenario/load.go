@@ -352,7 +352,7 @@ func toleranceShape(v *yaml.Node) bool {
 }
 
 // settingsKeys are the top-level fields a variant or matrix may override.
-var settingsKeys = []string{"time_scale", "network", "server", "client", "balancer", "middlebox", "load", "env"}
+var settingsKeys = []string{"time_scale", "clock", "network", "server", "client", "balancer", "middlebox", "load", "env"}
 
 // settingsNode extracts the overridable sections of a mapping.
 func settingsNode(m *yaml.Node) *yaml.Node {
@@ -754,7 +754,7 @@ func FindFiles(args []string) ([]string, error) {
 	return out, nil
 }
 
-var reMatrixKey = regexp.MustCompile(`^(time_scale|(network|server|client|balancer|middlebox|load)\.[a-z_]+(\.[a-z_]+)?)$`)
+var reMatrixKey = regexp.MustCompile(`^(time_scale|clock|(network|server|client|balancer|middlebox|load)\.[a-z_]+(\.[a-z_]+)?)$`)
 
 var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

@@ -15,10 +15,13 @@ import (
 // Settings is everything one run needs, in scenario time (before any time scale).
 type Settings struct {
 	TimeScale float64 `yaml:"time_scale" json:"time_scale"`
-	Network   Network `yaml:"network" json:"network"`
-	Server    Server  `yaml:"server" json:"server"`
-	Client    Client  `yaml:"client" json:"client"`
-	Load      Load    `yaml:"load" json:"load"`
+	// Clock is the clock the run asks for: ClockVirtual, ClockReal, or "" (the runner
+	// chooses: virtual when every hop of the run is one kalab models).
+	Clock   string  `yaml:"clock" json:"clock,omitempty"`
+	Network Network `yaml:"network" json:"network"`
+	Server  Server  `yaml:"server" json:"server"`
+	Client  Client  `yaml:"client" json:"client"`
+	Load    Load    `yaml:"load" json:"load"`
 	// Balancer, when set, puts a load balancer between client and server (topology v2:
 	// client -> network -> balancer -> backend_network -> server); nil is single-hop.
 	Balancer *Balancer `yaml:"balancer" json:"balancer,omitempty"`
@@ -402,3 +405,9 @@ const MaxRelativeTolerance = tolerance.MaxRelative
 // ParseTolerance reads a tolerance as written in a scenario file or a flag: "5%", "2.5",
 // "0" or "off".
 func ParseTolerance(s string) (Tolerance, error) { return tolerance.Parse(s) }
+
+// The clocks a run can ask for.
+const (
+	ClockVirtual = "virtual"
+	ClockReal    = "real"
+)

@@ -56,6 +56,10 @@ type Config struct {
 	// TLSVersion pins the protocol: tls.VersionTLS13 (the default when 0) or
 	// tls.VersionTLS12.
 	TLSVersion uint16
+	// Ed25519Cert makes the in-memory certificate Ed25519 instead of ECDSA P-256: fixed
+	// 64-byte signatures, so every handshake carries the same bytes (the virtual clock's
+	// runs, whose every figure repeats exactly).
+	Ed25519Cert bool
 	// SessionTickets lets clients resume sessions; resumptions are counted in Stats.
 	SessionTickets bool
 	// HTTP2 offers h2 by ALPN over TLS, or accepts h2c with prior knowledge over plain
@@ -105,6 +109,9 @@ type Config struct {
 	// Listen is the address to bind, "127.0.0.1:0" when empty. Only loopback addresses
 	// are accepted: kalab never listens beyond the machine.
 	Listen string
+	// Listener, when set, is where the server accepts instead of binding Listen: an
+	// in-memory listener of a run on the virtual clock.
+	Listener net.Listener
 	// Lag, when set, receives how late each idle close happened after IdleTimeout.
 	Lag *lag.Recorder
 	// Sleep, when set, waits until at or returns false once done closes; it makes the

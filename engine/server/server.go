@@ -143,7 +143,7 @@ func Start(cfg Config) (*Server, error) {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	if cfg.TLS {
-		cert, pool, err := newCertificate()
+		cert, pool, err := newCertificate(cfg.Ed25519Cert)
 		if err != nil {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
@@ -170,9 +170,12 @@ func Start(cfg Config) (*Server, error) {
 	} else if cfg.HTTP2 {
 		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("starting server: listening on %s: %w", cfg.Listen, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("starting server: listening on %s: %w", cfg.Listen, err)
+		}
 	}
 	s.ln = ln
 	go func() {

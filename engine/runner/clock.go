@@ -1,0 +1,219 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/vclock"
+	"github.com/kalab-dev/kalab/engine/metrics"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/vnet"
+)
+
+// A run goes on one of two clocks. On the virtual clock every hop is kalab's own code or
+// Go's (the model client or Go's Transport, the embedded server, the links, the balancer)
+// over an in-memory network (engine/vnet) inside a synctest bubble: time is simulated, so
+// the run is exact, identical on every machine, and takes only the CPU its code needs. On
+// the real clock the hops talk over loopback sockets in real time, as real programs need,
+// and the timing judge decides whether the machine held the run's timing.
+
+// clockChoice is a run's clock and, when it runs real although virtual was asked for or
+// would be the default, why.
+type clockChoice struct {
+	clock string // scenario.ClockVirtual or scenario.ClockReal
+	// offModel names the parts of the run the virtual clock does not model; empty when
+	// every hop is modelled.
+	offModel []string
+	// refused is set when the file asked for the virtual clock and the run cannot have it.
+	refused string
+}
+
+// chooseClock resolves a run's clock: the invocation's --clock, else the file's clock,
+// else virtual when every hop of the run is one kalab models and this process can host a
+// virtual clock, real otherwise. A --clock virtual that a run cannot follow (a real
+// program) runs it real with a note; a file that asks for virtual and cannot have it is
+// refused.
+func chooseClock(st scenario.Settings, opt Options) clockChoice {
+	off := offModel(st, opt)
+	want := st.Clock
+	fromFlag := opt.Clock != ""
+	if fromFlag {
+		want = opt.Clock
+	}
+	switch {
+	case want == scenario.ClockReal:
+		return clockChoice{clock: scenario.ClockReal, offModel: off}
+	case len(off) == 0 && opt.Host.Available():
+		return clockChoice{clock: scenario.ClockVirtual}
+	case want == scenario.ClockVirtual && !fromFlag:
+		why := strings.Join(off, "; ")
+		if len(off) == 0 {
+			why = "this process has no virtual clock (a Go test without a vclock host)"
+		}
+		return clockChoice{clock: scenario.ClockReal, offModel: off,
+			refused: "clock: virtual, but the run cannot run on the virtual clock: " + why}
+	}
+	return clockChoice{clock: scenario.ClockReal, offModel: off}
+}
+
+// offModel lists what keeps a run off the virtual clock: real programs, the caller's own
+// client, and the parts the in-memory network does not model yet.
+func offModel(st scenario.Settings, opt Options) []string {
+	var off []string
+	if st.Client.Exec != nil {
+		off = append(off, "client.exec runs a real program")
+	}
+	if opt.NewClient != nil {
+		off = append(off, "the caller's own Go client (go-func) dials real sockets")
+	}
+	if realKind(st.Server) != "" {
+		off = append(off, "server."+string(realKind(st.Server))+" is a real program or address")
+	}
+	if st.Middlebox != nil {
+		off = append(off, "the middlebox needs the kernel's TCP keepalive probes")
+	}
+	if len(opt.middleboxes) > 0 {
+		off = append(off, "a test's own hop")
+	}
+	return off
+}
+
+// clockNote is the run record's note on its clock, or "".
+func (c clockChoice) note(fileScale float64) string {
+	switch {
+	case c.clock == scenario.ClockVirtual && fileScale != 1 && fileScale != 0:
+		return fmt.Sprintf("virtual clock: time_scale %g not applied (simulated time needs no compression)", fileScale)
+	case c.clock == scenario.ClockReal && len(c.offModel) > 0:
+		return "real clock: " + strings.Join(c.offModel, "; ")
+	}
+	return ""
+}
+
+// virtualStall is how long a virtual run may go without any event on its network, in real
+// time, before its watchdog ends it: far beyond any CPU work between two events.
+const virtualStall = 30 * time.Second
+
+// inBubble runs f on the virtual clock with a fresh in-memory network, which it closes
+// when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
+// reaches f's context within a second of simulated time. A bubble that stops advancing
+// ends with the watchdog's error naming what blocked it.
+func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network)) error {
+	var progress atomic.Int64
+	return host.Run(name, func() {
+		n := vnet.New()
+		n.SetOnEvent(func() { progress.Add(1) })
+		defer n.Close()
+		bctx, stop := bubbleContext(ctx)
+		defer stop()
+		f(bctx, n)
+	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall))
+}
+
+// bubbleContext is a context of the bubble that follows outer's cancellation: a channel
+// made outside a bubble cannot be waited on durably inside one, so a watcher in the
+// bubble looks at outer once per simulated second.
+func bubbleContext(outer context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if outer.Err() != nil {
+					cancel(context.Cause(outer))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+// timerSleep waits on a Go timer until at, or returns false once done closes: the sleep
+// of the virtual clock, where a timer fires exactly on its instant.
+func timerSleep(at time.Time, done <-chan struct{}) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		select {
+		case <-done:
+			return false
+		default:
+			return true
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// driveVirtual drives the run inside a bubble on the virtual clock: the same topology
+// and load as drive, over the bubble's in-memory network. A bubble the watchdog ended
+// leaves its goroutines behind; the run is then an engine error and its figures are not
+// read.
+func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *timers) (check.Metrics, connOutcome, error) {
+	type result struct {
+		m   check.Metrics
+		co  connOutcome
+		err error
+	}
+	var res result
+	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval) // its sampler lives outside any bubble
+	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
+		o := opt
+		o.network = n
+		var out result
+		out.m, out.co, out.err = drive(bctx, w, sc, r, st, scaler(1), o, nil, log, tm, probe)
+		res = out
+	})
+	probe.Stop()
+	if err != nil {
+		return check.Metrics{}, connOutcome{}, err
+	}
+	return res.m, res.co, res.err
+}
+
+// Host runs runs on the virtual clock (Options.Host).
+type Host = vclock.Host
+
+// HostMain runs main with a Host, inside the harness that gives this process a virtual
+// clock, and exits with main's code: the kalab binary's entry.
+func HostMain(main func(h *Host) int) { vclock.Main(main) }
+
+// TestHost is a Host for a Go test: each virtual run is a subtest of t.
+func TestHost(t *testing.T) *Host { return vclock.FromTest(t) }
+
+// RealRuns is the part of plan that runs on the real clock under opt (its scenarios with
+// only those runs): what the timing judge can have anything to say about.
+func RealRuns(plan *scenario.Plan, opt Options) *scenario.Plan {
+	out := &scenario.Plan{}
+	for _, sc := range plan.Scenarios {
+		c := *sc
+		c.Runs = nil
+		for _, r := range sc.Runs {
+			if settings(r, opt).Clock != scenario.ClockVirtual {
+				c.Runs = append(c.Runs, r)
+			}
+		}
+		if len(c.Runs) > 0 {
+			out.Scenarios = append(out.Scenarios, &c)
+		}
+	}
+	return out
+}
