@@ -72,7 +72,7 @@ func newStdClient(cfg Config) *stdClient {
 	}
 	connect := dialer(cfg).DialContext
 	if cfg.Dial != nil {
-		connect = cfg.Dial
+		connect = tracedDial(cfg.Dial)
 	}
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
@@ -507,4 +507,20 @@ func backendHeaders(h http.Header, ev *Event) {
 		}
 	}
 	ev.BackendReused = h.Get(HeaderBackendReused) == "1"
+}
+
+// tracedDial reports a dial through the request's httptrace hooks, as net.Dialer does
+// (ConnectStart, ConnectDone): a dial function of the caller's is not traced otherwise.
+func tracedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		trace := httptrace.ContextClientTrace(ctx)
+		if trace != nil && trace.ConnectStart != nil {
+			trace.ConnectStart(network, addr)
+		}
+		nc, err := dial(ctx, network, addr)
+		if trace != nil && trace.ConnectDone != nil {
+			trace.ConnectDone(network, addr, err)
+		}
+		return nc, err
+	}
 }

@@ -66,6 +66,9 @@ func (g *goClient) config(next string) (client.Config, error) {
 	}
 	if n := g.topo.net; n != nil {
 		ccfg.Dial = n.DialContext
+		if l := g.topo.frontLink(); l != nil {
+			ccfg.Dial = l.dialer() // the link's listen queue drops SYNs the client's kernel retries
+		}
 	}
 	ka, err := tcpKeepalive(g.st, g.scale)
 	if err != nil {

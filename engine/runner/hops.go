@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"crypto/x509"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -260,6 +261,15 @@ func (l *link) Close() error {
 func (l *link) open() int64                { return l.p.Stats().Open }
 func (l *link) AcceptedFrom(peer int) bool { return l.p.AcceptedFrom(peer) }
 func (l *link) accepted() int64            { return l.p.Stats().Accepted }
+
+// dialer connects to the link on the virtual clock as the client's kernel would: through
+// the link's listen queue, with its SYN retries.
+func (l *link) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if vp, ok := l.p.(*netsim.VirtualProxy); ok {
+		return vp.DialContext
+	}
+	return l.net.DialContext
+}
 
 // handshake is the simulated SYN/SYN-ACK wait the client calls after each connect.
 func (l *link) handshake(ctx context.Context, start time.Time) error {

@@ -211,13 +211,14 @@ func (o *Outcome) Errored() bool {
 }
 
 type job struct {
-	sc     *scenario.Scenario
-	run    *scenario.Run
-	idx    int
-	weight int           // descriptors it may hold open at once (runHold)
-	alone  bool          // a burst of exclusiveConns connections: the run has the process to itself
-	done   chan struct{} // closed when the run's record is taken, for a run alone (feed)
-	tooBig string        // why the run cannot get its descriptors; empty when it can
+	sc      *scenario.Scenario
+	run     *scenario.Run
+	idx     int
+	weight  int           // descriptors it may hold open at once (runHold)
+	alone   bool          // a burst of exclusiveConns connections: the run has the process to itself
+	done    chan struct{} // closed when the run's record is taken, for a run alone (feed)
+	tooBig  string        // why the run cannot get its descriptors; empty when it can
+	virtual bool          // it runs on the virtual clock
 }
 
 // Execute runs the plan. It returns an error only when results cannot be written; a run
@@ -410,12 +411,13 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			if h.conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
-			if settings(r, opt).Clock == scenario.ClockVirtual {
+			virtual := settings(r, opt).Clock == scenario.ClockVirtual
+			if virtual {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.
 				h, w = hold{}, 0
 			}
-			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0})
+			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0, virtual: virtual})
 			holds = append(holds, h)
 			remaining[sc]++
 		}
@@ -524,7 +526,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		return rec
 	}
 	judge, tol := judgeOf(j, opt)
-	if j.weight == 0 && settings(j.run, opt).Clock == scenario.ClockVirtual {
+	if j.virtual {
 		// Simulated time: no descriptors to hold, no headroom to wait for, and nothing the
 		// machine does can make the run noisy, so it runs once.
 		rec := execute(ctx, w, j.sc, j.run, opt, newTimers(), judge)

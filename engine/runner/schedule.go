@@ -32,6 +32,12 @@ func startOrder(jobs []job, opt Options) []job {
 		ks[i] = keyed{j: j, alone: j.alone, exp: Expected(j.run, opt)}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if a.j.virtual != b.j.virtual {
+			if a.j.virtual {
+				return -1
+			}
+			return 1
+		}
 		if a.alone != b.alone {
 			if a.alone {
 				return -1
@@ -50,9 +56,26 @@ func startOrder(jobs []job, opt Options) []job {
 // feed hands the jobs to the workers in start order. A job that has the process to
 // itself is waited for before the next one is handed out, so that it starts with nothing
 // in flight and nothing starts beside it. It stops when ctx ends.
+//
+// The runs on the virtual clock come first, and the first run on the real clock waits
+// until they have all ended: their CPU would otherwise be taken from a real run's timing.
 func feed(ctx context.Context, queue chan<- job, jobs []job) {
 	defer close(queue)
+	var virtual []chan struct{}
 	for _, j := range jobs {
+		if j.virtual {
+			j.done = make(chan struct{})
+			virtual = append(virtual, j.done)
+		} else {
+			for _, done := range virtual {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					return
+				}
+			}
+			virtual = nil
+		}
 		if j.alone {
 			j.done = make(chan struct{})
 		}
@@ -61,7 +84,7 @@ func feed(ctx context.Context, queue chan<- job, jobs []job) {
 		case <-ctx.Done():
 			return
 		}
-		if j.done == nil {
+		if j.done == nil || j.virtual {
 			continue
 		}
 		select {
