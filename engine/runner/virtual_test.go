@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +125,96 @@ func requestsOf(t *testing.T, dir string, r *report.Run) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestChooseClock: unset goes virtual when every part is modelled and the process has a
+// host; a real program or a missing host keeps it real with the reason; --clock overrides
+// where the run can follow it; a file that asks for virtual and cannot have it is refused.
+func TestChooseClock(t *testing.T) {
+	host := TestHost(t)
+	model := scenario.Settings{}
+	exec := scenario.Settings{Client: scenario.Client{Exec: &scenario.Exec{Adapter: "curl"}}}
+	cases := []struct {
+		name            string
+		st              scenario.Settings
+		flag, file      string
+		host            *Host
+		want, refused   string
+		offModelMention string
+	}{
+		{name: "model, unset", st: model, host: host, want: "virtual"},
+		{name: "model, no host", st: model, want: "real"},
+		{name: "model, file real", st: model, file: "real", host: host, want: "real"},
+		{name: "model, flag real over file virtual", st: model, file: "virtual", flag: "real", host: host, want: "real"},
+		{name: "exec, unset", st: exec, host: host, want: "real", offModelMention: "client.exec"},
+		{name: "exec, flag virtual", st: exec, flag: "virtual", host: host, want: "real", offModelMention: "client.exec"},
+		{name: "exec, file virtual", st: exec, file: "virtual", host: host, want: "real", refused: "client.exec runs a real program"},
+		{name: "model, file virtual, no host", st: model, file: "virtual", want: "real", refused: "no virtual clock"},
+	}
+	for _, c := range cases {
+		st := c.st
+		st.Clock = c.file
+		got := chooseClock(st, Options{Clock: c.flag, Host: c.host})
+		if got.clock != c.want {
+			t.Errorf("%s: clock %s, want %s", c.name, got.clock, c.want)
+		}
+		if (c.refused == "") != (got.refused == "") || !strings.Contains(got.refused, c.refused) {
+			t.Errorf("%s: refused %q, want one naming %q", c.name, got.refused, c.refused)
+		}
+		if c.offModelMention != "" && !strings.Contains(got.note(1), c.offModelMention) {
+			t.Errorf("%s: note %q does not name %s", c.name, got.note(1), c.offModelMention)
+		}
+	}
+	if n := (clockChoice{clock: "virtual"}).note(0.1); !strings.Contains(n, "time_scale 0.1 not applied") {
+		t.Errorf("a virtual run of a time-scaled file: note %q", n)
+	}
+}
+
+// TestVirtualRefusedRunIsAnError: a file that asks for the virtual clock with a part that
+// needs real time ends as an engine error naming the part, before anything starts.
+func TestVirtualRefusedRunIsAnError(t *testing.T) {
+	p := plan(t, `
+name: refused
+clock: virtual
+client: {exec: curl}
+load: {requests: 1}
+`)
+	o := virtualOpts(t)
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Runs[0]
+	if r.Status != report.StatusError || !strings.Contains(r.Error, "cannot run on the virtual clock: client.exec") {
+		t.Fatalf("status %s, error %q: want an engine error naming client.exec", r.Status, r.Error)
+	}
+}
+
+// TestVirtualSameAtAnyGOMAXPROCS: the same file gives the same record whether the runtime
+// has one P, two or eight: the virtual clock's figures do not depend on the scheduler.
+func TestVirtualSameAtAnyGOMAXPROCS(t *testing.T) {
+	p := bundled(t, "04-stale-race.yaml")
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	var want []string
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		out, err := Execute(context.Background(), p, virtualOpts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range out.Runs {
+			got = append(got, comparable(t, r)+requestsOf(t, out.Dir, r))
+		}
+		if want == nil {
+			want = got
+			continue
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("GOMAXPROCS %d: %s differs from GOMAXPROCS 1", procs, out.Runs[i].Variant)
+			}
+		}
+	}
 }
