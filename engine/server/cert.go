@@ -45,7 +45,7 @@ func newCertificate(ed25519Key bool) (tls.Certificate, *x509.CertPool, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: "kalab embedded server", Organization: []string{"kalab"}},
-		NotBefore:             now.Add(-time.Hour), // tolerate small clock differences
+		NotBefore:             now.Add(-time.Hour),  // tolerate small clock differences
 		NotAfter:              now.AddDate(1, 0, 0), // a virtual run can span days of model time
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
