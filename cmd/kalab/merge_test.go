@@ -405,9 +405,10 @@ func TestShardWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wall := map[string]float64{}
+	wall, clock := map[string]float64{}, map[string]string{}
 	for _, r := range base.Runs {
 		wall[r.Scenario+"/"+r.Variant] = r.WallMs
+		clock[r.Scenario+"/"+r.Variant] = r.ClockName()
 	}
 	for _, scale := range []float64{0, 0.05} {
 		plan, err := scenario.LoadFiles(files)
@@ -415,7 +416,7 @@ func TestShardWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError), shardFlags: shardFlags{weights: "../../results/baseline.jsonl", parsed: shard.Spec{Index: 1, Count: 3}}}
-		inv := &invocation{plan: plan, opt: runner.Options{TimeScale: scale}}
+		inv := &invocation{plan: plan, opt: runner.Options{TimeScale: scale, Host: runner.TestHost(t)}}
 		if err := applyShard(f, inv, files); err != nil {
 			t.Fatal(err)
 		}
@@ -431,8 +432,8 @@ func TestShardWeights(t *testing.T) {
 		for _, r := range inv.manifest.Runs {
 			k := r.Scenario + "/" + r.Variant
 			want := wall[k]
-			if scale > 0 {
-				want *= scale / byName[k].Settings.TimeScale
+			if scale > 0 && clock[k] == scenario.ClockReal {
+				want *= scale / byName[k].Settings.TimeScale // a virtual run's wall time is CPU: it does not scale
 			}
 			if d := r.ExpectedMs - want; d < -1 || d > 1 {
 				t.Errorf("scale %v: %s weighed %.0f ms, the results file says %.0f ms", scale, k, r.ExpectedMs, want)

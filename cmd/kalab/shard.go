@@ -74,10 +74,13 @@ func applyShard(f *runFlags, inv *invocation, files []string) error {
 		source = f.weights
 		weight = func(sc *scenario.Scenario, r *scenario.Run) time.Duration {
 			m, ok := measured[sc.Name+"/"+r.Variant]
-			if !ok {
-				return runner.Expected(r, inv.opt)
+			if !ok || m.ClockName() != runner.ClockOf(r, inv.opt) {
+				return runner.Expected(r, inv.opt) // measured on the other clock: not this run's cost
 			}
-			// Most of a run's wall time is simulated time, which scales with the time scale.
+			if m.ClockName() == scenario.ClockVirtual {
+				return time.Duration(m.WallMs * float64(time.Millisecond)) // CPU, whatever the time scale
+			}
+			// Most of a real run's wall time is simulated time, which scales with the time scale.
 			scale := r.Settings.TimeScale
 			if inv.opt.TimeScale > 0 {
 				scale = inv.opt.TimeScale

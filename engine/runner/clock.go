@@ -217,3 +217,6 @@ func RealRuns(plan *scenario.Plan, opt Options) *scenario.Plan {
 	}
 	return out
 }
+
+// ClockOf is the clock run r goes on under opt.
+func ClockOf(r *scenario.Run, opt Options) string { return settings(r, opt).Clock }
