@@ -9,7 +9,8 @@ virtual  Every part of the run is kalab's own code or Go's: the model client or 
          (delay per direction, handshake, FIN and reset behind the data, jitter drawn from
          the seed, slow start, bandwidth, the listen queue). Time is simulated: it moves
          only when every part waits, so a run is exact, gives the same figures on any
-         machine at any load, and takes only the CPU its code needs (file 04's 1,000
+         machine at any load (save what hangs on the order Go runs goroutines that wake
+         at one instant), and takes only the CPU its code needs (file 04's 1,000
          requests over 6 minutes of model time run in well under a second). No run is
          noisy, none is rerun, and time_scale is not applied.
 real     Loopback sockets in real time, for what only real time can show: real client
