@@ -291,6 +291,16 @@ func dialer(cfg Config) *net.Dialer {
 	return &net.Dialer{KeepAlive: -1, KeepAliveConfig: cfg.TCPKeepAlive}
 }
 
+// keepAlive sets a connection's kernel keepalive where the dial function that made it
+// did not (an in-memory connection takes it as a socket does).
+func keepAlive(nc net.Conn, ka net.KeepAliveConfig) {
+	if k, ok := nc.(interface {
+		SetKeepAliveConfig(net.KeepAliveConfig) error
+	}); ok && ka.Enable {
+		_ = k.SetKeepAliveConfig(ka)
+	}
+}
+
 // dial connects to cfg.Addr: through cfg.Dial when set, else a net.Dialer bounded by
 // deadline (zero: none).
 func dial(ctx context.Context, cfg Config, deadline time.Time) (net.Conn, error) {
@@ -300,7 +310,12 @@ func dial(ctx context.Context, cfg Config, deadline time.Time) (net.Conn, error)
 			ctx, cancel = context.WithDeadline(ctx, deadline)
 			defer cancel()
 		}
-		return cfg.Dial(ctx, "tcp", cfg.Addr)
+		nc, err := cfg.Dial(ctx, "tcp", cfg.Addr)
+		if err != nil {
+			return nil, err
+		}
+		keepAlive(nc, cfg.TCPKeepAlive)
+		return nc, nil
 	}
 	d := dialer(cfg)
 	d.Deadline = deadline

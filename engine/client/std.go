@@ -72,7 +72,7 @@ func newStdClient(cfg Config) *stdClient {
 	}
 	connect := dialer(cfg).DialContext
 	if cfg.Dial != nil {
-		connect = tracedDial(cfg.Dial)
+		connect = tracedDial(cfg.Dial, cfg.TCPKeepAlive)
 	}
 	tr := &http.Transport{
 		Proxy: nil, // never leave loopback through an environment proxy
@@ -510,8 +510,9 @@ func backendHeaders(h http.Header, ev *Event) {
 }
 
 // tracedDial reports a dial through the request's httptrace hooks, as net.Dialer does
-// (ConnectStart, ConnectDone): a dial function of the caller's is not traced otherwise.
-func tracedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// (ConnectStart, ConnectDone), and sets the connection's keepalive as net.Dialer would: a
+// dial function of the caller's does neither.
+func tracedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), ka net.KeepAliveConfig) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		trace := httptrace.ContextClientTrace(ctx)
 		if trace != nil && trace.ConnectStart != nil {
@@ -520,6 +521,9 @@ func tracedDial(dial func(ctx context.Context, network, addr string) (net.Conn, 
 		nc, err := dial(ctx, network, addr)
 		if trace != nil && trace.ConnectDone != nil {
 			trace.ConnectDone(network, addr, err)
+		}
+		if err == nil {
+			keepAlive(nc, ka)
 		}
 		return nc, err
 	}

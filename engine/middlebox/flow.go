@@ -17,7 +17,7 @@ const delackMax = 200 * time.Millisecond
 
 // end is one of a flow's two sockets.
 type end struct {
-	conn     *net.TCPConn
+	conn     net.Conn
 	closed   bool   // the box closed its socket to this end
 	readDone bool   // the end sent its FIN or its reset, or the socket closed
 	segs     uint32 // segments the kernel counted in on this socket (tcpi_segs_in)
@@ -46,7 +46,7 @@ func idx(s Side) int {
 
 func other(s Side) Side { return Both &^ s }
 
-func newFlow(b *Box, c, u *net.TCPConn) *flow {
+func newFlow(b *Box, c, u net.Conn) *flow {
 	now := time.Now()
 	f := &flow{b: b, last: now, lastData: now, done: make(chan struct{})}
 	f.ends[0].conn, f.ends[1].conn = c, u
@@ -76,7 +76,7 @@ func (f *flow) pipe(from Side) {
 
 // forward passes data on a live flow, or handles a segment that arrived after expiry.
 // It returns false when this end's socket is gone.
-func (f *flow) forward(from Side, dst *net.TCPConn, p []byte) bool {
+func (f *flow) forward(from Side, dst net.Conn, p []byte) bool {
 	f.mu.Lock()
 	if f.expired {
 		f.b.stats.droppedBytes.Add(int64(len(p)))
@@ -114,7 +114,7 @@ func (f *flow) readEnded(from Side, err error) {
 		f.closeEnd(other(from), true)
 		f.closeEnd(from, false)
 	default:
-		_ = f.ends[idx(other(from))].conn.CloseWrite()
+		closeWrite(f.ends[idx(other(from))].conn)
 		if f.ends[idx(other(from))].readDone {
 			f.closeEnd(Client, false)
 			f.closeEnd(Server, false)

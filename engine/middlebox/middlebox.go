@@ -54,6 +54,11 @@ type Config struct {
 	Action      Action
 	ResetAt     When
 	ResetTo     Side
+	// Listener and Dial, when set, are where the box accepts its flows and how it connects
+	// them upstream instead of loopback sockets: the in-memory network of a run on the
+	// virtual clock, whose connections count their segments themselves (SegsIn).
+	Listener net.Listener
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Poll is how often the box reads each socket's segment count (TCP_INFO) to see
 	// segments that carry no data, such as TCP keepalive probes, and checks the idle
 	// clock: a flow expires at most one Poll late. 0 picks IdleTimeout/100 between 1 ms
@@ -101,9 +106,15 @@ func Start(cfg Config) (*Box, error) {
 	}
 	// The box's own sockets send no keepalive probes (Go enables them on accepted and
 	// dialed sockets by default): the ACKs they drew from an end would refresh the flow.
-	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("middlebox: %w", err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("middlebox: %w", err)
+		}
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{KeepAlive: -1}).DialContext
 	}
 	b := &Box{cfg: cfg, ln: ln, flows: map[*flow]struct{}{}, peers: map[int]struct{}{}, done: make(chan struct{})}
 	b.wg.Add(1)
@@ -184,14 +195,14 @@ func (b *Box) accept() {
 		}
 		b.stats.flows.Add(1)
 		b.stats.open.Add(1)
-		u, err := (&net.Dialer{KeepAlive: -1}).Dial("tcp", b.cfg.Upstream)
+		u, err := b.cfg.Dial(context.Background(), "tcp", b.cfg.Upstream)
 		if err != nil {
 			// Nothing behind the box: the client's connection ends as a refused one would.
 			resetConn(c)
 			b.stats.open.Add(-1)
 			continue
 		}
-		f := newFlow(b, c.(*net.TCPConn), u.(*net.TCPConn))
+		f := newFlow(b, c, u)
 		b.mu.Lock()
 		select {
 		case <-b.done:
@@ -215,8 +226,33 @@ func (b *Box) accept() {
 
 // resetConn closes c with an RST (SO_LINGER 0) rather than a FIN.
 func resetConn(c net.Conn) {
+	if a, ok := c.(interface{ Abort() error }); ok {
+		_ = a.Abort() // an in-memory connection
+		return
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = c.Close()
+}
+
+// closeWrite sends c's FIN, keeping it open for reading.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// segsIn reads how many segments c received, and how many of them carried data: from the
+// connection itself when it counts them (an in-memory one), else from the kernel
+// (tcpSegsIn).
+func segsIn(c net.Conn) (segs, data uint32, ok bool) {
+	if sc, is := c.(interface{ SegsIn() (uint32, uint32) }); is {
+		segs, data = sc.SegsIn()
+		return segs, data, true
+	}
+	if tc, is := c.(*net.TCPConn); is {
+		return tcpSegsIn(tc)
+	}
+	return 0, 0, false
 }

@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// segsIn reads how many TCP segments the kernel received on c, and how many of them
+// tcpSegsIn reads how many TCP segments the kernel received on c, and how many of them
 // carried data (tcpi_segs_in, tcpi_data_segs_in of TCP_INFO, Linux 4.2 and 4.6). A TCP
 // keepalive probe is a segment without data whose sequence number is one below what the
 // box already acknowledged (tcp_write_wakeup / tcp_xmit_probe_skb in net/ipv4/tcp_output.c):
@@ -16,7 +16,7 @@ import (
 // tcp_v4_rcv has counted it in segs_in (tcp_segs_in). Measured on this machine's kernel:
 // one probe a second from a Go client with KeepAliveConfig{Idle: 1s, Interval: 1s} raised
 // segs_in by one a second while last_ack_recv kept growing.
-func segsIn(c *net.TCPConn) (segs, data uint32, ok bool) {
+func tcpSegsIn(c *net.TCPConn) (segs, data uint32, ok bool) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return 0, 0, false

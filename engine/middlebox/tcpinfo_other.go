@@ -4,6 +4,6 @@ package middlebox
 
 import "net"
 
-// segsIn cannot read the kernel's segment counts outside Linux: only data refreshes a
+// tcpSegsIn cannot read the kernel's segment counts outside Linux: only data refreshes a
 // flow there, and dropped segments are not counted.
-func segsIn(*net.TCPConn) (segs, data uint32, ok bool) { return 0, 0, false }
+func tcpSegsIn(*net.TCPConn) (segs, data uint32, ok bool) { return 0, 0, false }

@@ -124,13 +124,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	links  map[*link]struct{}
-	peers  map[int]struct{} // client ports of every accepted connection
 
-	accepted, open, peakOpen atomic.Int64
-	bytesUp, bytesDown       atomic.Int64
-	resetsUp, resetsDown     atomic.Int64
-	overflows                atomic.Int64
-	writers                  atomic.Int64 // writeLoop goroutines started (tests: how releases went)
+	counters
+	writers atomic.Int64 // writeLoop goroutines started (tests: how releases went)
 	// Chunks of data the readers read, and reads that found a socket empty
 	// straight after one that took data (tests and the performance gate:
 	// TCP_INQ saves those, recvState.recv). Readers add their counts when a
@@ -204,7 +200,6 @@ func Start(cfg Config) (*Proxy, error) {
 		cancel:  cancel,
 		delays:  newOneWayDelays(&cfg),
 		links:   make(map[*link]struct{}),
-		peers:   make(map[int]struct{}),
 		queue:   listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
 	}
 	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
@@ -255,29 +250,6 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 	}
 	p.cfg.Lag.Since(due)
 	return nil
-}
-
-// AcceptedFrom reports whether the proxy accepted a connection from the client port peer:
-// what tells this link's sockets from another's that reuse its port numbers.
-func (p *Proxy) AcceptedFrom(peer int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.peers[peer]
-	return ok
-}
-
-// Stats returns a snapshot of the counters.
-func (p *Proxy) Stats() Stats {
-	return Stats{
-		Accepted:   p.accepted.Load(),
-		Open:       p.open.Load(),
-		PeakOpen:   p.peakOpen.Load(),
-		BytesUp:    p.bytesUp.Load(),
-		BytesDown:  p.bytesDown.Load(),
-		ResetsUp:   p.resetsUp.Load(),
-		ResetsDown: p.resetsDown.Load(),
-		Overflows:  p.overflows.Load(),
-	}
 }
 
 // Close stops accepting, tears down every link without waiting for queued
@@ -341,7 +313,7 @@ func (p *Proxy) acceptLoop() {
 		}
 		p.links[l] = struct{}{}
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-			p.peers[a.Port] = struct{}{}
+			p.addPeer(a.Port)
 		}
 		p.wg.Add(1)
 		// Counted under the lock so a concurrent Close cannot remove the

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,7 +53,6 @@ type VirtualProxy struct {
 	closed  bool
 	links   map[*vlink]struct{}
 	waiting map[*vnet.Conn]struct{} // in the modelled kernel queue, not yet accepted
-	peers   map[int]struct{}        // client ports of every accepted connection
 
 	// The listen queue (backlog.go) and the modelled accept times DialContext gave the
 	// connections it let in, by client port, for acceptLoop.
@@ -62,10 +60,7 @@ type VirtualProxy struct {
 	queue    listenQueue
 	admitted map[int]time.Time
 
-	accepted, open, peakOpen atomic.Int64
-	bytesUp, bytesDown       atomic.Int64
-	resetsUp, resetsDown     atomic.Int64
-	overflows                atomic.Int64
+	counters
 
 	closeOnce sync.Once
 }
@@ -104,7 +99,6 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		done:     make(chan struct{}),
 		links:    make(map[*vlink]struct{}),
 		waiting:  make(map[*vnet.Conn]struct{}),
-		peers:    make(map[int]struct{}),
 		queue:    listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
 		admitted: make(map[int]time.Time),
 	}
@@ -242,28 +236,6 @@ func (p *VirtualProxy) sleepUntil(ctx context.Context, at time.Time) error {
 	}
 }
 
-// AcceptedFrom reports whether the proxy accepted a connection from the client port peer.
-func (p *VirtualProxy) AcceptedFrom(peer int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.peers[peer]
-	return ok
-}
-
-// Stats returns a snapshot of the counters, counted as Proxy counts them.
-func (p *VirtualProxy) Stats() Stats {
-	return Stats{
-		Accepted:   p.accepted.Load(),
-		Open:       p.open.Load(),
-		PeakOpen:   p.peakOpen.Load(),
-		BytesUp:    p.bytesUp.Load(),
-		BytesDown:  p.bytesDown.Load(),
-		ResetsUp:   p.resetsUp.Load(),
-		ResetsDown: p.resetsDown.Load(),
-		Overflows:  p.overflows.Load(),
-	}
-}
-
 // Close stops accepting, tears down every link without waiting for what is in flight
 // (each still records its ConnRecord, as closed at the run's end), resets the
 // connections waiting in the modelled queue, and returns once every goroutine the proxy
@@ -376,7 +348,7 @@ func (p *VirtualProxy) accept(c *vnet.Conn, t0, acceptAt time.Time, overflow boo
 		return
 	}
 	p.links[l] = struct{}{}
-	p.peers[portOf(c.RemoteAddr())] = struct{}{}
+	p.addPeer(portOf(c.RemoteAddr()))
 	n := p.open.Add(1)
 	p.mu.Unlock()
 	for {

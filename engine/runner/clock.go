@@ -77,9 +77,6 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if realKind(st.Server) != "" {
 		off = append(off, "server."+string(realKind(st.Server))+" is a real program or address")
 	}
-	if st.Middlebox != nil {
-		off = append(off, "the middlebox needs the kernel's TCP keepalive probes")
-	}
 	if len(opt.middleboxes) > 0 {
 		off = append(off, "a test's own hop")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/lag"
 	"github.com/kalab-dev/kalab/engine/middlebox"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // roleMiddlebox is the role of the box that forgets idle flows.
@@ -18,7 +19,9 @@ const roleMiddlebox = "middlebox"
 type middleboxHop struct {
 	cfg     middlebox.Config // Upstream is filled at Start
 	preset  string
-	version string // kalab's
+	version string        // kalab's
+	net     *vnet.Network // the in-memory network on the virtual clock; nil for loopback sockets
+	next    *link         // the link behind the box, whose listen queue its dials go through (virtual)
 	b       *middlebox.Box
 }
 
@@ -42,6 +45,16 @@ func (m *middleboxHop) Role() string { return roleMiddlebox }
 func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
 	cfg := m.cfg
 	cfg.Upstream = next
+	if m.net != nil {
+		ln, err := m.net.Listen("")
+		if err != nil {
+			return "", err
+		}
+		cfg.Listener, cfg.Dial = ln, m.net.DialContext
+		if m.next != nil {
+			cfg.Dial = m.next.dialer()
+		}
+	}
 	b, err := middlebox.Start(cfg)
 	if err != nil {
 		return "", err

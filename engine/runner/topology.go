@@ -35,11 +35,13 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	if err != nil {
 		return nil, err
 	}
+	var box *middleboxHop
 	if st.Middlebox != nil {
 		// The box is where the client's connections leave it, so that the client's own
 		// keepalive probes reach the box's socket (the only place they can be seen).
-		t.path = append(t.path, &middleboxHop{cfg: middleboxConfig(st.Middlebox, scale),
-			preset: st.Middlebox.Preset, version: opt.KalabVersion})
+		box = &middleboxHop{cfg: middleboxConfig(st.Middlebox, scale), preset: st.Middlebox.Preset,
+			version: opt.KalabVersion, net: t.net}
+		t.path = append(t.path, box)
 	}
 	// With no link to simulate (rtt and jitter 0) the client dials the embedded server
 	// directly: the proxy would add nothing but two descriptors per connection, which is
@@ -50,6 +52,9 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 		front.cfg.Lag = &tm.link
 		if links != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
+		}
+		if box != nil && t.net != nil {
+			box.next = front
 		}
 		t.path = append(t.path, front)
 	}

@@ -47,6 +47,14 @@ type Conn struct {
 	linger0       bool
 	rdl, wdl      time.Time
 	rtimer        *time.Timer
+
+	// The kernel's view of the end, guarded by p.mu too: the segments it received (each
+	// write delivered is one with data; a FIN or a keepalive probe is one without), when
+	// data last crossed it either way, and its keepalive.
+	segsIn, dataSegsIn uint32
+	lastActive         time.Time
+	ka                 net.KeepAliveConfig
+	katimer            *time.Timer
 }
 
 // LocalAddr returns the end's address, a *net.TCPAddr.
@@ -174,6 +182,10 @@ func (c *Conn) Write(b []byte) (int, error) {
 	case peer.rclosed:
 	default:
 		peer.appendLocked(b)
+		peer.segsIn++
+		peer.dataSegsIn++
+		now := time.Now()
+		c.lastActive, peer.lastActive = now, now
 		signal(peer.notify)
 	}
 	p.Unlock()
@@ -199,6 +211,9 @@ func (c *Conn) close(abort bool) error {
 	c.closed, c.wclosed = true, true
 	if c.rtimer != nil {
 		c.rtimer.Stop()
+	}
+	if c.katimer != nil {
+		c.katimer.Stop()
 	}
 	peer := c.peer
 	event, active := false, false
@@ -234,6 +249,7 @@ func (c *Conn) close(abort bool) error {
 func (c *Conn) sendFINLocked() bool {
 	c.finSent = true
 	c.peer.eof = true
+	c.peer.segsIn++
 	signal(c.peer.notify)
 	return !c.peer.finSent
 }
@@ -385,4 +401,70 @@ func (c *Conn) Buffered() int {
 	p.Lock()
 	defer p.Unlock()
 	return len(c.buf) - c.off
+}
+
+// SegsIn reports how many segments this end received, and how many of them carried data,
+// as Linux's TCP_INFO counts them (tcpi_segs_in, tcpi_data_segs_in): one per write
+// delivered, and one without data per FIN or keepalive probe. There are no ACKs to count:
+// nothing is in flight between the two ends of an in-memory connection.
+func (c *Conn) SegsIn() (segs, data uint32) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	return c.segsIn, c.dataSegsIn
+}
+
+// SetKeepAliveConfig turns on the kernel's keepalive as *net.TCPConn's does: once no data
+// has crossed the end for cfg.Idle, it sends the peer a probe (a segment without data), and
+// another each cfg.Idle after that while the connection stays idle, since the peer's kernel
+// acknowledges each at once (Linux restarts the idle clock on that ACK). A probe that finds
+// the peer closed draws a reset, as from a kernel that no longer knows the connection.
+// Probes go unanswered nowhere here: cfg.Interval and cfg.Count matter only on a path that
+// loses them, which an in-memory connection is not.
+func (c *Conn) SetKeepAliveConfig(cfg net.KeepAliveConfig) error {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	if c.closed {
+		return c.opErr("set", net.ErrClosed)
+	}
+	c.ka = cfg
+	if c.katimer != nil {
+		c.katimer.Stop()
+		c.katimer = nil
+	}
+	if !cfg.Enable || cfg.Idle <= 0 {
+		return nil
+	}
+	if c.lastActive.IsZero() {
+		c.lastActive = time.Now()
+	}
+	c.katimer = time.AfterFunc(max(time.Until(c.lastActive.Add(cfg.Idle)), 0), c.keepalive)
+	return nil
+}
+
+// keepalive is the end's keepalive timer: a probe when the end has been idle for ka.Idle,
+// else a wait for the rest of it.
+func (c *Conn) keepalive() {
+	p := c.p
+	p.mu.Lock()
+	if c.closed || c.reset || c.katimer == nil {
+		p.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if wait := c.lastActive.Add(c.ka.Idle).Sub(now); wait > 0 {
+		c.katimer.Reset(wait)
+		p.mu.Unlock()
+		return
+	}
+	if c.peer.closed {
+		c.resetLocked() // the probe reached a closed socket
+		p.mu.Unlock()
+		p.n.event()
+		return
+	}
+	c.peer.segsIn++
+	c.lastActive = now // the probe's ACK
+	c.katimer.Reset(c.ka.Idle)
+	p.mu.Unlock()
+	p.n.event()
 }

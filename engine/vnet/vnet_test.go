@@ -711,3 +711,46 @@ func TestActiveClosesAt(t *testing.T) {
 		}
 	})
 }
+
+// TestKeepaliveProbes: an idle end with keepalive sends a probe to its peer each Idle, at
+// exactly those instants, which the peer counts as segments without data; data restarts
+// the idle clock; a probe that finds the peer closed draws a reset.
+func TestKeepaliveProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		defer n.Close()
+		cl, sv := connect(t, n)
+		if err := cl.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 3}); err != nil {
+			t.Fatal(err)
+		}
+		want := func(at string, segs, data uint32) {
+			t.Helper()
+			if s, d := sv.SegsIn(); s != segs || d != data {
+				t.Errorf("%s: the peer counted %d segments, %d with data; want %d and %d", at, s, d, segs, data)
+			}
+		}
+		time.Sleep(time.Second - time.Nanosecond)
+		want("just before 1 s", 0, 0)
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		want("at 1 s", 1, 0)
+		time.Sleep(1500 * time.Millisecond) // 2.5 s: one more, at 2 s
+		want("at 2.5 s", 2, 0)
+		mustWrite(t, cl, "x") // data at 2.5 s: the next probe is due at 3.5 s, not 3 s
+		time.Sleep(900 * time.Millisecond)
+		want("at 3.4 s", 3, 1)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		want("at 3.5 s", 4, 1)
+		mustRead(t, sv, 1, "x")
+		sv.Close() // its FIN is one more segment at the client's end
+		if s, d := cl.SegsIn(); s != 1 || d != 0 {
+			t.Errorf("the client counted %d segments (%d with data), want its peer's FIN alone", s, d)
+		}
+		time.Sleep(time.Second) // the probe at 4.5 s reaches a closed socket
+		synctest.Wait()
+		if _, err := cl.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("after a probe to a closed peer: %v, want ECONNRESET", err)
+		}
+	})
+}
