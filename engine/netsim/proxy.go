@@ -144,20 +144,30 @@ type Proxy struct {
 	closeErr  error
 }
 
+// checkModel refuses a model the link cannot run: a negative delay, rate or queue. Both
+// links (Start and StartVirtual) check it first.
+func (cfg *Config) checkModel() error {
+	switch {
+	case cfg.RTT < 0:
+		return fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
+	case cfg.Bandwidth < 0:
+		return fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
+	case cfg.Jitter < 0:
+		return fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
+	case cfg.Backlog < 0 || cfg.AcceptDelay < 0:
+		return fmt.Errorf("netsim: backlog %d and accept delay %v must not be negative", cfg.Backlog, cfg.AcceptDelay)
+	}
+	return nil
+}
+
 // Start validates cfg, binds the listener and starts accepting connections.
 // Each accepted connection is paired with a fresh connection to cfg.Upstream.
 func Start(cfg Config) (*Proxy, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	if cfg.RTT < 0 {
-		return nil, fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
-	}
-	if cfg.Bandwidth < 0 {
-		return nil, fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
-	}
-	if cfg.Jitter < 0 {
-		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
+	if err := cfg.checkModel(); err != nil {
+		return nil, err
 	}
 	listen, err := loopback.Check(cfg.Listen, false)
 	if err != nil {
@@ -178,9 +188,6 @@ func Start(cfg Config) (*Proxy, error) {
 	laddr, err := net.ResolveTCPAddr("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("netsim: resolving listen address %q: %w", cfg.Listen, err)
-	}
-	if cfg.Backlog < 0 || cfg.AcceptDelay < 0 {
-		return nil, fmt.Errorf("netsim: backlog %d and accept delay %v must not be negative", cfg.Backlog, cfg.AcceptDelay)
 	}
 	var ln *net.TCPListener
 	if cfg.Backlog > 0 && !cfg.RefuseOverflow {

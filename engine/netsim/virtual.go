@@ -73,15 +73,8 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		return nil, errors.New("netsim: virtual link without a network")
 	}
 	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:0")
-	switch {
-	case cfg.RTT < 0:
-		return nil, fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
-	case cfg.Bandwidth < 0:
-		return nil, fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
-	case cfg.Jitter < 0:
-		return nil, fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
-	case cfg.Backlog < 0 || cfg.AcceptDelay < 0:
-		return nil, fmt.Errorf("netsim: backlog %d and accept delay %v must not be negative", cfg.Backlog, cfg.AcceptDelay)
+	if err := cfg.checkModel(); err != nil {
+		return nil, err
 	}
 	if _, _, err := net.SplitHostPort(cfg.Upstream); err != nil {
 		return nil, fmt.Errorf("netsim: checking upstream address: %w", err)
@@ -126,16 +119,11 @@ func (p *VirtualProxy) Handshake(ctx context.Context, start time.Time) error {
 	if fault.On(fault.HandshakeShort) {
 		due = start // the SYN-ACK back at once: a round trip short, with the floors (newVLink)
 	}
-	wait := time.Until(due)
-	if wait <= 0 {
+	if !time.Now().Before(due) {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return fmt.Errorf("simulated TCP handshake: %w", context.Cause(ctx))
+	if err := p.sleepUntil(ctx, due); err != nil {
+		return fmt.Errorf("simulated TCP handshake: %w", err)
 	}
 	p.cfg.Lag.Add(time.Since(due))
 	return nil

@@ -41,25 +41,16 @@ var estimateProcess = map[string]time.Duration{
 // estimate for balancing shards, not a bound: races, retries and the machine's load are
 // not in it.
 func Expected(r *scenario.Run, opt Options) time.Duration {
-	st := r.Settings
-	if opt.TimeScale > 0 {
-		st.TimeScale = opt.TimeScale
-	}
-	if opt.Seed != nil {
-		st.Load.Seed = *opt.Seed
-	}
-	if settings(r, opt).Clock == scenario.ClockVirtual {
-		// Simulated time costs no wall time: only the CPU of its requests and connections.
-		n := time.Duration(max(st.Load.Requests, 0))
-		return estimateSetup + n*estimateCPURequest + n*estimateCPUConn/4
-	}
-	return estimate(st)
+	return estimate(settings(r, opt))
 }
 
 func estimate(st scenario.Settings) time.Duration {
 	scale := st.TimeScale
 	if scale <= 0 {
 		scale = 1
+	}
+	if st.Clock == scenario.ClockVirtual {
+		scale = 0 // simulated time costs no wall time: only the CPU of its requests and connections
 	}
 	processes, perProcess := 0, time.Duration(0)
 	if st.Client.Exec != nil {

@@ -24,22 +24,21 @@ import (
 // settings are a run's settings with the invocation's overrides applied, as the run will
 // use them: a real program, or the caller's Go client, runs in real time (scale 1).
 func settings(r *scenario.Run, opt Options) scenario.Settings {
-	st, _, _ := prepare(r, opt)
+	st, _, _, _ := prepare(r, opt)
 	return st
 }
 
-// prepare applies the invocation's overrides and says how the client runs: notes for the
-// record, and the real program when the file names one.
-func prepare(r *scenario.Run, opt Options) (scenario.Settings, []string, *execRun) {
-	st := r.Settings
+// prepare applies the invocation's overrides and says how the run goes: notes for the
+// record, the real program when the file names one, and the clock (in st.Clock; refused
+// says why a file that asked for the virtual clock cannot have it).
+func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string, ex *execRun, refused string) {
+	st = r.Settings
 	if opt.TimeScale > 0 {
 		st.TimeScale = opt.TimeScale
 	}
 	if opt.Seed != nil {
 		st.Load.Seed = *opt.Seed
 	}
-	var notes []string
-	var ex *execRun
 	if opt.NewClient != nil {
 		st.Client.Exec = nil // the caller's client replaces whatever the file names
 		if st.TimeScale != 1 {
@@ -67,13 +66,13 @@ func prepare(r *scenario.Run, opt Options) (scenario.Settings, []string, *execRu
 	if cc.clock == scenario.ClockVirtual {
 		st.TimeScale = 1 // simulated time needs no compression
 	}
-	return st, notes, ex
+	return st, notes, ex, cc.refused
 }
 
 // execute performs one run and returns its record; it never returns without one. Its
 // timers report to tm, judged by judge.
 func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, judge *timingJudge) *report.Run {
-	st, notes, ex := prepare(r, opt)
+	st, notes, ex, refused := prepare(r, opt)
 	scale := scaler(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
@@ -94,7 +93,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		ex.id, err = execclient.Identify(ctx, ex.cfg)
 		rec.Client = ex.runtimeRecord()
 	}
-	if refused := chooseClock(r.Settings, opt).refused; refused != "" && err == nil {
+	if refused != "" && err == nil {
 		err = errors.New(refused)
 	} else if err == nil {
 		if st.Clock == scenario.ClockVirtual {
