@@ -8,7 +8,7 @@ import (
 )
 
 func TestVocabularyMatchesDesign(t *testing.T) {
-	// DESIGN.md "Results": the names scenario files and baselines depend on.
+	// docs/reference/metrics.md: the names scenario files and baselines depend on.
 	want := []string{"requests", "ok", "errors", "errors_per_1000", "errors_by_class.reset",
 		"errors_by_class.eof", "errors_by_class.timeout", "errors_by_class.refused",
 		"errors_by_class.tls", "errors_by_class.other", "retries", "hidden_retries", "connections",

@@ -29,7 +29,7 @@ type ErrorsByClass struct {
 	Other   float64 `expr:"other" json:"other"`
 }
 
-// Metrics is the metric vocabulary of DESIGN.md "Results", as assertions see it. The expr
+// Metrics is the metric vocabulary (docs/reference/metrics.md), as assertions see it. The expr
 // tags are the names users write; nested structs give the dotted names (latency_ms.p50).
 // Extend it, never rename: scenario files and baselines depend on these names.
 type Metrics struct {

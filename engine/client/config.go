@@ -106,7 +106,7 @@ func New(cfg Config) (Client, error) {
 		return nil, fmt.Errorf("client config: %w", err)
 	}
 	if cfg.Implementation == ImplGoNetHTTP || cfg.HTTP2 {
-		// HTTP/2 is the standard library's in both implementations (DESIGN.md).
+		// HTTP/2 is the standard library's in both implementations.
 		return newStdClient(cfg), nil
 	}
 	return newModel(cfg), nil

@@ -35,7 +35,7 @@
 // # Presets
 //
 // The presets users choose live in engine/scenario; this is what each resolves to here
-// (PRESETS.md cites the sources). Unlisted fields are zero: no idle timeout, unlimited
+// (docs/presets.md cites the sources). Unlisted fields are zero: no idle timeout, unlimited
 // conns, no retry.
 //
 //	preset              impl         keep-alive  idle    hint (parser, buffer)     other

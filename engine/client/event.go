@@ -8,7 +8,7 @@ import (
 // ErrorClass names why a request failed. The empty class means it succeeded.
 type ErrorClass string
 
-// The error classes kalab reports (DESIGN.md "The client agent").
+// The error classes kalab reports.
 const (
 	ClassNone    ErrorClass = ""
 	ClassReset   ErrorClass = "reset"   // ECONNRESET, EPIPE: Node's "read ECONNRESET"

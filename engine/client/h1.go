@@ -27,7 +27,7 @@ type response struct {
 }
 
 // Response headers a kalab balancer adds so that each client request record can name the
-// backend connection that carried it (DESIGN.md: connection truth from what kalab controls).
+// backend connection that carried it (connection truth from what kalab controls).
 const (
 	HeaderBackendConn     = "Kalab-Backend-Conn"     // the balancer's id of the backend connection of the final attempt
 	HeaderBackendAttempts = "Kalab-Backend-Attempts" // attempts the balancer made on the backend side

@@ -170,7 +170,7 @@ type openTimes struct {
 }
 
 // A run of a million requests over 2,000 connections writes a page that Chromium opens in
-// under 5 s on this 2-core machine (issue 35: 213 s), its failures still one by one: the
+// under 5 s on this 2-core machine (an SVG page: 213 s), its failures still one by one: the
 // page carries the digest (HoldMax), not the requests. The bound is half that, 2.5 s: the
 // page opens in about 0.65 s on a quiet machine and 1.6 s with a load average of 20 on its
 // 2 cores, while one that carries every request (HoldMax raised to 2,000,000: 23 MB) took

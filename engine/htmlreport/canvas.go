@@ -13,7 +13,7 @@ import (
 
 // CanvasLanes is how many lanes a run may have for its timeline to be an SVG element per
 // request; above it the page paints the lanes on a canvas from the run's requests as data,
-// only the lanes in view and at most one bar per pixel of a lane (issue 35: an SVG of
+// only the lanes in view and at most one bar per pixel of a lane (an SVG of
 // 3,500 lanes took 90-294 ms per wheel zoom).
 const CanvasLanes = 1000
 

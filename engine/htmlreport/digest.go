@@ -17,7 +17,7 @@ import (
 
 // HoldMax is how many requests of a run the loader holds one by one. A run with more is
 // read as a stream, twice, and kept as a Digest: what the page draws of it, in memory that
-// grows with its lanes and the page's pixel columns, not with its requests (issue 35: a
+// grows with its lanes and the page's pixel columns, not with its requests (a
 // million-request run took about 1 GB and 30 s to write its report when every request was
 // held). It is MaxDrawn: a run of more requests is drawn aggregated in any case.
 const HoldMax = MaxDrawn

@@ -69,7 +69,7 @@ var f=run.querySelector("pre.facts");
 return {canvas:true,ready:ready,times:best,empty:empty,lit:lit,w:cv.width,h:cv.height,seq:f.getAttribute("data-seq"),facts:f.textContent};`
 
 // A run of 10,000 connections (100,000 requests) is painted on a canvas and zooms, pans and scrolls in under
-// 50 ms a frame on this 2-core machine (issue 35: 3,500 SVG lanes took 90-294 ms a zoom).
+// 50 ms a frame on this 2-core machine (3,500 SVG lanes took 90-294 ms a zoom).
 func TestBrowserTenThousandLanesFrameTime(t *testing.T) {
 	if raceDetector {
 		t.Skip("not under -race: the plain test pass runs the browser test") // skip: -race only: CI's plain pass runs it

@@ -164,7 +164,7 @@ func (a *Aggregator) Summary(total time.Duration, scale float64) Summary {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// Flat returns the summary keyed by the DESIGN.md metric vocabulary, times in
+// Flat returns the summary keyed by the metric vocabulary (docs/reference/metrics.md), times in
 // milliseconds, for assertions and the results file.
 func (s Summary) Flat() map[string]float64 {
 	m := map[string]float64{

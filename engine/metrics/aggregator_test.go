@@ -167,7 +167,7 @@ func TestSummaryLatencies(t *testing.T) {
 	}
 }
 
-// vocabulary is the metric key list from DESIGN.md that metrics owns.
+// vocabulary is the metric key list (docs/reference/metrics.md) that metrics owns.
 var vocabulary = []string{
 	"requests", "ok", "errors", "errors_per_1000",
 	"errors_by_class.reset", "errors_by_class.eof", "errors_by_class.timeout",

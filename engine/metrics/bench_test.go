@@ -85,7 +85,7 @@ func BenchmarkProbeSample(b *testing.B) {
 }
 
 // BenchmarkProbeSampleStatus is what a sample cost when it read /proc/self/status
-// (before issue 36), for the ratio beside BenchmarkProbeSample.
+// (as an earlier sampler did), for the ratio beside BenchmarkProbeSample.
 func BenchmarkProbeSampleStatus(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

@@ -1,4 +1,4 @@
-// Package metrics folds a run's client events into the DESIGN.md metric vocabulary
+// Package metrics folds a run's client events into the metric vocabulary (docs/reference/metrics.md)
 // with memory that does not grow with the number of requests, and probes the
 // process's CPU time and peak RSS.
 //
@@ -42,5 +42,5 @@
 //	BenchmarkSummary        6.7-8.9 µs/op   13 allocs/op (after 1e5 events, Flat included)
 //	BenchmarkMillionAdds     44-48 ms per 1e6 Adds, 50 KB live heap afterwards
 //	BenchmarkProbeSample     9.3 µs/op      (one RSS sample from statm, load 11, 2026-12-02)
-//	BenchmarkProbeSampleStatus 106 µs/op    (the same from status, as before issue 36)
+//	BenchmarkProbeSampleStatus 106 µs/op    (the same from status, as an earlier sampler read it)
 package metrics

@@ -15,7 +15,7 @@ import (
 // DefaultProbeInterval is the RSS sampling interval StartProcProbe uses when given
 // a non-positive one. One sampler serves every probe in flight (rssSampler), and a
 // sample reads /proc/self/statm (about 3 µs) rather than /proc/self/status (about 40 µs,
-// and one reader per parallel run: 13% of the suite's CPU in a profile, issue 36), so
+// and one reader per parallel run: 13% of the suite's CPU in a profile), so
 // sampling costs about 0.01% of one core however many runs overlap.
 const DefaultProbeInterval = 20 * time.Millisecond
 

@@ -149,7 +149,7 @@
 // goroutines per connection, the same before and after the shared clock,
 // which idle links never touch.
 //
-// At a small RTT (issue 20: services in one region) the question is what
+// At a small RTT (services in one region) the question is what
 // the link adds on top of its RTT and of what the endpoints cost alone.
 // BenchmarkSmallRTT measures, at 1 ms RTT, alternating rounds of the same
 // load straight to the server and through a fresh proxy, and reports the

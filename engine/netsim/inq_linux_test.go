@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestReaderReadsOncePerChunk guards issue 36's saving of a read per chunk:
+// TestReaderReadsOncePerChunk guards the saving of a read per chunk:
 // with TCP_INQ each read says whether it left the socket empty, and the
 // reader then waits for the next chunk instead of reading again to be told
 // EAGAIN. Sequential echo trips through one link carry one chunk each way,

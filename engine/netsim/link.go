@@ -200,7 +200,7 @@ type chunkReader func(take func(buf *[]byte, n int, stamp time.Time) bool) (stam
 // readLoop reads src until EOF, reset or teardown, stamping each chunk.
 //
 // An idle link was its two readers parked in their reads, so their stacks
-// were most of what it cost (issue 36: 8.1 KiB of stacks each for 5,000
+// were most of what it cost (8.1 KiB of stacks each for 5,000
 // idle links). A parked reader uses 576 bytes of stack, yet each had 4 KiB:
 // goroutines start at the runtime's running average of stack use (large
 // while links are dialing), and releasing a chunk (push, the sending
@@ -211,7 +211,7 @@ type chunkReader func(take func(buf *[]byte, n int, stamp time.Time) bool) (stam
 // which holds it with no goroutine at all, or elsewhere to a fresh goroutine
 // with a fresh stack. Either costs one goroutine start per idle period. The
 // read deadline that says so is not moved per chunk, which cost 7% of a
-// proxied request's CPU in the timer heap's lock (issue 36's profile): it
+// proxied request's CPU in the timer heap's lock (in a profile): it
 // stays where it was, and when it passes the reader looks at when the last
 // chunk came and waits on to idleHandoff after that one (idleWait).
 func (d *direction) readLoop() {

@@ -71,7 +71,7 @@ type recvState struct {
 // edge-triggered and every arrival is an edge), and the wait returns at once.
 // So each call starts with a read, as internal/poll's own loops do. This
 // took a proxied request from 4 recvmsg (two answering EAGAIN) and a peek to
-// 2 recvmsg (issue 36).
+// 2 recvmsg.
 func (r *recvState) recv(fd uintptr) bool {
 	d := r.d
 	for {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestIdleLinksHoldNoGoroutine guards issue 36: a link idle for idleHandoff
+// TestIdleLinksHoldNoGoroutine guards this: a link idle for idleHandoff
 // holds no goroutine (its readers wait in the idle parker's epoll set), and a
 // parked direction still carries data, delayed as ever, and a close. Runs
 // alone (not parallel) so the goroutine census sees only this proxy.

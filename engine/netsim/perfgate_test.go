@@ -29,7 +29,7 @@ type perfRef struct {
 // load sent straight to the server in alternating rounds of this one process,
 // so that a busy shared machine moves both sides alike, and fails on a
 // regression past the tolerances committed in testdata/perfgate.json
-// (issue 36: idle links went from 9.9 to 14.6 KiB each and nothing noticed).
+// (idle links once went from 9.9 to 14.6 KiB each and nothing noticed).
 // It prints a table of every figure against its reference.
 //
 // Run it with: KALAB_PERFGATE=1 go test -count=1 -run '^TestPerfGate$' -v ./engine/netsim

@@ -11,7 +11,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/lag"
 )
 
-// BenchmarkSmallRTT is the case of issue 20: services in one region, 1 ms RTT.
+// BenchmarkSmallRTT is the case of services in one region, 1 ms RTT.
 //
 //   - reused: 64 kept-alive HTTP/1.1 connections, each sending sequential GETs, so 64
 //     requests are always in flight through one proxy. The model is 1 RTT. The same with

@@ -99,7 +99,7 @@ func TestIdleCloseMatchesConfiguration(t *testing.T) {
 		name string
 		cfg  Config
 		// wantIdle is when the server must close: nginx keepalive_timeout 2s; Node
-		// keepAliveTimeout 1000 ms closes at 2,002 ms (PRESETS.md); HAProxy
+		// keepAliveTimeout 1000 ms closes at 2,002 ms (docs/presets.md); HAProxy
 		// timeout http-keep-alive 2s.
 		wantIdle time.Duration
 		wantHint string

@@ -132,8 +132,8 @@ func (a *admission) absorbs() (time.Duration, bool) {
 // cpuRoom reports whether, over the window q began, this process's threads waited for a
 // core less per slice (lag.RunQueue) than the tightest limit of the runs in flight: a
 // timer whose goroutine waits that long for a core is late by that much, so a window
-// above it has no room for another run's computing (issue 29: runs are admitted by their
-// CPU wait, not only by their timers). A system that does not say leaves the timers to
+// above it has no room for another run's computing (runs are admitted by their CPU wait,
+// not only by their timers). A system that does not say leaves the timers to
 // decide.
 func (a *admission) cpuRoom(q lag.RunQueue) bool {
 	mean, ok := q.Mean()

@@ -94,7 +94,7 @@ func TestALBScenarioPrediction(t *testing.T) {
 			t.Errorf("variant %s does not check %q (the geometry predicts it)", want.variant, want.expr)
 		}
 	}
-	// The same file must give the same counts at any --time-scale (DESIGN.md "Time scale").
+	// The same file must give the same counts at any --time-scale.
 	for _, scale := range []float64{0.5, 1} {
 		at := st
 		at.TimeScale = scale

@@ -9,7 +9,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// The CPU-pressure rule per check (issue 28). Timers see how late a wake-up was; they do
+// The CPU-pressure rule per check. Timers see how late a wake-up was; they do
 // not see a TLS handshake or a parser take longer because a core was busy, nor a goroutine
 // woken by a socket wait for one, and that time lands in a request's latency (at a time
 // scale of 0.05, twenty times over in scenario time). A run records how long kalab's

@@ -11,7 +11,7 @@ import (
 
 // TestRequestRecordTimesHaveNoScaleNoise: a request's times are whole nanoseconds of
 // scenario time, so a time scale of 0.1 leaves no binary noise in the per-request file
-// (18,323,666 ns at scale 0.1 read 183.23665999999997 ms; issue 36).
+// (18,323,666 ns at scale 0.1 read 183.23665999999997 ms).
 func TestRequestRecordTimesHaveNoScaleNoise(t *testing.T) {
 	t.Parallel()
 	start := time.Now()

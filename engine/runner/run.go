@@ -408,7 +408,7 @@ func synRetried(connect, handshake time.Duration) bool {
 func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) report.Request {
 	// Whole nanoseconds of scenario time, then milliseconds: dividing by a time scale
 	// such as 0.1 otherwise leaves binary noise in the last digits (183.23665999999997
-	// for 183.23666), 9 of the 176 bytes of an average line of file 04 (issue 36).
+	// for 183.23666), 9 of the 176 bytes of an average line of file 04.
 	ms := func(d time.Duration) float64 { return math.Round(float64(d)/scale) / float64(time.Millisecond) }
 	rq := report.Request{
 		Seq: ev.Seq, LatencyMs: ms(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Attempts: ev.Attempts,

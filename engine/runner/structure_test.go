@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The runner's structure targets (issue 27): composition, not branches in one function.
+// The runner's structure targets: composition, not branches in one function.
 const (
 	maxFuncLines      = 80
 	maxFuncComplexity = 20
@@ -125,7 +125,7 @@ func deps(t *testing.T, pkg string) map[string]bool {
 	return seen
 }
 
-// Data flows one way (DESIGN.md): the scenario language does not reach the programs that
+// Data flows one way (docs/architecture.md): the scenario language does not reach the programs that
 // run clients (execclient drags the model client in), and the reports do not reach back up
 // to the scenario language.
 func TestDataFlowsOneWay(t *testing.T) {

@@ -66,7 +66,7 @@ client:
 load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: uniform, seed: 1}
 `
 
-// ServerPresets model real servers. Values: ../shared/PRESETS.md, from each project's source.
+// ServerPresets model real servers. Values: docs/presets.md, from each project's source.
 var ServerPresets = registry([]Preset{
 	{
 		Name:     "node",
@@ -102,7 +102,7 @@ var ServerPresets = registry([]Preset{
 	},
 })
 
-// ClientPresets model real clients. Values: ../shared/PRESETS.md, from each project's source.
+// ClientPresets model real clients. Values: docs/presets.md, from each project's source.
 var ClientPresets = registry([]Preset{
 	{
 		Name:     "node-agent",
