@@ -432,8 +432,9 @@ func upload(t *testing.T, work, paths, dst string) {
 // pods' scripts start together and the merge Job's wait starts beside them (its poll
 // shortened from 10 s). When the wait lets the merge go, every shard's kalab run must have
 // ended: its results.jsonl closed by an invocation record that is no longer "started". The
-// same play with the marker written before the run is the counter-check: the wait must
-// then let the merge go too early, or this test could not see the difference.
+// same play with the marker written before the run (and the run held back a second) is the
+// counter-check: the wait must then let the merge go too early, or this test could not see
+// the difference.
 func TestKubernetesTiming(t *testing.T) {
 	ex := loadK8s(t)
 	bin := buildKalab(t)
@@ -445,7 +446,10 @@ func TestKubernetesTiming(t *testing.T) {
 	}
 	rest := script[i+len(run):]
 	mark := rest[:strings.Index(rest, ";")+1] // the marker's write: echo ... && mv ...
-	early := strings.Replace(strings.Replace(script, mark, "", 1), run, mark+" "+run, 1)
+	// The runs are on the virtual clock and may end within one poll of the wait, so the
+	// counter-check holds the run back a second after the early marker: a wait that trusts
+	// the marker alone must then end first.
+	early := strings.Replace(strings.Replace(script, mark, "", 1), run, mark+" sleep 1; "+run, 1)
 
 	if late := playK8s(t, ex, bin, script); len(late) > 0 {
 		t.Errorf("the merge Job's wait ended while shards %v were still running", late)
