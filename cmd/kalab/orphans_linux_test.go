@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/proc"
 )
 
 // TestNoOrphans starts the built kalab binary on a small scenario for each real client
@@ -128,18 +127,33 @@ func waitFor(d time.Duration, ok func() bool) bool {
 	}
 }
 
-// pids lists the live (not zombie) processes of session sid.
+// proc is one line of ps: a process, its session and group, its state and its name.
+type proc struct {
+	pid, sid, pgid int
+	state, comm    string
+}
+
+// session lists the live (not zombie) processes of session sid, as ps sees them.
+func session(sid int) []proc {
+	out, err := exec.Command("ps", "-e", "-o", "pid=,sid=,pgid=,stat=,comm=").Output()
+	if err != nil {
+		panic(fmt.Sprintf("ps: %v", err))
+	}
+	var ps []proc
+	for _, l := range strings.Split(string(out), "\n") {
+		var p proc
+		if n, _ := fmt.Sscan(l, &p.pid, &p.sid, &p.pgid, &p.state, &p.comm); n == 5 && p.sid == sid && !strings.HasPrefix(p.state, "Z") {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// pids lists the live processes of session sid.
 func pids(sid int) []int {
 	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		if st, err := proc.Stat(pid); err == nil && st.Session == sid && st.State != 'Z' {
-			out = append(out, pid)
-		}
+	for _, p := range session(sid) {
+		out = append(out, p.pid)
 	}
 	return out
 }
@@ -147,8 +161,8 @@ func pids(sid int) []int {
 // started reports whether a process named comm runs in session sid in a group of its own
 // (one kalab made for a program, not kalab's own: a version probe does not count).
 func started(sid int, comm string) bool {
-	for _, pid := range pids(sid) {
-		if st, err := proc.Stat(pid); err == nil && st.Comm == comm && st.Pgid != sid {
+	for _, p := range session(sid) {
+		if p.comm == comm && p.pgid != sid {
 			return true
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // benchServerEnv makes the test binary run only the benchmark's HTTP server, in its own

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/loopback"
+	"github.com/kalab-dev/kalab/engine/internal/loopback"
 )
 
 // Implementation names accepted in Config.Implementation.

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/childenv"
+	"github.com/kalab-dev/kalab/engine/internal/childenv"
 )
 
 // buildTimeout bounds compiling an adapter: a cold Go build cache compiles net/http and

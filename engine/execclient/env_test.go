@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/childenv"
 )
 
 // A client program sees only the allowlist, the scenario's env: and the KALAB_*

@@ -22,10 +22,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/childenv"
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/loopback"
-	"github.com/kalab-dev/kalab/engine/proc"
+	"github.com/kalab-dev/kalab/engine/internal/childenv"
+	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/internal/proc"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is not run (no
@@ -42,7 +42,7 @@ type Config struct {
 	CAPEM   []byte   // the server's certificate; nil for plain HTTP
 	Plan    Plan     // URL, CAFile and the protocol fields are filled in by Run
 	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
-	// the program gets only these, an allowlist and the protocol's (engine/childenv).
+	// the program gets only these, an allowlist and the protocol's (engine/internal/childenv).
 	Env []string
 	// Stderr receives the program's standard error as it comes; nil discards it. The
 	// last part is kept in Report.Stderr either way.
@@ -190,7 +190,7 @@ const stderrKeep = 4 << 10
 // arrives (from this goroutine only). It returns when the program has exited and its
 // output is read. Every index of the plan must be reported exactly once and the program
 // must exit 0; otherwise Run returns an error saying what was wrong (the events already
-// emitted stand). The program runs in a process group of its own (engine/proc), killed when
+// emitted stand). The program runs in a process group of its own (engine/internal/proc), killed when
 // ctx ends, when kalab dies, and as soon as the program itself exits, so that a child it
 // left behind holding its output cannot keep the run waiting.
 func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) (Report, error) {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // MaxRequests bounds Spec.Requests so that a typo in a scenario cannot ask for a

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // DefaultProbeInterval is the RSS sampling interval StartProcProbe uses when given

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
-	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // synRetries returns when the client's kernel retransmits an unanswered SYN, counted

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // The fidelity benchmarks each run a fixed sample per iteration (they take

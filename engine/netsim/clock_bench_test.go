@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // BenchmarkClockWake measures how late the shared clock wakes a waiter and

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // TestFireAtNeverEarly checks the coalescing rule on many dues and quanta: a chunk is

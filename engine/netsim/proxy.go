@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/lag"
-	"github.com/kalab-dev/kalab/engine/loopback"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/internal/loopback"
 )
 
 // Config describes one simulated link. Durations arrive already scaled by the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // BenchmarkSmallRTT is the case of services in one region, 1 ms RTT.

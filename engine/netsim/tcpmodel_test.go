@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
-	"github.com/kalab-dev/kalab/engine/lag"
 )
 
 // iw is the default initial window in bytes, written out: 10 segments of 1,448.

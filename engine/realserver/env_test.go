@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/childenv"
+	"github.com/kalab-dev/kalab/engine/internal/childenv"
 )
 
 // A real server sees only the allowlist and the scenario's env:, never a secret of

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/proc"
+	"github.com/kalab-dev/kalab/engine/internal/proc"
 )
 
 // standIn starts a real python3 http.server on a free loopback port, as a process that took

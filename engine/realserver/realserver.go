@@ -25,9 +25,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/childenv"
-	"github.com/kalab-dev/kalab/engine/loopback"
-	"github.com/kalab-dev/kalab/engine/proc"
+	"github.com/kalab-dev/kalab/engine/internal/childenv"
+	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/internal/proc"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -57,7 +57,7 @@ type Config struct {
 	// Program is the executable for nginx, node or haproxy; empty looks it up on PATH.
 	Program string
 	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
-	// the server gets only these and an allowlist (engine/childenv).
+	// the server gets only these and an allowlist (engine/internal/childenv).
 	Env []string
 
 	TLS            bool

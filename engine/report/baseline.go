@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/tolerance"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
 // Direction says which way a metric gets worse.

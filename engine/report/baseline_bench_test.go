@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/tolerance"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
 // BenchmarkCompareRun is the cost added to each run by --baseline: every metric of one run

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/tolerance"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
 // baseRun is a completed run with round figures, for comparisons.

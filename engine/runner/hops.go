@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/balancer"
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kalab-dev/kalab/engine/tolerance"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
 // Settings is everything one run needs, in scenario time (before any time scale).
@@ -396,7 +396,7 @@ func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Tolerance is how far a metric may move in its worse direction from the baseline run
-// (engine/tolerance).
+// (engine/internal/tolerance).
 type Tolerance = tolerance.Tolerance
 
 // MaxRelativeTolerance bounds a relative tolerance; more than this would compare nothing.

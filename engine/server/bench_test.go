@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/lag"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
 // benchInFlight and benchBody are the measurement: plain HTTP/1.1 keep-alive,

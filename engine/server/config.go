@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/lag"
-	"github.com/kalab-dev/kalab/engine/loopback"
+	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/internal/loopback"
 )
 
 // HintMode says whether and how the server sends a "Keep-Alive" response header on

@@ -16,7 +16,7 @@ import (
 // group is killed by kalab, which then removes DIR itself. The program does not inherit
 // descriptor 3. The shell exports PWD of its own accord; unless the program's environment
 // had it (PWDKEEP is "keep"), it is unset so the program gets exactly the environment kalab
-// built for it (engine/childenv).
+// built for it (engine/internal/childenv).
 const guardScript = `d=$1; [ "$2" = keep ] || unset PWD; shift 2
 (trap '' TERM INT HUP; read -r _ <&3; [ -n "$d" ] && rm -rf -- "$d"; kill -KILL 0) </dev/null >/dev/null 2>&1 &
 exec "$@" 3<&-`
