@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // TestNoOrphans starts the built kalab binary on a small scenario for each real client
