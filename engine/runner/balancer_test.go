@@ -16,6 +16,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // racePrediction works out, from a balancer run's plan alone, which pauses put a request
@@ -24,9 +25,9 @@ import (
 // the window (the FIN is back: a new backend connection, no error), and the smallest
 // distance of any pause from either edge, in real time.
 func racePrediction(st scenario.Settings) (inside, after int, margin time.Duration) {
-	sc := scaler(st.TimeScale)
-	close := sc.d(st.Server.IdleTimeout)
-	front, back := sc.d(st.Network.RTT), sc.d(st.Balancer.BackendNetwork.RTT)
+	sc := shape.Scale(st.TimeScale)
+	close := sc.D(st.Server.IdleTimeout)
+	front, back := sc.D(st.Network.RTT), sc.D(st.Balancer.BackendNetwork.RTT)
 	lo, hi := close-back-front, close-front
 	margin = time.Hour
 	for _, p := range load.Pauses(loadSpec(st, sc)) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/admit"
 	"os"
 	"os/exec"
 	"strings"
@@ -141,7 +142,7 @@ load: {requests: 10000, concurrency: 10000}
 	}
 	for _, want := range []string{
 		"not started: needs ",
-		fmt.Sprintf("file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server), %d reserved,", 10001*4, reserve),
+		fmt.Sprintf("file descriptors: %d for 10001 connections × 4 (client, link proxy ×2, server), %d reserved,", 10001*4, admit.Reserve),
 		"already open; the limit is 20000",
 	} {
 		if !strings.Contains(rec.Error, want) {
@@ -157,8 +158,8 @@ server: {http: "2"}
 load: {requests: 10000, concurrency: 10000}
 expect: ["errors == 0"]
 `)
-	h := runHold(burst.Scenarios[0].Runs[0].Settings)
-	base := openDescriptors()
+	h := admit.HoldOf(burst.Scenarios[0].Runs[0].Settings)
+	base := admit.OpenDescriptors()
 	var peak atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -166,7 +167,7 @@ expect: ["errors == 0"]
 	go func() {
 		defer wg.Done()
 		for {
-			peak.Store(max(peak.Load(), int64(openDescriptors())))
+			peak.Store(max(peak.Load(), int64(admit.OpenDescriptors())))
 			select {
 			case <-stop:
 				return
@@ -184,7 +185,7 @@ expect: ["errors == 0"]
 	}
 	r := out.Runs[0]
 	t.Logf("burst: %s, %v requests, %v connections, %v errors; budget %d descriptors (%s); peak %d open, %d before",
-		r.Status, r.Metrics.Requests, r.Metrics.Connections, r.Metrics.Errors, h.fds, h.per, peak.Load(), base)
+		r.Status, r.Metrics.Requests, r.Metrics.Connections, r.Metrics.Errors, h.FDs, h.Per, peak.Load(), base)
 	// 10,000 streams at once keep both cores busy, so the link's timers may run late and
 	// the run end without a verdict (timing.go); what this test guards is that the budget
 	// admitted it and its requests all went through.
@@ -198,10 +199,10 @@ expect: ["errors == 0"]
 		t.Errorf("burst: %v requests, %v errors; want 10000 and 0", r.Metrics.Requests, r.Metrics.Errors)
 	}
 	// The results files and listeners of the run itself fit in a few tens.
-	if used := int(peak.Load()) - base; used > h.fds+64 {
-		t.Errorf("the burst held %d descriptors; its budget says %d (%s)", used, h.fds, h.per)
+	if used := int(peak.Load()) - base; used > h.FDs+64 {
+		t.Errorf("the burst held %d descriptors; its budget says %d (%s)", used, h.FDs, h.Per)
 	}
 	f.BurstRequests, f.BurstErrors, f.BurstConnections = int(r.Metrics.Requests), int(r.Metrics.Errors), int(r.Metrics.Connections)
-	f.BurstBudget, f.BurstPeak = h.fds, int(peak.Load())-base
+	f.BurstBudget, f.BurstPeak = h.FDs, int(peak.Load())-base
 	return f
 }

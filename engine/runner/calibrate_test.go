@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -20,15 +22,15 @@ import (
 
 // holdRun runs src once with lateness held on one source of every attempt's timers.
 // factor is --lag-tolerance (-1: judge nothing).
-func holdRun(t *testing.T, src string, hold func(*timers), factor float64) *report.Run {
+func holdRun(t *testing.T, src string, hold func(*judge.Timers), factor float64) *report.Run {
 	t.Helper()
-	prev := newTimers
-	newTimers = func() *timers {
-		tm := &timers{}
+	prev := judge.NewTimers
+	judge.NewTimers = func() *judge.Timers {
+		tm := &judge.Timers{}
 		hold(tm)
 		return tm
 	}
-	defer func() { newTimers = prev }()
+	defer func() { judge.NewTimers = prev }()
 	o := opts(t)
 	o.LagTolerance = factor
 	out, err := Execute(context.Background(), plan(t, src), o)
@@ -85,7 +87,7 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 	src := func(expect string) string {
 		return "name: cal-latency\nnetwork: {rtt: 20ms}\nload: {requests: 30, concurrency: 1}\nexpect: [\"" + expect + "\"]\n"
 	}
-	none := func(*timers) {}
+	none := func(*judge.Timers) {}
 	// The machine's room to inject is measured, up to three times: one run beside another
 	// package's tests can read 20.54 ms where the next reads 20.2.
 	base := holdRun(t, src("latency_ms.p50 <= 23"), none, -1)
@@ -111,7 +113,7 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 		{"fail kept", "latency_ms.p50 <= 19", 19, 300 * time.Microsecond, report.StatusFail, false},
 	}
 	for _, c := range cases {
-		hold := func(tm *timers) { tm.link.Hold(c.hold) }
+		hold := func(tm *judge.Timers) { tm.Link.Hold(c.hold) }
 		off := holdRun(t, src(c.expect), hold, -1)
 		if off.Status != c.off {
 			// The plan puts p50 at 20 + 2 x hold, |bound - that| from the bound. When the
@@ -127,7 +129,7 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 		}
 		r := holdRun(t, src(c.expect), hold, 1)
 		t.Logf("%s: link held %v: p50 %.2f ms, link p50 lateness %.2f ms, limits %+v", c.name, c.hold, r.Metrics.LatencyMs.P50,
-			r.Timing.Sources[srcLink].P50, r.Timing.Sources[srcLink].Limits)
+			r.Timing.Sources[judge.SrcLink].P50, r.Timing.Sources[judge.SrcLink].Limits)
 		if c.noisy {
 			// The run is flagged when the link's lateness L per trip is over the
 			// margin (p50 - 23) / 3, p50 being 20 + 2L + X with X what the machine
@@ -135,11 +137,11 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 			// whenever X < L + 3. Beside busy neighbours X was 5.9 ms (load 5), so the
 			// test measures X, and a run whose X alone could carry it past the bound
 			// says so rather than fail the link's tolerance for the machine.
-			if x := unseenLateness(r); !r.Timing.Noisy && x >= r.Timing.Sources[srcLink].P50+3 {
+			if x := unseenLateness(r); !r.Timing.Noisy && x >= r.Timing.Sources[judge.SrcLink].P50+3 {
 				testci.SkipOrFail(t, "%s: the machine added %.2f ms a request that no timer saw (p50 %.2f ms, link lateness %.2f ms a trip): "+
-					"the link's tolerance is not what decided it", c.name, x, r.Metrics.LatencyMs.P50, r.Timing.Sources[srcLink].P50)
+					"the link's tolerance is not what decided it", c.name, x, r.Metrics.LatencyMs.P50, r.Timing.Sources[judge.SrcLink].P50)
 			}
-			checkFlagged(t, r, srcLink)
+			checkFlagged(t, r, judge.SrcLink)
 			continue
 		}
 		if r.Timing.Noisy {
@@ -156,7 +158,7 @@ func TestLatencyToleranceCalibrated(t *testing.T) {
 func unseenLateness(r *report.Run) float64 {
 	var link float64
 	if r.Timing != nil {
-		link = r.Timing.Sources[srcLink].P50
+		link = r.Timing.Sources[judge.SrcLink].P50
 	}
 	return r.Metrics.LatencyMs.P50 - 20 - 2*link
 }
@@ -178,19 +180,19 @@ client: {idle_timeout: none}
 load: {requests: 6, concurrency: 1, burst: 1, pause: 70ms}
 expect: ["connections == 1"]
 `
-	tol := limitOf(t, holdRun(t, src, func(*timers) {}, 1), srcSchedule, statP99)
+	tol := limitOf(t, holdRun(t, src, func(*judge.Timers) {}, 1), judge.SrcSchedule, judge.StatP99)
 	if tol != 15*time.Millisecond {
 		t.Fatalf("schedule p99 tolerance %v, want gap/2 = 15ms", tol)
 	}
 	under := tol * 8 / 10 // 12 ms: the spin that holds it overshoots by a millisecond on a busy machine
-	r := holdRun(t, src, func(tm *timers) { tm.schedule.Hold(under) }, 1)
-	t.Logf("schedule held %v (tolerance %v): connections %.0f, schedule p99 lateness %.2f ms", under, tol, r.Metrics.Connections, r.Timing.Sources[srcSchedule].P99)
+	r := holdRun(t, src, func(tm *judge.Timers) { tm.Schedule.Hold(under) }, 1)
+	t.Logf("schedule held %v (tolerance %v): connections %.0f, schedule p99 lateness %.2f ms", under, tol, r.Metrics.Connections, r.Timing.Sources[judge.SrcSchedule].P99)
 	checkUnder(t, r)
 
 	flip := 40 * time.Millisecond
-	off := holdRun(t, src, func(tm *timers) { tm.schedule.Hold(flip) }, -1)
+	off := holdRun(t, src, func(tm *judge.Timers) { tm.Schedule.Hold(flip) }, -1)
 	if off.Status != report.StatusFail {
 		t.Fatalf("judging off, pauses %v late should fail the check (connections %.0f): status %s", flip, off.Metrics.Connections, off.Status)
 	}
-	checkFlagged(t, holdRun(t, src, func(tm *timers) { tm.schedule.Hold(flip) }, 1), srcSchedule)
+	checkFlagged(t, holdRun(t, src, func(tm *judge.Timers) { tm.Schedule.Hold(flip) }, 1), judge.SrcSchedule)
 }

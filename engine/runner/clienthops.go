@@ -6,11 +6,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // clientHop is the hop that sends the run's requests: it starts last, in front of the
@@ -24,7 +27,7 @@ type clientHop interface {
 // caller's own Go client (go-func). It runs the load schedule itself.
 type goClient struct {
 	st       scenario.Settings
-	scale    scaler
+	scale    shape.Scale
 	topo     *topology
 	build    func(client.Config) (client.Client, error)
 	schedule *lag.Recorder
@@ -86,7 +89,7 @@ func (g *goClient) Identity() Identity {
 }
 
 func (g *goClient) Timing() map[string]*lag.Recorder {
-	return map[string]*lag.Recorder{srcSchedule: g.schedule}
+	return map[string]*lag.Recorder{judge.SrcSchedule: g.schedule}
 }
 
 // Close closes the client (its goodbyes reach the server and the links) and keeps its
@@ -118,7 +121,7 @@ func (g *goClient) drive(ctx context.Context, rc *recorder) error {
 			return // cut short by an interrupt or the deadline: not a result of the scenario
 		}
 		planned, ok := load.Scheduled(ctx)
-		rc.record(ev, rc.tm.queueWait(planned, ok, ev.Start))
+		rc.record(ev, rc.tm.QueueWait(planned, ok, ev.Start))
 	})
 }
 

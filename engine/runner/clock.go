@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -15,6 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -164,7 +167,7 @@ func timerSleep(at time.Time, done <-chan struct{}) bool {
 // and load as drive, over the bubble's in-memory network. A bubble the watchdog ended
 // leaves its goroutines behind; the run is then an engine error and its figures are not
 // read.
-func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *timers) (check.Metrics, connOutcome, error) {
+func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, connOutcome, error) {
 	type result struct {
 		m   check.Metrics
 		co  connOutcome
@@ -176,7 +179,7 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 		o := opt
 		o.network = n
 		var out result
-		out.m, out.co, out.err = drive(bctx, w, sc, r, st, scaler(1), o, nil, log, tm, probe)
+		out.m, out.co, out.err = drive(bctx, w, sc, r, st, shape.Scale(1), o, nil, log, tm, probe)
 		res = out
 	})
 	probe.Stop()

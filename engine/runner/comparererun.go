@@ -3,9 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/admit"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -24,7 +27,7 @@ import (
 // written: it has a compare check on a latency, which its runs' timing can leave unjudged.
 func holdsRuns(sc *scenario.Scenario) bool {
 	for _, a := range sc.Compare {
-		if len(latencyRefs(a)) > 0 {
+		if len(judge.LatencyRefs(a)) > 0 {
 			return true
 		}
 	}
@@ -41,7 +44,7 @@ func compareReruns(sc *scenario.Scenario, srec *report.Scenario, jobs map[string
 	}
 	var variants []string
 	for i, c := range srec.Checks {
-		if !strings.HasPrefix(c.NotEvaluated, timingUnjudged) {
+		if !strings.HasPrefix(c.NotEvaluated, judge.TimingUnjudged) {
 			continue
 		}
 		for _, ref := range sc.Compare[i].Refs() {
@@ -64,16 +67,16 @@ func compareReruns(sc *scenario.Scenario, srec *report.Scenario, jobs map[string
 // and returns the record that stands: the rerun's, or prior's when there was no headroom for
 // it (then nothing of prior's was touched). A rerun that did not hold its own timing stands
 // too, as an error without a verdict: its files replaced prior's.
-func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report.Run, opt Options, conns *budget, adm *admission) *report.Run {
+func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report.Run, opt Options, conns *admit.Budget, adm *admit.Admission) *report.Run {
 	if ctx.Err() != nil || prior == nil || prior.Timing == nil {
 		return prior
 	}
-	judge, tol := judgeOf(k, opt)
-	held := conns.acquireAll(ctx)
+	jg, tol := judgeOf(k, opt)
+	held := conns.AcquireAll(ctx)
 	if held == 0 {
 		return prior
 	}
-	defer conns.release(held)
+	defer conns.Release(held)
 	waited := time.Now()
 	probe, ok := headroom(ctx, tol, opt.HeadroomWait)
 	attempt := max(prior.Timing.Attempt, 1) + 1
@@ -89,10 +92,10 @@ func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report
 	}
 	opt.Log.Warn().Str("scenario", k.sc.Name).Str("variant", k.run.Variant).Str("headroom", probe).
 		Msg("a compare check could not be judged; rerunning the run alone")
-	tm := newTimers()
-	adm.add(tm, tol)
-	rec := execute(ctx, w, k.sc, k.run, opt, tm, judge)
-	adm.remove(tm)
+	tm := judge.NewTimers()
+	adm.Add(tm, tol)
+	rec := execute(ctx, w, k.sc, k.run, opt, tm, jg)
+	adm.Remove(tm)
 	if rec.Timing == nil {
 		return rec
 	}

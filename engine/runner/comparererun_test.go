@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -30,16 +32,16 @@ func TestUnjudgedCompareRerunsItsRunsAlone(t *testing.T) {
 		"compare: [\"variant('x').latency_ms.p50 / variant('y').latency_ms.p50 <= 1.04\"]\n"
 	run := func(t *testing.T, heldAttempts int64, attempts int) *Outcome {
 		t.Helper()
-		prev := newTimers
+		prev := judge.NewTimers
 		var made atomic.Int64
-		newTimers = func() *timers {
-			tm := &timers{}
+		judge.NewTimers = func() *judge.Timers {
+			tm := &judge.Timers{}
 			if made.Add(1) <= heldAttempts {
-				tm.link.Hold(500 * time.Microsecond)
+				tm.Link.Hold(500 * time.Microsecond)
 			}
 			return tm
 		}
-		defer func() { newTimers = prev }()
+		defer func() { judge.NewTimers = prev }()
 		o := opts(t)
 		o.Attempts = attempts
 		out, err := Execute(context.Background(), plan(t, src), o)
@@ -80,7 +82,7 @@ func TestUnjudgedCompareRerunsItsRunsAlone(t *testing.T) {
 		t.Errorf("results.jsonl holds %d run records; want the two reruns, each once", len(res.Runs))
 	}
 
-	if got, why := verdict(run(t, 1<<20, DefaultAttempts)); got != report.VerdictNotEvaluated || !strings.HasPrefix(why, timingUnjudged) {
+	if got, why := verdict(run(t, 1<<20, DefaultAttempts)); got != report.VerdictNotEvaluated || !strings.HasPrefix(why, judge.TimingUnjudged) {
 		t.Errorf("with the lateness on the reruns too: verdict %s (%s), want not evaluated for the timing", got, why)
 	}
 	out = run(t, 2, 1)

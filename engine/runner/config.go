@@ -3,7 +3,6 @@ package runner
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"math"
 	"strings"
 	"time"
 
@@ -14,30 +13,9 @@ import (
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
-
-// scaler applies the time scale: every duration of the plan goes through it, and measured
-// times are divided back by the metrics package.
-type scaler float64
-
-func (s scaler) d(d scenario.Duration) time.Duration {
-	return satDuration(float64(d) * float64(s))
-}
-
-// satDuration converts nanoseconds to a Duration, saturating instead of wrapping: a float
-// beyond the int64 range converts to an undefined value in Go (the spec leaves it to the
-// implementation), in practice a negative one. The loader rejects plans whose durations
-// overflow; this keeps the arithmetic on them honest anyway.
-func satDuration(ns float64) time.Duration {
-	switch {
-	case ns != ns || ns <= 0: // NaN or not positive
-		return 0
-	case ns >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return time.Duration(ns)
-}
 
 func tlsVersion(v scenario.Version) uint16 {
 	if v == "1.2" {
@@ -46,14 +24,14 @@ func tlsVersion(v scenario.Version) uint16 {
 	return tls.VersionTLS13
 }
 
-func serverConfig(st scenario.Settings, sc scaler) server.Config {
+func serverConfig(st scenario.Settings, sc shape.Scale) server.Config {
 	s := st.Server
 	cfg := server.Config{
 		TLS:                  s.TLS,
 		TLSVersion:           tlsVersion(s.TLSVersion),
 		SessionTickets:       s.SessionTickets,
 		HTTP2:                s.HTTP == "2",
-		IdleTimeout:          sc.d(s.IdleTimeout),
+		IdleTimeout:          sc.D(s.IdleTimeout),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
 		HintCountdown:        s.HintCountdown,
 		MaxRequests:          s.MaxRequests,
@@ -61,7 +39,7 @@ func serverConfig(st scenario.Settings, sc scaler) server.Config {
 		MaxConcurrentStreams: s.HTTP2MaxStreams,
 		Status:               s.Response.Status,
 		BodyBytes:            s.Response.BodyBytes,
-		Delay:                sc.d(s.Response.Delay),
+		Delay:                sc.D(s.Response.Delay),
 	}
 	// The hint is written in scenario seconds whatever the time scale, so that a client
 	// reads the same "timeout=N" at every scale; the client scales N back (hintUnit).
@@ -78,7 +56,7 @@ func serverConfig(st scenario.Settings, sc scaler) server.Config {
 	return cfg
 }
 
-func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.CertPool, serverName string) client.Config {
+func clientConfig(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertPool, serverName string) client.Config {
 	c := st.Client
 	on := make([]client.ErrorClass, len(c.Retry.On))
 	for i, class := range c.Retry.On {
@@ -91,26 +69,26 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 		RootCAs:           roots,
 		ServerName:        serverName,
 		SessionResumption: c.SessionResumption,
-		HTTP2:             speaksHTTP2(st),
+		HTTP2:             shape.HTTP2(st),
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
 		BodyBytes:         c.BodyBytes,
 		Path:              c.Path,
 		Headers:           c.Headers,
 		KeepAlive:         c.KeepAlive,
-		IdleTimeout:       sc.d(c.IdleTimeout),
+		IdleTimeout:       sc.D(c.IdleTimeout),
 		HonorHint:         c.HonorHint,
 		HintParser:        c.HintParser,
-		HintBuffer:        sc.d(c.HintBuffer),
-		HintMax:           sc.d(c.HintMax),
-		HintUnit:          sc.d(scenario.Duration(time.Second)),
+		HintBuffer:        sc.D(c.HintBuffer),
+		HintMax:           sc.D(c.HintMax),
+		HintUnit:          sc.D(scenario.Duration(time.Second)),
 		MaxConns:          c.MaxConns,
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
 		CallerYields:      c.CallerYields,
 		LivenessCheck:     c.LivenessCheck,
 		LivenessEOFOnly:   c.LivenessEOFOnly,
-		Timeout:           sc.d(c.Timeout),
+		Timeout:           sc.D(c.Timeout),
 		Retry: client.RetryPolicy{
 			Attempts:       c.Retry.Attempts,
 			On:             on,
@@ -132,32 +110,16 @@ func clientConfig(st scenario.Settings, sc scaler, addr string, roots *x509.Cert
 	return cfg
 }
 
-// speaksHTTP2 says whether the run's requests go over HTTP/2: the server must offer it and
-// the client must take it on this transport (an HTTP/1.1-only client offers only http/1.1 in
-// ALPN; curl and Go's DefaultTransport use h2 only when TLS negotiates it).
-func speaksHTTP2(st scenario.Settings) bool {
-	if st.Server.HTTP != "2" {
-		return false
-	}
-	switch st.Client.HTTP2 {
-	case "never":
-		return false
-	case "tls":
-		return st.Server.TLS
-	}
-	return true
-}
-
-func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
+func proxyConfig(st scenario.Settings, sc shape.Scale, upstream string) netsim.Config {
 	c := netsim.Config{
 		Upstream: upstream,
-		RTT:      sc.d(st.Network.RTT),
-		Jitter:   sc.d(st.Network.Jitter),
+		RTT:      sc.D(st.Network.RTT),
+		Jitter:   sc.D(st.Network.Jitter),
 		Seed:     st.Load.Seed,
 	}
 	tcpModel(&c, st.Network, sc)
 	c.Backlog = st.Server.Backlog
-	c.AcceptDelay = sc.d(st.Server.AcceptDelay)
+	c.AcceptDelay = sc.D(st.Server.AcceptDelay)
 	c.RefuseOverflow = st.Server.BacklogOverflow == "refuse"
 	return c
 }
@@ -165,7 +127,7 @@ func proxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config
 // tcpModel sets the link's sending model: slow start and the bandwidth limit. A time
 // scale stretches every duration, so it divides the rate: a transfer takes the same
 // share of the run at any scale.
-func tcpModel(c *netsim.Config, n scenario.Network, sc scaler) {
+func tcpModel(c *netsim.Config, n scenario.Network, sc shape.Scale) {
 	c.InitialWindow = n.InitialWindow
 	c.NoSlowStartAfterIdle = !n.SlowStartAfterIdle
 	if n.Bandwidth > 0 {
@@ -176,12 +138,12 @@ func tcpModel(c *netsim.Config, n scenario.Network, sc scaler) {
 
 // backendProxyConfig is the balancer-server link; its jitter draws from its own stream of
 // the seed, so the two links do not jitter in step.
-func backendProxyConfig(st scenario.Settings, sc scaler, upstream string) netsim.Config {
+func backendProxyConfig(st scenario.Settings, sc shape.Scale, upstream string) netsim.Config {
 	n := st.Balancer.BackendNetwork
 	c := netsim.Config{
 		Upstream: upstream,
-		RTT:      sc.d(n.RTT),
-		Jitter:   sc.d(n.Jitter),
+		RTT:      sc.D(n.RTT),
+		Jitter:   sc.D(n.Jitter),
 		Seed:     st.Load.Seed ^ 0x6b616c6162, // "kalab"
 	}
 	tcpModel(&c, n, sc)
@@ -190,20 +152,20 @@ func backendProxyConfig(st scenario.Settings, sc scaler, upstream string) netsim
 
 // balancerConfig translates a scenario's balancer section; addr is what its backend pool
 // dials (the backend link, or the server itself).
-func balancerConfig(st scenario.Settings, sc scaler, addr string) balancer.Config {
+func balancerConfig(st scenario.Settings, sc shape.Scale, addr string) balancer.Config {
 	b := st.Balancer
 	return balancer.Config{
-		IdleTimeout: sc.d(b.IdleTimeout),
+		IdleTimeout: sc.D(b.IdleTimeout),
 		Backend: client.Config{
 			Implementation: client.ImplModel,
 			Addr:           addr,
 			KeepAlive:      b.Backend.KeepAlive,
-			IdleTimeout:    sc.d(b.Backend.IdleTimeout),
+			IdleTimeout:    sc.D(b.Backend.IdleTimeout),
 			MaxIdle:        b.Backend.MaxIdle,
 			MaxConns:       b.Backend.MaxConns,
 			Scheduling:     b.Backend.Scheduling,
 			LivenessCheck:  b.Backend.LivenessCheck,
-			Timeout:        sc.d(b.Backend.Timeout),
+			Timeout:        sc.D(b.Backend.Timeout),
 		},
 		OnError:     balancer.Policy(b.OnBackendError),
 		Retries:     b.Retries,
@@ -225,7 +187,7 @@ type balancerHop interface {
 }
 
 // startBalancer starts the balancer a run names, in front of addr.
-func startBalancer(st scenario.Settings, sc scaler, addr string, n *vnet.Network) (balancerHop, error) {
+func startBalancer(st scenario.Settings, sc shape.Scale, addr string, n *vnet.Network) (balancerHop, error) {
 	cfg := balancerConfig(st, sc, addr)
 	if n != nil {
 		ln, err := n.Listen("")
@@ -237,19 +199,14 @@ func startBalancer(st scenario.Settings, sc scaler, addr string, n *vnet.Network
 	return balancer.Start(cfg)
 }
 
-// directBackend reports whether the balancer-server hop has no link to simulate.
-func directBackend(st scenario.Settings) bool {
-	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 && st.Balancer.BackendNetwork.Bandwidth == 0)
-}
-
-func loadSpec(st scenario.Settings, sc scaler) load.Spec {
+func loadSpec(st scenario.Settings, sc shape.Scale) load.Spec {
 	l := st.Load
 	return load.Spec{
 		Requests:    l.Requests,
 		Concurrency: l.Concurrency,
 		Burst:       l.Burst,
-		PauseMin:    sc.d(l.Pause.Min),
-		PauseMax:    sc.d(l.Pause.Max),
+		PauseMin:    sc.D(l.Pause.Min),
+		PauseMax:    sc.D(l.Pause.Max),
 		Rate:        l.Rate / float64(sc),
 		Poisson:     l.Arrival == "poisson",
 		Seed:        l.Seed,
@@ -262,7 +219,7 @@ func loadSpec(st scenario.Settings, sc scaler) load.Spec {
 // The sum is taken in float64 nanoseconds and saturates at the longest Duration: a day-long
 // pause times ten thousand bursts must give "no practical deadline", not a wrapped negative
 // one that ends the run at once.
-func deadline(st scenario.Settings, sc scaler) time.Duration {
+func deadline(st scenario.Settings, sc shape.Scale) time.Duration {
 	l, n := st.Load, st.Load.Requests
 	ns := func(d scenario.Duration) float64 { return float64(d) }
 	rtt := ns(st.Network.RTT) + 2*ns(st.Network.Jitter)
@@ -296,7 +253,7 @@ func deadline(st scenario.Settings, sc scaler) time.Duration {
 		// sum of every request's cost above stands for the overlap of slow ones).
 		expected += float64(l.ReplaySpan)
 	}
-	d := satDuration((3*expected + float64(30*time.Second)) * float64(sc))
+	d := shape.SatDuration((3*expected + float64(30*time.Second)) * float64(sc))
 	if d < 30*time.Second {
 		d = 30 * time.Second
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -97,10 +99,10 @@ func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
 	// computing that waited. Whether the extra wait per request covers it depends on where
 	// on the requests' paths the waits fell, and on whatever else the machine ran between
 	// the two runs (other packages' tests, in CI): a measurement, logged, not a claim.
-	linkLate := (busy.Timing.Sources[srcLink].Mean - quiet.Timing.Sources[srcLink].Mean) * float64(trips(scenario.Settings{Server: scenario.Server{TLS: true}}))
+	linkLate := (busy.Timing.Sources[judge.SrcLink].Mean - quiet.Timing.Sources[judge.SrcLink].Mean) * float64(judge.Trips(scenario.Settings{Server: scenario.Server{TLS: true}}))
 	t.Logf("the hog added %.2f ms to the mean latency, %.2f of it link lateness; the extra wait per request was %.2f ms", added, linkLate, excess)
 
-	judge := func(baseMean float64) *report.Run {
+	judgeBy := func(baseMean float64) *report.Run {
 		base := *quiet // the quiet run's wait, the busy run's figures but one
 		base.Metrics = busy.Metrics
 		base.Metrics.LatencyMs.Mean = baseMean
@@ -128,15 +130,15 @@ func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
 		return &cur
 	}
 	// What the judge excuses: the extra wait and the link's extra lateness over its trips.
-	if busy.Timing.LinkTrips != trips(scenario.Settings{Server: scenario.Server{TLS: true}}) {
+	if busy.Timing.LinkTrips != judge.Trips(scenario.Settings{Server: scenario.Server{TLS: true}}) {
 		t.Fatalf("link_trips %d recorded", busy.Timing.LinkTrips)
 	}
 	excuse := excess + max(linkLate, 0)
 	mean := busy.Metrics.LatencyMs.Mean
-	if r := judge(mean - 1 - excuse/2); !r.Timing.Noisy || len(r.Checks) != 0 {
+	if r := judgeBy(mean - 1 - excuse/2); !r.Timing.Noisy || len(r.Checks) != 0 {
 		t.Errorf("a mean %.2f ms over its bound with %.2f ms taken per request was judged: noisy %v, checks %+v", excuse/2, excuse, r.Timing.Noisy, r.Checks)
 	}
-	if r := judge(mean - 1 - 2*excuse); r.Timing.Noisy || r.Status != report.StatusFail {
+	if r := judgeBy(mean - 1 - 2*excuse); r.Timing.Noisy || r.Status != report.StatusFail {
 		t.Errorf("a mean %.2f ms over its bound with %.2f ms taken per request was excused: noisy %v (%s), status %s", 2*excuse, excuse, r.Timing.Noisy, r.Timing.Reason, r.Status)
 	}
 }
@@ -168,7 +170,7 @@ expect: ["errors == 0"]
 		{"noisy always", DefaultAttempts, report.StatusError, DefaultAttempts, false},
 		{"no headroom", DefaultAttempts, report.StatusError, 1, true},
 	} {
-		headroom = func(context.Context, tolerance, time.Duration) (string, bool) {
+		headroom = func(context.Context, judge.Tolerance, time.Duration) (string, bool) {
 			return "headroom probe: stand-in", !tc.noHeadroom
 		}
 		o := opts(t)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // The deadline saturates: durations that each fit a time.Duration but whose sum does not
@@ -15,7 +16,7 @@ func TestDeadlineSaturates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		st   scenario.Settings
-		sc   scaler
+		sc   shape.Scale
 		want time.Duration
 	}{
 		{"pauses", scenario.Settings{Load: scenario.Load{Requests: 10_000, Burst: 1, Pause: scenario.Range{Min: long, Max: long}}}, 1, math.MaxInt64},
@@ -28,7 +29,7 @@ func TestDeadlineSaturates(t *testing.T) {
 			t.Errorf("%s: deadline = %v; want %v", tc.name, got, tc.want)
 		}
 	}
-	if got := scaler(100).d(long); got != math.MaxInt64 {
+	if got := shape.Scale(100).D(long); got != math.MaxInt64 {
 		t.Errorf("scaled duration = %v; want it saturated", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // Costs the plan cannot see, in real time (not scaled): starting a run's server, proxy and
@@ -276,7 +277,7 @@ func pools(st scenario.Settings) bool {
 	if !st.Client.KeepAlive {
 		return false
 	}
-	if speaksHTTP2(st) || !st.Client.HonorHint {
+	if shape.HTTP2(st) || !st.Client.HonorHint {
 		return true
 	}
 	var hint time.Duration

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -90,8 +92,8 @@ func (x *execRun) usage(requests int) (cpuUs float64, rssMB float64) {
 // programLag records how late the program began its requests (execclient.Report.Late) as
 // the run's program timing source; execute calls it once the program has run, before the
 // run's timing is judged.
-func (x *execRun) programLag(tm *timers) {
+func (x *execRun) programLag(tm *judge.Timers) {
 	for _, d := range x.rep.Late {
-		tm.program.Add(d)
+		tm.Program.Add(d)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -64,10 +66,10 @@ expect: ["errors == 4"]
 	if rec.Timing == nil || !rec.Timing.Noisy {
 		t.Fatalf("not flagged noisy: status %s %s, timing %+v", rec.Status, rec.Error, rec.Timing)
 	}
-	if !strings.Contains(rec.Timing.Reason, lateWhat[srcProgram]) {
+	if !strings.Contains(rec.Timing.Reason, judge.LateWhat[judge.SrcProgram]) {
 		t.Errorf("the noisy reason does not name the program: %s", rec.Timing.Reason)
 	}
-	src0 := rec.Timing.Sources[srcProgram]
+	src0 := rec.Timing.Sources[judge.SrcProgram]
 	if src0.N < 7 || src0.P99 < float64(140*time.Millisecond)/float64(time.Millisecond) {
 		t.Errorf("program lateness %+v: want at least the 7 pauses, 150 ms late", src0)
 	}

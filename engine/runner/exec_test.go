@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -255,7 +257,7 @@ variants:
 			// moves the window as much (beside other packages' tests in CI, a request at a
 			// 378 ms pause raced a close the plan put 22 ms beyond it).
 			if rec.Timing != nil {
-				if src, ok := rec.Timing.Sources[srcLink]; ok {
+				if src, ok := rec.Timing.Sources[judge.SrcLink]; ok {
 					late = max(late, time.Duration(src.Max*float64(time.Millisecond)))
 				}
 			}

@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // raceMargin is how far from an edge of the race window a pause must fall, in scenario
@@ -184,7 +187,7 @@ func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
 	st := p.Scenarios[0].Runs[0].Settings // node-agent
 	lo, hi := predictRaces(st, oracle.Errors)
 	quiet := &report.Timing{Sources: map[string]report.TimingSource{}}
-	late := &report.Timing{Sources: map[string]report.TimingSource{srcLink: {P99: 1.5, Max: 9}}}
+	late := &report.Timing{Sources: map[string]report.TimingSource{judge.SrcLink: {P99: 1.5, Max: 9}}}
 	for _, c := range []struct {
 		tm       *report.Timing
 		errors   float64
@@ -231,7 +234,7 @@ func TestFINTimingFollowsFromThePauses(t *testing.T) {
 	}
 	idle, rtt := time.Duration(st.Server.IdleTimeout), time.Duration(st.Network.RTT)
 	undelayed, past := 0, 0
-	for _, real := range load.Pauses(loadSpec(st, scaler(st.TimeScale))) {
+	for _, real := range load.Pauses(loadSpec(st, shape.Scale(st.TimeScale))) {
 		p := time.Duration(float64(real) / st.TimeScale)
 		if p > idle-rtt-raceMargin && p < idle-rtt/2+raceMargin {
 			undelayed++

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -82,7 +84,7 @@ func (e *embeddedServer) Identity() Identity {
 }
 
 func (e *embeddedServer) Timing() map[string]*lag.Recorder {
-	return map[string]*lag.Recorder{srcIdleClose: e.cfg.Lag}
+	return map[string]*lag.Recorder{judge.SrcIdleClose: e.cfg.Lag}
 }
 
 func (e *embeddedServer) Stats() Stats {
@@ -241,7 +243,9 @@ func (l *link) Identity() Identity {
 	return Identity{Kind: "netsim", Name: "kalab", Version: l.version, Verified: true}
 }
 
-func (l *link) Timing() map[string]*lag.Recorder { return map[string]*lag.Recorder{srcLink: l.cfg.Lag} }
+func (l *link) Timing() map[string]*lag.Recorder {
+	return map[string]*lag.Recorder{judge.SrcLink: l.cfg.Lag}
+}
 
 func (l *link) Stats() Stats {
 	s := linkStats{backend: l.role == roleBackendLink, Stats: l.p.Stats(), scale: l.scale}

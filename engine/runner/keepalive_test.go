@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // TCP keepalive reaches the kernel in whole seconds: a scaled value is rounded up, and a
@@ -17,7 +18,7 @@ func TestTCPKeepaliveScaled(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		idle, intvl   time.Duration
-		scale         scaler
+		scale         shape.Scale
 		mb            *scenario.Middlebox
 		wantIdle, int time.Duration
 		refused       bool

@@ -9,6 +9,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/middlebox"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -26,8 +27,8 @@ type middleboxHop struct {
 }
 
 // middleboxConfig translates a scenario's middlebox into the box's config (real time).
-func middleboxConfig(m *scenario.Middlebox, scale scaler) middlebox.Config {
-	cfg := middlebox.Config{IdleTimeout: scale.d(m.IdleTimeout), Action: middlebox.Action(m.OnExpiry),
+func middleboxConfig(m *scenario.Middlebox, scale shape.Scale) middlebox.Config {
+	cfg := middlebox.Config{IdleTimeout: scale.D(m.IdleTimeout), Action: middlebox.Action(m.OnExpiry),
 		ResetAt: middlebox.When(m.ResetAt)}
 	switch m.ResetTo {
 	case "client":
@@ -105,20 +106,20 @@ func (s middleboxStats) Flatten(into map[string]float64) {
 // roundDurationUp), so a scaled value is rounded up here as the kernel will see it. A run
 // whose rounding lets the middlebox's flows expire where the written values keep them
 // alive measures something else, so it is refused.
-func tcpKeepalive(st scenario.Settings, scale scaler) (net.KeepAliveConfig, error) {
+func tcpKeepalive(st scenario.Settings, scale shape.Scale) (net.KeepAliveConfig, error) {
 	ka := st.Client.TCPKeepalive
 	if ka.Idle == 0 {
 		return net.KeepAliveConfig{}, nil
 	}
-	cfg := net.KeepAliveConfig{Enable: true, Idle: wholeSeconds(scale.d(ka.Idle)),
-		Interval: wholeSeconds(scale.d(ka.Interval)), Count: ka.Count}
+	cfg := net.KeepAliveConfig{Enable: true, Idle: wholeSeconds(scale.D(ka.Idle)),
+		Interval: wholeSeconds(scale.D(ka.Interval)), Count: ka.Count}
 	if ka.Interval == 0 {
 		cfg.Interval = cfg.Idle
 	}
 	if st.Middlebox == nil || st.Middlebox.IdleTimeout == 0 {
 		return cfg, nil
 	}
-	box := scale.d(st.Middlebox.IdleTimeout)
+	box := scale.D(st.Middlebox.IdleTimeout)
 	written := ka.Idle < st.Middlebox.IdleTimeout && (ka.Interval == 0 || ka.Interval < st.Middlebox.IdleTimeout)
 	if written && (cfg.Idle >= box || cfg.Interval >= box) {
 		return cfg, fmt.Errorf("client.tcp_keepalive: at time scale %g the kernel's whole seconds make idle %v and interval %v (real time), not shorter than the middlebox's %v idle timeout as written; use a larger time_scale",

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/shape"
 
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
@@ -39,7 +42,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		}
 	}
 	p.Replay = l.Replay
-	for _, real := range load.Pauses(loadSpec(st, scaler(scale))) {
+	for _, real := range load.Pauses(loadSpec(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}
 	return p
@@ -48,7 +51,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 func oracleServer(st scenario.Settings) oracle.Server {
 	s := st.Server
 	out := oracle.Server{
-		HTTP2: speaksHTTP2(st), IdleTimeout: s.IdleTimeout.D(),
+		HTTP2: shape.HTTP2(st), IdleTimeout: s.IdleTimeout.D(),
 		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status,
 	}
 	switch {
@@ -155,7 +158,7 @@ func runLateness(tm *report.Timing, scale float64) time.Duration {
 		scale = 1
 	}
 	var sum float64
-	for _, src := range []string{srcLink, srcSchedule, srcIdleClose} {
+	for _, src := range []string{judge.SrcLink, judge.SrcSchedule, judge.SrcIdleClose} {
 		sum += tm.Sources[src].P99
 	}
 	return time.Duration(sum / scale * float64(time.Millisecond))

@@ -13,6 +13,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // realKind says which real server a run's settings ask for; "" is the embedded server.
@@ -30,7 +31,7 @@ func realKind(s scenario.Server) realserver.Kind {
 
 // realServerConfig translates a run's server settings for a real server; ok is false when
 // the run uses the embedded server.
-func realServerConfig(st scenario.Settings, sc scaler, allowRemote bool) (realserver.Config, bool) {
+func realServerConfig(st scenario.Settings, sc shape.Scale, allowRemote bool) (realserver.Config, bool) {
 	s := st.Server
 	kind := realKind(s)
 	if kind == "" {
@@ -46,7 +47,7 @@ func realServerConfig(st scenario.Settings, sc scaler, allowRemote bool) (realse
 		TLSVersion:           tlsVersion(s.TLSVersion),
 		SessionTickets:       s.SessionTickets,
 		HTTP2:                s.HTTP == "2",
-		IdleTimeout:          sc.d(s.IdleTimeout),
+		IdleTimeout:          sc.D(s.IdleTimeout),
 		Hint:                 hintHeader(s),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
 		MaxRequests:          s.MaxRequests,
@@ -54,7 +55,7 @@ func realServerConfig(st scenario.Settings, sc scaler, allowRemote bool) (realse
 		MaxConcurrentStreams: s.HTTP2MaxStreams,
 		Status:               s.Response.Status,
 		BodyBytes:            s.Response.BodyBytes,
-		Delay:                sc.d(s.Response.Delay),
+		Delay:                sc.D(s.Response.Delay),
 	}
 	if kind == realserver.URL {
 		if u, err := url.Parse(s.URL); err == nil {
@@ -187,7 +188,7 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 			}
 		}
 	}
-	cfg, _ := realServerConfig(st, scaler(st.TimeScale), opt.AllowRemote)
+	cfg, _ := realServerConfig(st, shape.Scale(st.TimeScale), opt.AllowRemote)
 	if kind == realserver.URL {
 		if _, _, ok := r.Position("server.tls"); ok && cfg.TLS != s.TLS {
 			diags = append(diags, at("server.tls", kindPath, "the URL's scheme says tls is %v; remove tls or make them agree", cfg.TLS))

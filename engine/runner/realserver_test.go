@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -123,7 +125,7 @@ expect:
 		// link's chunks (the response, the request and the FIN), so a pause is judged only
 		// when it is farther from an edge than the margin and that lateness together.
 		want := map[string]float64{"embedded": 2000, "nginx": 2000, "node": 2002}[r.Variant]
-		late := r.Timing.Sources[srcLink].Max + max(r.Timing.Sources[srcIdleClose].Max, m.ServerIdleCloseMs.Max-want, 0)
+		late := r.Timing.Sources[judge.SrcLink].Max + max(r.Timing.Sources[judge.SrcIdleClose].Max, m.ServerIdleCloseMs.Max-want, 0)
 		taken := takenPauses(t, filepath.Join(out.Dir, r.RequestsFile), spec.Burst)
 		errs, conns, clear := predict(taken, lo, hi, margin/2+time.Duration(late*float64(time.Millisecond)))
 		switch {
@@ -138,7 +140,7 @@ expect:
 		if m.Errors != float64(errs) || m.Connections != float64(conns) {
 			t.Errorf("%s: %v errors and %v connections; the pauses predict %d and %d (pauses as taken %v; server idle closes %.1f..%.1f ms; link lateness p99 %.2f max %.2f ms; idle_close timers p99 %.2f max %.2f ms)",
 				r.Variant, m.Errors, m.Connections, errs, conns, taken, m.ServerIdleCloseMs.Min, m.ServerIdleCloseMs.Max,
-				r.Timing.Sources[srcLink].P99, r.Timing.Sources[srcLink].Max, r.Timing.Sources[srcIdleClose].P99, r.Timing.Sources[srcIdleClose].Max)
+				r.Timing.Sources[judge.SrcLink].P99, r.Timing.Sources[judge.SrcLink].Max, r.Timing.Sources[judge.SrcIdleClose].P99, r.Timing.Sources[judge.SrcIdleClose].Max)
 		}
 		if r.Server == nil || (r.Variant != "embedded" && (r.Server.Kind != r.Variant || r.Server.Version == "")) {
 			t.Errorf("%s: server %+v: want the real server's kind and version", r.Variant, r.Server)

@@ -6,10 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // recorder takes each request's event as it ends: into the aggregate, the request file,
@@ -17,8 +20,8 @@ import (
 type recorder struct {
 	run      *scenario.Run
 	observer Observer
-	scale    scaler
-	tm       *timers
+	scale    shape.Scale
+	tm       *judge.Timers
 	start    time.Time
 	agg      *metrics.Aggregator
 	reqs     *report.RequestWriter // nil when requests are not written
@@ -40,7 +43,7 @@ type recorder struct {
 	failed   map[int]bool // bursts with a failed request
 }
 
-func newRecorder(r *scenario.Run, obs Observer, scale scaler, tm *timers, srv serverHop, handshake time.Duration) *recorder {
+func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Timers, srv serverHop, handshake time.Duration) *recorder {
 	return &recorder{run: r, observer: obs, scale: scale, tm: tm, agg: metrics.New(), server: srv,
 		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: newReuseBook(), failed: map[int]bool{}}
 }

@@ -97,7 +97,7 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 	sleep := r.topo.sleep()
 	start, seq := time.Now(), 0
 	for q := range reqs {
-		at := start.Add(r.scale.d(scenario.Duration(q.At)))
+		at := start.Add(r.scale.D(scenario.Duration(q.At)))
 		if !sleep(at, ctx.Done()) {
 			break
 		}
@@ -115,7 +115,7 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 			if !ev.OK() && ctx.Err() != nil {
 				return // cut short by an interrupt or the deadline
 			}
-			rc.record(ev, rc.tm.queueWait(at, true, ev.Start))
+			rc.record(ev, rc.tm.QueueWait(at, true, ev.Start))
 		}(seq, at)
 		seq++
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -19,6 +21,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // settings are a run's settings with the invocation's overrides applied, as the run will
@@ -71,9 +74,9 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 
 // execute performs one run and returns its record; it never returns without one. Its
 // timers report to tm, judged by judge.
-func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *timers, judge *timingJudge) *report.Run {
+func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *judge.Timers, jg *judge.Judge) *report.Run {
 	st, notes, ex, refused := prepare(r, opt)
-	scale := scaler(st.TimeScale)
+	scale := shape.Scale(st.TimeScale)
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
 		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(st), TimeScale: st.TimeScale, Clock: st.Clock,
@@ -112,9 +115,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.Metrics = m
 	virtual := st.Clock == scenario.ClockVirtual
 	if !virtual {
-		sched.Into(&tm.sched) // a virtual run's timers wait for no core: time stands still while they do
+		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
 	}
-	rec.Timing = runTiming(tm, judge.after(st, m), st, pressure, cpuWait)
+	rec.Timing = runTiming(tm, jg.After(st, m), st, pressure, cpuWait)
 	if d, ok := queue.Mean(); ok {
 		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
 		rec.Timing.RunQueueMs = &v
@@ -123,7 +126,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
 		rec.Predicted = predictedRecord(st, rec.Timing, m)
-		if why := expectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
+		if why := judge.ExpectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
 			rec.Timing.Noisy, rec.Timing.Reason = true, why
 			notAResult(rec)
 		}
@@ -145,14 +148,14 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 
 // runTiming is the run's account of its own timing: its timers judged against tol, and
 // what the machine says about CPU pressure and waiting.
-func runTiming(tm *timers, tol tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
-	t := judgeTiming(tm, tol)
+func runTiming(tm *judge.Timers, tol judge.Tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
+	t := judge.Assess(tm, tol)
 	if share, ok := pressure.Share(); ok {
 		v := math.Round(share*1000) / 1000
 		t.CPUPressure = &v
 	}
 	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
-		t.LinkTrips = trips(st)
+		t.LinkTrips = judge.Trips(st)
 		floor := float64(st.Network.RTT.D()) / float64(time.Millisecond)
 		t.LatencyFloorMs = &floor
 	}
@@ -234,7 +237,7 @@ type connOutcome struct {
 
 // drive builds the run's topology, starts it, runs the load through it and gathers the
 // metrics. Hops are stopped in reverse order whatever happens.
-func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers, probe *metrics.ProcProbe) (m check.Metrics, co connOutcome, err error) {
+func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, log zerolog.Logger, tm *judge.Timers, probe *metrics.ProcProbe) (m check.Metrics, co connOutcome, err error) {
 	// A hop that does not close cleanly (connections still open after the server's grace
 	// period) does not change the run's figures, which are read before: it is a warning in
 	// the log, not a dropped error.
@@ -255,7 +258,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		probe.Stop()
 		return m, co, err
 	}
-	rc := newRecorder(r, opt.Observer, scale, tm, topo.server, scale.d(st.Network.RTT))
+	rc := newRecorder(r, opt.Observer, scale, tm, topo.server, scale.D(st.Network.RTT))
 	if !opt.SkipRequests {
 		if rc.reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
 			probe.Stop()
@@ -283,7 +286,7 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			co.written = true
 		}
 	}
-	tm.addMetrics(flat, float64(scale))
+	tm.AddMetrics(flat, float64(scale))
 	m = check.FromFlat(flat)
 	if loadErr == nil {
 		loadErr = err
@@ -292,10 +295,10 @@ func drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 }
 
 // runContext bounds a run by its deadline.
-func runContext(ctx context.Context, st scenario.Settings, scale scaler, opt Options) (context.Context, context.CancelFunc) {
+func runContext(ctx context.Context, st scenario.Settings, scale shape.Scale, opt Options) (context.Context, context.CancelFunc) {
 	limit := deadline(st, scale)
 	if opt.DeadlineScale > 0 {
-		limit = satDuration(float64(limit) * opt.DeadlineScale)
+		limit = shape.SatDuration(float64(limit) * opt.DeadlineScale)
 	}
 	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("the run exceeded its deadline of %v", limit.Round(time.Second)))
 }
@@ -326,11 +329,11 @@ type runFigures struct {
 // counters include its goodbyes; the last FINs cross the link before what they left in
 // TIME_WAIT is counted; the links close to complete their records; then every hop's
 // stats are read once and flattened. The error is a broken reuse invariant.
-func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, scale scaler, warn func(string, error), log zerolog.Logger) (map[string]float64, []report.Conn, error) {
+func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, scale shape.Scale, warn func(string, error), log zerolog.Logger) (map[string]float64, []report.Conn, error) {
 	if err := topo.client.Close(); err != nil {
 		warn("client", err)
 	}
-	settle := time.Now().Add(time.Second + 2*scale.d(st.Network.RTT+st.Network.Jitter))
+	settle := time.Now().Add(time.Second + 2*scale.D(st.Network.RTT+st.Network.Jitter))
 	for topo.stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -478,11 +481,4 @@ func portOf(addr string) int {
 		return -1
 	}
 	return n
-}
-
-// direct reports whether a run has no link to simulate and the embedded server, so the
-// client can dial the server without the proxy.
-func direct(st scenario.Settings) bool {
-	return st.Network.RTT == 0 && st.Network.Jitter == 0 && st.Network.Bandwidth == 0 &&
-		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && realKind(st.Server) == ""
 }

@@ -36,10 +36,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/admit"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/rs/zerolog"
 
@@ -161,7 +164,7 @@ func (o *Outcome) Unjudged() []report.Check {
 	var out []report.Check
 	for _, s := range o.Scenarios {
 		for _, c := range s.Checks {
-			if strings.HasPrefix(c.NotEvaluated, timingUnjudged) {
+			if strings.HasPrefix(c.NotEvaluated, judge.TimingUnjudged) {
 				out = append(out, c)
 			}
 		}
@@ -241,7 +244,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if err != nil {
 		return nil, err
 	}
-	adm := newAdmission()
+	adm := admit.NewAdmission()
 	w, err := report.Create(opt.Out, opt.RunID)
 	if err != nil {
 		return nil, err
@@ -397,25 +400,25 @@ func (c *collector) write(sc *scenario.Scenario, srec *report.Scenario) {
 
 // planJobs lists the plan's runs the filter keeps, each weighed in descriptors against
 // the invocation's budget, and counts each scenario's runs.
-func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *budget, error) {
+func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
 	var jobs []job
-	var holds []hold
+	var holds []admit.Hold
 	remaining := map[*scenario.Scenario]int{}
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
 				continue
 			}
-			h := runHold(r.Settings)
-			w := h.fds
-			if h.conns >= exclusiveConns {
+			h := admit.HoldOf(r.Settings)
+			w := h.FDs
+			if h.Conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
 			virtual := settings(r, opt).Clock == scenario.ClockVirtual
 			if virtual {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.
-				h, w = hold{}, 0
+				h, w = admit.Hold{}, 0
 			}
 			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0, virtual: virtual})
 			holds = append(holds, h)
@@ -425,7 +428,7 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 	if len(jobs) == 0 {
 		return nil, nil, nil, ErrNoRuns
 	}
-	total, tooBig, err := fileBudget(holds, opt.Parallel)
+	total, tooBig, err := admit.FileBudget(holds, opt.Parallel)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -439,7 +442,7 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			jobs[i].weight = total
 		}
 	}
-	return jobs, remaining, newBudget(total), nil
+	return jobs, remaining, admit.NewBudget(total), nil
 }
 
 // openInvocation writes the invocation's opening record and tells the caller where the
@@ -511,7 +514,7 @@ const DefaultAttempts = 3
 const DefaultHeadroomWait = 30 * time.Second
 
 // headroom is waitHeadroom; tests of the attempts that stand in for the judge replace it.
-var headroom = waitHeadroom
+var headroom = admit.WaitHeadroom
 
 // attempts runs a job until it is not noisy or opt.Attempts is reached. The first attempt
 // is admitted by measured headroom among the runs in flight; a rerun waits until it has the
@@ -519,17 +522,17 @@ var headroom = waitHeadroom
 // tolerance (waitHeadroom), for up to opt.HeadroomWait. A run still noisy, or given no
 // headroom, ends as an engine error: the machine could not hold its timing, and no verdict
 // is given.
-func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *budget, adm *admission) *report.Run {
+func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *admit.Budget, adm *admit.Admission) *report.Run {
 	if j.tooBig != "" {
 		rec := notStarted(j.sc, j.run, opt)
 		rec.Status, rec.Error = report.StatusError, j.tooBig
 		return rec
 	}
-	judge, tol := judgeOf(j, opt)
+	jg, tol := judgeOf(j, opt)
 	if j.virtual {
 		// Simulated time: no descriptors to hold, no headroom to wait for, and nothing the
 		// machine does can make the run noisy, so it runs once.
-		rec := execute(ctx, w, j.sc, j.run, opt, newTimers(), judge)
+		rec := execute(ctx, w, j.sc, j.run, opt, judge.NewTimers(), jg)
 		if rec.Timing != nil {
 			rec.Timing.Attempt = 1
 		}
@@ -539,24 +542,24 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	var reruns []string
 	held := 0
 	for attempt := 1; ; attempt++ {
-		tm := newTimers()
+		tm := judge.NewTimers()
 		if attempt == 1 {
-			held = conns.acquire(ctx, j.weight)
+			held = conns.Acquire(ctx, j.weight)
 			if held > 0 {
-				if ok, _ := adm.admit(ctx, tm, tol); !ok {
-					conns.release(held)
+				if ok, _ := adm.Admit(ctx, tm, tol); !ok {
+					conns.Release(held)
 					held = 0
 				}
 			}
 		} else if held > 0 {
-			adm.add(tm, tol)
+			adm.Add(tm, tol)
 		}
 		if held == 0 {
 			return notStarted(j.sc, j.run, opt)
 		}
-		rec := execute(ctx, w, j.sc, j.run, opt, tm, judge)
-		adm.remove(tm)
-		conns.release(held)
+		rec := execute(ctx, w, j.sc, j.run, opt, tm, jg)
+		adm.Remove(tm)
+		conns.Release(held)
 		held = 0
 		if rec.Timing == nil {
 			return rec
@@ -574,7 +577,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 			return rec
 		}
 		// The next attempt runs alone, once the machine has the headroom its timing needs.
-		if held = conns.acquireAll(ctx); held == 0 {
+		if held = conns.AcquireAll(ctx); held == 0 {
 			return rec
 		}
 		waited := time.Now()
@@ -582,7 +585,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		reruns = append(reruns, fmt.Sprintf("attempt %d: %s after %.1f s", attempt+1, probe, time.Since(waited).Seconds()))
 		rec.Timing.Reruns = reruns
 		if !ok {
-			conns.release(held)
+			conns.Release(held)
 			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempt%s noisy (%s), and no headroom for another within %v (%s); "+
 				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
 				attempt, map[bool]string{true: " was", false: "s were"}[attempt == 1], rec.Timing.Reason, opt.HeadroomWait, probe)
@@ -591,7 +594,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
 			Str("reason", rec.Timing.Reason).Str("headroom", probe).Msg("run was noisy; rerunning it alone")
 		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
-			conns.release(held)
+			conns.Release(held)
 			rec.Error += "; " + err.Error()
 			return rec
 		}
@@ -601,14 +604,14 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 // judgeOf returns a run's timing judge and the tolerance its plan gives: before the run its
 // tolerance is what the plan says (admission watches it); after it, each expect check's own
 // margin replaces the plan's guess (judge.after).
-func judgeOf(j job, opt Options) (*timingJudge, tolerance) {
+func judgeOf(j job, opt Options) (*judge.Judge, judge.Tolerance) {
 	st := settings(j.run, opt)
 	var gated map[string]float64
 	if opt.BaselineGates != nil {
 		gated = opt.BaselineGates(j.sc.Name, j.run.Variant, st.TimeScale)
 	}
-	judge := &timingJudge{reads: reads(j.sc, j.run, gated), factor: opt.LagTolerance}
-	return judge, judge.before(st)
+	jg := judge.New(judge.Reads(j.sc, j.run, gated), opt.LagTolerance)
+	return jg, jg.Before(st)
 }
 
 // PlanHash identifies a plan: sha256 over every scenario, variant and resolved settings,
@@ -669,7 +672,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		c.Pass, c.Observed = res.Pass, res.Observed
 		if res.Err != nil {
 			c.Error = res.Err.Error()
-		} else if why := compareFlip(a, runs, res.Pass); why != "" {
+		} else if why := judge.CompareFlip(a, runs, res.Pass); why != "" {
 			c.Pass, c.NotEvaluated = false, why
 		}
 		rec.Checks = append(rec.Checks, c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/admit"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -299,25 +300,25 @@ func TestEveryClientPresetMapsToAValidConfig(t *testing.T) {
 
 func TestBudgetKeepsLargeRunsApart(t *testing.T) {
 	t.Parallel()
-	b := newBudget(100)
+	b := admit.NewBudget(100)
 	ctx := context.Background()
-	if got := b.acquire(ctx, 60); got != 60 {
+	if got := b.Acquire(ctx, 60); got != 60 {
 		t.Fatalf("acquire(60) = %d", got)
 	}
 	done := make(chan int)
-	go func() { done <- b.acquire(ctx, 500) }() // larger than the budget: waits to run alone
+	go func() { done <- b.Acquire(ctx, 500) }() // larger than the budget: waits to run alone
 	select {
 	case n := <-done:
 		t.Fatalf("a run larger than the budget started beside another (%d)", n)
 	case <-time.After(50 * time.Millisecond):
 	}
-	b.release(60)
+	b.Release(60)
 	if n := <-done; n != 100 {
 		t.Fatalf("acquire(500) took %d; want the whole budget, 100", n)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if n := b.acquire(cctx, 1); n != 0 {
+	if n := b.Acquire(cctx, 1); n != 0 {
 		t.Fatalf("acquire after cancel = %d; want 0", n)
 	}
 }

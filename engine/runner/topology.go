@@ -4,12 +4,15 @@ import (
 	"errors"
 	"os"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -23,7 +26,7 @@ const (
 // link (when it has something to simulate), [balancer, backend link,] the hops a test
 // adds, server.
 // Nothing starts here.
-func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers) (*topology, error) {
+func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
 	t := &topology{net: opt.network}
 	var links *connLog
 	if st.Balancer == nil {
@@ -47,9 +50,9 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	// directly: the proxy would add nothing but two descriptors per connection, which is
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
-	if !direct(st) {
+	if !shape.Direct(st) {
 		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion, net: t.net}
-		front.cfg.Lag = &tm.link
+		front.cfg.Lag = &tm.Link
 		if links != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
 		}
@@ -69,7 +72,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 
 // buildServer makes the server hop: the embedded one, or a real program (or URL) the link
 // puts in front of. It returns the server's request log for a real client program.
-func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, tm *timers, links *connLog) (*serverLog, error) {
+func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, tm *judge.Timers, links *connLog) (*serverLog, error) {
 	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
 		if ex != nil || st.Balancer != nil {
 			// Check refuses these at load time; kept here so no path reaches a nil server.
@@ -83,7 +86,7 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 		return nil, nil
 	}
 	scfg := serverConfig(st, scale)
-	scfg.Lag = &tm.idle
+	scfg.Lag = &tm.Idle
 	scfg.Sleep = netsim.Sleep // idle closes land on their instant, not up to 1 ms late
 	// The connection id on every response ties the server's close records to the client's
 	// connections (the proxy between them gives each side its own ports).
@@ -99,21 +102,21 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 }
 
 // balancerHops are the balancer and its backend link (when it has something to simulate).
-func balancerHops(st scenario.Settings, scale scaler, tm *timers, version string, n *vnet.Network) []Hop {
+func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, version string, n *vnet.Network) []Hop {
 	if st.Balancer == nil {
 		return nil
 	}
 	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next, n) }}}
-	if !directBackend(st) {
+	if !shape.DirectBackend(st) {
 		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version, net: n}
-		back.cfg.Lag = &tm.link
+		back.cfg.Lag = &tm.Link
 		hops = append(hops, back)
 	}
 	return hops
 }
 
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
-func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale scaler, opt Options, ex *execRun, log zerolog.Logger, tm *timers, t *topology, srvLog *serverLog) clientHop {
+func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, log zerolog.Logger, tm *judge.Timers, t *topology, srvLog *serverLog) clientHop {
 	if ex != nil {
 		return &programClient{x: ex, st: st, srvLog: srvLog, topo: t,
 			logFile: func() (f *os.File, rel string, err error) {
@@ -126,7 +129,7 @@ func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st sc
 	if opt.NewClient != nil {
 		build = opt.NewClient
 	}
-	g := &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
+	g := &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.Schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
 	if st.Load.Replay != "" {
 		return &replayClient{goClient: g}
 	}

@@ -1,4 +1,4 @@
-package runner
+package admit
 
 import (
 	"context"
@@ -6,22 +6,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/judge"
+
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim"
 )
 
-// admitWindow is how long the scheduler watches the runs in flight before it starts
+// Window is how long the scheduler watches the runs in flight before it starts
 // another: long enough for a link at 10 ms RTT to fire dozens of timers.
-const admitWindow = 100 * time.Millisecond
+const Window = 100 * time.Millisecond
 
 // admitShare is the share of a source's timers that may be later than the limit it is
 // watched at, in a window that still counts as headroom: a limit on the p99 allows 1%, on
 // the p50 or the mean half, on the max none.
 func admitShare(stat string) float64 {
 	switch stat {
-	case statMax:
+	case judge.StatMax:
 		return 0
-	case statP50, statMean:
+	case judge.StatP50, judge.StatMean:
 		return 0.5
 	}
 	return 0.01
@@ -29,9 +31,9 @@ func admitShare(stat string) float64 {
 
 // watchedLimit is the limit a source is watched at while it runs: the one on its highest
 // statistic (max, then p99, then p50 or mean), which a stall crosses first.
-func watchedLimit(ls []limit) (limit, bool) {
-	rank := map[string]int{statMax: 3, statP99: 2, statP50: 1, statMean: 1}
-	var best limit
+func watchedLimit(ls []judge.Limit) (judge.Limit, bool) {
+	rank := map[string]int{judge.StatMax: 3, judge.StatP99: 2, judge.StatP50: 1, judge.StatMean: 1}
+	var best judge.Limit
 	ok := false
 	for _, l := range ls {
 		if !ok || rank[l.Stat] > rank[best.Stat] || (rank[l.Stat] == rank[best.Stat] && l.D < best.D) {
@@ -41,12 +43,12 @@ func watchedLimit(ls []limit) (limit, bool) {
 	return best, ok
 }
 
-// admission starts runs by measured headroom: another run starts only while the runs in
+// Admission starts runs by measured headroom: another run starts only while the runs in
 // flight keep their timers inside their tolerance; --parallel stays the ceiling.
-type admission struct {
+type Admission struct {
 	gate sync.Mutex // one run is admitted at a time, so a window's verdict admits one run
 	mu   sync.Mutex
-	runs map[*timers]*watched
+	runs map[*judge.Timers]*watched
 }
 
 type watched struct {
@@ -56,26 +58,26 @@ type watched struct {
 	least time.Duration // the tightest watched limit (0: none)
 }
 
-func newAdmission() *admission {
-	return &admission{runs: map[*timers]*watched{}}
+func NewAdmission() *Admission {
+	return &Admission{runs: map[*judge.Timers]*watched{}}
 }
 
-// admit waits for headroom (see wait), then starts watching the run's judged sources. It
+// Admit waits for headroom (see wait), then starts watching the run's judged sources. It
 // returns false when ctx ends first.
-func (a *admission) admit(ctx context.Context, tm *timers, tol tolerance) (ok bool, backoffs int) {
+func (a *Admission) Admit(ctx context.Context, tm *judge.Timers, tol judge.Tolerance) (ok bool, backoffs int) {
 	a.gate.Lock()
 	defer a.gate.Unlock()
 	if ok, backoffs = a.wait(ctx); ok {
-		a.add(tm, tol)
+		a.Add(tm, tol)
 	}
 	return ok, backoffs
 }
 
-// add starts watching a run's judged sources.
-func (a *admission) add(tm *timers, tol tolerance) {
+// Add starts watching a run's judged sources.
+func (a *Admission) Add(tm *judge.Timers, tol judge.Tolerance) {
 	w := &watched{}
-	for name, r := range tm.timerSources() {
-		if l, ok := watchedLimit(tol.of(name)); ok {
+	for name, r := range tm.TimerSources() {
+		if l, ok := watchedLimit(tol.Of(name)); ok {
 			r.Watch(l.D)
 			if w.least == 0 || l.D < w.least {
 				w.least = l.D
@@ -90,7 +92,7 @@ func (a *admission) add(tm *timers, tol tolerance) {
 	a.mu.Unlock()
 }
 
-func (a *admission) remove(tm *timers) {
+func (a *Admission) Remove(tm *judge.Timers) {
 	a.mu.Lock()
 	delete(a.runs, tm)
 	a.mu.Unlock()
@@ -98,7 +100,7 @@ func (a *admission) remove(tm *timers) {
 
 // healthy reports whether, since the previous look, every run in flight kept each judged
 // source's timers inside its watched limit, but for the share that limit allows.
-func (a *admission) healthy() bool {
+func (a *Admission) healthy() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ok := true
@@ -117,7 +119,7 @@ func (a *admission) healthy() bool {
 
 // absorbs is the tightest limit any run in flight watches its timers at, and false when
 // none watches one.
-func (a *admission) absorbs() (time.Duration, bool) {
+func (a *Admission) absorbs() (time.Duration, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var least time.Duration
@@ -135,14 +137,14 @@ func (a *admission) absorbs() (time.Duration, bool) {
 // above it has no room for another run's computing (runs are admitted by their CPU wait,
 // not only by their timers). A system that does not say leaves the timers to
 // decide.
-func (a *admission) cpuRoom(q lag.RunQueue) bool {
+func (a *Admission) cpuRoom(q lag.RunQueue) bool {
 	mean, ok := q.Mean()
 	least, watched := a.absorbs()
 	return !ok || !watched || mean <= least
 }
 
 // busy reports how many runs are in flight.
-func (a *admission) busy() int {
+func (a *Admission) busy() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.runs)
@@ -152,18 +154,18 @@ func (a *admission) busy() int {
 // window in which the runs in flight kept their timing and the process's threads waited
 // for a core less per slice than the runs' tightest limit (cpuRoom). It returns false when ctx ends.
 // backoffs counts the windows that found no headroom.
-func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
+func (a *Admission) wait(ctx context.Context) (ok bool, backoffs int) {
 	if a.busy() == 0 {
 		return true, 0
 	}
 	// Each window is a whole admitWindow from its start (a ticker would hand a goroutine
 	// that was kept from running a tick at once, and a window of nothing).
-	t := time.NewTimer(admitWindow)
+	t := time.NewTimer(Window)
 	defer t.Stop()
 	for {
 		a.healthy() // start the window now
 		q := lag.StartRunQueue()
-		t.Reset(admitWindow)
+		t.Reset(Window)
 		select {
 		case <-ctx.Done():
 			return false, backoffs
@@ -181,18 +183,18 @@ func (a *admission) wait(ctx context.Context) (ok bool, backoffs int) {
 // timers wait on, one window of admitWindow.
 const (
 	probeGap    = 2 * time.Millisecond
-	probeTimers = int(admitWindow / probeGap)
+	probeTimers = int(Window / probeGap)
 )
 
-// waitHeadroom waits, up to budget, for a window in which probe timers on the precise
+// WaitHeadroom waits, up to budget, for a window in which probe timers on the precise
 // clock keep inside the tightest limit the run's timer sources are watched at (see
 // watchedLimit and admitShare): the machine's own lateness, with none of kalab's runs in
 // flight. It says what the last probe measured, and whether it found the headroom.
-func waitHeadroom(ctx context.Context, tol tolerance, budget time.Duration) (string, bool) {
-	var lim limit
+func WaitHeadroom(ctx context.Context, tol judge.Tolerance, budget time.Duration) (string, bool) {
+	var lim judge.Limit
 	found := false
-	for _, src := range []string{srcLink, srcSchedule, srcIdleClose} {
-		if l, ok := watchedLimit(tol.of(src)); ok && (!found || l.D < lim.D) {
+	for _, src := range []string{judge.SrcLink, judge.SrcSchedule, judge.SrcIdleClose} {
+		if l, ok := watchedLimit(tol.Of(src)); ok && (!found || l.D < lim.D) {
 			lim, found = l, true
 		}
 	}
@@ -202,7 +204,7 @@ func waitHeadroom(ctx context.Context, tol tolerance, budget time.Duration) (str
 	deadline := time.Now().Add(budget)
 	for {
 		s := probe(ctx)
-		got := statOf(s, lim.Stat)
+		got := judge.StatOf(s, lim.Stat)
 		desc := fmt.Sprintf("headroom probe: timers %.2f ms late at the %s (max %.2f ms, of %d) against the %s %s limit of %.2f ms",
 			ms(got), lim.Stat, ms(s.Max), s.N, lim.Src, lim.Stat, ms(lim.D))
 		if got <= lim.D {

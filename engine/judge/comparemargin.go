@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRan
 // latency metric of r: its lateness at the metric's statistic over the trips a request
 // waits on; 0 without a link.
 func linkRange(r *report.Run, metric string) float64 {
-	src, ok := r.Timing.Sources[srcLink]
+	src, ok := r.Timing.Sources[SrcLink]
 	if r.Timing.LinkTrips == 0 || !ok {
 		return 0
 	}
@@ -76,25 +76,25 @@ func linkRange(r *report.Run, metric string) float64 {
 // sourceStat is a timer source's lateness (real ms) at a judged statistic.
 func sourceStat(s report.TimingSource, stat string) float64 {
 	switch stat {
-	case statP50:
+	case StatP50:
 		return s.P50
-	case statP99:
+	case StatP99:
 		return s.P99
-	case statMax:
+	case StatMax:
 		return s.Max
-	case statMean:
+	case StatMean:
 		return s.Mean
 	}
 	return 0
 }
 
-// timingUnjudged begins the reason of every compare check left without a verdict because
+// TimingUnjudged begins the reason of every compare check left without a verdict because
 // the machine's timing could have changed it (compareFlip); Outcome.Unjudged finds them by it.
-const timingUnjudged = "the link's measured lateness"
+const TimingUnjudged = "the link's measured lateness"
 
-// compareFlip evaluates a compare across its operands' lateness ranges and, when its
+// CompareFlip evaluates a compare across its operands' lateness ranges and, when its
 // verdict changes inside them, says why it cannot be given; "" when the verdict holds.
-func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool) string {
+func CompareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool) string {
 	rng := compareRange(a, runs)
 	if len(rng) == 0 {
 		return ""
@@ -128,7 +128,7 @@ func compareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool
 			parts = append(parts, fmt.Sprintf("in %s %s", v, cpuWhy(runs[v])))
 		}
 	}
-	what := timingUnjudged
+	what := TimingUnjudged
 	if cpu {
 		what += " and the CPU other processes took"
 	}

@@ -1,16 +1,17 @@
-package runner
+package admit
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // loadSettings loads one scenario and returns its single run's settings.
 func loadSettings(t testing.TB, src string) scenario.Settings {
 	t.Helper()
-	p := plan(t.(*testing.T), src)
+	p := plantest.Load(t, src)
 	return p.Scenarios[0].Runs[0].Settings
 }
 
@@ -39,13 +40,13 @@ func TestRunHoldCountsWhatTheRunHolds(t *testing.T) {
 			101, 101*4 + 101*2, nil},
 	} {
 		st := loadSettings(t, c.src)
-		h := runHold(st)
-		if h.conns != c.conns || h.fds != c.fds {
-			t.Errorf("%s: %d connections, %d descriptors (%s); want %d, %d", c.name, h.conns, h.fds, h.per, c.conns, c.fds)
+		h := HoldOf(st)
+		if h.Conns != c.conns || h.FDs != c.fds {
+			t.Errorf("%s: %d connections, %d descriptors (%s); want %d, %d", c.name, h.Conns, h.FDs, h.Per, c.conns, c.fds)
 		}
 		for _, p := range c.detailParts {
-			if !strings.Contains(h.per, p) {
-				t.Errorf("%s: detail %q lacks %q", c.name, h.per, p)
+			if !strings.Contains(h.Per, p) {
+				t.Errorf("%s: detail %q lacks %q", c.name, h.Per, p)
 			}
 		}
 	}

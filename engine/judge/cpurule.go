@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"fmt"
@@ -41,14 +41,14 @@ func neighbourShift(r *report.Run) float64 {
 	if scale <= 0 {
 		scale = 1
 	}
-	return *t.RunQueueMs * neighbourShare(t) * float64(wakeUps(t)) / scale
+	return *t.RunQueueMs * NeighbourShare(t) * float64(wakeUps(t)) / scale
 }
 
 // wakeUps is how many wake-ups no timer measures a request waits through in turn.
 func wakeUps(t *report.Timing) int { return 2*t.LinkTrips + 1 }
 
-// neighbourShare is the share of kalab's wait for a core that other processes caused.
-func neighbourShare(t *report.Timing) float64 {
+// NeighbourShare is the share of kalab's wait for a core that other processes caused.
+func NeighbourShare(t *report.Timing) float64 {
 	return min(*t.CPUWaitNeighboursMs / *t.CPUWaitMs, 1)
 }
 
@@ -57,11 +57,11 @@ func cpuWhy(r *report.Run) string {
 	t := r.Timing
 	return fmt.Sprintf("kalab's threads waited %.3f ms for a core each time they got one, %.0f%% of it behind other processes "+
 		"(the rest, its own threads queueing behind each other, is not counted): over %d wake-ups a request waits through, "+
-		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*neighbourShare(t), wakeUps(t), neighbourShift(r))
+		"up to %.2f ms a request in scenario time", *t.RunQueueMs, 100*NeighbourShare(t), wakeUps(t), neighbourShift(r))
 }
 
-// latencyRefs lists the latency_ms metrics an assertion reads.
-func latencyRefs(a scenario.Assertion) []string {
+// LatencyRefs lists the latency_ms metrics an assertion reads.
+func LatencyRefs(a scenario.Assertion) []string {
 	var out []string
 	for _, ref := range a.Refs() {
 		if strings.HasPrefix(ref.Metric, "latency_ms.") {
@@ -71,16 +71,16 @@ func latencyRefs(a scenario.Assertion) []string {
 	return out
 }
 
-// expectCPUFlip returns, for the first of a run's expect checks whose verdict the
+// ExpectCPUFlip returns, for the first of a run's expect checks whose verdict the
 // neighbours' CPU wait could change, why the run has no verdict; "" when none.
-func expectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
+func ExpectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
 	d := neighbourShift(rec)
 	if d <= 0 {
 		return ""
 	}
 	floor := latencyFloor(rec)
 	for _, a := range expect {
-		refs := latencyRefs(a)
+		refs := LatencyRefs(a)
 		if len(refs) == 0 {
 			continue
 		}

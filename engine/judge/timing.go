@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"fmt"
@@ -12,20 +12,21 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // Lag sources, as named in metrics (lag_ms.<source>) and in a run record's timing.
 const (
-	srcLink      = "link"
-	srcSchedule  = "schedule"
-	srcIdleClose = "idle_close"
+	SrcLink      = "link"
+	SrcSchedule  = "schedule"
+	SrcIdleClose = "idle_close"
 	// srcSched is not a timer of the model: it is how long the process's goroutines waited
 	// to run once they could (lag.Sched), recorded in the run record's timing only.
 	srcSched = "sched"
-	// srcProgram is how late a real client program began its requests against its own
+	// SrcProgram is how late a real client program began its requests against its own
 	// schedule (exec runs only; see programLag). It moves what the schedule's timers move,
 	// so it is judged on the schedule's limits.
-	srcProgram = "program"
+	SrcProgram = "program"
 )
 
 // Tolerance rule (README "Runs that know when they are wrong"). A timer's lateness matters
@@ -68,25 +69,25 @@ const tolFloor = 200 * time.Microsecond
 
 // Statistics of a source's lateness a limit can judge.
 const (
-	statP50  = "p50"
-	statP99  = "p99"
-	statMax  = "max"
-	statMean = "mean"
+	StatP50  = "p50"
+	StatP99  = "p99"
+	StatMax  = "max"
+	StatMean = "mean"
 )
 
-// limit is one judged statistic of one source: its lateness in real time may reach D.
-type limit struct {
+// Limit is one judged statistic of one source: its lateness in real time may reach D.
+type Limit struct {
 	Src, Stat string
 	D         time.Duration
 	By        string // the metric and the check that set it
 }
 
-// tolerance is a run's limits, at most one per source and statistic (the tightest).
-type tolerance []limit
+// Tolerance is a run's limits, at most one per source and statistic (the tightest).
+type Tolerance []Limit
 
-// of returns the source's limits.
-func (t tolerance) of(src string) []limit {
-	var out []limit
+// Of returns the source's limits.
+func (t Tolerance) Of(src string) []Limit {
+	var out []Limit
 	for _, l := range t {
 		if l.Src == src {
 			out = append(out, l)
@@ -96,7 +97,7 @@ func (t tolerance) of(src string) []limit {
 }
 
 // scaled multiplies every limit by f (--lag-tolerance).
-func (t tolerance) scaled(f float64) tolerance {
+func (t Tolerance) scaled(f float64) Tolerance {
 	out := slices.Clone(t)
 	for i := range out {
 		out[i].D = time.Duration(float64(out[i].D) * f)
@@ -104,57 +105,57 @@ func (t tolerance) scaled(f float64) tolerance {
 	return out
 }
 
-// timers are one run's lateness recorders.
-type timers struct {
-	link, schedule, idle, queue lag.Recorder
-	sched                       lag.Recorder // filled at the run's end (lag.Sched.Into)
-	program                     lag.Recorder // an exec client's own lateness, filled at its end
+// Timers are one run's lateness recorders.
+type Timers struct {
+	Link, Schedule, Idle, Queue lag.Recorder
+	Sched                       lag.Recorder // filled at the run's end (lag.Sched.Into)
+	Program                     lag.Recorder // an exec client's own lateness, filled at its end
 }
 
-// newTimers makes a run's recorders; tests replace it to inject lateness.
-var newTimers = func() *timers { return &timers{} }
+// NewTimers makes a run's recorders; tests replace it to inject lateness.
+var NewTimers = func() *Timers { return &Timers{} }
 
 // sources returns the recorders by source name.
-func (t *timers) sources() map[string]*lag.Recorder {
-	src := t.timerSources()
-	src[srcSched] = &t.sched
-	src[srcProgram] = &t.program
+func (t *Timers) sources() map[string]*lag.Recorder {
+	src := t.TimerSources()
+	src[srcSched] = &t.Sched
+	src[SrcProgram] = &t.Program
 	return src
 }
 
-// timerSources returns the recorders of the model's own timers, which fill while the run
+// TimerSources returns the recorders of the model's own timers, which fill while the run
 // goes (so admission can watch them) and have metrics (lag_ms.*); sched is filled at the end.
-func (t *timers) timerSources() map[string]*lag.Recorder {
-	return map[string]*lag.Recorder{srcLink: &t.link, srcSchedule: &t.schedule, srcIdleClose: &t.idle}
+func (t *Timers) TimerSources() map[string]*lag.Recorder {
+	return map[string]*lag.Recorder{SrcLink: &t.Link, SrcSchedule: &t.Schedule, SrcIdleClose: &t.Idle}
 }
 
-// lateWhat says what a source's lateness is, for a noisy run's reason.
-var lateWhat = map[string]string{
-	srcLink:      "link timers fired",
-	srcSchedule:  "schedule timers fired",
-	srcIdleClose: "idle_close timers fired",
+// LateWhat says what a source's lateness is, for a noisy run's reason.
+var LateWhat = map[string]string{
+	SrcLink:      "link timers fired",
+	SrcSchedule:  "schedule timers fired",
+	SrcIdleClose: "idle_close timers fired",
 	srcSched:     "goroutines waited to run (the runtime's sampled scheduling latency)",
-	srcProgram:   "the client program began its requests",
+	SrcProgram:   "the client program began its requests",
 }
 
 // limitsOf returns the limits a source is judged on: the program's are the schedule's.
-func (t tolerance) limitsOf(src string) []limit {
-	if src == srcProgram {
-		return t.of(srcSchedule)
+func (t Tolerance) limitsOf(src string) []Limit {
+	if src == SrcProgram {
+		return t.Of(SrcSchedule)
 	}
-	return t.of(src)
+	return t.Of(src)
 }
 
-// addMetrics writes lag_ms.* and queue_wait_ms.* in scenario time.
-func (t *timers) addMetrics(flat map[string]float64, scale float64) {
+// AddMetrics writes lag_ms.* and queue_wait_ms.* in scenario time.
+func (t *Timers) AddMetrics(flat map[string]float64, scale float64) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / scale }
 	put := func(prefix string, s lag.Summary) {
 		flat[prefix+".p50"], flat[prefix+".p99"], flat[prefix+".max"] = ms(s.P50), ms(s.P99), ms(s.Max)
 	}
-	for name, r := range t.timerSources() {
+	for name, r := range t.TimerSources() {
 		put("lag_ms."+name, r.Summary())
 	}
-	put("queue_wait_ms", t.queue.Summary())
+	put("queue_wait_ms", t.Queue.Summary())
 }
 
 // metricClass says how timing moves a metric: a latency judged at a statistic of the
@@ -162,16 +163,16 @@ func (t *timers) addMetrics(flat map[string]float64, scale float64) {
 func metricClass(metric string) (class string, stat string) {
 	switch metric {
 	case "latency_ms.p50":
-		return "latency", statP50
+		return "latency", StatP50
 	case "latency_ms.p90", "latency_ms.p95", "latency_ms.p99":
-		return "latency", statP99
+		return "latency", StatP99
 	case "latency_ms.max", "latency_ms.min":
 		// The fastest request may be the one that met the most lateness (with two
 		// requests, either): the model's min is at least the observed min less the
 		// largest lateness any request met, so min is judged at the max, as max is.
-		return "latency", statMax
+		return "latency", StatMax
 	case "latency_ms.mean", "total_ms", "rps":
-		return "latency", statMean
+		return "latency", StatMean
 	case "requests", "bytes_up", "bytes_down", "cpu_us_per_request", "peak_rss_mb", "time_wait",
 		"listen_overflows", "syn_retried_connects", "balancer_requests":
 		return "", ""
@@ -182,10 +183,10 @@ func metricClass(metric string) (class string, stat string) {
 	return "count", ""
 }
 
-// trips is how many of the link's delayed one-way trips a request can wait on in turn: its
+// Trips is how many of the link's delayed one-way Trips a request can wait on in turn: its
 // request and response, and for a new connection the simulated SYN-ACK and the TLS
 // handshake's flights (one round trip for TLS 1.3, two for TLS 1.2).
-func trips(st scenario.Settings) int {
+func Trips(st scenario.Settings) int {
 	k := 3
 	if st.Server.TLS {
 		if st.Server.TLSVersion == "1.2" {
@@ -209,9 +210,9 @@ type read struct {
 	check *scenario.Assertion
 }
 
-// reads lists the metrics the run's checks read: its expect checks, the compare checks that
+// Reads lists the metrics the run's checks read: its expect checks, the compare checks that
 // name its variant, and the metrics a baseline gates (with their slack).
-func reads(sc *scenario.Scenario, r *scenario.Run, gated map[string]float64) []read {
+func Reads(sc *scenario.Scenario, r *scenario.Run, gated map[string]float64) []read {
 	var out []read
 	at := func(kind string, a scenario.Assertion) string {
 		return fmt.Sprintf("%s check at %s:%d", kind, filepath.Base(a.File), a.Line)
@@ -237,14 +238,18 @@ func reads(sc *scenario.Scenario, r *scenario.Run, gated map[string]float64) []r
 	return out
 }
 
-// timingJudge derives a run's tolerance: from its plan before the run, and after it with
+// Judge derives a run's tolerance: from its plan before the run, and after it with
 // each expect check's own margin on the run's metrics.
-type timingJudge struct {
+// New is a run's judge: its reads (Reads) and the invocation's --lag-tolerance factor.
+func New(rd []read, factor float64) *Judge { return &Judge{reads: rd, factor: factor} }
+
+// Judge derives a run's tolerance from what its checks read.
+type Judge struct {
 	reads  []read
 	factor float64 // --lag-tolerance: 0 means 1, negative judges nothing
 }
 
-func (j *timingJudge) scaled(t tolerance) tolerance {
+func (j *Judge) scaled(t Tolerance) Tolerance {
 	switch f := j.factor; {
 	case f < 0:
 		return nil
@@ -254,15 +259,15 @@ func (j *timingJudge) scaled(t tolerance) tolerance {
 	return t
 }
 
-// before is the tolerance the plan gives, with every latency margin taken as RTT/10.
-func (j *timingJudge) before(st scenario.Settings) tolerance {
-	return j.scaled(tolerances(j.reads, st, scaler(st.TimeScale), nil))
+// Before is the tolerance the plan gives, with every latency margin taken as RTT/10.
+func (j *Judge) Before(st scenario.Settings) Tolerance {
+	return j.scaled(tolerances(j.reads, st, shape.Scale(st.TimeScale), nil))
 }
 
-// after is the tolerance the run is judged on: an expect check on a latency uses the margin
+// After is the tolerance the run is judged on: an expect check on a latency uses the margin
 // it had on the run's metrics.
-func (j *timingJudge) after(st scenario.Settings, m check.Metrics) tolerance {
-	return j.scaled(tolerances(j.reads, st, scaler(st.TimeScale), &m))
+func (j *Judge) After(st scenario.Settings, m check.Metrics) Tolerance {
+	return j.scaled(tolerances(j.reads, st, shape.Scale(st.TimeScale), &m))
 }
 
 // margin is the most lateness per link trip at which an expect check's verdict stays what
@@ -307,8 +312,8 @@ func margin(a *check.Assertion, m check.Metrics, trips int, scale float64, rtt s
 // each source may reach in real time before the run's verdicts are not to be trusted. With
 // the run's metrics (m not nil), an expect check on a latency is judged on its own margin
 // (see margin), up to one RTT of lateness per trip, instead of RTT/10.
-func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics) tolerance {
-	var out tolerance
+func tolerances(rd []read, st scenario.Settings, scale shape.Scale, m *check.Metrics) Tolerance {
+	var out Tolerance
 	tighten := func(src, stat string, d time.Duration, by string) {
 		d = max(d, tolFloor)
 		for i, l := range out {
@@ -319,7 +324,7 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 				return
 			}
 		}
-		out = append(out, limit{Src: src, Stat: stat, D: d, By: by})
+		out = append(out, Limit{Src: src, Stat: stat, D: d, By: by})
 	}
 	link := st.Network.RTT > 0
 	for _, x := range rd {
@@ -331,27 +336,27 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 				break
 			}
 			if link {
-				k := trips(st)
-				rtt := scale.d(st.Network.RTT)
+				k := Trips(st)
+				rtt := scale.D(st.Network.RTT)
 				if m != nil && x.expect != nil && strings.HasPrefix(x.metric, "latency_ms.") {
 					if d, ok := margin(x.expect.Assertion, *m, k, float64(scale), st.Network.RTT, rtt); ok {
-						tighten(srcLink, stat, d, fmt.Sprintf("%s: its margin on this run, over %d trips", x.by, k))
+						tighten(SrcLink, stat, d, fmt.Sprintf("%s: its margin on this run, over %d trips", x.by, k))
 						stallLimit(tighten, x, *m, st, scale, stat)
 						break
 					}
 				}
-				tighten(srcLink, stat, rtt/latencyDivisor/time.Duration(k),
+				tighten(SrcLink, stat, rtt/latencyDivisor/time.Duration(k),
 					fmt.Sprintf("%s: RTT/%d over %d trips", x.by, latencyDivisor, k))
 			}
-			if stat == statMean && x.metric != "latency_ms.mean" && pauses(st) {
-				tighten(srcSchedule, statMean, scale.d(st.Load.Pause.Min)/pauseDivisor,
+			if stat == StatMean && x.metric != "latency_ms.mean" && pauses(st) {
+				tighten(SrcSchedule, StatMean, scale.D(st.Load.Pause.Min)/pauseDivisor,
 					fmt.Sprintf("%s: a tenth of the shortest pause", x.by))
 			}
 		case "count":
 			countLimits(tighten, x, st, scale)
 		}
 	}
-	slices.SortFunc(out, func(a, b limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
+	slices.SortFunc(out, func(a, b Limit) int { return strings.Compare(a.Src+"."+a.Stat, b.Src+"."+b.Stat) })
 	return out
 }
 
@@ -362,19 +367,19 @@ func tolerances(rd []read, st scenario.Settings, scale scaler, m *check.Metrics)
 // have seen nothing. The limit is the check's margin on the run over one such wait. The
 // figure is the process's, every run in flight included, so it errs toward rerunning the
 // run alone.
-func stallLimit(tighten func(src, stat string, d time.Duration, by string), x read, m check.Metrics, st scenario.Settings, scale scaler, stat string) {
-	if stat != statMax {
+func stallLimit(tighten func(src, stat string, d time.Duration, by string), x read, m check.Metrics, st scenario.Settings, scale shape.Scale, stat string) {
+	if stat != StatMax {
 		return
 	}
-	if d, ok := margin(x.expect.Assertion, m, 1, float64(scale), st.Network.RTT, scale.d(st.Network.RTT)); ok {
-		tighten(srcSched, statMax, d, x.by+": its margin on this run, over one goroutine's wait to run")
+	if d, ok := margin(x.expect.Assertion, m, 1, float64(scale), st.Network.RTT, scale.D(st.Network.RTT)); ok {
+		tighten(srcSched, StatMax, d, x.by+": its margin on this run, over one goroutine's wait to run")
 	}
 }
 
 // countLimits sets the limits of a count the run's checks read: a goroutine's wait against
 // the shortest deciding timeout, and the timers against the gap between a pause and the
 // timeout it races.
-func countLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale scaler) {
+func countLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale shape.Scale) {
 	gap, gapWhy, hasGap := pauseGap(st)
 	if t, ok := shortestTimeout(st); ok {
 		// A goroutine that waits to run holds back whatever it was about to do: a
@@ -382,20 +387,20 @@ func countLimits(tighten func(src, stat string, d time.Duration, by string), x r
 		// connection idles between two requests of a burst, can carry an idle
 		// connection past it in the middle of a burst. One wait is enough, so it is
 		// judged at the max, with half of that distance.
-		d := scale.d(scenario.Duration(t.d-st.Network.RTT.D())) / gapShare
-		tighten(srcSched, statMax, d, fmt.Sprintf("%s: half of %s %v less one RTT", x.by, t.name, t.d))
+		d := scale.D(scenario.Duration(t.d-st.Network.RTT.D())) / gapShare
+		tighten(srcSched, StatMax, d, fmt.Sprintf("%s: half of %s %v less one RTT", x.by, t.name, t.d))
 	}
 	if !hasGap {
 		return
 	}
-	g := scale.d(scenario.Duration(gap))
+	g := scale.D(scenario.Duration(gap))
 	by := x.by + ": " + gapWhy
-	tighten(srcSchedule, statP99, g/gapShare, by)
+	tighten(SrcSchedule, StatP99, g/gapShare, by)
 	if st.Server.IdleTimeout > 0 {
-		tighten(srcIdleClose, statP99, g/gapShare, by)
+		tighten(SrcIdleClose, StatP99, g/gapShare, by)
 	}
-	if !direct(st) {
-		tighten(srcLink, statP99, g/linkGapShare, by)
+	if !shape.Direct(st) {
+		tighten(SrcLink, StatP99, g/linkGapShare, by)
 	}
 }
 
@@ -404,14 +409,14 @@ func countLimits(tighten func(src, stat string, d time.Duration, by string), x r
 // percentile moves by trips x the link's lateness; total_ms (and rps, given as total_ms's
 // slack) by that along each lane of the closed loop (requests / concurrency requests in
 // turn), plus every pause's lateness, which then shares the slack half and half.
-func baselineLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale scaler) {
+func baselineLimits(tighten func(src, stat string, d time.Duration, by string), x read, st scenario.Settings, scale shape.Scale) {
 	_, stat := metricClass(x.metric)
-	k := trips(st)
+	k := Trips(st)
 	slack := time.Duration(x.slack * float64(scale) * float64(time.Millisecond))
 	link := st.Network.RTT > 0
 	if strings.HasPrefix(x.metric, "latency_ms.") {
 		if link {
-			tighten(srcLink, stat, slack/time.Duration(k), fmt.Sprintf("%s: its slack of %.1f ms over %d trips", x.by, x.slack, k))
+			tighten(SrcLink, stat, slack/time.Duration(k), fmt.Sprintf("%s: its slack of %.1f ms over %d trips", x.by, x.slack, k))
 		}
 		return
 	}
@@ -421,11 +426,11 @@ func baselineLimits(tighten func(src, stat string, d time.Duration, by string), 
 	if pauses(st) {
 		share = slack / 2
 		n := (st.Load.Requests+st.Load.Burst-1)/st.Load.Burst - 1 // pauses between bursts
-		tighten(srcSchedule, statMean, share/time.Duration(max(n, 1)),
+		tighten(SrcSchedule, StatMean, share/time.Duration(max(n, 1)),
 			fmt.Sprintf("%s: half its slack of %.1f ms over %d pauses", x.by, x.slack, n))
 	}
 	if link {
-		tighten(srcLink, statMean, share/time.Duration(k*inTurn),
+		tighten(SrcLink, StatMean, share/time.Duration(k*inTurn),
 			fmt.Sprintf("%s: its slack of %.1f ms over %d requests in turn of %d trips", x.by, x.slack, inTurn, k))
 	}
 }
@@ -509,39 +514,39 @@ func pauseGap(st scenario.Settings) (time.Duration, string, bool) {
 	return best, why, ok
 }
 
-// statOf returns one statistic of a summary.
-func statOf(s lag.Summary, stat string) time.Duration {
+// StatOf returns one statistic of a summary.
+func StatOf(s lag.Summary, stat string) time.Duration {
 	switch stat {
-	case statP50:
+	case StatP50:
 		return s.P50
-	case statMax:
+	case StatMax:
 		return s.Max
-	case statMean:
+	case StatMean:
 		return s.Mean
 	}
 	return s.P99
 }
 
-// judgeTiming builds a run's timing record: each source's lateness against its limits.
-func judgeTiming(t *timers, tol tolerance) *report.Timing {
+// Assess builds a run's timing record: each source's lateness against its limits.
+func Assess(t *Timers, tol Tolerance) *report.Timing {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	tm := &report.Timing{Sources: map[string]report.TimingSource{}, Attempt: 1}
 	var over []string
 	for name, r := range t.sources() {
 		s := r.Summary()
-		if name == srcProgram && s.N == 0 {
+		if name == SrcProgram && s.N == 0 {
 			continue // not an exec run, or a program that reported no planned start
 		}
 		src := report.TimingSource{N: s.N, P50: ms(s.P50), P99: ms(s.P99), Max: ms(s.Max), Mean: ms(s.Mean)}
 		for _, l := range tol.limitsOf(name) {
 			v := ms(l.D)
 			src.Limits = append(src.Limits, report.TimingLimit{Stat: l.Stat, ToleranceMs: v, SetBy: l.By})
-			if l.Stat == statP99 {
+			if l.Stat == StatP99 {
 				src.ToleranceMs = &v
 			}
-			if got := statOf(s, l.Stat); s.N > 0 && got > l.D {
+			if got := StatOf(s, l.Stat); s.N > 0 && got > l.D {
 				over = append(over, fmt.Sprintf("%s %.2f ms late at the %s (of %d, max %.2f ms) against a tolerance of %.2f ms set by %s",
-					lateWhat[name], ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
+					LateWhat[name], ms(got), l.Stat, s.N, ms(s.Max), v, l.By))
 			}
 		}
 		tm.Sources[name] = src
@@ -553,12 +558,12 @@ func judgeTiming(t *timers, tol tolerance) *report.Timing {
 	return tm
 }
 
-// queueWait records how long after its scheduled start a request really began, and
+// QueueWait records how long after its scheduled start a request really began, and
 // returns the scheduled instant (zero when the context came from elsewhere).
-func (t *timers) queueWait(ctxScheduled time.Time, ok bool, started time.Time) time.Time {
+func (t *Timers) QueueWait(ctxScheduled time.Time, ok bool, started time.Time) time.Time {
 	if !ok || started.IsZero() {
 		return time.Time{}
 	}
-	t.queue.Add(started.Sub(ctxScheduled))
+	t.Queue.Add(started.Sub(ctxScheduled))
 	return ctxScheduled
 }

@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // quietLateness is the lateness a statistic of a timer source reaches on a quiet machine:
@@ -19,10 +20,10 @@ import (
 // below tolFloor, which is above their quiet lateness (link 0.03 and 0.16 ms); the sched
 // source is not in the baseline, so its limits are not compared.
 var quietLateness = map[string]time.Duration{
-	srcLink + "." + statP99:      1500 * time.Microsecond,
-	srcLink + "." + statMax:      5 * time.Millisecond,
-	srcSchedule + "." + statP99:  600 * time.Microsecond,
-	srcIdleClose + "." + statP99: 250 * time.Microsecond,
+	SrcLink + "." + StatP99:      1500 * time.Microsecond,
+	SrcLink + "." + StatMax:      5 * time.Millisecond,
+	SrcSchedule + "." + StatP99:  600 * time.Microsecond,
+	SrcIdleClose + "." + StatP99: 250 * time.Microsecond,
 }
 
 // maxTimeScale is the largest time_scale the schema accepts.
@@ -50,7 +51,7 @@ func Unjudgeable(plan *scenario.Plan, timeScale, lagTolerance float64) scenario.
 			if timeScale > 0 {
 				st.TimeScale = timeScale
 			}
-			for _, x := range reads(sc, r, nil) {
+			for _, x := range Reads(sc, r, nil) {
 				d, ok := unjudgeableRead(x, st, factor, r.Variant)
 				key := fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Col)
 				if ok && !seen[key] {
@@ -69,16 +70,16 @@ func unjudgeableRead(x read, st scenario.Settings, factor float64, variant strin
 	if x.check == nil {
 		return scenario.Diagnostic{}, false
 	}
-	scale := scaler(st.TimeScale)
+	scale := shape.Scale(st.TimeScale)
 	for _, l := range tolerances([]read{x}, st, scale, nil) {
 		floor, judged := quietLateness[l.Src+"."+l.Stat]
 		if !judged {
 			continue
 		}
-		if l.Src == srcLink && x.expect != nil && strings.HasPrefix(x.metric, "latency_ms.") {
+		if l.Src == SrcLink && x.expect != nil && strings.HasPrefix(x.metric, "latency_ms.") {
 			// An expect check is judged on its margin on the run's own metrics, up to one
 			// RTT per trip: only that ceiling is known before the run.
-			l.D, l.By = scale.d(st.Network.RTT), x.by+": its margin, at most one RTT per trip"
+			l.D, l.By = scale.D(st.Network.RTT), x.by+": its margin, at most one RTT per trip"
 		}
 		l.D = time.Duration(float64(l.D) * factor)
 		if l.D >= floor {
@@ -92,7 +93,7 @@ func unjudgeableRead(x read, st scenario.Settings, factor float64, variant strin
 
 // unjudgeableMessage says which check, why it cannot be judged, and what would make it
 // judgeable.
-func unjudgeableMessage(x read, l limit, floor time.Duration, timeScale float64, variant string) string {
+func unjudgeableMessage(x read, l Limit, floor time.Duration, timeScale float64, variant string) string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 	where := ""
 	if variant != "default" {
@@ -116,11 +117,11 @@ func unjudgeableMessage(x read, l limit, floor time.Duration, timeScale float64,
 
 // judgeableStat is a latency statistic of the same kind as metric whose limit, at the
 // same tolerance, is at least its quiet lateness; "" when there is none.
-func judgeableStat(metric string, l limit) string {
-	if l.Src != srcLink || !strings.HasPrefix(metric, "latency_ms.") {
+func judgeableStat(metric string, l Limit) string {
+	if l.Src != SrcLink || !strings.HasPrefix(metric, "latency_ms.") {
 		return ""
 	}
-	if l.Stat == statMax && l.D >= quietLateness[srcLink+"."+statP99] {
+	if l.Stat == StatMax && l.D >= quietLateness[SrcLink+"."+StatP99] {
 		return "latency_ms.p99 (judged on the link's p99)"
 	}
 	return "latency_ms.p50 (judged on the link's p50)"

@@ -1,4 +1,4 @@
-package runner
+package admit
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
 )
 
-// budget shares the process's file descriptors among runs in parallel: a run holds as many
+// Budget shares the process's file descriptors among runs in parallel: a run holds as many
 // units as descriptors its connections can hold at once (see runHold), so two 5,000-connection bursts never overlap
 // while small runs still do.
-type budget struct {
+type Budget struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	free  int
@@ -23,15 +24,15 @@ type budget struct {
 	alone int // reruns waiting for the whole budget; nothing else starts meanwhile
 }
 
-func newBudget(total int) *budget {
-	b := &budget{free: total, total: total}
+func NewBudget(total int) *Budget {
+	b := &Budget{free: total, total: total}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
 // wakeWhenDone makes the waiters re-check once ctx ends, so a cancelled acquire returns;
 // the caller calls what it returns when it stops waiting.
-func (b *budget) wakeWhenDone(ctx context.Context) (stop func() bool) {
+func (b *Budget) wakeWhenDone(ctx context.Context) (stop func() bool) {
 	return context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.cond.Broadcast()
@@ -39,9 +40,9 @@ func (b *budget) wakeWhenDone(ctx context.Context) (stop func() bool) {
 	})
 }
 
-// acquire waits for n units (capped at the total, so a run larger than the budget runs
+// Acquire waits for n units (capped at the total, so a run larger than the budget runs
 // alone); it returns what it took, or 0 when ctx ended first.
-func (b *budget) acquire(ctx context.Context, n int) int {
+func (b *Budget) Acquire(ctx context.Context, n int) int {
 	n = min(max(n, 1), b.total)
 	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
@@ -56,10 +57,10 @@ func (b *budget) acquire(ctx context.Context, n int) int {
 	return n
 }
 
-// acquireAll waits until no run holds any unit and takes them all, so that a run is alone in
+// AcquireAll waits until no run holds any unit and takes them all, so that a run is alone in
 // the process; runs asking for less wait behind it. It returns what it took, or 0 when ctx
 // ended first.
-func (b *budget) acquireAll(ctx context.Context) int {
+func (b *Budget) AcquireAll(ctx context.Context) int {
 	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -75,18 +76,18 @@ func (b *budget) acquireAll(ctx context.Context) int {
 	return b.total
 }
 
-func (b *budget) release(n int) {
+func (b *Budget) Release(n int) {
 	b.mu.Lock()
 	b.free += n
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }
 
-// hold is what one run holds open at once in this process.
-type hold struct {
-	conns int    // client connections open at once, one being replaced included
-	fds   int    // descriptors those connections (and the hops behind them) take here
-	per   string // how fds was counted, for the message when it does not fit
+// Hold is what one run holds open at once in this process.
+type Hold struct {
+	Conns int    // client connections open at once, one being replaced included
+	FDs   int    // descriptors those connections (and the hops behind them) take here
+	Per   string // how fds was counted, for the message when it does not fit
 }
 
 // http2Streams is the stream limit assumed for an HTTP/2 server that does not set one: RFC
@@ -95,12 +96,12 @@ type hold struct {
 // connection's streams are all in use (StrictMaxConcurrentStreams is false by default).
 const http2Streams = 100
 
-// runHold counts the connections a run can hold at once and the descriptors they cost in
+// HoldOf counts the connections a run can hold at once and the descriptors they cost in
 // this process: 2 a connection with no link (client socket, server's accepted socket), 4
 // with the link's proxy (its two sockets), and behind a balancer its two sockets, plus 2
 // more when the backend hop has its own link (8 a connection with both links). A real
 // server or a real client program keeps its own sockets in its own process.
-func runHold(st scenario.Settings) hold {
+func HoldOf(st scenario.Settings) Hold {
 	l := st.Load
 	inFlight := l.Concurrency
 	if inFlight <= 0 {
@@ -111,7 +112,7 @@ func runHold(st scenario.Settings) hold {
 		inFlight = 1
 	}
 	conns := inFlight + 1 // and one being replaced
-	if speaksHTTP2(st) && st.Client.Implementation != "go-net-http" {
+	if shape.HTTP2(st) && st.Client.Implementation != "go-net-http" {
 		// Streams, not connections: a 10,000-request burst needs ceil(10000/streams) of them.
 		// go-net-http keeps Go's Transport as it is, which dials once per request waiting
 		// for the first connection (see engine/client's stdClient): counted as HTTP/1.1.
@@ -133,26 +134,26 @@ func runHold(st scenario.Settings) hold {
 	if st.Client.Exec == nil {
 		add(1, "client")
 	}
-	if !direct(st) {
+	if !shape.Direct(st) {
 		add(2, "link proxy ×2")
 	}
 	perBackend := 0
 	if st.Balancer != nil {
 		add(1, "balancer")
 		perBackend = 1 // the balancer's backend socket
-		if !directBackend(st) {
+		if !shape.DirectBackend(st) {
 			perBackend += 2
 		}
 	}
 	server := 0
-	if realKind(st.Server) == "" {
+	if !shape.Real(st.Server) {
 		server = 1
 	}
-	h := hold{conns: conns}
+	h := Hold{Conns: conns}
 	if st.Balancer == nil {
 		add(server, "server")
-		h.fds = conns * per
-		h.per = fmt.Sprintf("%d connections × %d (%s)", conns, per, strings.Join(parts, ", "))
+		h.FDs = conns * per
+		h.Per = fmt.Sprintf("%d connections × %d (%s)", conns, per, strings.Join(parts, ", "))
 		return h
 	}
 	backend := conns
@@ -160,49 +161,49 @@ func runHold(st scenario.Settings) hold {
 		backend = min(backend, m+1)
 	}
 	perBackend += server
-	h.fds = conns*per + backend*perBackend
-	h.per = fmt.Sprintf("%d connections × %d (%s) + %d backend connections × %d (balancer's socket%s%s)",
+	h.FDs = conns*per + backend*perBackend
+	h.Per = fmt.Sprintf("%d connections × %d (%s) + %d backend connections × %d (balancer's socket%s%s)",
 		conns, per, strings.Join(parts, ", "), backend, perBackend,
-		map[bool]string{true: ", backend link proxy ×2"}[!directBackend(st)],
+		map[bool]string{true: ", backend link proxy ×2"}[!shape.DirectBackend(st)],
 		map[bool]string{true: ", server"}[server == 1])
 	return h
 }
 
-// reserve is what a process keeps beside the runs' connections: logs, result files,
+// Reserve is what a process keeps beside the runs' connections: logs, result files,
 // listeners, the runtime's own descriptors.
-const reserve = 256
+const Reserve = 256
 
-// fileBudget raises the descriptor limit toward what the plan wants (the largest runs that
+// FileBudget raises the descriptor limit toward what the plan wants (the largest runs that
 // may overlap) and returns how many descriptors the runs may share. The descriptors already
 // open (inherited from the parent, or held by a program embedding kalab) count against the
 // limit, so a run is never started with fewer descriptors than it needs, which would surface
 // as request errors (resets, refused connects) indistinguishable from the races kalab
 // measures. A run that cannot fit is not started: tooBig says why, with the exact count, and
 // it ends as an engine error.
-func fileBudget(holds []hold, parallel int) (total int, tooBig func(h hold) string, err error) {
+func FileBudget(holds []Hold, parallel int) (total int, tooBig func(h Hold) string, err error) {
 	sorted := slices.Clone(holds)
-	slices.SortFunc(sorted, func(a, b hold) int { return b.fds - a.fds })
+	slices.SortFunc(sorted, func(a, b Hold) int { return b.FDs - a.FDs })
 	largest := sorted[0]
 	sum := 0 // the largest runs that could overlap
 	for _, h := range sorted[:min(parallel, len(sorted))] {
-		sum += h.fds
+		sum += h.FDs
 	}
-	open := openDescriptors()
-	if err := netsim.RaiseFileLimit(uint64(sum + reserve + open)); err != nil {
+	open := OpenDescriptors()
+	if err := netsim.RaiseFileLimit(uint64(sum + Reserve + open)); err != nil {
 		// As far as it goes: the largest run alone may still fit.
-		_ = netsim.RaiseFileLimit(uint64(largest.fds + reserve + open))
+		_ = netsim.RaiseFileLimit(uint64(largest.FDs + Reserve + open))
 	}
 	cur, err := netsim.FileLimit()
 	if err != nil {
 		return 0, nil, err
 	}
 	limit := int(min(cur, 1<<40))
-	free := max(limit-reserve-open, 0)
-	tooBig = func(h hold) string {
-		if h.fds <= free {
+	free := max(limit-Reserve-open, 0)
+	tooBig = func(h Hold) string {
+		if h.FDs <= free {
 			return ""
 		}
-		return "not started: " + (&DescriptorError{Need: h.fds + reserve + open, Run: h.fds, Detail: h.per, Limit: limit, Open: open}).Error()
+		return "not started: " + (&DescriptorError{Need: h.FDs + Reserve + open, Run: h.FDs, Detail: h.Per, Limit: limit, Open: open}).Error()
 	}
 	return max(free, 1), tooBig, nil
 }
@@ -219,12 +220,12 @@ type DescriptorError struct {
 func (e *DescriptorError) Error() string {
 	return fmt.Sprintf("needs %d file descriptors: %d for %s, %d reserved, %d already open; "+
 		"the limit is %d: raise it (ulimit -Hn, or LimitNOFILE= for a service) or simulate fewer connections",
-		e.Need, e.Run, e.Detail, reserve, e.Open, e.Limit)
+		e.Need, e.Run, e.Detail, Reserve, e.Open, e.Limit)
 }
 
-// openDescriptors counts the process's open file descriptors (/proc/self/fd on Linux,
+// OpenDescriptors counts the process's open file descriptors (/proc/self/fd on Linux,
 // /dev/fd elsewhere); 0 where neither can be read.
-func openDescriptors() int {
+func OpenDescriptors() int {
 	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
 		if ents, err := os.ReadDir(dir); err == nil {
 			return max(len(ents)-1, 0) // the directory's own descriptor while it is read
