@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/admit"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/admit"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )

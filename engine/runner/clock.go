@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/topology"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/rs/zerolog"
@@ -77,8 +79,8 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if opt.NewClient != nil {
 		off = append(off, "the caller's own Go client (go-func) dials real sockets")
 	}
-	if realKind(st.Server) != "" {
-		off = append(off, "server."+string(realKind(st.Server))+" is a real program or address")
+	if topology.RealKind(st.Server) != "" {
+		off = append(off, "server."+string(topology.RealKind(st.Server))+" is a real program or address")
 	}
 	if len(opt.middleboxes) > 0 {
 		off = append(off, "a test's own hop")
@@ -141,50 +143,26 @@ func bubbleContext(outer context.Context) (context.Context, func()) {
 	return ctx, func() { close(done); cancel(nil) }
 }
 
-// timerSleep waits on a Go timer until at, or returns false once done closes: the sleep
-// of the virtual clock, where a timer fires exactly on its instant.
-func timerSleep(at time.Time, done <-chan struct{}) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		select {
-		case <-done:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return false
-	}
-}
-
 // driveVirtual drives the run inside a bubble on the virtual clock: the same topology
 // and load as drive, over the bubble's in-memory network. A bubble the watchdog ended
 // leaves its goroutines behind; the run is then an engine error and its figures are not
 // read.
-func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, connOutcome, error) {
+func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, topology.Result, error) {
 	type result struct {
 		m   check.Metrics
-		co  connOutcome
+		co  topology.Result
 		err error
 	}
 	var res result
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval) // its sampler lives outside any bubble
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
-		o := opt
-		o.network = n
 		var out result
-		out.m, out.co, out.err = drive(bctx, w, sc, r, st, shape.Scale(1), o, nil, log, tm, probe)
+		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
 		res = out
 	})
 	probe.Stop()
 	if err != nil {
-		return check.Metrics{}, connOutcome{}, err
+		return check.Metrics{}, topology.Result{}, err
 	}
 	return res.m, res.co, res.err
 }

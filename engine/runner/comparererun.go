@@ -3,10 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/admit"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/admit"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 

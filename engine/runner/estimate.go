@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/topology"
+
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
@@ -155,7 +157,7 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 	if l.Burst > 0 && l.Burst < n {
 		size = l.Burst
 	}
-	pauses := load.Pauses(loadSpec(st, 1))
+	pauses := load.Pauses(topology.LoadSpec(st, 1))
 	conc := concurrencyOf(l, n)
 	pools, idle := pools(st), effectiveIdle(st)
 	for i, first := 0, 0; first < n; i, first = i+1, first+size {

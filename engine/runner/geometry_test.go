@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/topology"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -234,7 +236,7 @@ func TestFINTimingFollowsFromThePauses(t *testing.T) {
 	}
 	idle, rtt := time.Duration(st.Server.IdleTimeout), time.Duration(st.Network.RTT)
 	undelayed, past := 0, 0
-	for _, real := range load.Pauses(loadSpec(st, shape.Scale(st.TimeScale))) {
+	for _, real := range load.Pauses(topology.LoadSpec(st, shape.Scale(st.TimeScale))) {
 		p := time.Duration(float64(real) / st.TimeScale)
 		if p > idle-rtt-raceMargin && p < idle-rtt/2+raceMargin {
 			undelayed++

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"github.com/kalab-dev/kalab/engine/admit"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/admit"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 

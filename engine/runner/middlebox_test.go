@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/topology"
+
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -61,11 +63,11 @@ func (f *forwarder) pipe(dst, src net.Conn) {
 	src.Close()
 }
 
-func (f *forwarder) Identity() Identity {
-	return Identity{Kind: "test", Name: "forwarder", Verified: true}
+func (f *forwarder) Identity() topology.Identity {
+	return topology.Identity{Kind: "test", Name: "forwarder", Verified: true}
 }
 func (f *forwarder) Timing() map[string]*lag.Recorder { return nil }
-func (f *forwarder) Stats() Stats                     { return forwardStats{f.conns.Load(), f.bytes.Load()} }
+func (f *forwarder) Stats() topology.Stats            { return forwardStats{f.conns.Load(), f.bytes.Load()} }
 
 func (f *forwarder) Close() error {
 	if f.ln == nil {
@@ -94,7 +96,7 @@ load: {requests: 20, concurrency: 2}
 expect: ["errors == 0", "connections == 2"]
 `)
 	o := opts(t)
-	o.middleboxes = []func() Hop{func() Hop { return &forwarder{} }}
+	o.middleboxes = []func() topology.Hop{func() topology.Hop { return &forwarder{} }}
 	out, err := Execute(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +164,7 @@ expect: ["errors_by_class.timeout == 1", "middlebox_expired == 1", "middlebox_fl
 	var roles []string
 	for _, h := range r.Hops {
 		roles = append(roles, h.Role)
-		if h.Role == roleMiddlebox && (h.Name != "aws-network-firewall" || h.Stats["middlebox_dropped_bytes"] == 0) {
+		if h.Role == topology.RoleMiddlebox && (h.Name != "aws-network-firewall" || h.Stats["middlebox_dropped_bytes"] == 0) {
 			t.Errorf("middlebox hop %+v: want its preset's name and the hung request's bytes dropped", h)
 		}
 	}

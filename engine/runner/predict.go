@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/topology"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -42,7 +44,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		}
 	}
 	p.Replay = l.Replay
-	for _, real := range load.Pauses(loadSpec(st, shape.Scale(scale))) {
+	for _, real := range load.Pauses(topology.LoadSpec(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}
 	return p

@@ -8,11 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -102,43 +100,5 @@ func TestReuseInvariantsPerPreset(t *testing.T) {
 	}
 	if len(out.Runs) < 6*len(presets) || reused == 0 {
 		t.Fatalf("%d runs, %v reused requests: the invariants were not exercised", len(out.Runs), reused)
-	}
-}
-
-// Each invariant fires on the history that breaks it, and only then.
-func TestReuseBookViolations(t *testing.T) {
-	t.Parallel()
-	ev := func(seq int, conn uint64, reused bool, connect time.Duration) client.Event {
-		return client.Event{Seq: seq, ConnID: conn, Reused: reused, Connect: connect, Status: 200}
-	}
-	// Three requests on two connections: one reused, as the histories allow.
-	good := []client.Event{ev(0, 1, false, time.Millisecond), ev(1, 1, true, 0), ev(2, 2, false, time.Millisecond)}
-	server := []report.Conn{{Side: "server", ID: 7, ClientConn: 1, Requests: 2}, {Side: "server", ID: 8, ClientConn: 2, Requests: 1}}
-	facts := reuseFacts{requests: 3, reused: 1, connections: 2, serverConns: server, serverConnections: 2, proxyConnections: 2, perConn: true}
-	for _, tc := range []struct {
-		name   string
-		events []client.Event
-		edit   func(f *reuseFacts)
-		want   string
-	}{
-		{"consistent", good, func(*reuseFacts) {}, ""},
-		{"library flag", good, func(f *reuseFacts) { f.reused = 2 }, "allow at most 1"},
-		{"phase on reuse", []client.Event{ev(0, 1, false, 0), ev(1, 1, true, time.Millisecond), ev(2, 2, false, 0)}, func(*reuseFacts) {}, "connect or TLS phase"},
-		{"more than opened", good, func(f *reuseFacts) { f.connections = 1 }, "more than the 1 the client opened"},
-		{"server counted fewer", good, func(f *reuseFacts) {
-			f.serverConns = []report.Conn{{Side: "server", ID: 7, ClientConn: 1, Requests: 1}, server[1]}
-		}, "more requests at the client"},
-		{"link saw fewer", good, func(f *reuseFacts) { f.proxyConnections = 1 }, "the link in front of it 1"},
-	} {
-		b := newReuseBook()
-		for _, e := range tc.events {
-			b.add(e)
-		}
-		f := facts
-		tc.edit(&f)
-		got := strings.Join(b.violations(f), "; ")
-		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: violations %q, want one saying %q", tc.name, got, tc.want)
-		}
 	}
 }

@@ -2,31 +2,9 @@
 // fresh loopback ports, is driven by its load schedule, and ends as one result record with
 // its checks evaluated; compare checks run when a scenario's last run ends.
 //
-// # Topology and hops
-//
-// A run is a topology: a chain of hops built from its settings in one place
-// (buildTopology), the client first, then the path it dials:
-//
-//	client -> [link] -> [balancer -> [backend_link]] -> [middleboxes] -> server
-//
-// each link only when it has something to simulate. Every hop implements Hop: Start under
-// the run's context in front of the next hop's address, returning its own; Identity (kind,
-// name, program, version, verified); Timing (the lateness recorders its timers report to);
-// Stats (a typed struct, read once after the load); Close (stop and clean up what it
-// owns). Capabilities only some hops have are small extra interfaces (the client's drive,
-// the server's endpoint and connection records, a front hop's open count and accepted
-// ports). drive starts the topology from the server outwards, lets the client hop drive
-// the load, winds it down client first, and flattens each hop's Stats into the record's
-// metrics in one place (flatten); the record also lists every hop with its identity and
-// stats. A new hop (a middlebox, a second link) is a type implementing Hop placed in the
-// path: the runner's control flow does not change.
-//
-// Reuse is counted from each connection's own history (a request is reused when its
-// connection carried an earlier one), never from a client library's flag, and every run
-// checks it: reused requests are at most the requests less the connections that carried
-// them, a reused request has no connect or TLS phase, and no client connection carried
-// more answered requests than the server counted on it. A broken invariant ends the run as
-// an error.
+// The runner composes rooms of their own: the topology builds and drives one run
+// (engine/topology), the judge decides whether its timing holds (engine/judge), admission
+// and the descriptor budget say when it may start (engine/admit).
 package runner
 
 import (
@@ -36,11 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/admit"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/admit"
+	"github.com/kalab-dev/kalab/engine/topology"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -112,8 +92,14 @@ type Options struct {
 	// asks for the virtual one is refused.
 	Host *Host
 
-	middleboxes []func() Hop  // hops added between the link and the server (tests)
-	network     *vnet.Network // the run's in-memory network on the virtual clock; nil on the real clock
+	middleboxes []func() topology.Hop // hops added between the link and the server (tests)
+}
+
+// topology is what a run's topology takes of the options, over n on the virtual clock
+// (nil on the real one).
+func (o Options) topology(n *vnet.Network) topology.Options {
+	return topology.Options{KalabVersion: o.KalabVersion, AllowRemote: o.AllowRemote, SkipRequests: o.SkipRequests,
+		DeadlineScale: o.DeadlineScale, Observer: o.Observer, NewClient: o.NewClient, Middleboxes: o.middleboxes, Network: n}
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.

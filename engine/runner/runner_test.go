@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/admit"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/admit"
+
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
@@ -276,25 +276,6 @@ func TestFilter(t *testing.T) {
 	o.Filter = regexp.MustCompile(`nothing`)
 	if _, err := Execute(context.Background(), p, o); err != ErrNoRuns {
 		t.Errorf("err = %v; want ErrNoRuns", err)
-	}
-}
-
-// Every client preset, resolved by the loader and mapped by the runner, is a Config the
-// client accepts, over HTTP/1.1 and HTTP/2.
-func TestEveryClientPresetMapsToAValidConfig(t *testing.T) {
-	t.Parallel()
-	for _, name := range scenario.PresetNames(scenario.ClientPresets) {
-		for _, http := range []string{"1.1", "2"} {
-			p := plan(t, "name: x\nserver: {http: \""+http+"\"}\nclient: {preset: "+name+"}\n")
-			st := p.Scenarios[0].Runs[0].Settings
-			cfg := clientConfig(st, 1, "127.0.0.1:1", nil, "")
-			c, err := client.New(cfg)
-			if err != nil {
-				t.Errorf("%s over HTTP/%s: %v", name, http, err)
-				continue
-			}
-			c.Close()
-		}
 	}
 }
 

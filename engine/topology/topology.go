@@ -1,4 +1,4 @@
-package runner
+package topology
 
 import (
 	"errors"
@@ -22,12 +22,32 @@ const (
 	roleBackendLink = "backend_link"
 )
 
+// Options are what a run's topology takes from the invocation.
+type Options struct {
+	KalabVersion  string
+	AllowRemote   bool    // a server.url may name a host outside loopback
+	SkipRequests  bool    // write no per-request (and per-connection) files
+	DeadlineScale float64 // multiplies the run's deadline (tests use < 1); 0 means 1
+	Observer      Observer
+	// NewClient, when set, builds the run's client instead of the file's client section.
+	NewClient func(client.Config) (client.Client, error)
+	// Middleboxes are hops a test adds between the link and the server.
+	Middleboxes []func() Hop
+	// Network is the run's in-memory network on the virtual clock; nil on the real clock.
+	Network *vnet.Network
+}
+
+// Observer hears of each request as it ends (the CLI's progress bars).
+type Observer interface {
+	RequestDone(r *scenario.Run, ok bool)
+}
+
 // buildTopology translates a run's settings into its chain of hops: client, [middlebox,]
 // link (when it has something to simulate), [balancer, backend link,] the hops a test
 // adds, server.
 // Nothing starts here.
-func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
-	t := &topology{net: opt.network}
+func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
+	t := &topology{net: opt.Network}
 	var links *connLog
 	if st.Balancer == nil {
 		// The link's upstream side is the server's: its closes are the server's, and for a
@@ -62,7 +82,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 		t.path = append(t.path, front)
 	}
 	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion, t.net)...)
-	for _, mb := range opt.middleboxes {
+	for _, mb := range opt.Middleboxes {
 		t.path = append(t.path, mb())
 	}
 	t.path = append(t.path, t.server)
@@ -72,8 +92,8 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 
 // buildServer makes the server hop: the embedded one, or a real program (or URL) the link
 // puts in front of. It returns the server's request log for a real client program.
-func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, tm *judge.Timers, links *connLog) (*serverLog, error) {
-	if rc, ok := realServerConfig(st, scale, opt.AllowRemote); ok {
+func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, tm *judge.Timers, links *connLog) (*serverLog, error) {
+	if rc, ok := RealServerConfig(st, scale, opt.AllowRemote); ok {
 		if ex != nil || st.Balancer != nil {
 			// Check refuses these at load time; kept here so no path reaches a nil server.
 			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
@@ -116,7 +136,7 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 }
 
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
-func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *execRun, log zerolog.Logger, tm *judge.Timers, t *topology, srvLog *serverLog) clientHop {
+func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers, t *topology, srvLog *serverLog) clientHop {
 	if ex != nil {
 		return &programClient{x: ex, st: st, srvLog: srvLog, topo: t,
 			logFile: func() (f *os.File, rel string, err error) {

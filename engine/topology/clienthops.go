@@ -1,4 +1,4 @@
-package runner
+package topology
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func (g *goClient) Stats() Stats {
 }
 
 func (g *goClient) drive(ctx context.Context, rc *recorder) error {
-	spec := loadSpec(g.st, g.scale)
+	spec := LoadSpec(g.st, g.scale)
 	spec.Lag = g.schedule
 	spec.Sleep = g.topo.sleep()
 	cl := g.cl
@@ -141,7 +141,7 @@ func (c clientStats) Flatten(into map[string]float64) {
 // programClient is a real client program (client.exec) that keeps its own schedule.
 // Connection truth for a program kalab cannot trace comes from the server's log.
 type programClient struct {
-	x       *execRun
+	x       *Exec
 	st      scenario.Settings
 	srvLog  *serverLog
 	topo    *topology
@@ -162,12 +162,12 @@ func (p *programClient) Start(_ context.Context, next string) (string, error) {
 		p.warn(err)
 		return "", nil
 	}
-	p.file, p.x.cfg.Stderr, p.x.stderr = f, f, rel
+	p.file, p.x.Config.Stderr, p.x.stderr = f, f, rel
 	return "", nil
 }
 
 func (p *programClient) Identity() Identity {
-	return Identity{Kind: "exec", Name: p.x.id.Adapter, Program: p.x.id.Executable, Version: p.x.id.Version}
+	return Identity{Kind: "exec", Name: p.x.ID.Adapter, Program: p.x.ID.Executable, Version: p.x.ID.Version}
 }
 
 func (p *programClient) Timing() map[string]*lag.Recorder { return nil }
@@ -232,4 +232,4 @@ func silentResends(into map[string]float64) float64 {
 }
 
 // programRecord is the run record's view of the program.
-func (p *programClient) programRecord() *report.ClientRuntime { return p.x.runtimeRecord() }
+func (p *programClient) programRecord() *report.ClientRuntime { return p.x.RuntimeRecord() }

@@ -1,4 +1,4 @@
-package runner
+package topology
 
 import (
 	"crypto/tls"
@@ -199,7 +199,7 @@ func startBalancer(st scenario.Settings, sc shape.Scale, addr string, n *vnet.Ne
 	return balancer.Start(cfg)
 }
 
-func loadSpec(st scenario.Settings, sc shape.Scale) load.Spec {
+func LoadSpec(st scenario.Settings, sc shape.Scale) load.Spec {
 	l := st.Load
 	return load.Spec{
 		Requests:    l.Requests,
@@ -260,10 +260,10 @@ func deadline(st scenario.Settings, sc shape.Scale) time.Duration {
 	return d
 }
 
-// execConfig is the exec client's side of a run: the program and its plan. The URL and
+// ExecConfig is the exec client's side of a run: the program and its plan. The URL and
 // the CA are the topology's, filled in once it is up. Only the client fields the file
 // set reach the program (Exec.Fields); keepalive is always said.
-func execConfig(st scenario.Settings) execclient.Config {
+func ExecConfig(st scenario.Settings) execclient.Config {
 	c, l := st.Client, st.Load
 	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir, Env: st.Env}
 	if c.Exec.Adapter != "" {
@@ -280,7 +280,7 @@ func execConfig(st scenario.Settings) execclient.Config {
 	if l.Burst >= l.Requests {
 		plan.Burst = 0
 	}
-	plan.Pauses(load.Pauses(loadSpec(st, 1)))
+	plan.Pauses(load.Pauses(LoadSpec(st, 1)))
 	for _, f := range c.Exec.Fields {
 		if f == "method" || f == "path" || f == "headers" || execclient.Ignored[f] {
 			continue
@@ -293,8 +293,8 @@ func execConfig(st scenario.Settings) execclient.Config {
 	return cfg
 }
 
-// execIgnored says which fields written for kalab's own clients an exec run ignored.
-func execIgnored(st scenario.Settings) string {
+// ExecIgnored says which fields written for kalab's own clients an exec run ignored.
+func ExecIgnored(st scenario.Settings) string {
 	var names []string
 	for _, f := range st.Client.Exec.Fields {
 		if execclient.Ignored[f] {

@@ -1,4 +1,4 @@
-package runner
+package topology
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
-// execRun is what a run with a real client program carries through drive.
-type execRun struct {
-	cfg    execclient.Config
-	id     execclient.Identity
+// Exec is what a run with a real client program carries through drive.
+type Exec struct {
+	Config execclient.Config
+	ID     execclient.Identity
 	rep    execclient.Report
 	stderr string // where its standard error was kept, relative to the run directory
 }
 
-// runtimeRecord is the run record's view of the program.
-func (x *execRun) runtimeRecord() *report.ClientRuntime {
-	return &report.ClientRuntime{Adapter: x.id.Adapter, Command: x.id.Command, Executable: x.id.Executable, Version: x.id.Version, Stderr: x.stderr}
+// RuntimeRecord is the run record's view of the program.
+func (x *Exec) RuntimeRecord() *report.ClientRuntime {
+	return &report.ClientRuntime{Adapter: x.ID.Adapter, Command: x.ID.Command, Executable: x.ID.Executable, Version: x.ID.Version, Stderr: x.stderr}
 }
 
 // serverLog counts, at the server, each request by the index its client put in the
@@ -71,9 +71,9 @@ func (l *serverLog) hiddenResends(answered int) int {
 }
 
 // runExec runs the program through the plan, feeding each reported request to record.
-func runExec(ctx context.Context, x *execRun, url string, caPEM []byte, record func(client.Event)) error {
-	x.cfg.URL, x.cfg.CAPEM = url, caPEM
-	rep, err := execclient.Run(ctx, x.cfg, x.id, record)
+func runExec(ctx context.Context, x *Exec, url string, caPEM []byte, record func(client.Event)) error {
+	x.Config.URL, x.Config.CAPEM = url, caPEM
+	rep, err := execclient.Run(ctx, x.Config, x.ID, record)
 	x.rep = rep
 	if err != nil {
 		return fmt.Errorf("exec client: %w", err)
@@ -82,17 +82,17 @@ func runExec(ctx context.Context, x *execRun, url string, caPEM []byte, record f
 }
 
 // cpuPerRequest and peakRSS describe the program, not kalab, in an exec run.
-func (x *execRun) usage(requests int) (cpuUs float64, rssMB float64) {
+func (x *Exec) usage(requests int) (cpuUs float64, rssMB float64) {
 	if requests > 0 {
 		cpuUs = float64(x.rep.CPU/time.Microsecond) / float64(requests)
 	}
 	return cpuUs, float64(x.rep.MaxRSS) / (1 << 20)
 }
 
-// programLag records how late the program began its requests (execclient.Report.Late) as
+// ProgramLag records how late the program began its requests (execclient.Report.Late) as
 // the run's program timing source; execute calls it once the program has run, before the
 // run's timing is judged.
-func (x *execRun) programLag(tm *judge.Timers) {
+func (x *Exec) ProgramLag(tm *judge.Timers) {
 	for _, d := range x.rep.Late {
 		tm.Program.Add(d)
 	}

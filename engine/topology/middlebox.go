@@ -1,4 +1,4 @@
-package runner
+package topology
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
-// roleMiddlebox is the role of the box that forgets idle flows.
-const roleMiddlebox = "middlebox"
+// RoleMiddlebox is the role of the box that forgets idle flows.
+const RoleMiddlebox = "middlebox"
 
 // middleboxHop is a scenario's middlebox, the hop the client dials.
 type middleboxHop struct {
@@ -41,7 +41,7 @@ func middleboxConfig(m *scenario.Middlebox, scale shape.Scale) middlebox.Config 
 	return cfg
 }
 
-func (m *middleboxHop) Role() string { return roleMiddlebox }
+func (m *middleboxHop) Role() string { return RoleMiddlebox }
 
 func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
 	cfg := m.cfg
