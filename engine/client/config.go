@@ -173,6 +173,22 @@ func (c Config) normalizedRequest() (Config, error) {
 // normalizedPolicy fills and checks how connections are used: TLS version, hint parser,
 // scheduling, limits, what net/http and HTTP/2 cannot do, and the retry classes.
 func (c Config) normalizedPolicy() (Config, error) {
+	c, err := c.normalizedModes()
+	if err != nil {
+		return c, err
+	}
+	if err := c.checkNonNegative(); err != nil {
+		return c, err
+	}
+	if err := c.checkStdlibSupport(); err != nil {
+		return c, err
+	}
+	return c, c.checkRetryClasses()
+}
+
+// normalizedModes checks the TLS version and fills and checks the hint parser and the
+// scheduling.
+func (c Config) normalizedModes() (Config, error) {
 	switch c.TLSVersion {
 	case 0, tls.VersionTLS12, tls.VersionTLS13:
 	default:
@@ -196,29 +212,46 @@ func (c Config) normalizedPolicy() (Config, error) {
 	default:
 		return c, fmt.Errorf("scheduling %q: want %q, %q or %q", c.Scheduling, LIFO, FIFO, Creation)
 	}
+	return c, nil
+}
+
+// checkNonNegative rejects negative durations, connection limits and retry attempts.
+func (c Config) checkNonNegative() error {
 	if c.IdleTimeout < 0 || c.Timeout < 0 || c.HintMax < 0 || c.HintUnit < 0 {
-		return c, errors.New("idle timeout, timeout and hint max must not be negative")
+		return errors.New("idle timeout, timeout and hint max must not be negative")
 	}
 	if c.MaxConns < 0 || c.MaxIdle < 0 || c.Retry.Attempts < 0 {
-		return c, errors.New("max conns, max idle and retry attempts must not be negative")
+		return errors.New("max conns, max idle and retry attempts must not be negative")
 	}
-	if c.Implementation == ImplGoNetHTTP || c.HTTP2 {
-		// The standard library cannot do these; refusing beats silently measuring something else.
-		switch {
-		case c.HonorHint:
-			return c, errors.New("honor hint: net/http does not read the Keep-Alive hint (golang/go#15508), and HTTP/2 has none")
-		case c.LivenessCheck:
-			return c, errors.New("liveness check: not available with net/http")
-		case c.Scheduling != LIFO:
-			return c, fmt.Errorf("scheduling %s: net/http always reuses the most recently used idle connection", c.Scheduling)
-		}
+	return nil
+}
+
+// checkStdlibSupport rejects, for net/http and for HTTP/2, the settings the standard
+// library cannot honour; it expects the scheduling already filled in.
+func (c Config) checkStdlibSupport() error {
+	if c.Implementation != ImplGoNetHTTP && !c.HTTP2 {
+		return nil
 	}
+	// The standard library cannot do these; refusing beats silently measuring something else.
+	switch {
+	case c.HonorHint:
+		return errors.New("honor hint: net/http does not read the Keep-Alive hint (golang/go#15508), and HTTP/2 has none")
+	case c.LivenessCheck:
+		return errors.New("liveness check: not available with net/http")
+	case c.Scheduling != LIFO:
+		return fmt.Errorf("scheduling %s: net/http always reuses the most recently used idle connection", c.Scheduling)
+	}
+	return nil
+}
+
+// checkRetryClasses rejects a retry class that is not one of Classes.
+func (c Config) checkRetryClasses() error {
 	for _, cl := range c.Retry.On {
 		if !validClass(cl) {
-			return c, fmt.Errorf("retry on %q: unknown error class", cl)
+			return fmt.Errorf("retry on %q: unknown error class", cl)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func validClass(cl ErrorClass) bool {

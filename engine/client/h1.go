@@ -147,34 +147,42 @@ func readHeaders(br *bufio.Reader, cfg *Config, r *response, atLeast11 bool) (co
 			}
 			contentLength = n
 		case asciiEqualFold(name, "transfer-encoding"):
-			// Ignored in HTTP/1.0, which has no transfer codings, as net/http does
-			// (src/net/http/transfer.go, golang/go#12785); found by the differential
-			// fuzz against net/http.
+			// Ignored in HTTP/1.0, which has no transfer codings, as net/http does.
 			chunked = atLeast11 && containsFold(value, "chunked")
-		case asciiEqualFold(name, "connection"):
-			if containsFold(value, "close") {
-				r.keepAlive = false
-			} else if containsFold(value, "keep-alive") {
-				r.keepAlive = true
-			}
-		case asciiEqualFold(name, "kalab-conn"):
-			n, _ := parseUint(value)
-			r.server = uint64(n)
-		case asciiEqualFold(name, "keep-alive"):
-			if cfg.HonorHint {
-				r.hint, r.hasHint = parseHint(value, cfg.HintParser)
-			}
-		case asciiEqualFold(name, "kalab-backend-conn"):
-			if n, ok := parseUint(value); ok {
-				r.backendConn = uint64(n)
-			}
-		case asciiEqualFold(name, "kalab-backend-attempts"):
-			if n, ok := parseUint(value); ok && n < 1<<20 {
-				r.backendAttempts = int(n)
-			}
-		case asciiEqualFold(name, "kalab-backend-reused"):
-			r.backendReused = len(value) == 1 && value[0] == '1'
+		default:
+			recordHeader(cfg, r, name, value)
 		}
+	}
+}
+
+// recordHeader keeps in r what a header other than the body's framing says: Connection,
+// the Keep-Alive hint (only when cfg honours it), Kalab-Conn and the Kalab-Backend-*
+// headers. It ignores every other header and never fails.
+func recordHeader(cfg *Config, r *response, name, value []byte) {
+	switch {
+	case asciiEqualFold(name, "connection"):
+		if containsFold(value, "close") {
+			r.keepAlive = false
+		} else if containsFold(value, "keep-alive") {
+			r.keepAlive = true
+		}
+	case asciiEqualFold(name, "kalab-conn"):
+		n, _ := parseUint(value)
+		r.server = uint64(n)
+	case asciiEqualFold(name, "keep-alive"):
+		if cfg.HonorHint {
+			r.hint, r.hasHint = parseHint(value, cfg.HintParser)
+		}
+	case asciiEqualFold(name, "kalab-backend-conn"):
+		if n, ok := parseUint(value); ok {
+			r.backendConn = uint64(n)
+		}
+	case asciiEqualFold(name, "kalab-backend-attempts"):
+		if n, ok := parseUint(value); ok && n < 1<<20 {
+			r.backendAttempts = int(n)
+		}
+	case asciiEqualFold(name, "kalab-backend-reused"):
+		r.backendReused = len(value) == 1 && value[0] == '1'
 	}
 }
 

@@ -100,6 +100,21 @@ func notPredicted(names []string, why string, lateness time.Duration) Prediction
 
 // unpredictable says why the plan's counts depend on more than the plan, or "".
 func unpredictable(p Plan) string {
+	if why := unmodelled(p); why != "" {
+		return why
+	}
+	if noReuse, _ := neverReuses(p.Client, p.Server); noReuse && p.Balancer == nil {
+		return "" // a connection per request whatever the schedule
+	}
+	if why := timingDependent(p); why != "" {
+		return why
+	}
+	return orderDependent(p)
+}
+
+// unmodelled says why the plan names something the oracle does not model, or asks for no
+// requests at all, or "". It holds even for a client that never reuses a connection.
+func unmodelled(p Plan) string {
 	switch {
 	case p.Client.Real != "":
 		return fmt.Sprintf("a real client (%s): its own rules decide, the truth suite compares them with the model", p.Client.Real)
@@ -122,9 +137,12 @@ func unpredictable(p Plan) string {
 	case p.Requests < 1:
 		return "no requests"
 	}
-	if noReuse, _ := neverReuses(p.Client, p.Server); noReuse && p.Balancer == nil {
-		return "" // a connection per request whatever the schedule
-	}
+	return ""
+}
+
+// timingDependent says why, when connections are reused, the counts depend on timing the
+// plan does not fix (open-model arrivals, jitter, an idle timeout within a round trip), or "".
+func timingDependent(p Plan) string {
 	switch {
 	case p.OpenModel:
 		return "open-model arrivals: which requests overlap depends on response times, not only on the plan"
@@ -132,6 +150,14 @@ func unpredictable(p Plan) string {
 		return "jitter moves each delivery by a random amount the plan does not fix"
 	case p.Server.IdleTimeout > 0 && p.Server.IdleTimeout <= p.RTT:
 		return "the server's idle timeout is within one round trip: every request races it"
+	}
+	return ""
+}
+
+// orderDependent says why, when connections are reused, the counts depend on the order in
+// which requests arrive or complete (concurrency, a balancer's reuse or error handling), or "".
+func orderDependent(p Plan) string {
+	switch {
 	case p.Concurrency > 1 && p.Balancer != nil:
 		return "concurrency through a balancer: which backend connection a request gets depends on arrival order"
 	case p.Concurrency > 1 && (p.Burst == 0 || p.Burst > p.Concurrency):

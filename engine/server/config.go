@@ -129,6 +129,32 @@ const maxBodyBytes = 64 << 20
 
 // normalized returns cfg with defaults filled in, or an error naming the bad field.
 func (cfg Config) normalized() (Config, error) {
+	cfg, err := cfg.normalizedConn()
+	if err != nil {
+		return cfg, err
+	}
+	if err := cfg.checkHint(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.checkConnLimits(); err != nil {
+		return cfg, err
+	}
+	cfg, err = cfg.normalizedResponse()
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if err := checkLoopback(cfg.Listen); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// normalizedConn fills in and checks the TLS version, and checks the idle timeout, which
+// the IdleCloseDouble fault doubles.
+func (cfg Config) normalizedConn() (Config, error) {
 	if cfg.TLSVersion == 0 {
 		cfg.TLSVersion = tls.VersionTLS13
 	}
@@ -141,25 +167,41 @@ func (cfg Config) normalized() (Config, error) {
 	if fault.On(fault.IdleCloseDouble) {
 		cfg.IdleTimeout *= 2
 	}
+	return cfg, nil
+}
+
+// checkHint rejects an unknown hint mode and a bad value for the mode chosen.
+func (cfg Config) checkHint() error {
 	switch cfg.Hint {
 	case HintOff, HintOn:
 	case HintDuration:
 		if cfg.HintDuration < 0 {
-			return cfg, fmt.Errorf("hint duration %v: must not be negative", cfg.HintDuration)
+			return fmt.Errorf("hint duration %v: must not be negative", cfg.HintDuration)
 		}
 	case HintRaw:
 		if !validHeaderValue(cfg.HintRaw) {
-			return cfg, fmt.Errorf("raw hint %q: not a valid header value", cfg.HintRaw)
+			return fmt.Errorf("raw hint %q: not a valid header value", cfg.HintRaw)
 		}
 	default:
-		return cfg, fmt.Errorf("hint mode %d: unknown", int(cfg.Hint))
+		return fmt.Errorf("hint mode %d: unknown", int(cfg.Hint))
 	}
+	return nil
+}
+
+// checkConnLimits rejects a negative cap on requests per connection or close interval.
+func (cfg Config) checkConnLimits() error {
 	if cfg.MaxRequests < 0 {
-		return cfg, fmt.Errorf("max requests %d: must not be negative", cfg.MaxRequests)
+		return fmt.Errorf("max requests %d: must not be negative", cfg.MaxRequests)
 	}
 	if cfg.CloseEvery < 0 {
-		return cfg, fmt.Errorf("close every %d: must not be negative", cfg.CloseEvery)
+		return fmt.Errorf("close every %d: must not be negative", cfg.CloseEvery)
 	}
+	return nil
+}
+
+// normalizedResponse fills in and checks the status, then checks the HTTP/2 stream limit,
+// the body size (and that the status allows a body) and the delay.
+func (cfg Config) normalizedResponse() (Config, error) {
 	if cfg.Status == 0 {
 		cfg.Status = 200
 	}
@@ -177,12 +219,6 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	if cfg.Delay < 0 {
 		return cfg, fmt.Errorf("delay %v: must not be negative", cfg.Delay)
-	}
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
-	if err := checkLoopback(cfg.Listen); err != nil {
-		return cfg, err
 	}
 	return cfg, nil
 }
