@@ -585,7 +585,7 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 				l.add(p, sec.key+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(sec.reg), ", "))
 				return s, false
 			}
-			if err := preset.node.Decode(sec.dst); err != nil {
+			if err := preset.Decode(sec.dst); err != nil {
 				l.add(p, sec.key+".preset", "built-in preset %s: %v", p.Value, err)
 				return s, false
 			}
