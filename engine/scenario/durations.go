@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // MaxDuration is the longest duration a run can hold once its time scale is applied: what a
@@ -18,23 +18,6 @@ const MaxDuration = Duration(math.MaxInt64)
 // durationSyntax matches what time.ParseDuration reads; a string that matches it but does
 // not parse is too large.
 var durationSyntax = regexp.MustCompile(`^(([0-9]*(\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h))+$`)
-
-// nodeError is a decoding error at a YAML node; the loader reports it at the node's line
-// and column (yaml.v3 passes a custom unmarshaler's error through unchanged).
-type nodeError struct {
-	line, col int
-	err       error
-}
-
-func (e *nodeError) Error() string { return e.err.Error() }
-func (e *nodeError) Unwrap() error { return e.err }
-
-func atNode(n *yaml.Node, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &nodeError{line: n.Line, col: n.Column, err: err}
-}
 
 // durationAt is a duration of a run's settings and where it was written.
 type durationAt struct {
@@ -73,7 +56,7 @@ func durationFields(st Settings) []durationAt {
 			if name == "" || name == "-" {
 				continue
 			}
-			walk(v.Field(i), joinPath(path, name))
+			walk(v.Field(i), yamldoc.JoinPath(path, name))
 		}
 	}
 	walk(reflect.ValueOf(st), "")
@@ -110,7 +93,7 @@ func (p *Plan) CheckTimeScale(scale float64) error {
 		}
 	}
 	if len(diags) > 0 {
-		return diags.sorted()
+		return diags.Sorted()
 	}
 	return nil
 }

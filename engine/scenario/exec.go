@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // Exec names a real client program for client.exec: a bundled adapter (written as its
@@ -118,8 +119,8 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 		e.Dir = filepath.Dir(l.file)
 	}
 	// The fields written in the merged client section, retry's one level down.
-	_, cl := lookup(node, "client")
-	cl = resolve(cl)
+	_, cl := yamldoc.Lookup(node, "client")
+	cl = yamldoc.Resolve(cl)
 	type set struct {
 		path string
 		key  *yaml.Node
@@ -127,7 +128,7 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	var fields []set
 	if cl != nil && cl.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(cl.Content); i += 2 {
-			k, v := cl.Content[i], resolve(cl.Content[i+1])
+			k, v := cl.Content[i], yamldoc.Resolve(cl.Content[i+1])
 			if k.Value == "retry" && v != nil && v.Kind == yaml.MappingNode {
 				for j := 0; j+1 < len(v.Content); j += 2 {
 					fields = append(fields, set{"retry." + v.Content[j].Value, v.Content[j]})
@@ -180,8 +181,8 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 // checkEnv refuses env: entries kalab sets itself (the KALAB_* protocol variables) and a
 // name given twice; the schema has checked each entry's form.
 func (l *loader) checkEnv(node *yaml.Node, where string) {
-	_, list := lookup(node, "env")
-	list = resolve(list)
+	_, list := yamldoc.Lookup(node, "env")
+	list = yamldoc.Resolve(list)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return
 	}

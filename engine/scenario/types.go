@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // Settings is everything one run needs, in scenario time (before any time scale).
@@ -124,7 +125,7 @@ func (b *Bandwidth) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := ParseBandwidth(n.Value)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	*b = v
 	return nil
@@ -283,7 +284,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	*d = v
 	return nil
@@ -313,12 +314,12 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	lo, hi, found := strings.Cut(n.Value, "..")
 	min, err := ParseDuration(lo)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	max := min
 	if found {
 		if max, err = ParseDuration(hi); err != nil {
-			return atNode(n, err)
+			return yamldoc.At(n, err)
 		}
 	}
 	*r = Range{Min: min, Max: max}
@@ -388,7 +389,7 @@ func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
 	default:
 		d, err := ParseDuration(n.Value)
 		if err != nil {
-			return atNode(n, err)
+			return yamldoc.At(n, err)
 		}
 		*h = Hint{Mode: HintDuration, Duration: d}
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -99,7 +100,7 @@ func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
 
 // explain turns the schema failures at one location into messages a person can act on.
 func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.ValidationError) Diagnostics {
-	n, path := nodeAt(root, loc)
+	n, path := yamldoc.NodeAt(root, loc)
 	at := func(node *yaml.Node, p, msg string) Diagnostic {
 		d := Diagnostic{File: file, Path: p, Message: msg}
 		if node != nil {
@@ -118,18 +119,18 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 		switch k := e.ErrorKind.(type) {
 		case *kind.AdditionalProperties:
 			for _, name := range k.Properties {
-				key, _ := lookup(n, name)
+				key, _ := yamldoc.Lookup(n, name)
 				msg := fmt.Sprintf("unknown field %q", name)
 				if s := suggest.Closest(name, allowedKeys(e.SchemaURL)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %s?)", s)
 				}
-				diags = append(diags, at(key, joinPath(path, name), msg))
+				diags = append(diags, at(key, yamldoc.JoinPath(path, name), msg))
 			}
 		case *kind.Required:
 			diags = append(diags, at(n, path, "missing required field "+strings.Join(k.Missing, ", ")))
 		case *kind.PropertyNames:
-			key, _ := lookup(n, k.Property)
-			diags = append(diags, at(key, joinPath(path, k.Property), badKey(field, k.Property, e)))
+			key, _ := yamldoc.Lookup(n, k.Property)
+			diags = append(diags, at(key, yamldoc.JoinPath(path, k.Property), badKey(field, k.Property, e)))
 		default:
 			rest = append(rest, e)
 		}
@@ -137,7 +138,7 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 	if len(rest) == 0 {
 		return diags
 	}
-	value := describe(n)
+	value := yamldoc.Describe(n)
 	switch {
 	case field == "keepalive_hint":
 		return append(diags, at(n, path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")"))
@@ -380,7 +381,7 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 	var found []string
 	var search func(n *yaml.Node, path []string, name string)
 	search = func(n *yaml.Node, path []string, name string) {
-		n = resolve(n)
+		n = yamldoc.Resolve(n)
 		if n == nil {
 			return
 		}
@@ -391,7 +392,7 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 			}
 		case yaml.MappingNode:
 			if name == field {
-				if k, _ := lookup(n, key); k != nil {
+				if k, _ := yamldoc.Lookup(n, key); k != nil {
 					found = append(found, pointer(path))
 				}
 			}
