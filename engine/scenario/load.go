@@ -17,6 +17,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/replay"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/schemacheck"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 	"github.com/kalab-dev/kalab/engine/suggest"
 )
@@ -187,7 +188,7 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	diags = append(diags, c.Diags...)
 	// A non-finite number was passed to the schema as its text; the schema's "not a number"
 	// at the same place would say the same thing less clearly.
-	for _, d := range validateSchema(file, root, c.Value) {
+	for _, d := range schemacheck.Validate(file, root, c.Value) {
 		if !c.NonFinite(d.Line, d.Col) {
 			diags = append(diags, d)
 		}
@@ -434,14 +435,14 @@ func (l *loader) matrix() []matrixAxis {
 			continue
 		}
 		path := strings.Split(k.Value, ".")
-		fs := fieldSchema(k.Value)
-		if fs == nil {
+		exists, first := schemacheck.Field(k.Value)
+		if !exists {
 			l.add(k, "matrix", "%s is not a field a matrix can vary (use a path such as network.rtt or client.idle_timeout)", k.Value)
 			ok = false
 			continue
 		}
-		if _, isObject := fs["properties"]; isObject {
-			l.add(k, "matrix", "%s is a group of fields; a matrix varies one field, such as %s.%s", k.Value, k.Value, firstProperty(fs))
+		if first != "" {
+			l.add(k, "matrix", "%s is a group of fields; a matrix varies one field, such as %s.%s", k.Value, k.Value, first)
 			ok = false
 			continue
 		}
@@ -453,7 +454,7 @@ func (l *loader) matrix() []matrixAxis {
 			if c, vok := yamldoc.ToJSON(l.file, doc); !vok {
 				l.diags = append(l.diags, c.Diags...)
 				ok = false
-			} else if ds := validateSchema(l.file, doc, c.Value); len(ds) > 0 {
+			} else if ds := schemacheck.Validate(l.file, doc, c.Value); len(ds) > 0 {
 				for i := range ds {
 					ds[i].Path = "matrix." + ds[i].Path
 				}
@@ -475,19 +476,6 @@ func (l *loader) matrix() []matrixAxis {
 		}
 	}
 	return axes
-}
-
-func firstProperty(fs map[string]any) string {
-	props, _ := fs["properties"].(map[string]any)
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		return "field"
-	}
-	return keys[0]
 }
 
 // cartesian lists every combination of axis value indices, first axis slowest.
