@@ -11,9 +11,9 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
-// MaxDuration is the longest duration a run can hold once its time scale is applied: what a
+// maxDuration is the longest duration a run can hold once its time scale is applied: what a
 // time.Duration holds (about 292 years).
-const MaxDuration = Duration(math.MaxInt64)
+const maxDuration = Duration(math.MaxInt64)
 
 // durationSyntax matches what time.ParseDuration reads; a string that matches it but does
 // not parse is too large.
@@ -67,7 +67,7 @@ func durationFields(st Settings) []durationAt {
 func scaleProblems(durs []durationAt, scale float64) []durationAt {
 	var bad []durationAt
 	for _, d := range durs {
-		if float64(d.d)*scale >= float64(MaxDuration) {
+		if float64(d.d)*scale >= float64(maxDuration) {
 			bad = append(bad, d)
 		}
 	}
@@ -76,7 +76,7 @@ func scaleProblems(durs []durationAt, scale float64) []durationAt {
 
 func scaleMessage(d durationAt, scale float64, where string) string {
 	return fmt.Sprintf("%s times the time scale %g is longer than a run can measure (at most %v, about 292 years)%s",
-		d.d, scale, time.Duration(MaxDuration).Truncate(time.Hour), where)
+		d.d, scale, time.Duration(maxDuration).Truncate(time.Hour), where)
 }
 
 // CheckTimeScale checks the plan's durations under a time scale that overrides each file's

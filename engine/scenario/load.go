@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 	"github.com/kalab-dev/kalab/engine/replay"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/schemacheck"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
@@ -289,7 +290,7 @@ func (l *loader) baseline(root *yaml.Node) map[string]Tolerance {
 		if v.Kind != yaml.ScalarNode || !toleranceShape(v) {
 			continue // the schema has reported it
 		}
-		t, err := ParseTolerance(v.Value)
+		t, err := tolerance.Parse(v.Value)
 		if err != nil {
 			l.add(v, "baseline."+k.Value, "%v", err)
 			continue

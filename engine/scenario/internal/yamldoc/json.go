@@ -93,7 +93,7 @@ func (c *checker) toJSON(n *yaml.Node, path string, depth int) (any, bool) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := Resolve(n.Content[i]), n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				c.add(k, path, "a key must be a plain name, not a %s", KindName(k))
+				c.add(k, path, "a key must be a plain name, not a %s", kindName(k))
 				return nil, false
 			}
 			if k.Tag == "!!merge" {

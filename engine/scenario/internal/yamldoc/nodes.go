@@ -39,8 +39,8 @@ func Lookup(m *yaml.Node, key string) (k, v *yaml.Node) {
 	return nil, nil
 }
 
-// KindName names a node's kind as messages speak of it.
-func KindName(n *yaml.Node) string {
+// kindName names a node's kind as messages speak of it.
+func kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "mapping"
@@ -144,7 +144,7 @@ func Describe(n *yaml.Node) string {
 		return "nothing"
 	}
 	if n.Kind != yaml.ScalarNode {
-		return "a " + KindName(n)
+		return "a " + kindName(n)
 	}
 	if n.ShortTag() == "!!str" {
 		return strconv.Quote(n.Value)

@@ -43,7 +43,7 @@ func Read(file string, data []byte) (*yaml.Node, Diagnostics) {
 	}
 	root := Resolve(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return nil, Diagnostics{{File: file, Line: root.Line, Col: root.Column, Message: fmt.Sprintf("the top level must be a mapping of fields (name: ..., client: ...), found a %s", KindName(root))}}
+		return nil, Diagnostics{{File: file, Line: root.Line, Col: root.Column, Message: fmt.Sprintf("the top level must be a mapping of fields (name: ..., client: ...), found a %s", kindName(root))}}
 	}
 	return root, nil
 }
