@@ -571,11 +571,26 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		}
 		return n
 	}
-	ld := r.Settings.Load
 	where := ""
 	if r.Variant != "default" {
 		where = fmt.Sprintf(" (in variant %s)", r.Variant)
 	}
+	l.checkSchedule(r, at, where)
+	l.checkDurations(r, at, where)
+	l.checkBalancer(r, at, where)
+	l.checkEnv(node, where)
+	l.checkReplay(r, node, at, where)
+	if r.Settings.Client.Exec != nil {
+		l.checkExec(r, node, at, where)
+		return // implementation is ignored for an exec run
+	}
+	l.checkImplementation(r.Settings.Client, at, where)
+}
+
+// checkSchedule checks the load's fields against each other, and a response body against
+// its status.
+func (l *loader) checkSchedule(r *Run, at func(string) *yaml.Node, where string) {
+	ld := r.Settings.Load
 	if ld.Pause.Min > ld.Pause.Max {
 		l.add(at("load.pause"), "load.pause", "the range starts above its end: %s > %s%s", ld.Pause.Min, ld.Pause.Max, where)
 	}
@@ -591,8 +606,12 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	if resp := r.Settings.Server.Response; resp.BodyBytes > 0 && (resp.Status == 204 || resp.Status == 304) {
 		l.add(at("server.response.body_bytes"), "server.response.body_bytes", "a %d response has no body; set body_bytes: 0%s", resp.Status, where)
 	}
-	// Every duration, once the variant and matrix are merged and the time scale applied,
-	// must fit a time.Duration: otherwise it wraps negative at run time.
+}
+
+// checkDurations records where each duration of the run was set and checks that every one,
+// once the variant and matrix are merged and the time scale applied, fits a time.Duration:
+// otherwise it wraps negative at run time.
+func (l *loader) checkDurations(r *Run, at func(string) *yaml.Node, where string) {
 	r.durations = durationFields(r.Settings)
 	for i := range r.durations {
 		n := at(r.durations[i].path)
@@ -603,27 +622,29 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 			l.add(at(d.path), d.path, "%s", scaleMessage(d, scale, where))
 		}
 	}
-	if r.Settings.Balancer != nil {
-		// The balancer is plain HTTP/1.1 on both sides; refusing beats measuring something else.
-		if r.Settings.Server.TLS {
-			l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
-		}
-		if r.Settings.Server.HTTP == "2" {
-			l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
-		}
-		if r.Settings.Client.Exec != nil {
-			// A real client's connection truth comes from the server's stamps, which behind
-			// a balancer name the backend connections, not the client's.
-			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
-		}
+}
+
+// checkBalancer refuses what the balancer cannot carry: it is plain HTTP/1.1 on both sides,
+// and refusing beats measuring something else.
+func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string) {
+	if r.Settings.Balancer == nil {
+		return
 	}
-	l.checkEnv(node, where)
-	l.checkReplay(r, node, at, where)
-	c := r.Settings.Client
-	if c.Exec != nil {
-		l.checkExec(r, node, at, where)
-		return // implementation is ignored for an exec run
+	if r.Settings.Server.TLS {
+		l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
 	}
+	if r.Settings.Server.HTTP == "2" {
+		l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
+	}
+	if r.Settings.Client.Exec != nil {
+		// A real client's connection truth comes from the server's stamps, which behind
+		// a balancer name the backend connections, not the client's.
+		l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
+	}
+}
+
+// checkImplementation refuses the model client's fields its implementation cannot honour.
+func (l *loader) checkImplementation(c Client, at func(string) *yaml.Node, where string) {
 	if c.Implementation == "go-net-http" {
 		switch {
 		case c.HonorHint:
