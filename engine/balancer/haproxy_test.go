@@ -70,7 +70,7 @@ func freeAddr(t *testing.T) string {
 // connection, and when a reused server connection dies under a later request HAProxy
 // closes the client connection without a response (HAProxy 2.6.12 measured; a first
 // request whose fresh server connection dies gets a 502). Any other outcome fails: the
-// preset allows no other (its rates are in its Source, engine/scenario/presets.go).
+// preset allows no other (its rates are in its Source, engine/scenario/presets/presets.go).
 func TestHAProxyPolicyMatchesRealHAProxy(t *testing.T) {
 	t.Parallel()
 	bin := findProgram(t, "haproxy", "haproxy")

@@ -8,33 +8,16 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
-// MaxDuration is the longest duration a run can hold once its time scale is applied: what a
+// maxDuration is the longest duration a run can hold once its time scale is applied: what a
 // time.Duration holds (about 292 years).
-const MaxDuration = Duration(math.MaxInt64)
+const maxDuration = Duration(math.MaxInt64)
 
 // durationSyntax matches what time.ParseDuration reads; a string that matches it but does
 // not parse is too large.
 var durationSyntax = regexp.MustCompile(`^(([0-9]*(\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h))+$`)
-
-// nodeError is a decoding error at a YAML node; the loader reports it at the node's line
-// and column (yaml.v3 passes a custom unmarshaler's error through unchanged).
-type nodeError struct {
-	line, col int
-	err       error
-}
-
-func (e *nodeError) Error() string { return e.err.Error() }
-func (e *nodeError) Unwrap() error { return e.err }
-
-func atNode(n *yaml.Node, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &nodeError{line: n.Line, col: n.Column, err: err}
-}
 
 // durationAt is a duration of a run's settings and where it was written.
 type durationAt struct {
@@ -73,7 +56,7 @@ func durationFields(st Settings) []durationAt {
 			if name == "" || name == "-" {
 				continue
 			}
-			walk(v.Field(i), joinPath(path, name))
+			walk(v.Field(i), yamldoc.JoinPath(path, name))
 		}
 	}
 	walk(reflect.ValueOf(st), "")
@@ -84,7 +67,7 @@ func durationFields(st Settings) []durationAt {
 func scaleProblems(durs []durationAt, scale float64) []durationAt {
 	var bad []durationAt
 	for _, d := range durs {
-		if float64(d.d)*scale >= float64(MaxDuration) {
+		if float64(d.d)*scale >= float64(maxDuration) {
 			bad = append(bad, d)
 		}
 	}
@@ -93,7 +76,7 @@ func scaleProblems(durs []durationAt, scale float64) []durationAt {
 
 func scaleMessage(d durationAt, scale float64, where string) string {
 	return fmt.Sprintf("%s times the time scale %g is longer than a run can measure (at most %v, about 292 years)%s",
-		d.d, scale, time.Duration(MaxDuration).Truncate(time.Hour), where)
+		d.d, scale, time.Duration(maxDuration).Truncate(time.Hour), where)
 }
 
 // CheckTimeScale checks the plan's durations under a time scale that overrides each file's
@@ -110,7 +93,7 @@ func (p *Plan) CheckTimeScale(scale float64) error {
 		}
 	}
 	if len(diags) > 0 {
-		return diags.sorted()
+		return diags.Sorted()
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // Exec names a real client program for client.exec: a bundled adapter (written as its
@@ -43,8 +44,9 @@ func (e *Exec) UnmarshalYAML(n *yaml.Node) error {
 // Fixed values are written in) and as the exec plan carries it (durations in ms under
 // <name>_ms). ok is false for a field that has no single value (headers, exec).
 func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) {
-	dur := func(name string, d Duration) (string, string, any, bool) {
-		return name + "_ms", d.String(), float64(d) / 1e6, true
+	durations := map[string]Duration{"idle_timeout": c.IdleTimeout, "hint_buffer": c.HintBuffer, "hint_max": c.HintMax, "timeout": c.Timeout}
+	if d, isDur := durations[path]; isDur {
+		return path + "_ms", d.String(), float64(d) / 1e6, true
 	}
 	b := func(v bool) (string, string, any, bool) { return path, strconv.FormatBool(v), v, true }
 	i := func(v int) (string, string, any, bool) { return path, strconv.Itoa(v), v, true }
@@ -52,16 +54,10 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 	switch path {
 	case "keepalive":
 		return b(c.KeepAlive)
-	case "idle_timeout":
-		return dur(path, c.IdleTimeout)
 	case "honor_hint":
 		return b(c.HonorHint)
 	case "hint_parser":
 		return s(c.HintParser)
-	case "hint_buffer":
-		return dur(path, c.HintBuffer)
-	case "hint_max":
-		return dur(path, c.HintMax)
 	case "max_conns":
 		return i(c.MaxConns)
 	case "max_idle":
@@ -74,32 +70,42 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return b(c.LivenessCheck)
 	case "session_resumption":
 		return b(c.SessionResumption)
-	case "timeout":
-		return dur(path, c.Timeout)
 	case "http2":
 		return s(c.HTTP2)
 	case "keepalive_header":
 		return b(c.KeepAliveHeader)
 	case "liveness_eof_only":
 		return b(c.LivenessEOFOnly)
-	case "retry.hidden":
-		return b(c.Retry.Hidden)
 	case "method":
 		return s(c.Method)
 	case "path":
 		return s(c.Path)
 	case "body_bytes":
 		return i(c.BodyBytes)
-	case "retry.attempts":
-		return i(c.Retry.Attempts)
-	case "retry.idempotent_only":
-		return b(c.Retry.IdempotentOnly)
-	case "retry.reused_only":
-		return b(c.Retry.ReusedOnly)
-	case "retry.zero_bytes_only":
-		return b(c.Retry.ZeroBytesOnly)
-	case "retry.on":
-		return path, strings.Join(c.Retry.On, ","), c.Retry.On, true
+	}
+	if field, ok := strings.CutPrefix(path, "retry."); ok {
+		return c.Retry.field(path, field)
+	}
+	return "", "", nil, false
+}
+
+// field is ClientField for a field of client.retry: path is its dotted path, name its
+// name within retry.
+func (r Retry) field(path, name string) (key, canon string, plan any, ok bool) {
+	b := func(v bool) (string, string, any, bool) { return path, strconv.FormatBool(v), v, true }
+	switch name {
+	case "hidden":
+		return b(r.Hidden)
+	case "attempts":
+		return path, strconv.Itoa(r.Attempts), r.Attempts, true
+	case "idempotent_only":
+		return b(r.IdempotentOnly)
+	case "reused_only":
+		return b(r.ReusedOnly)
+	case "zero_bytes_only":
+		return b(r.ZeroBytesOnly)
+	case "on":
+		return path, strings.Join(r.On, ","), r.On, true
 	}
 	return "", "", nil, false
 }
@@ -117,26 +123,7 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	} else {
 		e.Dir = filepath.Dir(l.file)
 	}
-	// The fields written in the merged client section, retry's one level down.
-	_, cl := lookup(node, "client")
-	cl = resolve(cl)
-	type set struct {
-		path string
-		key  *yaml.Node
-	}
-	var fields []set
-	if cl != nil && cl.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(cl.Content); i += 2 {
-			k, v := cl.Content[i], resolve(cl.Content[i+1])
-			if k.Value == "retry" && v != nil && v.Kind == yaml.MappingNode {
-				for j := 0; j+1 < len(v.Content); j += 2 {
-					fields = append(fields, set{"retry." + v.Content[j].Value, v.Content[j]})
-				}
-				continue
-			}
-			fields = append(fields, set{k.Value, k})
-		}
-	}
+	fields := clientFieldsSet(node)
 	e.Fields = e.Fields[:0]
 	for _, f := range fields {
 		if f.path != "exec" {
@@ -177,11 +164,39 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	}
 }
 
+// fieldSet is a client field the file wrote, by dotted path, and its key.
+type fieldSet struct {
+	path string
+	key  *yaml.Node
+}
+
+// clientFieldsSet lists the fields written in the merged client section, retry's one level
+// down.
+func clientFieldsSet(node *yaml.Node) []fieldSet {
+	_, cl := yamldoc.Lookup(node, "client")
+	cl = yamldoc.Resolve(cl)
+	if cl == nil || cl.Kind != yaml.MappingNode {
+		return nil
+	}
+	var fields []fieldSet
+	for i := 0; i+1 < len(cl.Content); i += 2 {
+		k, v := cl.Content[i], yamldoc.Resolve(cl.Content[i+1])
+		if k.Value == "retry" && v != nil && v.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				fields = append(fields, fieldSet{"retry." + v.Content[j].Value, v.Content[j]})
+			}
+			continue
+		}
+		fields = append(fields, fieldSet{k.Value, k})
+	}
+	return fields
+}
+
 // checkEnv refuses env: entries kalab sets itself (the KALAB_* protocol variables) and a
 // name given twice; the schema has checked each entry's form.
 func (l *loader) checkEnv(node *yaml.Node, where string) {
-	_, list := lookup(node, "env")
-	list = resolve(list)
+	_, list := yamldoc.Lookup(node, "env")
+	list = yamldoc.Resolve(list)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return
 	}

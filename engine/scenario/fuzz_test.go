@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("run %s loaded a non-finite number: %+v", r.Variant, st)
 			}
 			for _, d := range durationFields(st) {
-				if d.d < 0 || float64(d.d)*st.TimeScale >= float64(MaxDuration) {
+				if d.d < 0 || float64(d.d)*st.TimeScale >= float64(maxDuration) {
 					t.Fatalf("run %s: %s = %v overflows at time scale %g", r.Variant, d.path, d.d, st.TimeScale)
 				}
 			}

@@ -4,25 +4,30 @@
 package scenario
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 	"github.com/kalab-dev/kalab/engine/replay"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/schemacheck"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 	"github.com/kalab-dev/kalab/engine/suggest"
 )
+
+// Diagnostic is one problem found in a scenario file, with its position.
+type Diagnostic = yamldoc.Diagnostic
+
+// Diagnostics is every problem found while loading; it is the error LoadFiles and Parse return.
+type Diagnostics = yamldoc.Diagnostics
 
 // MaxFileSize bounds a scenario file; real ones are a few kilobytes.
 const MaxFileSize = 1 << 20
@@ -73,14 +78,14 @@ func (r *Run) Position(path string) (line, col int, ok bool) {
 	n := r.node
 	var key *yaml.Node
 	for _, part := range strings.Split(path, ".") {
-		key, n = lookup(n, part)
+		key, n = yamldoc.Lookup(n, part)
 		if n == nil {
 			return 0, 0, false
 		}
 	}
 	// A variant's value replaces the file's under the file's key, so a scalar's own
 	// position is where it was set.
-	if n = resolve(n); n != nil && n.Kind == yaml.ScalarNode && n.Line > 0 {
+	if n = yamldoc.Resolve(n); n != nil && n.Kind == yaml.ScalarNode && n.Line > 0 {
 		return n.Line, n.Column, true
 	}
 	if key != nil && key.Line > 0 {
@@ -126,7 +131,7 @@ func LoadFiles(files []string) (*Plan, error) {
 		}
 	}
 	if len(diags) > 0 {
-		return nil, diags.sorted()
+		return nil, diags.Sorted()
 	}
 	return plan, nil
 }
@@ -173,44 +178,19 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 			s, diags = nil, Diagnostics{{File: file, Message: fmt.Sprintf("internal error while loading (please report): %v", r)}}
 		}
 	}()
-	if !utf8.Valid(data) {
-		line, col := invalidUTF8(data)
-		return nil, Diagnostics{{File: file, Line: line, Col: col, Message: "the file is not valid UTF-8"}}
+	root, ds := yamldoc.Read(file, data)
+	if ds != nil {
+		return nil, ds
 	}
-	if line, col, ok := controlChar(data); ok {
-		return nil, Diagnostics{{File: file, Line: line, Col: col, Message: "control characters are not allowed (only tab, newline and carriage return)"}}
-	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, Diagnostics{{File: file, Line: 1, Col: 1, Message: "the file is empty: a scenario needs at least a name"}}
-		}
-		return nil, Diagnostics{yamlError(file, data, err)}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, Diagnostics{{File: file, Line: extra.Line, Col: extra.Column, Message: "a scenario file holds one YAML document; found a second after ---"}}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, Diagnostics{yamlError(file, data, err)}
-	}
-	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null") {
-		return nil, Diagnostics{{File: file, Line: 1, Col: 1, Message: "the file has no content: a scenario needs at least a name"}}
-	}
-	root := resolve(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
-		return nil, Diagnostics{{File: file, Line: root.Line, Col: root.Column, Message: fmt.Sprintf("the top level must be a mapping of fields (name: ..., client: ...), found a %s", kindName(root))}}
-	}
-	c := &checker{file: file}
-	value, ok := c.toJSON(root, "", 0)
+	c, ok := yamldoc.ToJSON(file, root)
 	if !ok {
-		return nil, c.diags
+		return nil, c.Diags
 	}
-	diags = append(diags, c.diags...)
+	diags = append(diags, c.Diags...)
 	// A non-finite number was passed to the schema as its text; the schema's "not a number"
 	// at the same place would say the same thing less clearly.
-	for _, d := range validateSchema(file, root, value) {
-		if !slices.Contains(c.nonFinite, [2]int{d.Line, d.Col}) {
+	for _, d := range schemacheck.Validate(file, root, c.Value) {
+		if !c.NonFinite(d.Line, d.Col) {
 			diags = append(diags, d)
 		}
 	}
@@ -218,10 +198,10 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	l := &loader{file: file, root: root}
 	sc := &Scenario{File: file}
 	s = &parsed{Scenario: sc}
-	if k, v := lookup(root, "name"); v != nil && v.Kind == yaml.ScalarNode {
+	if k, v := yamldoc.Lookup(root, "name"); v != nil && v.Kind == yaml.ScalarNode {
 		sc.Name, s.nameLine, s.nameCol = v.Value, k.Line, k.Column
 	}
-	if _, v := lookup(root, "description"); v != nil {
+	if _, v := yamldoc.Lookup(root, "description"); v != nil {
 		sc.Description = v.Value
 	}
 	expect := l.assertions(root, "expect", check.Expect)
@@ -232,7 +212,7 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	sc.Runs = l.expand(sc.Name, expect, len(diags) == 0)
 	l.checkCompare(sc)
 	for _, d := range l.diags {
-		if !slices.Contains(c.nonFinite, [2]int{d.Line, d.Col}) {
+		if !c.NonFinite(d.Line, d.Col) {
 			diags = append(diags, d)
 		}
 	}
@@ -257,14 +237,14 @@ func (l *loader) add(n *yaml.Node, path, format string, args ...any) {
 
 // assertions compiles the expressions of list key under parent.
 func (l *loader) assertions(parent *yaml.Node, key string, kind check.Kind) []Assertion {
-	_, list := lookup(parent, key)
-	list = resolve(list)
+	_, list := yamldoc.Lookup(parent, key)
+	list = yamldoc.Resolve(list)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil
 	}
 	var out []Assertion
 	for _, item := range list.Content {
-		item = resolve(item)
+		item = yamldoc.Resolve(item)
 		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
 			continue // the schema has reported it
 		}
@@ -273,7 +253,7 @@ func (l *loader) assertions(parent *yaml.Node, key string, kind check.Kind) []As
 			var ce *check.Error
 			line, col := item.Line, item.Column
 			if errors.As(err, &ce) {
-				line, col = exprPos(item, ce.Offset)
+				line, col = yamldoc.ScalarPos(item, ce.Offset)
 			}
 			l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Path: key, Message: err.Error()})
 			continue
@@ -283,33 +263,17 @@ func (l *loader) assertions(parent *yaml.Node, key string, kind check.Kind) []As
 	return out
 }
 
-// exprPos maps a byte offset in an expression to a file position. Exact for single-line
-// scalars (plain or quoted); multi-line scalars point at the scalar.
-func exprPos(item *yaml.Node, offset int) (int, int) {
-	switch item.Style {
-	case 0:
-		if !strings.Contains(item.Value, "\n") {
-			return item.Line, item.Column + utf8.RuneCountInString(item.Value[:offset])
-		}
-	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
-		if !strings.Contains(item.Value, "\n") && !strings.ContainsAny(item.Value, `'"\`) {
-			return item.Line, item.Column + 1 + utf8.RuneCountInString(item.Value[:offset])
-		}
-	}
-	return item.Line, item.Column
-}
-
 // baseline reads the baseline tolerance overrides; keys must be metric names, so a typo is a
 // load error instead of a tolerance that silently never applies.
 func (l *loader) baseline(root *yaml.Node) map[string]Tolerance {
-	_, m := lookup(root, "baseline")
-	m = resolve(m)
+	_, m := yamldoc.Lookup(root, "baseline")
+	m = yamldoc.Resolve(m)
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil // absent, or the schema has reported the shape
 	}
 	out := map[string]Tolerance{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := resolve(m.Content[i]), resolve(m.Content[i+1])
+		k, v := yamldoc.Resolve(m.Content[i]), yamldoc.Resolve(m.Content[i+1])
 		if k == nil || v == nil || k.Kind != yaml.ScalarNode {
 			continue
 		}
@@ -326,7 +290,7 @@ func (l *loader) baseline(root *yaml.Node) map[string]Tolerance {
 		if v.Kind != yaml.ScalarNode || !toleranceShape(v) {
 			continue // the schema has reported it
 		}
-		t, err := ParseTolerance(v.Value)
+		t, err := tolerance.Parse(v.Value)
 		if err != nil {
 			l.add(v, "baseline."+k.Value, "%v", err)
 			continue
@@ -358,7 +322,7 @@ var settingsKeys = []string{"time_scale", "clock", "network", "server", "client"
 func settingsNode(m *yaml.Node) *yaml.Node {
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for _, key := range settingsKeys {
-		if k, v := lookup(m, key); v != nil {
+		if k, v := yamldoc.Lookup(m, key); v != nil {
 			out.Content = append(out.Content, k, v)
 		}
 	}
@@ -385,9 +349,9 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 		expect []Assertion
 	}
 	var variants []variant
-	if _, list := lookup(l.root, "variants"); list != nil {
-		for _, v := range resolve(list).Content {
-			k, n := lookup(v, "name")
+	if _, list := yamldoc.Lookup(l.root, "variants"); list != nil {
+		for _, v := range yamldoc.Resolve(list).Content {
+			k, n := yamldoc.Lookup(v, "name")
 			if n == nil {
 				continue
 			}
@@ -402,12 +366,12 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 	seen := map[string]*yaml.Node{}
 	for _, v := range variants {
 		for _, cell := range cells {
-			node := merged(base, v.node)
+			node := yamldoc.Merged(base, v.node)
 			var parts []string
 			values := map[string]string{}
 			for i, ax := range axes {
 				val := ax.values[cell[i]]
-				node = setPath(node, ax.path, val)
+				node = yamldoc.SetPath(node, ax.path, val)
 				parts = append(parts, ax.label+"="+valueLabel(val))
 				values[strings.Join(ax.path, ".")] = valueLabel(val)
 			}
@@ -451,14 +415,14 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 }
 
 func (l *loader) hasMatrix() bool {
-	_, m := lookup(l.root, "matrix")
+	_, m := yamldoc.Lookup(l.root, "matrix")
 	return m != nil
 }
 
 // matrix reads and checks the matrix axes; nil with diagnostics when they are wrong.
 func (l *loader) matrix() []matrixAxis {
-	_, m := lookup(l.root, "matrix")
-	m = resolve(m)
+	_, m := yamldoc.Lookup(l.root, "matrix")
+	m = yamldoc.Resolve(m)
 	if m == nil {
 		return []matrixAxis{}
 	}
@@ -466,33 +430,32 @@ func (l *loader) matrix() []matrixAxis {
 	lastSeg := map[string]int{}
 	ok := true
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, list := m.Content[i], resolve(m.Content[i+1])
+		k, list := m.Content[i], yamldoc.Resolve(m.Content[i+1])
 		if !reMatrixKey.MatchString(k.Value) || list == nil || list.Kind != yaml.SequenceNode {
 			ok = false // the schema reports the shape
 			continue
 		}
 		path := strings.Split(k.Value, ".")
-		fs := fieldSchema(k.Value)
-		if fs == nil {
+		exists, first := schemacheck.Field(k.Value)
+		if !exists {
 			l.add(k, "matrix", "%s is not a field a matrix can vary (use a path such as network.rtt or client.idle_timeout)", k.Value)
 			ok = false
 			continue
 		}
-		if _, isObject := fs["properties"]; isObject {
-			l.add(k, "matrix", "%s is a group of fields; a matrix varies one field, such as %s.%s", k.Value, k.Value, firstProperty(fs))
+		if first != "" {
+			l.add(k, "matrix", "%s is a group of fields; a matrix varies one field, such as %s.%s", k.Value, k.Value, first)
 			ok = false
 			continue
 		}
 		// Each value must be valid where it lands: validate it in place, in a synthetic document.
 		for _, val := range list.Content {
-			doc := setPath(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			doc := yamldoc.SetPath(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: "matrix"},
 			}}, path, val)
-			c := &checker{file: l.file}
-			if value, vok := c.toJSON(doc, "", 0); !vok {
-				l.diags = append(l.diags, c.diags...)
+			if c, vok := yamldoc.ToJSON(l.file, doc); !vok {
+				l.diags = append(l.diags, c.Diags...)
 				ok = false
-			} else if ds := validateSchema(l.file, doc, value); len(ds) > 0 {
+			} else if ds := schemacheck.Validate(l.file, doc, c.Value); len(ds) > 0 {
 				for i := range ds {
 					ds[i].Path = "matrix." + ds[i].Path
 				}
@@ -516,19 +479,6 @@ func (l *loader) matrix() []matrixAxis {
 	return axes
 }
 
-func firstProperty(fs map[string]any) string {
-	props, _ := fs["properties"].(map[string]any)
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		return "field"
-	}
-	return keys[0]
-}
-
 // cartesian lists every combination of axis value indices, first axis slowest.
 func cartesian(axes []matrixAxis) [][]int {
 	cells := [][]int{{}}
@@ -545,7 +495,7 @@ func cartesian(axes []matrixAxis) [][]int {
 }
 
 func valueLabel(n *yaml.Node) string {
-	n = resolve(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind == yaml.ScalarNode {
 		return n.Value
 	}
@@ -567,25 +517,25 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	sections := []section{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}}
 	// A balancer section turns the topology into two hops; its defaults exist only then,
 	// and the decode below fills the same struct (yaml.v3 decodes into a set pointer).
-	if _, b := lookup(node, "balancer"); b != nil && resolve(b).Kind == yaml.MappingNode {
+	if _, b := yamldoc.Lookup(node, "balancer"); b != nil && yamldoc.Resolve(b).Kind == yaml.MappingNode {
 		bd := balancerDefaults
 		s.Balancer = &bd
 		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
 	}
-	if _, m := lookup(node, "middlebox"); m != nil && resolve(m).Kind == yaml.MappingNode {
+	if _, m := yamldoc.Lookup(node, "middlebox"); m != nil && yamldoc.Resolve(m).Kind == yaml.MappingNode {
 		md := middleboxDefaults
 		s.Middlebox = &md
 		sections = append(sections, section{"middlebox", MiddleboxPresets, s.Middlebox})
 	}
 	for _, sec := range sections {
-		_, section := lookup(node, sec.key)
-		if _, p := lookup(section, "preset"); p != nil {
+		_, section := yamldoc.Lookup(node, sec.key)
+		if _, p := yamldoc.Lookup(section, "preset"); p != nil {
 			preset, ok := sec.reg[p.Value]
 			if !ok {
 				l.add(p, sec.key+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(sec.reg), ", "))
 				return s, false
 			}
-			if err := preset.node.Decode(sec.dst); err != nil {
+			if err := preset.Decode(sec.dst); err != nil {
 				l.add(p, sec.key+".preset", "built-in preset %s: %v", p.Value, err)
 				return s, false
 			}
@@ -593,9 +543,9 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	}
 	if err := node.Decode(&s); err != nil {
 		var te *yaml.TypeError
-		var ne *nodeError
+		var ne *yamldoc.NodeError
 		if errors.As(err, &ne) {
-			l.diags = append(l.diags, Diagnostic{File: l.file, Line: ne.line, Col: ne.col, Message: ne.err.Error()})
+			l.diags = append(l.diags, Diagnostic{File: l.file, Line: ne.Line, Col: ne.Col, Message: ne.Err.Error()})
 		} else if errors.As(err, &te) {
 			for _, msg := range te.Errors {
 				l.add(nil, "", "%s", msg)
@@ -613,7 +563,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	at := func(path string) *yaml.Node {
 		n := node
 		for _, part := range strings.Split(path, ".") {
-			_, next := lookup(n, part)
+			_, next := yamldoc.Lookup(n, part)
 			if next == nil {
 				return n
 			}
@@ -621,11 +571,26 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 		}
 		return n
 	}
-	ld := r.Settings.Load
 	where := ""
 	if r.Variant != "default" {
 		where = fmt.Sprintf(" (in variant %s)", r.Variant)
 	}
+	l.checkSchedule(r, at, where)
+	l.checkDurations(r, at, where)
+	l.checkBalancer(r, at, where)
+	l.checkEnv(node, where)
+	l.checkReplay(r, node, at, where)
+	if r.Settings.Client.Exec != nil {
+		l.checkExec(r, node, at, where)
+		return // implementation is ignored for an exec run
+	}
+	l.checkImplementation(r.Settings.Client, at, where)
+}
+
+// checkSchedule checks the load's fields against each other, and a response body against
+// its status.
+func (l *loader) checkSchedule(r *Run, at func(string) *yaml.Node, where string) {
+	ld := r.Settings.Load
 	if ld.Pause.Min > ld.Pause.Max {
 		l.add(at("load.pause"), "load.pause", "the range starts above its end: %s > %s%s", ld.Pause.Min, ld.Pause.Max, where)
 	}
@@ -641,8 +606,12 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	if resp := r.Settings.Server.Response; resp.BodyBytes > 0 && (resp.Status == 204 || resp.Status == 304) {
 		l.add(at("server.response.body_bytes"), "server.response.body_bytes", "a %d response has no body; set body_bytes: 0%s", resp.Status, where)
 	}
-	// Every duration, once the variant and matrix are merged and the time scale applied,
-	// must fit a time.Duration: otherwise it wraps negative at run time.
+}
+
+// checkDurations records where each duration of the run was set and checks that every one,
+// once the variant and matrix are merged and the time scale applied, fits a time.Duration:
+// otherwise it wraps negative at run time.
+func (l *loader) checkDurations(r *Run, at func(string) *yaml.Node, where string) {
 	r.durations = durationFields(r.Settings)
 	for i := range r.durations {
 		n := at(r.durations[i].path)
@@ -653,27 +622,29 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 			l.add(at(d.path), d.path, "%s", scaleMessage(d, scale, where))
 		}
 	}
-	if r.Settings.Balancer != nil {
-		// The balancer is plain HTTP/1.1 on both sides; refusing beats measuring something else.
-		if r.Settings.Server.TLS {
-			l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
-		}
-		if r.Settings.Server.HTTP == "2" {
-			l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
-		}
-		if r.Settings.Client.Exec != nil {
-			// A real client's connection truth comes from the server's stamps, which behind
-			// a balancer name the backend connections, not the client's.
-			l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
-		}
+}
+
+// checkBalancer refuses what the balancer cannot carry: it is plain HTTP/1.1 on both sides,
+// and refusing beats measuring something else.
+func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string) {
+	if r.Settings.Balancer == nil {
+		return
 	}
-	l.checkEnv(node, where)
-	l.checkReplay(r, node, at, where)
-	c := r.Settings.Client
-	if c.Exec != nil {
-		l.checkExec(r, node, at, where)
-		return // implementation is ignored for an exec run
+	if r.Settings.Server.TLS {
+		l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
 	}
+	if r.Settings.Server.HTTP == "2" {
+		l.add(at("server.http"), "server.http", "the balancer speaks plain HTTP/1.1 on both sides; set http: \"1.1\" or remove the balancer section%s", where)
+	}
+	if r.Settings.Client.Exec != nil {
+		// A real client's connection truth comes from the server's stamps, which behind
+		// a balancer name the backend connections, not the client's.
+		l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
+	}
+}
+
+// checkImplementation refuses the model client's fields its implementation cannot honour.
+func (l *loader) checkImplementation(c Client, at func(string) *yaml.Node, where string) {
 	if c.Implementation == "go-net-http" {
 		switch {
 		case c.HonorHint:
@@ -704,7 +675,7 @@ func (l *loader) checkCompare(sc *Scenario) {
 				continue
 			}
 			item := &yaml.Node{Line: a.Line, Column: a.Col, Value: a.Source}
-			line, col := exprPos(item, ref.Offset)
+			line, col := yamldoc.ScalarPos(item, ref.Offset)
 			msg := fmt.Sprintf("no variant named %q", ref.Name)
 			if s := suggest.Closest(ref.Name, list); s != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", s)
@@ -755,64 +726,3 @@ func FindFiles(args []string) ([]string, error) {
 }
 
 var reMatrixKey = regexp.MustCompile(`^(time_scale|clock|(network|server|client|balancer|middlebox|load)\.[a-z_]+(\.[a-z_]+)?)$`)
-
-var reYAMLLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlError turns a yaml.v3 syntax error into a diagnostic. yaml.v3 reports the line only;
-// the column points at the first offending character where it can be found, else 1.
-func yamlError(file string, data []byte, err error) Diagnostic {
-	msg := err.Error()
-	d := Diagnostic{File: file, Line: 1, Col: 1, Message: strings.TrimPrefix(msg, "yaml: ")}
-	if m := reYAMLLine.FindStringSubmatch(msg); m != nil {
-		d.Line, _ = strconv.Atoi(m[1])
-		d.Message = m[2]
-	}
-	lines := strings.Split(string(data), "\n")
-	if d.Line >= 1 && d.Line <= len(lines) {
-		text := lines[d.Line-1]
-		if i := strings.IndexByte(text, '\t'); i >= 0 && strings.TrimLeft(text[:i], " ") == "" {
-			d.Col = i + 1
-			d.Message = "a tab is used for indentation; YAML indents with spaces only"
-		} else if strings.Contains(d.Message, "cannot start any token") {
-			if i := strings.IndexFunc(text, func(r rune) bool { return r == '\t' || r == '@' || r == '`' }); i >= 0 {
-				d.Col = utf8.RuneCountInString(text[:i]) + 1
-			}
-		}
-	}
-	return d
-}
-
-// invalidUTF8 finds the line and column of the first byte that is not UTF-8.
-func invalidUTF8(data []byte) (int, int) {
-	line, col := 1, 1
-	for len(data) > 0 {
-		r, size := utf8.DecodeRune(data)
-		if r == utf8.RuneError && size <= 1 {
-			return line, col
-		}
-		if r == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-		data = data[size:]
-	}
-	return line, col
-}
-
-// controlChar finds the first control character YAML forbids.
-func controlChar(data []byte) (line, col int, found bool) {
-	line, col = 1, 1
-	for _, r := range string(data) {
-		switch {
-		case r == '\n':
-			line, col = line+1, 1
-			continue
-		case r == '\t' || r == '\r' || r == 0xFEFF:
-		case r < 0x20 || r == 0x7F || (r >= 0x80 && r < 0xA0):
-			return line, col, true
-		}
-		col++
-	}
-	return 0, 0, false
-}

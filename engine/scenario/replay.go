@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/replay"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // ReplayConfig is the reader's config for a run's load.replay.
@@ -31,10 +32,10 @@ func (l *loader) checkReplay(r *Run, node *yaml.Node, at func(string) *yaml.Node
 	if ld.Replay == "" {
 		return
 	}
-	if _, req := lookup(resolve(at("load")), "requests"); req != nil {
+	if _, req := yamldoc.Lookup(yamldoc.Resolve(at("load")), "requests"); req != nil {
 		l.add(req, "load.requests", "a replay sends the recording's requests; remove load.requests%s", where)
 	}
-	if _, c := lookup(resolve(at("load")), "concurrency"); c != nil {
+	if _, c := yamldoc.Lookup(yamldoc.Resolve(at("load")), "concurrency"); c != nil {
 		l.add(c, "load.concurrency", "a replay starts each request at its recorded time, however many are in flight; remove load.concurrency%s", where)
 	}
 	for _, f := range []struct {

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // Settings is everything one run needs, in scenario time (before any time scale).
@@ -97,9 +98,9 @@ type Bandwidth int64
 
 var bandwidthSyntax = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(bit|kbit|Mbit|Gbit)$`)
 
-// ParseBandwidth reads a scenario bandwidth: a positive rate with a decimal unit (bit,
+// parseBandwidth reads a scenario bandwidth: a positive rate with a decimal unit (bit,
 // kbit, Mbit, Gbit, as tc writes them), none, or 0.
-func ParseBandwidth(s string) (Bandwidth, error) {
+func parseBandwidth(s string) (Bandwidth, error) {
 	s = strings.TrimSpace(s)
 	if s == "none" || s == "0" {
 		return 0, nil
@@ -122,9 +123,9 @@ func (b *Bandwidth) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("expected a bandwidth such as 10Mbit, 1Gbit or none")
 	}
-	v, err := ParseBandwidth(n.Value)
+	v, err := parseBandwidth(n.Value)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	*b = v
 	return nil
@@ -268,7 +269,7 @@ func ParseDuration(s string) (Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil && durationSyntax.MatchString(s) {
-		return 0, fmt.Errorf("%q is too long: a duration must be under %v (about 292 years)", s, time.Duration(MaxDuration).Truncate(time.Hour))
+		return 0, fmt.Errorf("%q is too long: a duration must be under %v (about 292 years)", s, time.Duration(maxDuration).Truncate(time.Hour))
 	}
 	if err != nil || d < 0 || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 		return 0, fmt.Errorf("%q is not a duration (use e.g. 1500ms, 2s or none)", s)
@@ -283,7 +284,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	*d = v
 	return nil
@@ -313,12 +314,12 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	lo, hi, found := strings.Cut(n.Value, "..")
 	min, err := ParseDuration(lo)
 	if err != nil {
-		return atNode(n, err)
+		return yamldoc.At(n, err)
 	}
 	max := min
 	if found {
 		if max, err = ParseDuration(hi); err != nil {
-			return atNode(n, err)
+			return yamldoc.At(n, err)
 		}
 	}
 	*r = Range{Min: min, Max: max}
@@ -388,7 +389,7 @@ func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
 	default:
 		d, err := ParseDuration(n.Value)
 		if err != nil {
-			return atNode(n, err)
+			return yamldoc.At(n, err)
 		}
 		*h = Hint{Mode: HintDuration, Duration: d}
 	}
@@ -398,13 +399,6 @@ func (h *Hint) UnmarshalYAML(n *yaml.Node) error {
 // Tolerance is how far a metric may move in its worse direction from the baseline run
 // (engine/internal/tolerance).
 type Tolerance = tolerance.Tolerance
-
-// MaxRelativeTolerance bounds a relative tolerance; more than this would compare nothing.
-const MaxRelativeTolerance = tolerance.MaxRelative
-
-// ParseTolerance reads a tolerance as written in a scenario file or a flag: "5%", "2.5",
-// "0" or "off".
-func ParseTolerance(s string) (Tolerance, error) { return tolerance.Parse(s) }
 
 // The clocks a run can ask for.
 const (

@@ -1,4 +1,7 @@
-package scenario
+// Package schemacheck validates a scenario document against the embedded JSON Schema
+// (schema/scenario.schema.json) and turns each failure into a message a person can act
+// on, at the YAML node it concerns; it also answers which settings fields the schema has.
+package schemacheck
 
 import (
 	"bytes"
@@ -19,6 +22,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -50,12 +54,12 @@ func scenarioSchema() (*jsonschema.Schema, error) {
 	return compiled, schemaErr
 }
 
-// validateSchema checks a document against the scenario schema and maps each failure back to
+// Validate checks a document against the scenario schema and maps each failure back to
 // the YAML node it concerns.
-func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
+func Validate(file string, root *yaml.Node, doc any) yamldoc.Diagnostics {
 	s, err := scenarioSchema()
 	if err != nil {
-		return Diagnostics{{File: file, Message: err.Error()}}
+		return yamldoc.Diagnostics{{File: file, Message: err.Error()}}
 	}
 	err = s.Validate(doc)
 	if err == nil {
@@ -63,7 +67,7 @@ func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return Diagnostics{{File: file, Message: err.Error()}}
+		return yamldoc.Diagnostics{{File: file, Message: err.Error()}}
 	}
 	// Group the leaf errors by instance location: one message per place.
 	byLoc := map[string][]*jsonschema.ValidationError{}
@@ -90,71 +94,94 @@ func validateSchema(file string, root *yaml.Node, doc any) Diagnostics {
 		}
 	}
 	walk(ve)
-	var diags Diagnostics
+	var diags yamldoc.Diagnostics
 	for _, loc := range order {
 		diags = append(diags, explain(file, root, loc, byLoc[loc])...)
 	}
 	return diags
 }
 
-// explain turns the schema failures at one location into messages a person can act on.
-func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.ValidationError) Diagnostics {
-	n, path := nodeAt(root, loc)
-	at := func(node *yaml.Node, p, msg string) Diagnostic {
-		d := Diagnostic{File: file, Path: p, Message: msg}
-		if node != nil {
-			d.Line, d.Col = node.Line, node.Column
-		}
-		return d
+// place is a location the schema failed at: its node, dotted path and last field name.
+type place struct {
+	file  string
+	n     *yaml.Node
+	path  string
+	field string
+}
+
+// at is a diagnostic at node (the place's own node, or a key under it).
+func (pl place) at(node *yaml.Node, path, msg string) yamldoc.Diagnostic {
+	d := yamldoc.Diagnostic{File: pl.file, Path: path, Message: msg}
+	if node != nil {
+		d.Line, d.Col = node.Line, node.Column
 	}
+	return d
+}
+
+// explain turns the schema failures at one location into messages a person can act on.
+func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.ValidationError) yamldoc.Diagnostics {
+	n, path := yamldoc.NodeAt(root, loc)
 	field := path
 	if i := strings.LastIndexAny(field, ".]"); i >= 0 {
 		field = field[i+1:]
 	}
-	// Unknown keys: point at the key itself and suggest the closest allowed one.
-	var diags Diagnostics
-	rest := errs[:0:0]
+	pl := place{file: file, n: n, path: path, field: field}
+	diags, rest := keyProblems(pl, errs)
+	if len(rest) == 0 {
+		return diags
+	}
+	return append(diags, valueProblems(pl, rest)...)
+}
+
+// keyProblems explains the failures about a mapping's keys (unknown, missing, malformed),
+// pointing at the key itself and suggesting the closest allowed one; it returns the other
+// failures as rest.
+func keyProblems(pl place, errs []*jsonschema.ValidationError) (diags yamldoc.Diagnostics, rest []*jsonschema.ValidationError) {
+	rest = errs[:0:0]
 	for _, e := range errs {
 		switch k := e.ErrorKind.(type) {
 		case *kind.AdditionalProperties:
 			for _, name := range k.Properties {
-				key, _ := lookup(n, name)
+				key, _ := yamldoc.Lookup(pl.n, name)
 				msg := fmt.Sprintf("unknown field %q", name)
 				if s := suggest.Closest(name, allowedKeys(e.SchemaURL)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %s?)", s)
 				}
-				diags = append(diags, at(key, joinPath(path, name), msg))
+				diags = append(diags, pl.at(key, yamldoc.JoinPath(pl.path, name), msg))
 			}
 		case *kind.Required:
-			diags = append(diags, at(n, path, "missing required field "+strings.Join(k.Missing, ", ")))
+			diags = append(diags, pl.at(pl.n, pl.path, "missing required field "+strings.Join(k.Missing, ", ")))
 		case *kind.PropertyNames:
-			key, _ := lookup(n, k.Property)
-			diags = append(diags, at(key, joinPath(path, k.Property), badKey(field, k.Property, e)))
+			key, _ := yamldoc.Lookup(pl.n, k.Property)
+			diags = append(diags, pl.at(key, yamldoc.JoinPath(pl.path, k.Property), badKey(pl.field, k.Property, e)))
 		default:
 			rest = append(rest, e)
 		}
 	}
-	if len(rest) == 0 {
-		return diags
-	}
-	value := describe(n)
+	return diags, rest
+}
+
+// valueProblems explains the failures about the value at a place in one message: the
+// fields whose form a person knows by name get their own, the rest are rephrased.
+func valueProblems(pl place, rest []*jsonschema.ValidationError) yamldoc.Diagnostics {
+	n, value := pl.n, yamldoc.Describe(pl.n)
 	switch {
-	case field == "keepalive_hint":
-		return append(diags, at(n, path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")"))
-	case field == "exec" && n != nil && n.Kind == yaml.ScalarNode:
+	case pl.field == "keepalive_hint":
+		return yamldoc.Diagnostics{pl.at(n, pl.path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")")}
+	case pl.field == "exec" && n != nil && n.Kind == yaml.ScalarNode:
 		msg := value + " is not a bundled adapter (" + strings.Join(adapter.Names(), ", ") + "); your own program is {command: [program, args...]}"
 		if s := suggest.Closest(n.Value, adapter.Names()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
-		return append(diags, at(n, path, msg))
-	case field == "exec":
-		return diags // a mapping: its own fields' errors say what is wrong
-	case field == "pause":
-		return append(diags, at(n, path, value+" is not a duration or range (use e.g. 2s or 1.5s..2.5s)"))
-	case field == "name" && viaKeyword(rest, "pattern"):
-		return append(diags, at(n, path, value+" is not a valid name: use letters, digits, '.', '_' and '-' (at most 80), starting with a letter or digit"))
+		return yamldoc.Diagnostics{pl.at(n, pl.path, msg)}
+	case pl.field == "exec":
+		return nil // a mapping: its own fields' errors say what is wrong
+	case pl.field == "pause":
+		return yamldoc.Diagnostics{pl.at(n, pl.path, value+" is not a duration or range (use e.g. 2s or 1.5s..2.5s)")}
+	case pl.field == "name" && viaKeyword(rest, "pattern"):
+		return yamldoc.Diagnostics{pl.at(n, pl.path, value+" is not a valid name: use letters, digits, '.', '_' and '-' (at most 80), starting with a letter or digit")}
 	case viaDef(rest, "duration"):
-		return append(diags, at(n, path, value+" is not a duration (use e.g. 1500ms, 2s or none)"))
+		return yamldoc.Diagnostics{pl.at(n, pl.path, value+" is not a duration (use e.g. 1500ms, 2s or none)")}
 	}
 	msgs := make([]string, 0, len(rest))
 	for _, e := range rest {
@@ -162,7 +189,7 @@ func explain(file string, root *yaml.Node, loc string, errs []*jsonschema.Valida
 	}
 	sort.Strings(msgs)
 	msgs = dedupe(msgs)
-	return append(diags, at(n, path, strings.Join(msgs, "; ")))
+	return yamldoc.Diagnostics{pl.at(n, pl.path, strings.Join(msgs, "; "))}
 }
 
 // badKey says why a mapping's key is not allowed, for the mappings whose keys are data.
@@ -314,8 +341,35 @@ func schemaPointer(ptr string) map[string]any {
 	return m
 }
 
-// fieldSchema finds the schema of a dotted settings path (network.rtt, client.retry.attempts),
-// following $refs; nil when no such field exists.
+// Field says whether a dotted settings path (network.rtt, client.retry.attempts) names a
+// field of the schema and, when it names a group of fields, the first of them by name
+// (first is "" for a single field).
+func Field(path string) (exists bool, first string) {
+	fs := fieldSchema(path)
+	if fs == nil {
+		return false, ""
+	}
+	if _, isGroup := fs["properties"]; isGroup {
+		return true, firstProperty(fs)
+	}
+	return true, ""
+}
+
+func firstProperty(fs map[string]any) string {
+	props, _ := fs["properties"].(map[string]any)
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return "field"
+	}
+	return keys[0]
+}
+
+// fieldSchema finds the schema of a dotted settings path, following $refs; nil when no
+// such field exists.
 func fieldSchema(path string) map[string]any {
 	if _, err := scenarioSchema(); err != nil {
 		return nil
@@ -361,10 +415,10 @@ func number(s string) string {
 }
 
 // keyFinder finds the mapping that holds a key which failed propertyNames. jsonschema v6.0.3
-// gives such an error the validator's own location slice without copying it
-// (validator.go: verr.InstanceLocation = vd.vloc), so later siblings overwrite it and the
-// location read afterwards can name another field (seen here: "name.rtt" for "matrix.rtt",
-// depending on map order). The field is read from the schema location instead
+// gives such an error the validator's own location slice without copying it, so later
+// siblings overwrite it and the location read afterwards can name another field (seen
+// here: "name.rtt" for "matrix.rtt", depending on map order). The field is read from the
+// schema location instead
 // (".../properties/matrix/propertyNames"), and the YAML is searched for a mapping under
 // that field name holding the key; a second error for the same field and key takes the
 // second such mapping, in document order.
@@ -380,7 +434,7 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 	var found []string
 	var search func(n *yaml.Node, path []string, name string)
 	search = func(n *yaml.Node, path []string, name string) {
-		n = resolve(n)
+		n = yamldoc.Resolve(n)
 		if n == nil {
 			return
 		}
@@ -391,7 +445,7 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 			}
 		case yaml.MappingNode:
 			if name == field {
-				if k, _ := lookup(n, key); k != nil {
+				if k, _ := yamldoc.Lookup(n, key); k != nil {
 					found = append(found, pointer(path))
 				}
 			}

@@ -1,4 +1,4 @@
-package scenario
+package yamldoc
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func (d Diagnostic) String() string {
 	return b.String()
 }
 
-// Diagnostics is every problem found while loading; it is the error Load returns.
+// Diagnostics is every problem found while loading a scenario; it is the loader's error.
 type Diagnostics []Diagnostic
 
 // Error lists every diagnostic, one per line.
@@ -47,7 +47,8 @@ func (ds Diagnostics) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-func (ds Diagnostics) sorted() Diagnostics {
+// Sorted orders the diagnostics by file, line and column, and says each problem once.
+func (ds Diagnostics) Sorted() Diagnostics {
 	sort.SliceStable(ds, func(i, j int) bool {
 		a, b := ds[i], ds[j]
 		if a.File != b.File {

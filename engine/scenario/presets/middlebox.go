@@ -1,6 +1,4 @@
-package scenario
-
-import "fmt"
+package presets
 
 // middleboxDefaultsYAML is what a middlebox section gets when neither it nor a preset sets
 // a field: AWS Network Firewall's 350 s, silently dropping.
@@ -11,9 +9,9 @@ reset_at: expiry
 reset_to: both
 `
 
-// MiddleboxPresets model boxes that forget idle flows, each value cited from the vendor's
+// Middlebox presets model boxes that forget idle flows, each value cited from the vendor's
 // documentation (Source).
-var MiddleboxPresets = registry([]Preset{
+var Middlebox = registry([]Preset{
 	{
 		Name:   "aws-nat-gateway",
 		Models: "AWS NAT gateway: a flow idle for 350 s times out (not configurable); the next packet from behind the gateway gets an RST, nothing is sent at expiry",
@@ -51,11 +49,3 @@ var MiddleboxPresets = registry([]Preset{
 		YAML:   "idle_timeout: 432000s\non_expiry: drop",
 	},
 })
-
-var middleboxDefaults = func() Middlebox {
-	var m Middlebox
-	if err := mustNode("middlebox defaults", middleboxDefaultsYAML).Decode(&m); err != nil {
-		panic(fmt.Sprintf("scenario: built-in middlebox defaults: %v", err))
-	}
-	return m
-}()

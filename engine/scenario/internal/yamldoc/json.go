@@ -1,4 +1,4 @@
-package scenario
+package yamldoc
 
 import (
 	"encoding/json"
@@ -10,31 +10,32 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-const (
-	maxDepth = 64      // deeper than any scenario needs; stops "nesting thousands deep"
-	maxNodes = 100_000 // budget for alias expansion; stops "billion laughs"
-)
-
-// resolve follows aliases to the node they name.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < maxDepth; i++ {
-		n = n.Alias
-	}
-	return n
+// Converted is a document as a JSON Schema validator reads it, and what converting it found.
+type Converted struct {
+	Value any
+	// Diags lists what neither yaml.v3 nor the schema reports: duplicate keys, merge keys,
+	// non-string keys, excessive depth or alias expansion, non-finite numbers.
+	Diags     Diagnostics
+	nonFinite [][2]int // line, col of .nan and .inf values, reported in Diags
 }
 
-// lookup returns the key and value nodes of key in a mapping, or nils.
-func lookup(m *yaml.Node, key string) (k, v *yaml.Node) {
-	m = resolve(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i], m.Content[i+1]
+// NonFinite reports whether a non-finite number at line, col was reported already, so that
+// the schema's "not a number" at the same place is not said a second time.
+func (c Converted) NonFinite(line, col int) bool {
+	for _, p := range c.nonFinite {
+		if p == [2]int{line, col} {
+			return true
 		}
 	}
-	return nil, nil
+	return false
+}
+
+// ToJSON converts a document for a JSON Schema validator, enforcing the limits. ok is false
+// when the document cannot be validated at all; Diags then says why.
+func ToJSON(file string, root *yaml.Node) (Converted, bool) {
+	c := &checker{file: file}
+	v, ok := c.toJSON(root, "", 0)
+	return Converted{Value: v, Diags: c.diags, nonFinite: c.nonFinite}, ok
 }
 
 // checker walks a document once for what neither yaml.v3 nor the schema reports:
@@ -90,7 +91,7 @@ func (c *checker) toJSON(n *yaml.Node, path string, depth int) (any, bool) {
 		obj := make(map[string]any, len(n.Content)/2)
 		seen := make(map[string]*yaml.Node, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := resolve(n.Content[i]), n.Content[i+1]
+			k, v := Resolve(n.Content[i]), n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
 				c.add(k, path, "a key must be a plain name, not a %s", kindName(k))
 				return nil, false
@@ -100,11 +101,11 @@ func (c *checker) toJSON(n *yaml.Node, path string, depth int) (any, bool) {
 				return nil, false
 			}
 			if first, dup := seen[k.Value]; dup {
-				c.add(k, joinPath(path, k.Value), "duplicate key (first set at line %d)", first.Line)
+				c.add(k, JoinPath(path, k.Value), "duplicate key (first set at line %d)", first.Line)
 				continue
 			}
 			seen[k.Value] = k
-			val, ok := c.toJSON(v, joinPath(path, k.Value), depth+1)
+			val, ok := c.toJSON(v, JoinPath(path, k.Value), depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -181,118 +182,4 @@ func isDecimal(s string) bool {
 		}
 	}
 	return true
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.ScalarNode:
-		return "value"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "document"
-}
-
-func joinPath(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
-// merged returns a deep copy of base with overlay's mapping fields laid over it: mappings merge
-// key by key, anything else replaces. Positions are kept, so errors point at the line that set
-// the value.
-func merged(base, overlay *yaml.Node) *yaml.Node {
-	base, overlay = resolve(base), resolve(overlay)
-	if overlay == nil {
-		return base
-	}
-	if base == nil || base.Kind != yaml.MappingNode || overlay.Kind != yaml.MappingNode {
-		return overlay
-	}
-	out := *base
-	out.Content = append([]*yaml.Node(nil), base.Content...)
-	for i := 0; i+1 < len(overlay.Content); i += 2 {
-		k, v := overlay.Content[i], overlay.Content[i+1]
-		replaced := false
-		for j := 0; j+1 < len(out.Content); j += 2 {
-			if out.Content[j].Value == k.Value {
-				out.Content[j+1] = merged(out.Content[j+1], v)
-				replaced = true
-				break
-			}
-		}
-		if !replaced {
-			out.Content = append(out.Content, k, v)
-		}
-	}
-	return &out
-}
-
-// setPath returns a copy of root with the value at a dotted path replaced by val, creating
-// mappings on the way.
-func setPath(root *yaml.Node, path []string, val *yaml.Node) *yaml.Node {
-	overlay := val
-	for i := len(path) - 1; i >= 0; i-- {
-		overlay = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: val.Line, Column: val.Column,
-			Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[i], Line: val.Line, Column: val.Column}, overlay}}
-	}
-	return merged(root, overlay)
-}
-
-// nodeAt finds the node at a JSON pointer (as jsonschema reports instance locations).
-func nodeAt(root *yaml.Node, pointer string) (*yaml.Node, string) {
-	n := resolve(root)
-	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = resolve(n.Content[0])
-	}
-	path := ""
-	if pointer == "" || pointer == "/" {
-		return n, path
-	}
-	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch {
-		case n == nil:
-			return nil, path
-		case n.Kind == yaml.MappingNode:
-			_, v := lookup(n, tok)
-			if v == nil {
-				return n, path
-			}
-			n, path = resolve(v), joinPath(path, tok)
-		case n.Kind == yaml.SequenceNode:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n.Content) {
-				return n, path
-			}
-			n, path = resolve(n.Content[i]), fmt.Sprintf("%s[%d]", path, i)
-		default:
-			return n, path
-		}
-	}
-	return n, path
-}
-
-// describe renders a scalar as the user wrote it, for messages.
-func describe(n *yaml.Node) string {
-	n = resolve(n)
-	if n == nil {
-		return "nothing"
-	}
-	if n.Kind != yaml.ScalarNode {
-		return "a " + kindName(n)
-	}
-	if n.ShortTag() == "!!str" {
-		return strconv.Quote(n.Value)
-	}
-	if len(n.Value) > 40 {
-		return n.Value[:40] + "..."
-	}
-	return n.Value
 }

@@ -1,4 +1,8 @@
-package scenario
+// Package presets holds kalab's built-in settings as data: the defaults every run starts
+// from, and the named presets that model real servers, clients, load balancers and
+// middleboxes, each with the version it models and where its values come from. The
+// scenario loader decodes them into its settings; this package knows YAML, not settings.
+package presets
 
 import (
 	"fmt"
@@ -19,6 +23,18 @@ type Preset struct {
 	YAML     string // the fields it sets, in scenario syntax
 	node     *yaml.Node
 }
+
+// Decode decodes the preset's fields into dst, over what dst holds already.
+func (p *Preset) Decode(dst any) error { return p.node.Decode(dst) }
+
+// Defaults is what a scenario gets when neither it nor a preset sets a field.
+var Defaults = builtin("defaults", defaultsYAML)
+
+// BalancerDefaults is what a balancer section gets when neither it nor a preset sets a field.
+var BalancerDefaults = builtin("balancer defaults", balancerDefaultsYAML)
+
+// MiddleboxDefaults is what a middlebox section gets when neither it nor a preset sets a field.
+var MiddleboxDefaults = builtin("middlebox defaults", middleboxDefaultsYAML)
 
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
 const defaultsYAML = `
@@ -66,8 +82,8 @@ client:
 load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: uniform, seed: 1}
 `
 
-// ServerPresets model real servers. Values: docs/presets.md, from each project's source.
-var ServerPresets = registry([]Preset{
+// Server presets model real servers. Values: docs/presets.md, from each project's source.
+var Server = registry([]Preset{
 	{
 		Name:     "node",
 		Models:   "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
@@ -102,8 +118,8 @@ var ServerPresets = registry([]Preset{
 	},
 })
 
-// ClientPresets model real clients. Values: docs/presets.md, from each project's source.
-var ClientPresets = registry([]Preset{
+// Client presets model real clients. Values: docs/presets.md, from each project's source.
+var Client = registry([]Preset{
 	{
 		Name:     "node-agent",
 		Models:   "Node.js new https.Agent({keepAlive: true}) since the hint rule of nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
@@ -172,9 +188,9 @@ error_status: 502
 reuse: always
 `
 
-// BalancerPresets model real load balancers and reverse proxies, each value checked against
+// Balancer presets model real load balancers and reverse proxies, each value checked against
 // the vendor's documentation or source (cited in Source).
-var BalancerPresets = registry([]Preset{
+var Balancer = registry([]Preset{
 	{
 		Name:   "aws-alb",
 		Models: "AWS Application Load Balancer: connection idle timeout 60 s on the client and the target side, 502 when the target closed the connection",
@@ -201,30 +217,6 @@ var BalancerPresets = registry([]Preset{
 	},
 })
 
-var balancerDefaults = func() Balancer {
-	var b Balancer
-	if err := mustNode("balancer defaults", balancerDefaultsYAML).Decode(&b); err != nil {
-		panic(fmt.Sprintf("scenario: built-in balancer defaults: %v", err))
-	}
-	return b
-}()
-
-var defaults = func() Settings {
-	var s Settings
-	if err := mustNode("defaults", defaultsYAML).Decode(&s); err != nil {
-		panic(fmt.Sprintf("scenario: built-in defaults: %v", err))
-	}
-	return s
-}()
-
-// defaultSettings returns a fresh copy of the defaults (slices and maps not shared).
-func defaultSettings() Settings {
-	s := defaults
-	s.Client.Retry.On = append([]string(nil), defaults.Client.Retry.On...)
-	s.Client.Headers = nil
-	return s
-}
-
 func registry(list []Preset) map[string]*Preset {
 	m := make(map[string]*Preset, len(list))
 	for i := range list {
@@ -235,16 +227,21 @@ func registry(list []Preset) map[string]*Preset {
 	return m
 }
 
+// builtin is built-in YAML that is not a named preset (the defaults of a section).
+func builtin(name, src string) *Preset {
+	return &Preset{Name: name, YAML: src, node: mustNode(name, src)}
+}
+
 func mustNode(name, src string) *yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
-		panic(fmt.Sprintf("scenario: built-in %s is not valid YAML: %v", name, err))
+		panic(fmt.Sprintf("presets: built-in %s is not valid YAML: %v", name, err))
 	}
 	return doc.Content[0]
 }
 
-// PresetNames returns the names in a registry, sorted.
-func PresetNames(reg map[string]*Preset) []string {
+// Names returns the names in a registry, sorted.
+func Names(reg map[string]*Preset) []string {
 	names := make([]string, 0, len(reg))
 	for n := range reg {
 		names = append(names, n)
