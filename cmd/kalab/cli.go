@@ -16,6 +16,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/judge"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -272,7 +273,7 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 // would end noisy. Runs on the virtual clock are never noisy and are left out. It returns
 // how many it printed.
 func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, opt runner.Options) int {
-	ds := runner.Unjudgeable(runner.RealRuns(plan, opt), opt.TimeScale, opt.LagTolerance)
+	ds := judge.Unjudgeable(runner.RealRuns(plan, opt), opt.TimeScale, opt.LagTolerance)
 	for _, d := range ds {
 		d.Message = "warning: " + d.Message
 		fmt.Fprintln(stderr, d.String())
