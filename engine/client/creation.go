@@ -125,8 +125,9 @@ func (m *model) dialIn(ctx context.Context, deadline time.Time, ev *Event, s *sl
 // putCreation is put for Scheduling Creation: the slot comes free; a kept connection stays
 // in it, idle (unless MaxIdle connections already idle), and the slot is held for the
 // request that follows straight on. A request waiting for MaxConns takes the slot instead.
-func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
+func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 	m.mu.Lock()
+	keep := why == ""
 	s := c.slot
 	if len(m.waiters) > 0 && !m.closed {
 		w := m.waiters[0]
@@ -137,6 +138,7 @@ func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
 			w <- c // reused at once, the slot still busy
 			return
 		}
+		m.closing(c, why)
 		m.mu.Unlock()
 		c.nc.Close()
 		w <- &pconn{slot: s} // the waiter dials in this slot; m.open passes to it
@@ -153,8 +155,21 @@ func (m *model) putCreation(c *pconn, keep bool, life time.Duration) {
 	}
 	s.idle = nil
 	m.open--
+	m.closing(c, closeWhy(why, m.closed))
 	m.mu.Unlock()
 	c.nc.Close()
+}
+
+// closeWhy is why a connection returned to a full or closed pool is closed: its own
+// reason, else the client's end, else a full idle pool.
+func closeWhy(why string, closed bool) string {
+	switch {
+	case why != "":
+		return why
+	case closed:
+		return ReasonEnd
+	}
+	return ReasonTooManyIdle
 }
 
 // removeIdle takes c out of the idle list and stops its timer. Caller holds m.mu.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -91,8 +92,9 @@ type model struct {
 	open    int           // connections open or being dialed (they count against MaxConns)
 	waiters []chan *pconn // FIFO queue of requests waiting for MaxConns; nil sent = a dial slot
 	closed  bool
-	slots   []*slot // Scheduling Creation: undici's clients, in creation order
-	held    *slot   // Scheduling Creation: freed by the last response, not yet given back
+	slots   []*slot           // Scheduling Creation: undici's clients, in creation order
+	held    *slot             // Scheduling Creation: freed by the last response, not yet given back
+	why     map[uint64]string // why the client closed each connection it closed itself (Reason*)
 }
 
 func newModel(cfg Config) *model {
@@ -124,6 +126,7 @@ func (m *model) Close() error {
 			c.timer.Stop()
 		}
 		m.open--
+		m.closing(c, ReasonEnd)
 	}
 	for _, w := range m.waiters {
 		w <- nil // the waiter sees closed and gives up
@@ -225,11 +228,11 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *send
 		}()
 	}
 	if _, err := c.nc.Write(o.req); err != nil {
-		m.put(c, false, 0)
+		m.put(c, ReasonBroken, 0)
 		return fail(r, fmt.Errorf("write request on connection %d: %w", c.id, err))
 	}
 	if _, err := c.br.Peek(1); err != nil {
-		m.put(c, false, 0)
+		m.put(c, ReasonBroken, 0)
 		return fail(r, fmt.Errorf("wait for response on connection %d: %w", c.id, err))
 	}
 	r.gotByte = true
@@ -238,22 +241,40 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *send
 	ev.Status, ev.BytesRead, ev.ServerConn = resp.status, resp.body, resp.server
 	ev.BackendConn, ev.BackendAttempts, ev.BackendReused = resp.backendConn, resp.backendAttempts, resp.backendReused
 	if err != nil {
-		m.put(c, false, 0)
+		m.put(c, ReasonBroken, 0)
 		return fail(r, fmt.Errorf("read response on connection %d: %w", c.id, err))
 	}
 	c.served++
 	life, pool := pooledLifetime(&m.cfg, resp.hint, resp.hasHint)
-	keep := pool && m.cfg.KeepAlive && resp.keepAlive && c.br.Buffered() == 0
+	why := m.notKept(c, resp, pool)
 	if stop != nil {
 		// If the interrupt already ran, the connection carries a past deadline: drop it.
-		keep = stop() && keep
+		if !stop() && why == "" {
+			why = ReasonBroken
+		}
 		stop = nil
 	}
-	if keep && !deadline.IsZero() {
-		keep = c.nc.SetDeadline(time.Time{}) == nil
+	if why == "" && !deadline.IsZero() && c.nc.SetDeadline(time.Time{}) != nil {
+		why = ReasonBroken
 	}
-	m.put(c, keep, life)
+	m.put(c, why, life)
 	return r
+}
+
+// notKept says why a connection that carried a whole response may not serve another ("":
+// it may).
+func (m *model) notKept(c *pconn, resp response, pool bool) string {
+	switch {
+	case !m.cfg.KeepAlive:
+		return ReasonKeepAliveOff
+	case !resp.keepAlive:
+		return ReasonResponseClose
+	case !pool:
+		return ReasonHint
+	case c.br.Buffered() != 0:
+		return ReasonUnread
+	}
+	return ""
 }
 
 // get returns an idle connection to reuse or a new one, waiting in the queue when
@@ -362,9 +383,9 @@ func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
 		c.slot.busy = false
 		m.mu.Unlock()
 	} else if c != nil {
-		m.put(c, true, c.life)
+		m.put(c, "", c.life)
 	} else {
-		m.put(nil, false, 0)
+		m.put(nil, ReasonBroken, 0)
 	}
 	return nil, false, cause
 }
@@ -373,7 +394,7 @@ func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
 func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*pconn, bool, error) {
 	c, err := m.dial(ctx, deadline, ev)
 	if err != nil {
-		m.put(nil, false, 0)
+		m.put(nil, ReasonBroken, 0)
 		return nil, false, err
 	}
 	return c, false, nil
@@ -440,15 +461,18 @@ func (m *model) popIdle() *pconn {
 	return c
 }
 
-// put ends a request's use of c (nil: only a dial slot is returned). keep means c may
-// serve another request; life is its idle lifetime, 0 for none.
-func (m *model) put(c *pconn, keep bool, life time.Duration) {
+// put ends a request's use of c (nil: only a dial slot is returned). why is the reason c
+// may not serve another request, "" when it may; life is its idle lifetime, 0 for none.
+func (m *model) put(c *pconn, why string, life time.Duration) {
 	if c != nil && c.slot != nil {
-		m.putCreation(c, keep, life)
+		m.putCreation(c, why, life)
 		return
 	}
 	m.mu.Lock()
-	if keep && !m.closed {
+	if why == "" && m.closed {
+		why = ReasonEnd
+	}
+	if why == "" {
 		c.life = life
 		if len(m.waiters) > 0 {
 			// Hand it straight to the longest waiter: it is reused with no idle time.
@@ -464,13 +488,35 @@ func (m *model) put(c *pconn, keep bool, life time.Duration) {
 			return
 		}
 		// The idle pool is full: like Go's Transport, the returning connection is closed.
+		why = ReasonTooManyIdle
 	}
 	m.open--
 	m.grantSlot()
+	m.closing(c, why)
 	m.mu.Unlock()
 	if c != nil {
 		c.nc.Close()
 	}
+}
+
+// closing records why the client closes c (nil: nothing to record). Caller holds m.mu.
+func (m *model) closing(c *pconn, why string) {
+	if c == nil {
+		return
+	}
+	if m.why == nil {
+		m.why = map[uint64]string{}
+	}
+	m.why[c.id] = why
+}
+
+// CloseReasons says, by connection id, why the client closed each connection it closed
+// itself (the Reason constants); a connection the server or the network closed first is
+// not in it.
+func (m *model) CloseReasons() map[uint64]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.why)
 }
 
 // pool makes c idle for life (0: no limit). Caller holds m.mu.
@@ -518,6 +564,7 @@ func (m *model) expire(c *pconn) {
 	}
 	m.open--
 	m.grantSlot()
+	m.closing(c, ReasonIdle)
 	m.mu.Unlock()
 	c.nc.Close()
 }

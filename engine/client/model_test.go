@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,17 @@ func TestReuseUntilIdleTimeout(t *testing.T) {
 	if n := srv.open.Load(); n != 1 {
 		t.Fatalf("server has %d open connections, want 1 (the expired one closed by the client)", n)
 	}
+	wantReasons(t, c, map[uint64]string{1: ReasonIdle})
+	c.Close()
+	wantReasons(t, c, map[uint64]string{1: ReasonIdle, 2: ReasonEnd})
+}
+
+// wantReasons checks why the client says it closed each connection it closed itself.
+func wantReasons(t *testing.T, c Client, want map[uint64]string) {
+	t.Helper()
+	if got := c.(CloseReasoner).CloseReasons(); !maps.Equal(got, want) {
+		t.Fatalf("close reasons %v, want %v", got, want)
+	}
 }
 
 func TestKeepAliveOffSendsCloseAndNeverReuses(t *testing.T) {
@@ -81,6 +93,7 @@ func TestKeepAliveOffSendsCloseAndNeverReuses(t *testing.T) {
 	if !strings.Contains(srv.lastHead(), "Connection: close\r\n") {
 		t.Fatalf("request head %q lacks Connection: close", srv.lastHead())
 	}
+	wantReasons(t, c, map[uint64]string{1: ReasonKeepAliveOff, 2: ReasonKeepAliveOff, 3: ReasonKeepAliveOff})
 }
 
 func TestHintPerprofile(t *testing.T) {
@@ -228,6 +241,14 @@ func TestMaxIdleClosesTheSurplus(t *testing.T) {
 	if idle != 1 || open != 1 {
 		t.Fatalf("%d idle, %d open, want 1 and 1", idle, open)
 	}
+	kept := m.idle[0].id
+	want := map[uint64]string{}
+	for id := range uint64(3) {
+		if id+1 != kept {
+			want[id+1] = ReasonTooManyIdle
+		}
+	}
+	wantReasons(t, c, want)
 }
 
 // TestPoolStaysBounded checks that the pool's memory does not grow with the number of

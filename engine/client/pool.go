@@ -122,3 +122,6 @@ func (p *Pool) Stats() Stats { return p.m.Stats() }
 func (p *Pool) Close() error { return p.m.Close() }
 
 var _ io.Closer = (*Pool)(nil)
+
+// CloseReasons says why the pool closed each connection it closed itself (CloseReasoner).
+func (p *Pool) CloseReasons() map[uint64]string { return p.m.CloseReasons() }

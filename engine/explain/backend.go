@@ -44,7 +44,7 @@ func (r *Run) backendStory(i int) string {
 	} else {
 		closed := *sc.ClosedMs
 		fmt.Fprintf(&b, " The server closed that connection at %s (%s), %s after its last write; its FIN reached %s at about %s (backend one-way delay %s), %s.",
-			ms(closed), r.reasonText(sc.Reason), ms(closed-wrote), bal, ms(closed+back), ms(back), relative(closed+back, sent, "it forwarded the request"))
+			ms(closed), r.reasonText(sc.ClosedBy, sc.Reason), ms(closed-wrote), bal, ms(closed+back), ms(back), relative(closed+back, sent, "it forwarded the request"))
 		fmt.Fprintf(&b, " The request reached the server at about %s, %s, and met a closed socket.", ms(sent+back), relative(sent+back, closed, "the close"))
 	}
 	b.WriteString(" " + r.balancerRule(q))

@@ -122,7 +122,7 @@ func (r *Run) closeFacts(b *strings.Builder, q report.Request, sc *report.Conn, 
 	} else {
 		who = "the " + who
 	}
-	fmt.Fprintf(b, " %s closed it at %s (%s), %s after its last write.", capital(who), ms(closed), r.reasonText(sc.Reason), ms(closed-lastWrite))
+	fmt.Fprintf(b, " %s closed it at %s (%s), %s after its last write.", capital(who), ms(closed), r.reasonText(sc.ClosedBy, sc.Reason), ms(closed-lastWrite))
 	if sc.ClosedBy == report.ClosedByClient {
 		return
 	}
@@ -150,8 +150,12 @@ func capital(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// reasonText names why a connection was closed, with the setting that made it.
-func (r *Run) reasonText(reason string) string {
+// reasonText names why a connection was closed, with the setting that made it: by the
+// server (who "server" or ""), or by the client's own pool (who "client").
+func (r *Run) reasonText(who, reason string) string {
+	if who == report.ClosedByClient {
+		return r.clientReasonText(reason)
+	}
 	switch reason {
 	case "idle":
 		if t := r.params.Server.IdleTimeout; t != "" && t != "0s" {
@@ -168,6 +172,34 @@ func (r *Run) reasonText(reason string) string {
 		return "the run ended"
 	case "", "unknown":
 		return "reason not recorded"
+	}
+	return reason
+}
+
+// clientReasons name the closes the client's pool decides (the client package's Reason
+// constants).
+var clientReasons = map[string]string{
+	"broken":         "an attempt on it had failed",
+	"keepalive_off":  "client.keepalive is off",
+	"response_close": "the response said Connection: close",
+	"hint":           "the server's Keep-Alive hint left no idle time",
+	"unread":         "bytes arrived after the response",
+	"too_many_idle":  "the idle pool was full: client.max_idle",
+	"end":            "the run ended",
+	"":               "reason not recorded",
+	"unknown":        "reason not recorded",
+}
+
+// clientReasonText is reasonText for a close by the client.
+func (r *Run) clientReasonText(reason string) string {
+	if reason == "idle" {
+		if t := r.params.Client.IdleTimeout; t != "" && t != "0s" {
+			return "the client's idle timeout: client.idle_timeout " + t
+		}
+		return "the client's idle timeout"
+	}
+	if text, ok := clientReasons[reason]; ok {
+		return text
 	}
 	return reason
 }

@@ -224,3 +224,30 @@ func TestVirtualSameAtAnyGOMAXPROCS(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCloseReasons: a client whose idle timeout (1 s) is shorter than the server's
+// (5 s) closes each connection a 2 s pause leaves idle, and the connection records say so:
+// of 4 requests one per burst, the first 3 connections close by the client's idle timeout
+// and the last at the end of the run; the server closes none. With keep-alive off the
+// request asks for Connection: close and the server closes first: the client's own reason
+// for the same connection does not replace the server's.
+func TestClientCloseReasons(t *testing.T) {
+	for _, tc := range []struct {
+		client string
+		want   map[string]map[string]int
+	}{
+		{"{idle_timeout: 1s}", map[string]map[string]int{"client": {"idle": 3, "end": 1}}},
+		{"{keepalive: false}", map[string]map[string]int{"server": {"requested": 4}}},
+	} {
+		p := plan(t, "name: a\nnetwork: {rtt: 10ms}\nserver: {idle_timeout: 5s}\nclient: "+tc.client+
+			"\nload: {requests: 4, burst: 1, pause: 2s}\n")
+		out, err := Execute(context.Background(), p, virtualOpts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := out.Runs[0]
+		if r.Status != report.StatusPass || !reflect.DeepEqual(r.Closes, tc.want) {
+			t.Errorf("client %s: %s (%s), closes %v; want %v", tc.client, r.Status, r.Error, r.Closes, tc.want)
+		}
+	}
+}

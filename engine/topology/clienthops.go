@@ -36,6 +36,7 @@ type goClient struct {
 	impl     string // the implementation the client was built with
 	version  string // kalab's
 	stats    client.Stats
+	why      map[uint64]string // why the client closed the connections it closed itself, once closed
 }
 
 func (g *goClient) Role() string { return "client" }
@@ -99,9 +100,16 @@ func (g *goClient) Close() error {
 		return nil
 	}
 	err := g.cl.Close()
+	if r, ok := g.cl.(client.CloseReasoner); ok {
+		g.why = r.CloseReasons()
+	}
 	g.stats, g.cl = g.cl.Stats(), nil
 	return err
 }
+
+// closeReasons says why the client closed each connection it closed itself, by client
+// connection id; nil for a client that cannot say.
+func (g *goClient) closeReasons() map[uint64]string { return g.why }
 
 func (g *goClient) Stats() Stats {
 	return clientStats{Connections: g.stats.Connections, HiddenRetries: g.stats.HiddenRetries, trusted: !g.caller}

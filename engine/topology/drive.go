@@ -129,6 +129,9 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 	if err := topo.client.Close(); err != nil {
 		warn("client", err)
 	}
+	if r, ok := topo.client.(interface{ closeReasons() map[uint64]string }); ok {
+		rc.clientWhy = r.closeReasons()
+	}
 	settle := time.Now().Add(time.Second + 2*scale.D(st.Network.RTT+st.Network.Jitter))
 	for topo.stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
@@ -228,9 +231,10 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 
 // serverConns turns the embedded server's connection records into result records:
 // times from the start of the run in scenario time, each named by its client connection
-// where a response said which it was. A close by the client after the load ended is the
-// client shutting down at the end of the run.
-func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, loadEnd time.Time, scale float64) []report.Conn {
+// where a response said which it was. A close by the client takes the reason the client
+// gives (clientWhy, by client connection); one it cannot give, after the load ended, is
+// the client shutting down at the end of the run.
+func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, clientWhy map[uint64]string, start, loadEnd time.Time, scale float64) []report.Conn {
 	clientOf := make(map[uint64]uint64, len(serverOf))
 	for c, s := range serverOf {
 		clientOf[s] = c
@@ -243,7 +247,9 @@ func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, start, lo
 		if !c.Closed.IsZero() {
 			at := ms(c.Closed)
 			rc.ClosedMs = &at
-			if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
+			if why, ok := clientWhy[rc.ClientConn]; ok && c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && rc.ClientConn != 0 {
+				rc.Reason = why
+			} else if c.ClosedBy == server.CloseByClient && c.Reason == server.ReasonUnknown && !c.Closed.Before(loadEnd) {
 				rc.Reason = server.ReasonEnd
 			}
 		}

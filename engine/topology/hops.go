@@ -115,7 +115,7 @@ func (e *embeddedServer) endpoint() endpoint {
 func (e *embeddedServer) conns(rc *recorder, loadEnd time.Time) []report.Conn {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return serverConns(e.srv.Conns(), rc.serverOf, rc.start, loadEnd, float64(rc.scale))
+	return serverConns(e.srv.Conns(), rc.serverOf, rc.clientWhy, rc.start, loadEnd, float64(rc.scale))
 }
 
 // realServer is a real program (nginx, Node, HAProxy, a command) or a URL. Its own

@@ -39,8 +39,11 @@ type recorder struct {
 	// header of its responses: a failed request learns from it when the server closed its
 	// socket.
 	serverOf map[uint64]uint64
-	reuse    reuseBook
-	failed   map[int]bool // bursts with a failed request
+	// clientWhy is why the client closed each connection it closed itself, by client
+	// connection id, once the client is closed.
+	clientWhy map[uint64]string
+	reuse     reuseBook
+	failed    map[int]bool // bursts with a failed request
 }
 
 func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Timers, srv serverHop, handshake time.Duration) *recorder {

@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,7 @@ func (r *replayClient) Close() error {
 		return nil
 	}
 	err := r.pools.closeAll()
-	r.stats = r.pools.total
+	r.stats, r.why = r.pools.total, r.pools.why
 	return err
 }
 
@@ -157,6 +158,7 @@ type clientPools struct {
 	peak      int
 	dropped   int
 	total     client.Stats
+	why       map[uint64]string // why each client closed the connections it closed itself
 }
 
 type pool struct {
@@ -231,6 +233,12 @@ func (ps *clientPools) closeOne(p *pool) error {
 	s := p.cl.Stats()
 	ps.total.Connections += s.Connections
 	ps.total.HiddenRetries += s.HiddenRetries
+	if r, ok := p.cl.(client.CloseReasoner); ok {
+		if ps.why == nil {
+			ps.why = map[uint64]string{}
+		}
+		maps.Copy(ps.why, r.CloseReasons())
+	}
 	return err
 }
 
