@@ -25,7 +25,7 @@
 //     to the client behind the FIN, which is the stale-connection race;
 //   - an upstream that refuses the connection becomes a reset to the client
 //     one RTT after it connected;
-//   - data leaves its sender by a TCP sending model (tcpmodel.go): slow start
+//   - data leaves its sender by a TCP sending model (package stage): slow start
 //     from an initial window of 10 segments that doubles per round trip, the
 //     window's restart after idle as Linux does it, and an optional bandwidth
 //     limit per link or shared; a chunk is released RTT/2 after its last byte
@@ -259,9 +259,10 @@
 // keyed by due time and push order, and one goroutine sleeping on a timer
 // until the earliest) writes each chunk, FIN and reset to its destination, so
 // what happens at one instant happens in the order the link queued it. The
-// model's parts are shared, not copied: the delays and their seeded jitter
-// and the sending model's departures (timing.go, tcpmodel.go), the listen
-// queue (backlog.go) and the connection records (conns.go, tracker). Where the
+// model's parts are shared, not copied: every stage that times a direction
+// (package stage: the delays and their seeded jitter, the sending model's
+// departures, the order of data, FIN and reset), the listen queue
+// (backlog.go) and the connection records (conns.go, tracker). Where the
 // kernel's listen queue drops SYNs, VirtualProxy.DialContext is the client
 // kernel's connect with its SYN retries. A thousand reused requests at 50 ms
 // take about 5 ms of real time (BenchmarkVirtualLinkRequests).

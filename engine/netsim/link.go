@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
 const (
@@ -77,17 +78,13 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	if fault.On(fault.HandshakeShort) {
 		t0 = t0.Add(-rtt)
 	}
-	l.up = &direction{l: l, src: c, floor: t0.Add(rtt + rtt/2),
+	paceUp, paceDown := stage.Pacers(p.cfg.Bandwidth, p.paceUp, p.paceDown)
+	l.up = &direction{l: l, src: c, path: p.cfg.path(t0.Add(rtt+rtt/2), paceUp, p.delays),
 		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
-	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
+	l.down = &direction{l: l, dst: c, path: p.cfg.path(t0.Add(2*rtt), paceDown, p.delays),
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
 	l.up.cw.fn, l.down.cw.fn = l.up.fire, l.down.fire
-	l.up.snd, l.down.snd = newSender(&p.cfg), newSender(&p.cfg)
-	l.up.pace, l.down.pace = p.paceUp, p.paceDown
-	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
-		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
-	}
 	return l
 }
 
@@ -138,7 +135,7 @@ func (l *link) run() {
 // refused SYN is.
 func (l *link) refused() {
 	l.refusedAt(time.Now())
-	l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
+	l.down.pushAt(chunk{kind: evRst}, stage.Refused(l.t0, l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished

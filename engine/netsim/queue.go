@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
-// kind is what a queued chunk carries.
-type kind uint8
+// kind is what a queued chunk carries (stage.Kind).
+type kind = stage.Kind
 
 const (
-	evData kind = iota // bytes to write
-	evFin              // the source half-closed: CloseWrite the destination
-	evRst              // the source reset: reset the destination
+	evData = stage.Data // bytes to write
+	evFin  = stage.Fin  // the source half-closed: CloseWrite the destination
+	evRst  = stage.Rst  // the source reset: reset the destination
 )
 
 // chunk is one unit of the delay queue, released at due.
@@ -48,16 +49,14 @@ type direction struct {
 	l        *link
 	src, dst *net.TCPConn
 	other    *direction
-	floor    time.Time // nothing is released earlier (handshake cost)
 	bytes    *atomic.Int64
 	resets   *atomic.Int64
 	space    chan struct{} // signalled when queued bytes drop
 	srcEOF   atomic.Bool   // the reader saw FIN on src
 	oob      [64]byte      // control messages (arrival timestamps) for the reader
 	finAt    time.Time     // the reader found the FIN queued behind data that arrived then
-	snd      sender        // the sending model (slow start); the reader's own
-	pace     *pacer        // the bandwidth limit, nil without one
-	pieces   []piece       // the reader's scratch for snd.depart
+	path     stage.Path    // the timing stages; the reader's own but for Due
+	pieces   []stage.Piece // the reader's scratch for path.Data
 	// lastChunk is when the reader last queued a chunk (or armed its idle
 	// deadline): idleWait measures the idle wait from it.
 	lastChunk time.Time
@@ -72,15 +71,14 @@ type direction struct {
 	cw waiter
 	wr rawWriter
 
-	mu        sync.Mutex
-	q         []chunk // q[head:] is queued; the slots before head are spent
-	head      int
-	last      time.Time // due time of the newest chunk: keeps order under jitter
-	queued    int
-	writing   bool // a writeLoop goroutine releases the queue
-	clocked   bool // cw is scheduled on the shared clock, which releases the queue
-	rstQueued bool
-	broken    atomic.Bool // dst failed; later data is dropped
+	mu      sync.Mutex
+	q       []chunk // q[head:] is queued; the slots before head are spent
+	head    int
+	seq     stage.Sequence // keeps chunks in order under jitter, drops a second reset
+	queued  int
+	writing bool        // a writeLoop goroutine releases the queue
+	clocked bool        // cw is scheduled on the shared clock, which releases the queue
+	broken  atomic.Bool // dst failed; later data is dropped
 
 	// The idle parker's (parker_linux.go): src's key in its epoll set, and
 	// whether src is in the set.
@@ -90,14 +88,14 @@ type direction struct {
 }
 
 // push queues c, stamped at arrival, for release one delayed trip later. Data goes
-// through the sending model first (tcpmodel.go): it may leave the sender later, in
+// through the sending model first (stage.Path): it may leave the sender later, in
 // several pieces, when the congestion window or the bandwidth holds it back.
 func (d *direction) push(c chunk, stamp time.Time) {
-	if c.kind == evData && (d.snd.on || d.pace != nil) {
+	if c.kind == evData && d.path.Shaped() {
 		d.pushData(c, stamp)
 		return
 	}
-	d.pushAt(c, d.l.p.delays.due(stamp, d.floor))
+	d.pushAt(c, d.path.Due(stamp))
 }
 
 // pushClose queues a FIN or a reset: delayed like data (push).
@@ -111,35 +109,29 @@ func (d *direction) pushClose(c chunk, stamp time.Time) {
 
 // pushData queues a data chunk by the sending model. Only the reader calls it.
 func (d *direction) pushData(c chunk, stamp time.Time) {
-	d.pieces = dataDues(&d.snd, d.pace, d.l.p.delays, stamp, d.floor, c.n, d.pieces[:0])
+	d.pieces = d.path.Data(stamp, c.n, d.pieces[:0])
 	off := 0
 	for i, pc := range d.pieces {
-		part := chunk{kind: evData, n: pc.n}
+		part := chunk{kind: evData, n: pc.N}
 		if i == len(d.pieces)-1 {
 			part.data, part.pool = c.data[off:], c.pool
 		} else {
-			part.data = append([]byte(nil), c.data[off:off+pc.n]...)
+			part.data = append([]byte(nil), c.data[off:off+pc.N]...)
 		}
-		off += pc.n
-		d.pushAt(part, pc.dep) // dataDues set dep to the piece's due time
+		off += pc.N
+		d.pushAt(part, pc.At) // the piece's due time
 	}
 }
 
 // pushAt queues c for release at due, or later if an earlier chunk is due
-// later, so chunks never overtake each other.
+// later, so chunks never overtake each other (stage.Sequence).
 func (d *direction) pushAt(c chunk, due time.Time) {
 	d.mu.Lock()
-	if c.kind == evRst {
-		if d.rstQueued {
-			d.mu.Unlock()
-			return
-		}
-		d.rstQueued = true
+	due, ok := d.seq.Place(c.kind, due)
+	if !ok {
+		d.mu.Unlock()
+		return
 	}
-	if due.Before(d.last) {
-		due = d.last
-	}
-	d.last = due
 	c.due = due
 	if d == d.l.up && c.kind == evData {
 		d.l.clientData(c.data, due)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -41,13 +42,13 @@ type VirtualProxy struct {
 	cfg    Config
 	net    *vnet.Network
 	ln     *vnet.Listener
-	delays *oneWayDelays
+	delays *stage.Latency
 	loop   *eventLoop
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
-	paceUp, paceDown *pacer
+	paceUp, paceDown *stage.Pacer
 
 	mu      sync.Mutex
 	closed  bool
@@ -87,7 +88,7 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		cfg:      cfg,
 		net:      n,
 		ln:       ln,
-		delays:   newOneWayDelays(&cfg),
+		delays:   cfg.latency(),
 		loop:     newEventLoop(),
 		done:     make(chan struct{}),
 		links:    make(map[*vlink]struct{}),
@@ -95,9 +96,7 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		queue:    listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
 		admitted: make(map[int]time.Time),
 	}
-	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
-		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
-	}
+	p.paceUp, p.paceDown = cfg.sharedPacers()
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -38,23 +39,20 @@ type vdir struct {
 	l        *vlink
 	other    *vdir
 	src, dst *vnet.Conn
-	floor    time.Time // nothing is released earlier (handshake cost)
-	// notBefore holds the client's bytes until the modelled server accepted the
-	// connection (openLater); it does not move the sending model's departures.
-	notBefore time.Time
-	bytes     *atomic.Int64
-	resets    *atomic.Int64
-	space     chan struct{} // signalled when queued bytes drop
-	snd       sender        // the sending model; the reader's own
-	pace      *pacer        // the bandwidth limit, nil without one
-	pieces    []piece       // the reader's scratch for dataDues
+	bytes    *atomic.Int64
+	resets   *atomic.Int64
+	space    chan struct{} // signalled when queued bytes drop
+	path     stage.Path    // the timing stages; the reader's own but for Due
+	pieces   []stage.Piece // the reader's scratch for path.Data
 
 	// Guarded by l.mu.
-	last      time.Time // due time of the newest item: keeps order under jitter
-	queued    int       // data bytes pushed and not yet delivered or dropped
-	rstQueued bool
-	srcEOF    bool // the reader saw FIN on src and stopped
-	broken    bool // dst failed; later data is dropped
+	// seq keeps items in order under jitter and drops a second reset; its NotBefore
+	// holds the client's bytes until the modelled server accepted the connection
+	// (openLater), which does not move the sending model's departures.
+	seq    stage.Sequence
+	queued int  // data bytes pushed and not yet delivered or dropped
+	srcEOF bool // the reader saw FIN on src and stopped
+	broken bool // dst failed; later data is dropped
 }
 
 func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
@@ -66,14 +64,12 @@ func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
 	if fault.On(fault.HandshakeShort) {
 		t0 = t0.Add(-rtt)
 	}
-	l.up = vdir{l: l, src: c, floor: t0.Add(rtt + rtt/2), bytes: &p.bytesUp, resets: &p.resetsUp,
-		space: make(chan struct{}, 1), snd: newSender(&p.cfg), pace: p.paceUp}
-	l.down = vdir{l: l, dst: c, floor: t0.Add(2 * rtt), bytes: &p.bytesDown, resets: &p.resetsDown,
-		space: make(chan struct{}, 1), snd: newSender(&p.cfg), pace: p.paceDown}
+	paceUp, paceDown := stage.Pacers(p.cfg.Bandwidth, p.paceUp, p.paceDown)
+	l.up = vdir{l: l, src: c, path: p.cfg.path(t0.Add(rtt+rtt/2), paceUp, p.delays),
+		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
+	l.down = vdir{l: l, dst: c, path: p.cfg.path(t0.Add(2*rtt), paceDown, p.delays),
+		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = &l.down, &l.up
-	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
-		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
-	}
 	return l
 }
 
@@ -90,7 +86,7 @@ func (l *vlink) open() {
 // server's edge, as it waits in a kernel for an accept: it is timed from when it was
 // sent, and reaches the server no sooner than at.
 func (l *vlink) openLater(at time.Time) {
-	l.up.notBefore = at
+	l.up.seq.NotBefore = at // no reader runs yet, so l.mu is not needed
 	l.p.wg.Add(1)
 	go l.up.readLoop()
 	l.p.loop.push(vevent{due: at, call: func() { l.dial() }})
@@ -124,7 +120,7 @@ func (l *vlink) dial() bool {
 // SYN is (link.refused).
 func (l *vlink) refuse() {
 	l.refusedAt(time.Now())
-	l.down.pushAt(evRst, nil, l.t0.Add(l.p.cfg.RTT))
+	l.down.pushAt(evRst, nil, stage.Refused(l.t0, l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished the link is
@@ -221,19 +217,19 @@ func (d *vdir) stopAtEOF() {
 }
 
 // push queues an item stamped at stamp for delivery one delayed trip later. Data goes
-// through the sending model first (tcpmodel.go, dataDues): it may leave the sender later,
-// in several pieces, when the congestion window or the bandwidth holds it back.
+// through the sending model first (stage.Path): it may leave the sender later, in
+// several pieces, when the congestion window or the bandwidth holds it back.
 func (d *vdir) push(k kind, data []byte, stamp time.Time) {
-	if k == evData && (d.snd.on || d.pace != nil) {
-		d.pieces = dataDues(&d.snd, d.pace, d.l.p.delays, stamp, d.floor, len(data), d.pieces[:0])
+	if k == evData && d.path.Shaped() {
+		d.pieces = d.path.Data(stamp, len(data), d.pieces[:0])
 		off := 0
 		for _, pc := range d.pieces {
-			d.pushAt(evData, data[off:off+pc.n:off+pc.n], pc.dep) // dataDues set dep to the due time
-			off += pc.n
+			d.pushAt(evData, data[off:off+pc.N:off+pc.N], pc.At) // the piece's due time
+			off += pc.N
 		}
 		return
 	}
-	d.pushAt(k, data, d.l.p.delays.due(stamp, d.floor))
+	d.pushAt(k, data, d.path.Due(stamp))
 }
 
 // pushClose queues a FIN or a reset: delayed like data (push).
@@ -246,24 +242,16 @@ func (d *vdir) pushClose(k kind, stamp time.Time) {
 }
 
 // pushAt queues an item for delivery at due, or later if an earlier item of the
-// direction is due later, so items never overtake each other. A second reset is dropped.
+// direction is due later, so items never overtake each other. A second reset is dropped
+// (stage.Sequence).
 func (d *vdir) pushAt(k kind, data []byte, due time.Time) {
 	l := d.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k == evRst {
-		if d.rstQueued {
-			return
-		}
-		d.rstQueued = true
+	due, ok := d.seq.Place(k, due)
+	if !ok {
+		return
 	}
-	if due.Before(d.notBefore) {
-		due = d.notBefore
-	}
-	if due.Before(d.last) {
-		due = d.last
-	}
-	d.last = due
 	if d == &l.up && k == evData {
 		l.clientData(data, due)
 	}
