@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
@@ -72,13 +73,13 @@ type Config struct {
 	// the client's kernel retries it (1 s, 3 s, 7 s, ... after the first).
 	RefuseOverflow bool
 
-	// quantum overrides quantumFor(RTT) when positive; tests only, to make the
+	// quantum overrides clock.Quantum(RTT) when positive; tests only, to make the
 	// coalescing delay large enough to observe.
 	quantum time.Duration
 }
 
 // DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
-const DefaultSpinWindow = 1500 * time.Microsecond
+const DefaultSpinWindow = clock.DefaultSpinWindow
 
 // MSS is the segment size of the sending model (stage.MSS).
 const MSS = stage.MSS

@@ -53,7 +53,7 @@
 // previous millisecond) and for at most a quarter of wall time: dense
 // deadlines, many links at a small RTT, would keep it yielding without
 // pause and take a core from the endpoints, so then it blocks on the
-// timerfd until the deadline itself (measured in clock.go: at 1 ms RTT
+// timerfd until the deadline itself (measured in package clock: at 1 ms RTT
 // with 8 in flight, 1.05-1.16x instead of 1.14-1.29x the model plus the
 // endpoints' own time, for 15-30 µs more lateness per release). Where no timerfd
 // is available it sleeps on a Go timer and spins the whole window. A
@@ -66,7 +66,7 @@
 // link of the process, is released by the same wake-up. The quantum is
 // RTT/50, at most 20 µs (20 µs at 1 ms RTT and above, 10 µs at 0.5 ms).
 // The rule is exact: a chunk is never released before its due time, and the
-// grid adds less than one quantum (fireAt, TestFireAtNeverEarly). A chunk
+// grid adds less than one quantum (clock.FireAt, TestFireAtNeverEarly). A chunk
 // whose due time has already passed when it is queued is released
 // at once: nothing is armed and nothing is rounded. Config.Lag records each
 // release against the chunk's own due time, so the quantum's delay counts as

@@ -84,7 +84,7 @@ func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l.down = &direction{l: l, dst: c, path: p.cfg.path(t0.Add(2*rtt), paceDown, p.delays),
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
-	l.up.cw.fn, l.down.cw.fn = l.up.fire, l.down.fire
+	l.up.cw.Fn, l.down.cw.Fn = l.up.fire, l.down.fire
 	return l
 }
 
@@ -164,8 +164,8 @@ func (l *link) shutdown() {
 		}
 		l.up.unschedule()
 		l.down.unschedule()
-		l.p.parker.forget(l.up)
-		l.p.parker.forget(l.down)
+		l.p.parker.Forget(&l.up.park)
+		l.p.parker.Forget(&l.down.park)
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
 			f(l.record(time.Now()))
@@ -204,7 +204,7 @@ type chunkReader func(take func(buf *[]byte, n int, stamp time.Time) bool) (stam
 // model, the clock, a write) goes deep enough to double a 2 KiB one; gdb
 // over runtime.allgs and morestack showed both. A stack never shrinks back
 // while its goroutine parks. So once a reader has waited idleHandoff for its
-// next chunk it leaves the wait to the proxy's idle parker (parker_linux.go),
+// next chunk it leaves the wait to the proxy's idle parker (kernel.Parker),
 // which holds it with no goroutine at all, or elsewhere to a fresh goroutine
 // with a fresh stack. Either costs one goroutine start per idle period. The
 // read deadline that says so is not moved per chunk, which cost 7% of a
@@ -301,25 +301,18 @@ func (d *direction) idleWait() bool {
 // handOff gives the idle wait of this direction's reader to a fresh goroutine.
 func (d *direction) handOff() {
 	_ = d.src.SetReadDeadline(time.Time{})
-	if d.l.p.parker.park(d) {
+	if d.l.p.parker.Park(&d.park, d, d.src) {
 		return
 	}
-	d.l.p.wg.Add(1) // the calling reader is counted, so this cannot race Wait
-	go d.readLoop()
+	d.Wake()
 }
 
-// srcControl runs f on the source socket's descriptor, which cannot be
-// closed meanwhile.
-func (d *direction) srcControl(f func(fd uintptr) error) error {
-	rc, err := d.src.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(fd) }); err != nil {
-		return err
-	}
-	return ferr
+// Wake starts the direction's reader on a fresh goroutine: after an idle wait, from
+// its last reader (handOff) or from the idle parker's goroutine once src is ready. Both
+// callers are counted in p.wg, so this Add cannot race Wait.
+func (d *direction) Wake() {
+	d.l.p.wg.Add(1)
+	go d.readLoop()
 }
 
 // waitSpace blocks while the direction has maxQueued bytes in flight.

@@ -12,13 +12,15 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
 // Proxy is a running latency proxy. Its methods are safe for concurrent use.
 type Proxy struct {
 	cfg     Config
-	quantum time.Duration // the coalescing quantum, quantumFor(cfg.RTT)
+	quantum time.Duration // the coalescing quantum, clock.Quantum(cfg.RTT)
 	ln      *net.TCPListener
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -43,7 +45,7 @@ type Proxy struct {
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
 	paceUp, paceDown *stage.Pacer
 
-	parker *idleParker // where idle readers wait without a goroutine, nil without one
+	parker *kernel.Parker // where idle readers wait without a goroutine, nil without one
 
 	closeOnce sync.Once
 	closeErr  error
@@ -80,7 +82,7 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	var ln *net.TCPListener
 	if cfg.Backlog > 0 && !cfg.RefuseOverflow {
-		ln, err = listenBacklog(laddr, cfg.Backlog)
+		ln, err = kernel.ListenBacklog(laddr, cfg.Backlog)
 	} else {
 		ln, err = net.ListenTCP("tcp", laddr)
 	}
@@ -90,7 +92,7 @@ func Start(cfg Config) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
 		cfg:     cfg,
-		quantum: cmp.Or(cfg.quantum, quantumFor(cfg.RTT)),
+		quantum: cmp.Or(cfg.quantum, clock.Quantum(cfg.RTT)),
 		ln:      ln,
 		ctx:     ctx,
 		cancel:  cancel,
@@ -99,13 +101,19 @@ func Start(cfg Config) (*Proxy, error) {
 		queue:   listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
 	}
 	p.paceUp, p.paceDown = cfg.sharedPacers()
-	if p.parker = newIdleParker(); p.parker != nil {
+	if p.parker = kernel.NewParker(); p.parker != nil {
 		p.wg.Add(1)
-		go p.parker.run(p)
+		go p.runParker()
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
+}
+
+// runParker watches the idle parker until Close, which closes it.
+func (p *Proxy) runParker() {
+	defer p.wg.Done()
+	p.parker.Run()
 }
 
 // Addr returns the host:port clients dial to go through the simulated link.
@@ -131,7 +139,7 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 	}
 	var (
 		t *time.Timer
-		w waiter
+		w clock.Waiter
 	)
 	if !p.waitUntil(due, ctx.Done(), &t, &w) {
 		if t != nil {
@@ -161,7 +169,7 @@ func (p *Proxy) Close() error {
 		for _, l := range links {
 			l.shutdown()
 		}
-		p.parker.close()
+		p.parker.Close()
 		p.wg.Wait()
 	})
 	return p.closeErr

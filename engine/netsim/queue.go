@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
@@ -64,12 +66,12 @@ type direction struct {
 
 	// The writer's own, kept across its goroutines so a direction that
 	// starts a writer per chunk allocates nothing for its waits.
-	wt *time.Timer // timers-only waits
-	ww waiter      // precise waits on the shared clock
+	wt *time.Timer  // timers-only waits
+	ww clock.Waiter // precise waits on the shared clock
 	// cw has the shared clock's goroutine release due chunks itself (fire);
 	// wr is its non-blocking write to dst.
-	cw waiter
-	wr rawWriter
+	cw clock.Waiter
+	wr kernel.RawWriter
 
 	mu      sync.Mutex
 	q       []chunk // q[head:] is queued; the slots before head are spent
@@ -80,11 +82,8 @@ type direction struct {
 	clocked bool        // cw is scheduled on the shared clock, which releases the queue
 	broken  atomic.Bool // dst failed; later data is dropped
 
-	// The idle parker's (parker_linux.go): src's key in its epoll set, and
-	// whether src is in the set.
-	parkKey   int32
-	parkAdded bool
-	watching  atomic.Bool // a watchReset goroutine is running
+	park     kernel.Slot // src's place in the idle parker (kernel.Parker)
+	watching atomic.Bool // a watchReset goroutine is running
 }
 
 // push queues c, stamped at arrival, for release one delayed trip later. Data goes
@@ -159,7 +158,7 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 			// releases it (fire), so no writer is started and woken per chunk.
 			d.clocked = true
 			start = false
-			preciseClock().schedule(&d.cw, fireAt(due, d.l.p.quantum), spin)
+			clock.Precise().Schedule(&d.cw, clock.FireAt(due, d.l.p.quantum), spin)
 		default:
 			// Already due (the reader came to it late): released on the
 			// calling goroutine, as the clock's would.
@@ -197,7 +196,7 @@ func (d *direction) fire() {
 		}
 		c := d.q[d.head]
 		if time.Now().Before(c.due) {
-			preciseClock().schedule(&d.cw, fireAt(c.due, p.quantum), p.cfg.SpinWindow)
+			clock.Precise().Schedule(&d.cw, clock.FireAt(c.due, p.quantum), p.cfg.SpinWindow)
 			d.mu.Unlock()
 			return
 		}
@@ -233,7 +232,7 @@ func (d *direction) writeNow(c *chunk) bool {
 	if d == d.l.up {
 		d.l.wroteUpstream(time.Now())
 	}
-	n, ok := d.wr.write(d.dst, c.data)
+	n, ok := d.wr.Write(d.dst, c.data)
 	if n < len(c.data) || !ok {
 		c.data = c.data[n:]
 		return false
@@ -247,7 +246,7 @@ func (d *direction) writeNow(c *chunk) bool {
 // torn down, so Close need not wait for the chunk's due time.
 func (d *direction) unschedule() {
 	d.mu.Lock()
-	if d.clocked && preciseClock().cancel(&d.cw) {
+	if d.clocked && clock.Precise().Cancel(&d.cw) {
 		d.dropLocked()
 		d.mu.Unlock()
 		d.l.p.wg.Done()
@@ -403,7 +402,7 @@ func (d *direction) watchReset() {
 		defer d.watching.Store(false)
 		deadline := time.Now().Add(resetWatch)
 		for wait := 500 * time.Microsecond; !d.broken.Load(); wait *= 2 {
-			if sockErrIsReset(d.dst) {
+			if kernel.SockErrIsReset(d.dst) {
 				d.writeFailed(syscall.ECONNRESET)
 				return
 			}
@@ -428,20 +427,20 @@ func isReset(err error) bool {
 
 // waitUntil waits until due, or returns false if done closes first. A due
 // that has already passed returns at once: nothing is armed. Otherwise the
-// wait ends at fireAt(due, p.quantum), the end of due's quantum, so every
+// wait ends at clock.FireAt(due, p.quantum), the end of due's quantum, so every
 // chunk due within one quantum is released by the same wake-up (never
 // before its due time, less than one quantum after it). With a spin window
 // the wait goes to the process-wide precise clock, which keeps one
 // goroutine awake near deadlines however many writers are waiting; without
 // one it is a plain timer, which Go on Linux fires up to about a
 // millisecond late. t and w belong to the calling writer and are reused.
-func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *waiter) bool {
+func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *clock.Waiter) bool {
 	if !time.Now().Before(due) {
 		return open(done)
 	}
-	due = fireAt(due, p.quantum)
+	due = clock.FireAt(due, p.quantum)
 	if spin := p.cfg.SpinWindow; spin > 0 {
-		return preciseClock().wait(w, due, spin, done)
+		return clock.Precise().Wait(w, due, spin, done)
 	}
 	if wait := time.Until(due); wait > 0 {
 		if *t == nil {
@@ -456,39 +455,6 @@ func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w
 		}
 	}
 	return open(done)
-}
-
-// maxQuantum bounds the coalescing quantum: see quantumFor.
-const maxQuantum = 20 * time.Microsecond
-
-// quantumFor is the coalescing quantum of a link of the given RTT: RTT/50, at
-// most maxQuantum (20 µs), so at most 2% of a one-way trip at 1 ms RTT and
-// 0.08% at 50 ms. An RTT of zero gives zero: no coalescing.
-func quantumFor(rtt time.Duration) time.Duration {
-	return min(rtt/50, maxQuantum)
-}
-
-// quantumEpoch anchors the process's quantum grid. Every proxy shares it, so
-// chunks of different links due in the same quantum share one wake-up too.
-var quantumEpoch = time.Now()
-
-// fireAt is the instant a chunk due at due is released: the end of the
-// quantum holding due on a grid of step q from quantumEpoch, or due itself
-// when it falls on the grid or q is not positive. So fireAt(due, q) >= due
-// and fireAt(due, q) - due < q: never early, less than one quantum late.
-// The arithmetic is on monotonic readings (Sub, Add), never wall time.
-func fireAt(due time.Time, q time.Duration) time.Time {
-	if q <= 0 {
-		return due
-	}
-	r := due.Sub(quantumEpoch) % q
-	switch {
-	case r > 0:
-		return due.Add(q - r)
-	case r < 0: // due before the epoch: the grid extends backwards
-		return due.Add(-r)
-	}
-	return due
 }
 
 // open reports whether done is still open: a wait that ended on time but after the link
