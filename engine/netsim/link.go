@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
@@ -63,14 +64,14 @@ type link struct {
 	up, down *direction
 	once     sync.Once
 
-	acceptAt time.Time // when the modelled server accepts it (backlog.go)
-	overflow bool      // the modelled queue was full: refuse it
-	tracker            // the ConnRecord's bookkeeping; t0 is when the client connected
+	acceptAt          time.Time // when the modelled server accepts it (backlog.go)
+	overflow          bool      // the modelled queue was full: refuse it
+	conntrack.Tracker           // the ConnRecord's bookkeeping; Opened is when the client connected
 }
 
 func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l := &link{p: p, client: c, done: make(chan struct{})}
-	l.t0, l.truth.id = t0, id
+	l.Begin(t0, id)
 	rtt := p.cfg.RTT
 	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
 	// needs half a trip more; the server can answer no sooner than it
@@ -112,7 +113,7 @@ func (l *link) run() {
 		l.refused()
 		return
 	}
-	l.connected(time.Now())
+	l.Connected(time.Now())
 	u := conn.(*net.TCPConn)
 	l.mu.Lock()
 	if l.closed {
@@ -134,8 +135,8 @@ func (l *link) run() {
 // refused answers the client with a reset one round trip after it connected, as a
 // refused SYN is.
 func (l *link) refused() {
-	l.refusedAt(time.Now())
-	l.down.pushAt(chunk{kind: evRst}, stage.Refused(l.t0, l.p.cfg.RTT))
+	l.RefusedAt(time.Now())
+	l.down.pushAt(chunk{kind: evRst}, stage.Refused(l.Opened(), l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished
@@ -168,7 +169,7 @@ func (l *link) shutdown() {
 		l.p.parker.Forget(&l.down.park)
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
-			f(l.record(time.Now()))
+			f(l.Record(time.Now()))
 		}
 	})
 }
@@ -241,11 +242,11 @@ func (d *direction) readLoop() {
 		}
 		if err == nil {
 			d.srcEOF.Store(true)
-			d.l.closeSeen(d.srcSide(), false, stamp)
+			d.l.CloseSeen(d.srcSide(), false, stamp)
 			d.pushClose(chunk{kind: evFin}, stamp)
 			return
 		}
-		d.l.closeSeen(d.srcSide(), true, stamp)
+		d.l.CloseSeen(d.srcSide(), true, stamp)
 		// ECONNRESET is the usual case; any other failure of a live
 		// socket also means the peer is gone abruptly, so model it the
 		// same way rather than as an orderly close.
@@ -259,7 +260,7 @@ func (d *direction) readLoop() {
 // down. The reader's chunkReader calls it.
 func (d *direction) take(buf *[]byte, n int, stamp time.Time) bool {
 	if d == d.l.down {
-		d.l.serverData(stamp, (*buf)[:n])
+		d.l.ServerData(stamp, (*buf)[:n])
 	}
 	c := chunk{kind: evData, n: n}
 	if n <= smallChunk {

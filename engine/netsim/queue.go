@@ -133,7 +133,7 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 	}
 	c.due = due
 	if d == d.l.up && c.kind == evData {
-		d.l.clientData(c.data, due)
+		d.l.ClientData(c.data, due)
 	}
 	if d.head == len(d.q) {
 		// Empty: reuse the backing array from its start rather than let the
@@ -230,7 +230,7 @@ func (d *direction) writeNow(c *chunk) bool {
 		return true
 	}
 	if d == d.l.up {
-		d.l.wroteUpstream(time.Now())
+		d.l.WroteUpstream(time.Now())
 	}
 	n, ok := d.wr.Write(d.dst, c.data)
 	if n < len(c.data) || !ok {
@@ -333,7 +333,7 @@ func (d *direction) deliver(c chunk) {
 		if d == d.l.up {
 			// Noted before the write: the server's answer may be read (on another
 			// goroutine) before this one runs again, and must not look older than it.
-			d.l.wroteUpstream(time.Now())
+			d.l.WroteUpstream(time.Now())
 		}
 		_, err := d.dst.Write(c.data)
 		c.release()
@@ -362,11 +362,7 @@ func (d *direction) deliver(c chunk) {
 // wrote counts a chunk of n bytes delivered whole.
 func (d *direction) wrote(n int) {
 	d.bytes.Add(int64(n))
-	if d == d.l.up {
-		d.l.truth.bytesUp.Add(int64(n))
-	} else {
-		d.l.truth.bytesDown.Add(int64(n))
-	}
+	d.l.Delivered(d == d.l.up, n)
 	if d.other.srcEOF.Load() {
 		d.watchReset()
 	}
@@ -377,7 +373,7 @@ func (d *direction) wrote(n int) {
 func (d *direction) writeFailed(err error) {
 	d.broken.Store(true)
 	if isReset(err) {
-		d.l.closeSeen(d.other.srcSide(), true, time.Now())
+		d.l.CloseSeen(d.other.srcSide(), true, time.Now())
 		d.other.push(chunk{kind: evRst}, time.Now())
 		return
 	}

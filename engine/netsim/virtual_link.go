@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
@@ -29,7 +30,7 @@ type vlink struct {
 	finished int // directions whose FIN was delivered
 	once     sync.Once
 
-	tracker // the ConnRecord's bookkeeping; t0 is when the client connected
+	conntrack.Tracker // the ConnRecord's bookkeeping; Opened is when the client connected
 }
 
 // vdir is one way of a vlink. Its reader goroutine reads src and pushes each chunk, FIN
@@ -57,7 +58,7 @@ type vdir struct {
 
 func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
 	l := &vlink{p: p, client: c, done: make(chan struct{})}
-	l.t0, l.truth.id = t0, id
+	l.Begin(t0, id)
 	rtt := p.cfg.RTT
 	// The floors of link: the client's first byte reaches the server 1.5 RTT after the
 	// connect, the server's first byte the client 2 RTT after it.
@@ -101,7 +102,7 @@ func (l *vlink) dial() bool {
 		l.refuse()
 		return false
 	}
-	l.connected(time.Now())
+	l.Connected(time.Now())
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -119,8 +120,8 @@ func (l *vlink) dial() bool {
 // refuse answers the client with a reset one round trip after it connected, as a refused
 // SYN is (link.refused).
 func (l *vlink) refuse() {
-	l.refusedAt(time.Now())
-	l.down.pushAt(evRst, nil, stage.Refused(l.t0, l.p.cfg.RTT))
+	l.RefusedAt(time.Now())
+	l.down.pushAt(evRst, nil, stage.Refused(l.Opened(), l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished the link is
@@ -150,7 +151,7 @@ func (l *vlink) shutdown() {
 		}
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
-			f(l.record(time.Now()))
+			f(l.Record(time.Now()))
 		}
 	})
 }
@@ -178,7 +179,7 @@ func (d *vdir) readLoop() {
 		now := time.Now()
 		if n > 0 {
 			if d == &l.down {
-				l.serverData(now, buf[:n])
+				l.ServerData(now, buf[:n])
 			}
 			d.push(evData, append([]byte(nil), buf[:n]...), now)
 			continue
@@ -190,14 +191,14 @@ func (d *vdir) readLoop() {
 			return
 		}
 		if errors.Is(err, io.EOF) {
-			l.closeSeen(d.srcSide(), false, now)
+			l.CloseSeen(d.srcSide(), false, now)
 			d.pushClose(evFin, now)
 			d.stopAtEOF()
 			return
 		}
 		// ECONNRESET is the usual case; any other failure of a live connection also
 		// means the peer is gone abruptly, so it is carried as a reset too.
-		l.closeSeen(d.srcSide(), true, now)
+		l.CloseSeen(d.srcSide(), true, now)
 		d.pushClose(evRst, now)
 		return
 	}
@@ -253,7 +254,7 @@ func (d *vdir) pushAt(k kind, data []byte, due time.Time) {
 		return
 	}
 	if d == &l.up && k == evData {
-		l.clientData(data, due)
+		l.ClientData(data, due)
 	}
 	d.queued += len(data)
 	// Pushed under l.mu: items of one direction enter the loop in the order of their
@@ -286,7 +287,7 @@ func (d *vdir) deliver(ev *vevent) {
 			return
 		}
 		if d == &l.up {
-			l.wroteUpstream(time.Now())
+			l.WroteUpstream(time.Now())
 		}
 		_, err := d.dst.Write(ev.data)
 		d.release(len(ev.data))
@@ -347,11 +348,7 @@ func (d *vdir) waitSpace() bool {
 // brought back.
 func (d *vdir) wrote(n int) {
 	d.bytes.Add(int64(n))
-	if d == &d.l.up {
-		d.l.truth.bytesUp.Add(int64(n))
-	} else {
-		d.l.truth.bytesDown.Add(int64(n))
-	}
+	d.l.Delivered(d == &d.l.up, n)
 	d.resetAfterWrite()
 }
 
@@ -382,7 +379,7 @@ func (d *vdir) writeFailed(err error) {
 	}
 	if isReset(err) {
 		now := time.Now()
-		d.l.closeSeen(d.other.srcSide(), true, now)
+		d.l.CloseSeen(d.other.srcSide(), true, now)
 		d.other.push(evRst, nil, now)
 		return
 	}
