@@ -262,7 +262,7 @@
 // model's parts are shared, not copied: every stage that times a direction
 // (package stage: the delays and their seeded jitter, the sending model's
 // departures, the order of data, FIN and reset), the listen queue
-// (backlog.go) and the connection records (conns.go, tracker). Where the
+// (stage.ListenQueue) and the connection records (package conntrack). Where the
 // kernel's listen queue drops SYNs, VirtualProxy.DialContext is the client
 // kernel's connect with its SYN retries. A thousand reused requests at 50 ms
 // take about 5 ms of real time (BenchmarkVirtualLinkRequests).

@@ -40,7 +40,7 @@ type Proxy struct {
 	// read call ends, so a chunk costs no atomic add.
 	chunksRead, emptyAfterData atomic.Int64
 
-	queue listenQueue // the modelled accept queue (backlog.go); only acceptLoop uses it
+	queue stage.ListenQueue // the modelled accept queue (backlog.go); only acceptLoop uses it
 
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
 	paceUp, paceDown *stage.Pacer
@@ -98,7 +98,7 @@ func Start(cfg Config) (*Proxy, error) {
 		cancel:  cancel,
 		delays:  cfg.latency(),
 		links:   make(map[*link]struct{}),
-		queue:   listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
+		queue:   stage.ListenQueue{Backlog: cfg.Backlog, Delay: cfg.AcceptDelay},
 	}
 	p.paceUp, p.paceDown = cfg.sharedPacers()
 	if p.parker = kernel.NewParker(); p.parker != nil {

@@ -1,6 +1,6 @@
-// Package stage holds the stages that time one direction of a simulated link, as pure
-// computation: given when a sender wrote bytes (or half-closed, or reset), they say when
-// each piece is released at the other end. The real relay over loopback sockets and the
+// Package stage holds the stages that time a simulated link, its directions and its
+// edge, as pure computation: given when a sender wrote bytes (or half-closed, or reset),
+// they say when each piece is released at the other end. The real relay over loopback sockets and the
 // virtual link over an in-memory network both use them, so the two keep one model.
 //
 // A chunk of data passes, in order:
@@ -17,6 +17,10 @@
 // A FIN or a reset (close.go) skips the window and pacing: it takes the one-way delay
 // and then its place in the sequence, behind the data sent before it; a second reset of
 // a direction is dropped.
+//
+// Before any of that a connection passes the listen queue at the link's edge
+// (backlog.go), which says when a server slow to accept takes it, or that the queue is
+// full.
 //
 // Path (path.go) chains the stages of one direction. Nothing here reads a clock, sleeps
 // or touches a socket: the links do, and hand these stages the instants they saw.
