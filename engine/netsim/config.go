@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
@@ -143,14 +144,18 @@ func (cfg *Config) sharedPacers() (up, down *stage.Pacer) {
 	return nil, nil
 }
 
-// path returns the timing stages of one direction of a link that opened at floor's
-// handshake: a fresh congestion window as cfg asks for it, pace (nil without a limit)
-// and the proxy's delays.
-func (cfg *Config) path(floor time.Time, pace *stage.Pacer, delays *stage.Latency) stage.Path {
-	return stage.Path{
-		Floor:  floor,
-		Window: stage.NewWindow(cfg.RTT, cfg.InitialWindow, !cfg.NoSlowStartAfterIdle),
-		Pace:   pace,
-		Delay:  delays,
+// paths returns the timing stages of the two directions of a connection the client
+// opened at t0: the handshake's floors (stage.Floors), a fresh congestion window each as
+// cfg asks for it, the pacers (the proxy's shared pair, or a fresh pair with a limit per
+// link, or none) and the proxy's delays. Both links build their directions from it.
+func (cfg *Config) paths(t0 time.Time, sharedUp, sharedDown *stage.Pacer, delays *stage.Latency) (up, down stage.Path) {
+	if fault.On(fault.HandshakeShort) {
+		t0 = t0.Add(-cfg.RTT) // a round trip short: the floors as if the SYN-ACK were back at once
 	}
+	upFloor, downFloor := stage.Floors(t0, cfg.RTT)
+	paceUp, paceDown := stage.Pacers(cfg.Bandwidth, sharedUp, sharedDown)
+	window := stage.NewWindow(cfg.RTT, cfg.InitialWindow, !cfg.NoSlowStartAfterIdle)
+	up = stage.Path{Floor: upFloor, Window: window, Pace: paceUp, Delay: delays}
+	down = stage.Path{Floor: downFloor, Window: window, Pace: paceDown, Delay: delays}
+	return up, down
 }

@@ -72,17 +72,10 @@ type link struct {
 func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l := &link{p: p, client: c, done: make(chan struct{})}
 	l.Begin(t0, id)
-	rtt := p.cfg.RTT
-	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
-	// needs half a trip more; the server can answer no sooner than it
-	// accepted, so its first byte reaches the client at 2 RTT.
-	if fault.On(fault.HandshakeShort) {
-		t0 = t0.Add(-rtt)
-	}
-	paceUp, paceDown := stage.Pacers(p.cfg.Bandwidth, p.paceUp, p.paceDown)
-	l.up = &direction{l: l, src: c, path: p.cfg.path(t0.Add(rtt+rtt/2), paceUp, p.delays),
+	up, down := p.cfg.paths(t0, p.paceUp, p.paceDown, p.delays)
+	l.up = &direction{l: l, src: c, path: up,
 		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
-	l.down = &direction{l: l, dst: c, path: p.cfg.path(t0.Add(2*rtt), paceDown, p.delays),
+	l.down = &direction{l: l, dst: c, path: down,
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
 	l.up.cw.Fn, l.down.cw.Fn = l.up.fire, l.down.fire

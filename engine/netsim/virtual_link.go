@@ -59,17 +59,11 @@ type vdir struct {
 func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
 	l := &vlink{p: p, client: c, done: make(chan struct{})}
 	l.Begin(t0, id)
-	rtt := p.cfg.RTT
-	// The floors of link: the client's first byte reaches the server 1.5 RTT after the
-	// connect, the server's first byte the client 2 RTT after it.
-	if fault.On(fault.HandshakeShort) {
-		t0 = t0.Add(-rtt)
-	}
-	paceUp, paceDown := stage.Pacers(p.cfg.Bandwidth, p.paceUp, p.paceDown)
-	l.up = vdir{l: l, src: c, path: p.cfg.path(t0.Add(rtt+rtt/2), paceUp, p.delays),
-		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
-	l.down = vdir{l: l, dst: c, path: p.cfg.path(t0.Add(2*rtt), paceDown, p.delays),
-		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
+	up, down := p.cfg.paths(t0, p.paceUp, p.paceDown, p.delays)
+	l.up = vdir{l: l, src: c, path: up, bytes: &p.bytesUp, resets: &p.resetsUp,
+		space: make(chan struct{}, 1)}
+	l.down = vdir{l: l, dst: c, path: down, bytes: &p.bytesDown, resets: &p.resetsDown,
+		space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = &l.down, &l.up
 	return l
 }
@@ -87,7 +81,9 @@ func (l *vlink) open() {
 // server's edge, as it waits in a kernel for an accept: it is timed from when it was
 // sent, and reaches the server no sooner than at.
 func (l *vlink) openLater(at time.Time) {
-	l.up.seq.NotBefore = at // no reader runs yet, so l.mu is not needed
+	l.mu.Lock()
+	l.up.seq.NotBefore = at
+	l.mu.Unlock()
 	l.p.wg.Add(1)
 	go l.up.readLoop()
 	l.p.loop.push(vevent{due: at, call: func() { l.dial() }})

@@ -13,8 +13,9 @@ import "time"
 //     then sees a FIN as a half-close after the last byte, and a reset as a reset.
 //   - A direction carries one reset: a second (a failed write and a failed read of the
 //     same dead connection) is dropped.
-//   - A connection the upstream refused is answered with a reset one round trip after
-//     the client connected (Refused), as a refused SYN is.
+//
+// A connection the upstream refused is answered with a reset one round trip after the
+// client connected (handshake.go).
 
 // Kind is what an item of a direction carries.
 type Kind uint8
@@ -55,7 +56,3 @@ func (s *Sequence) Place(k Kind, due time.Time) (time.Time, bool) {
 	s.last = due
 	return due, true
 }
-
-// Refused is when the client of a connection that opened at t0, on a link of round trip
-// rtt, learns that the upstream refused it: one round trip after it connected.
-func Refused(t0 time.Time, rtt time.Duration) time.Time { return t0.Add(rtt) }

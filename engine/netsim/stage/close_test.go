@@ -37,8 +37,7 @@ func TestSequence(t *testing.T) {
 }
 
 // TestCloseTiming pins when a FIN or reset is due: one one-way delay after it was made,
-// never before the handshake's floor, whatever the window holds; and a refused connect's
-// reset one round trip after the client connected.
+// never before the handshake's floor, whatever the window holds.
 func TestCloseTiming(t *testing.T) {
 	const rtt = 80 * time.Millisecond
 	p := Path{Floor: at(rtt + rtt/2), Window: NewWindow(rtt, 0, true), Delay: NewLatency(rtt, 0, 0)}
@@ -48,8 +47,5 @@ func TestCloseTiming(t *testing.T) {
 	}
 	if got := p.Due(at(time.Second)); !got.Equal(at(time.Second + rtt/2)) {
 		t.Errorf("FIN at +1s due at +%v, want +%v", got.Sub(t0), time.Second+rtt/2)
-	}
-	if got := Refused(t0, rtt); !got.Equal(at(rtt)) {
-		t.Errorf("refused connect's reset at +%v, want +%v", got.Sub(t0), rtt)
 	}
 }

@@ -20,7 +20,8 @@
 //
 // Before any of that a connection passes the listen queue at the link's edge
 // (backlog.go), which says when a server slow to accept takes it, or that the queue is
-// full.
+// full, and its handshake (handshake.go) sets the floors before which nothing of either
+// direction arrives.
 //
 // Path (path.go) chains the stages of one direction. Nothing here reads a clock, sleeps
 // or touches a socket: the links do, and hand these stages the instants they saw.
