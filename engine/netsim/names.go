@@ -4,10 +4,11 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
+	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
-// The names netsim keeps for what moved to its packages clock and kernel.
+// The names netsim keeps for what lives in its packages clock, kernel and conntrack.
 
 // PortableEnv names the environment variable that, set to 1, makes netsim use on
 // Linux only what it has on every platform (kernel.PortableEnv).
@@ -25,3 +26,33 @@ type Sleeper = clock.Sleeper
 // Sleep waits on the precise clock until at, or returns false as soon as done closes
 // (clock.Sleep).
 func Sleep(at time.Time, done <-chan struct{}) bool { return clock.Sleep(at, done) }
+
+// ConnRecord is the life of one link as the proxy saw it on its upstream side
+// (conntrack.Record).
+type ConnRecord = conntrack.Record
+
+// Side is an end of a link, or kalab itself when the proxy tore the link down.
+type Side = conntrack.Side
+
+// Sides of a link.
+const (
+	SideServer = conntrack.SideServer // the upstream
+	SideClient = conntrack.SideClient
+	SideKalab  = conntrack.SideKalab // the proxy closed the link (the run ended)
+)
+
+// Reason says how a link's first close happened.
+type Reason = conntrack.Reason
+
+// Reasons of a first close (conntrack.ReasonIdle and the others).
+const (
+	ReasonIdle          = conntrack.ReasonIdle
+	ReasonAfterResponse = conntrack.ReasonAfterResponse
+	ReasonReset         = conntrack.ReasonReset
+	ReasonRefused       = conntrack.ReasonRefused
+	ReasonRunEnd        = conntrack.ReasonRunEnd
+)
+
+// AfterResponseWindow separates a close straight after a response from an idle close
+// (conntrack.AfterResponseWindow).
+const AfterResponseWindow = conntrack.AfterResponseWindow
