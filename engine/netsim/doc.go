@@ -36,6 +36,24 @@
 // Durations are used as given: the runner scales them before calling Start.
 // Nothing is bound or dialed outside 127.0.0.0/8 and ::1.
 //
+// # Where things live
+//
+// This package holds the two links: the relay over loopback sockets (Start,
+// Proxy: proxy.go, link*.go, queue.go) and its twin over the in-memory
+// network engine/vnet (StartVirtual, VirtualProxy: virtual*.go), with what
+// they share to carry bytes (Config, Stats, the listen queue's modes). What
+// they compute and call lives below it, and never imports it:
+//
+//   - stage: the timing of a link as pure computation, one stage per file
+//     (handshake floors, listen queue, slow start, restart after idle,
+//     pacing, one-way delay and jitter, the order of data, FIN and reset);
+//   - clock: the process-wide precise clock that releases the relay's chunks
+//     and wakes Sleepers, and the coalescing grid;
+//   - conntrack: each link's ConnRecord, who closed first and why;
+//   - kernel: the system calls below Go's net (timerfd, receive stamps,
+//     TCP_INQ, raw writes, SO_ERROR, listen backlog, the epoll parker, the
+//     file limit) with their fallbacks.
+//
 // # How it stays exact and small
 //
 // Chunks are stamped with the kernel's receive time (SO_TIMESTAMPNS), so
