@@ -297,7 +297,7 @@
 // how the cost was measured (the same VM, loaded; two runs each, given as
 // ranges):
 //
-//	go test -run '^$' -bench ClockWake -benchtime 3x ./engine/netsim
+//	go test -run '^$' -bench ClockWake -benchtime 3x ./engine/netsim/clock
 //	                  late p50   late p99   CPU per wake (2-6 ms waits)
 //	timerfd           6.6 µs     1.0 ms     0.35 ms
 //	fallback          4.4 µs     0.52 ms    0.90 ms
