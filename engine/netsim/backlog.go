@@ -34,47 +34,10 @@ func (p *Proxy) admit(now time.Time) (time.Time, bool) {
 	if !p.cfg.RefuseOverflow || p.cfg.AcceptDelay <= 0 {
 		return now, false
 	}
-	if p.queue.full(now) {
+	if p.queue.Full(now) {
 		return now, true
 	}
-	return p.queue.enter(now), false
-}
-
-// listenQueue is the modelled accept queue: a server that accepts one connection per
-// delay, and the connections it has not accepted yet. Its user serializes the calls.
-type listenQueue struct {
-	backlog int           // Config.Backlog; 0: no limit
-	delay   time.Duration // Config.AcceptDelay
-	free    time.Time     // when the modelled server can accept the next connection
-	pending []time.Time   // accept times of connections still waiting in the queue
-}
-
-// full reports whether a connection arriving at now finds the queue full: Backlog+1
-// connections still waiting, which is when Linux's sk_acceptq_is_full holds.
-func (q *listenQueue) full(now time.Time) bool {
-	k := 0
-	for _, at := range q.pending {
-		if at.After(now) {
-			q.pending[k] = at
-			k++
-		}
-	}
-	q.pending = q.pending[:k]
-	return q.backlog > 0 && len(q.pending) > q.backlog
-}
-
-// enter queues a connection arriving at now and returns when the modelled server
-// accepts it: at once when the server is free, else one delay after its previous accept.
-func (q *listenQueue) enter(now time.Time) time.Time {
-	at := now
-	if q.free.After(at) {
-		at = q.free
-	}
-	q.free = at.Add(q.delay)
-	if at.After(now) {
-		q.pending = append(q.pending, at)
-	}
-	return at
+	return p.queue.Enter(now), false
 }
 
 // acceptPause waits AcceptDelay after an accept when the kernel's queue is the model

@@ -7,45 +7,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
 )
-
-// TestFireAtNeverEarly checks the coalescing rule on many dues and quanta: a chunk is
-// released at the end of its quantum, never before its due time and less than one quantum
-// after it, and chunks due within the same quantum share the same instant (one wake-up).
-func TestFireAtNeverEarly(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
-		q := time.Duration(1 + r.IntN(int(50*time.Microsecond)))
-		due := quantumEpoch.Add(time.Duration(r.Int64N(int64(10*time.Second))) - 5*time.Second)
-		got := fireAt(due, q)
-		if got.Before(due) {
-			t.Fatalf("fireAt(%v after the epoch, q %v) is %v early", due.Sub(quantumEpoch), q, due.Sub(got))
-		}
-		if late := got.Sub(due); late >= q {
-			t.Fatalf("fireAt(%v after the epoch, q %v) is %v late, want < q", due.Sub(quantumEpoch), q, late)
-		}
-		if off := got.Sub(quantumEpoch) % q; off != 0 {
-			t.Fatalf("fireAt(%v after the epoch, q %v) is off the grid by %v", due.Sub(quantumEpoch), q, off)
-		}
-		// Another due in the same quantum fires at the same instant.
-		start := got.Add(-q + 1)
-		other := start.Add(time.Duration(r.Int64N(int64(q))))
-		if o := fireAt(other, q); !o.Equal(got) {
-			t.Fatalf("dues %v and %v in one quantum %v fire at %v and %v", due.Sub(quantumEpoch), other.Sub(quantumEpoch), q, got.Sub(quantumEpoch), o.Sub(quantumEpoch))
-		}
-	}
-	if d := quantumEpoch.Add(time.Hour); !fireAt(d, 0).Equal(d) {
-		t.Error("a zero quantum must not move the due time")
-	}
-	for _, c := range []struct{ rtt, want time.Duration }{
-		{0, 0}, {time.Millisecond, 20 * time.Microsecond}, {500 * time.Microsecond, 10 * time.Microsecond},
-		{50 * time.Millisecond, maxQuantum}, {150 * time.Millisecond, maxQuantum},
-	} {
-		if got := quantumFor(c.rtt); got != c.want {
-			t.Errorf("quantumFor(%v) = %v, want %v", c.rtt, got, c.want)
-		}
-	}
-}
 
 // TestCoalescingDelayIsRecordedAsLateness runs echoes through a link whose quantum is made
 // large (4 ms) and checks that the link still never delivers early (every echo takes at
@@ -105,7 +68,7 @@ func TestPastDueReleasesWithoutWaiting(t *testing.T) {
 		}
 		var (
 			tm *time.Timer
-			w  waiter
+			w  clock.Waiter
 		)
 		start := time.Now()
 		if !p.waitUntil(start.Add(-time.Nanosecond), make(chan struct{}), &tm, &w) {
@@ -114,8 +77,8 @@ func TestPastDueReleasesWithoutWaiting(t *testing.T) {
 		if took := time.Since(start); took > 100*time.Millisecond {
 			t.Errorf("spin %v: a past-due release waited %v", spin, took)
 		}
-		if tm != nil || w.ch != nil {
-			t.Errorf("spin %v: a past-due release armed a timer (%v) or registered with the clock (%v)", spin, tm != nil, w.ch != nil)
+		if tm != nil || w.Waited() {
+			t.Errorf("spin %v: a past-due release armed a timer (%v) or registered with the clock (%v)", spin, tm != nil, w.Waited())
 		}
 		_ = p.Close()
 	}

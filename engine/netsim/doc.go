@@ -25,7 +25,7 @@
 //     to the client behind the FIN, which is the stale-connection race;
 //   - an upstream that refuses the connection becomes a reset to the client
 //     one RTT after it connected;
-//   - data leaves its sender by a TCP sending model (tcpmodel.go): slow start
+//   - data leaves its sender by a TCP sending model (package stage): slow start
 //     from an initial window of 10 segments that doubles per round trip, the
 //     window's restart after idle as Linux does it, and an optional bandwidth
 //     limit per link or shared; a chunk is released RTT/2 after its last byte
@@ -35,6 +35,24 @@
 //
 // Durations are used as given: the runner scales them before calling Start.
 // Nothing is bound or dialed outside 127.0.0.0/8 and ::1.
+//
+// # Where things live
+//
+// This package holds the two links: the relay over loopback sockets (Start,
+// Proxy: proxy.go, link*.go, queue.go) and its twin over the in-memory
+// network engine/vnet (StartVirtual, VirtualProxy: virtual*.go), with what
+// they share to carry bytes (Config, Stats, the listen queue's modes). What
+// they compute and call lives below it, and never imports it:
+//
+//   - stage: the timing of a link as pure computation, one stage per file
+//     (handshake floors, listen queue, slow start, restart after idle,
+//     pacing, one-way delay and jitter, the order of data, FIN and reset);
+//   - clock: the process-wide precise clock that releases the relay's chunks
+//     and wakes Sleepers, and the coalescing grid;
+//   - conntrack: each link's ConnRecord, who closed first and why;
+//   - kernel: the system calls below Go's net (timerfd, receive stamps,
+//     TCP_INQ, raw writes, SO_ERROR, listen backlog, the epoll parker, the
+//     file limit) with their fallbacks.
 //
 // # How it stays exact and small
 //
@@ -53,7 +71,7 @@
 // previous millisecond) and for at most a quarter of wall time: dense
 // deadlines, many links at a small RTT, would keep it yielding without
 // pause and take a core from the endpoints, so then it blocks on the
-// timerfd until the deadline itself (measured in clock.go: at 1 ms RTT
+// timerfd until the deadline itself (measured in package clock: at 1 ms RTT
 // with 8 in flight, 1.05-1.16x instead of 1.14-1.29x the model plus the
 // endpoints' own time, for 15-30 µs more lateness per release). Where no timerfd
 // is available it sleeps on a Go timer and spins the whole window. A
@@ -66,7 +84,7 @@
 // link of the process, is released by the same wake-up. The quantum is
 // RTT/50, at most 20 µs (20 µs at 1 ms RTT and above, 10 µs at 0.5 ms).
 // The rule is exact: a chunk is never released before its due time, and the
-// grid adds less than one quantum (fireAt, TestFireAtNeverEarly). A chunk
+// grid adds less than one quantum (clock.FireAt, TestFireAtNeverEarly). A chunk
 // whose due time has already passed when it is queued is released
 // at once: nothing is armed and nothing is rounded. Config.Lag records each
 // release against the chunk's own due time, so the quantum's delay counts as
@@ -259,9 +277,10 @@
 // keyed by due time and push order, and one goroutine sleeping on a timer
 // until the earliest) writes each chunk, FIN and reset to its destination, so
 // what happens at one instant happens in the order the link queued it. The
-// model's parts are shared, not copied: the delays and their seeded jitter
-// and the sending model's departures (timing.go, tcpmodel.go), the listen
-// queue (backlog.go) and the connection records (conns.go, tracker). Where the
+// model's parts are shared, not copied: every stage that times a direction
+// (package stage: the delays and their seeded jitter, the sending model's
+// departures, the order of data, FIN and reset), the listen queue
+// (stage.ListenQueue) and the connection records (package conntrack). Where the
 // kernel's listen queue drops SYNs, VirtualProxy.DialContext is the client
 // kernel's connect with its SYN retries. A thousand reused requests at 50 ms
 // take about 5 ms of real time (BenchmarkVirtualLinkRequests).
@@ -278,7 +297,7 @@
 // how the cost was measured (the same VM, loaded; two runs each, given as
 // ranges):
 //
-//	go test -run '^$' -bench ClockWake -benchtime 3x ./engine/netsim
+//	go test -run '^$' -bench ClockWake -benchtime 3x ./engine/netsim/clock
 //	                  late p50   late p99   CPU per wake (2-6 ms waits)
 //	timerfd           6.6 µs     1.0 ms     0.35 ms
 //	fallback          4.4 µs     0.52 ms    0.90 ms

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
 // TestReaderReadsOncePerChunk guards the saving of a read per chunk:
@@ -33,7 +35,7 @@ func TestReaderReadsOncePerChunk(t *testing.T) {
 		t.Fatalf("the readers read %d chunks, want %d (one each way per trip)", chunks, 2*trips)
 	}
 	want := int64(0)
-	if portable {
+	if kernel.Portable {
 		want = chunks
 	}
 	if empty != want {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
 const (
@@ -62,32 +64,21 @@ type link struct {
 	up, down *direction
 	once     sync.Once
 
-	acceptAt time.Time // when the modelled server accepts it (backlog.go)
-	overflow bool      // the modelled queue was full: refuse it
-	tracker            // the ConnRecord's bookkeeping; t0 is when the client connected
+	acceptAt          time.Time // when the modelled server accepts it (backlog.go)
+	overflow          bool      // the modelled queue was full: refuse it
+	conntrack.Tracker           // the ConnRecord's bookkeeping; Opened is when the client connected
 }
 
 func newLink(p *Proxy, c *net.TCPConn, t0 time.Time, id uint64) *link {
 	l := &link{p: p, client: c, done: make(chan struct{})}
-	l.t0, l.truth.id = t0, id
-	rtt := p.cfg.RTT
-	// The client's first byte leaves once the SYN-ACK is back (1 RTT) and
-	// needs half a trip more; the server can answer no sooner than it
-	// accepted, so its first byte reaches the client at 2 RTT.
-	if fault.On(fault.HandshakeShort) {
-		t0 = t0.Add(-rtt)
-	}
-	l.up = &direction{l: l, src: c, floor: t0.Add(rtt + rtt/2),
+	l.Begin(t0, id)
+	up, down := p.cfg.paths(t0, p.paceUp, p.paceDown, p.delays)
+	l.up = &direction{l: l, src: c, path: up,
 		bytes: &p.bytesUp, resets: &p.resetsUp, space: make(chan struct{}, 1)}
-	l.down = &direction{l: l, dst: c, floor: t0.Add(2 * rtt),
+	l.down = &direction{l: l, dst: c, path: down,
 		bytes: &p.bytesDown, resets: &p.resetsDown, space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = l.down, l.up
-	l.up.cw.fn, l.down.cw.fn = l.up.fire, l.down.fire
-	l.up.snd, l.down.snd = newSender(&p.cfg), newSender(&p.cfg)
-	l.up.pace, l.down.pace = p.paceUp, p.paceDown
-	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
-		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
-	}
+	l.up.cw.Fn, l.down.cw.Fn = l.up.fire, l.down.fire
 	return l
 }
 
@@ -115,7 +106,7 @@ func (l *link) run() {
 		l.refused()
 		return
 	}
-	l.connected(time.Now())
+	l.Connected(time.Now())
 	u := conn.(*net.TCPConn)
 	l.mu.Lock()
 	if l.closed {
@@ -137,8 +128,8 @@ func (l *link) run() {
 // refused answers the client with a reset one round trip after it connected, as a
 // refused SYN is.
 func (l *link) refused() {
-	l.refusedAt(time.Now())
-	l.down.pushAt(chunk{kind: evRst}, l.t0.Add(l.p.cfg.RTT))
+	l.RefusedAt(time.Now())
+	l.down.pushAt(chunk{kind: evRst}, stage.Refused(l.Opened(), l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished
@@ -167,11 +158,11 @@ func (l *link) shutdown() {
 		}
 		l.up.unschedule()
 		l.down.unschedule()
-		l.p.parker.forget(l.up)
-		l.p.parker.forget(l.down)
+		l.p.parker.Forget(&l.up.park)
+		l.p.parker.Forget(&l.down.park)
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
-			f(l.record(time.Now()))
+			f(l.Record(time.Now()))
 		}
 	})
 }
@@ -207,7 +198,7 @@ type chunkReader func(take func(buf *[]byte, n int, stamp time.Time) bool) (stam
 // model, the clock, a write) goes deep enough to double a 2 KiB one; gdb
 // over runtime.allgs and morestack showed both. A stack never shrinks back
 // while its goroutine parks. So once a reader has waited idleHandoff for its
-// next chunk it leaves the wait to the proxy's idle parker (parker_linux.go),
+// next chunk it leaves the wait to the proxy's idle parker (kernel.Parker),
 // which holds it with no goroutine at all, or elsewhere to a fresh goroutine
 // with a fresh stack. Either costs one goroutine start per idle period. The
 // read deadline that says so is not moved per chunk, which cost 7% of a
@@ -244,11 +235,11 @@ func (d *direction) readLoop() {
 		}
 		if err == nil {
 			d.srcEOF.Store(true)
-			d.l.closeSeen(d.srcSide(), false, stamp)
+			d.l.CloseSeen(d.srcSide(), false, stamp)
 			d.pushClose(chunk{kind: evFin}, stamp)
 			return
 		}
-		d.l.closeSeen(d.srcSide(), true, stamp)
+		d.l.CloseSeen(d.srcSide(), true, stamp)
 		// ECONNRESET is the usual case; any other failure of a live
 		// socket also means the peer is gone abruptly, so model it the
 		// same way rather than as an orderly close.
@@ -262,7 +253,7 @@ func (d *direction) readLoop() {
 // down. The reader's chunkReader calls it.
 func (d *direction) take(buf *[]byte, n int, stamp time.Time) bool {
 	if d == d.l.down {
-		d.l.serverData(stamp, (*buf)[:n])
+		d.l.ServerData(stamp, (*buf)[:n])
 	}
 	c := chunk{kind: evData, n: n}
 	if n <= smallChunk {
@@ -304,25 +295,18 @@ func (d *direction) idleWait() bool {
 // handOff gives the idle wait of this direction's reader to a fresh goroutine.
 func (d *direction) handOff() {
 	_ = d.src.SetReadDeadline(time.Time{})
-	if d.l.p.parker.park(d) {
+	if d.l.p.parker.Park(&d.park, d, d.src) {
 		return
 	}
-	d.l.p.wg.Add(1) // the calling reader is counted, so this cannot race Wait
-	go d.readLoop()
+	d.Wake()
 }
 
-// srcControl runs f on the source socket's descriptor, which cannot be
-// closed meanwhile.
-func (d *direction) srcControl(f func(fd uintptr) error) error {
-	rc, err := d.src.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(fd) }); err != nil {
-		return err
-	}
-	return ferr
+// Wake starts the direction's reader on a fresh goroutine: after an idle wait, from
+// its last reader (handOff) or from the idle parker's goroutine once src is ready. Both
+// callers are counted in p.wg, so this Add cannot race Wait.
+func (d *direction) Wake() {
+	d.l.p.wg.Add(1)
+	go d.readLoop()
 }
 
 // waitSpace blocks while the direction has maxQueued bytes in flight.

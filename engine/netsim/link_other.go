@@ -5,7 +5,6 @@ package netsim
 import (
 	"errors"
 	"io"
-	"net"
 	"time"
 )
 
@@ -36,14 +35,3 @@ func (d *direction) openReader() (chunkReader, error) {
 		}
 	}, nil
 }
-
-// sockErrIsReset cannot read SO_ERROR portably here, so it reports no
-// reset: a write racing a peer's close is then seen when the next read
-// fails rather than at once.
-func sockErrIsReset(*net.TCPConn) bool { return false }
-
-// rawWriter has no non-blocking write here: every release goes to a
-// writer goroutine, which writes through net.Conn.
-type rawWriter struct{}
-
-func (*rawWriter) write(*net.TCPConn, []byte) (int, bool) { return 0, false }

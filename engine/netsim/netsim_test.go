@@ -670,7 +670,7 @@ func TestJitterIsOneSidedUniform(t *testing.T) {
 func proxyGoroutines() int {
 	n := 0
 	for _, g := range strings.Split(stacks(), "\n\n") {
-		for _, fn := range []string{"netsim.(*Proxy).", "netsim.(*link).", "netsim.(*direction).", "netsim.(*idleParker)."} {
+		for _, fn := range []string{"netsim.(*Proxy).", "netsim.(*link).", "netsim.(*direction).", "kernel.(*Parker)."} {
 			if strings.Contains(g, fn) {
 				n++
 				break

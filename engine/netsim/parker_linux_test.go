@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
 // TestIdleLinksHoldNoGoroutine guards this: a link idle for idleHandoff
@@ -31,7 +33,7 @@ func TestIdleLinksHoldNoGoroutine(t *testing.T) {
 	// The accept loop and the parker, and nothing per link; without the
 	// parker (KALAB_NETSIM_PORTABLE=1) each link keeps its two readers.
 	want := 2
-	if portable {
+	if kernel.Portable {
 		want = 1 + 2*links
 	}
 	waitFor(t, "idle readers parked", func() bool { return proxyGoroutines() == want })

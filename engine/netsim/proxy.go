@@ -11,115 +11,22 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
-
-// Config describes one simulated link. Durations arrive already scaled by the
-// runner; netsim applies them as given.
-type Config struct {
-	// Upstream is the host:port of the server. It must be a loopback address.
-	Upstream string
-	// RTT is the full round trip; each direction is delayed RTT/2.
-	RTT time.Duration
-	// Jitter, when positive, adds to each chunk's one-way delay an extra delay
-	// drawn uniformly from [0, Jitter]: one-sided, because a path's propagation
-	// delay is a floor that queueing only adds to, and a scenario's rtt stays
-	// the fastest a round trip can be. A round trip then takes RTT plus the sum
-	// of two draws (mean RTT+Jitter, at most RTT+2*Jitter). It never reorders
-	// chunks: a chunk is never released before the one that arrived ahead of it.
-	Jitter time.Duration
-	// Seed seeds the jitter generator so a run can be repeated exactly.
-	Seed int64
-	// Listen is the address the proxy binds, "127.0.0.1:0" when empty. Any
-	// address that is not loopback is rejected.
-	Listen string
-	// SpinWindow is how long before a chunk is due its wait stops trusting
-	// Go timers, which on Linux fire up to about a millisecond late, and
-	// is handed to a precise clock shared by every proxy in the process.
-	// That clock blocks on a kernel high-resolution timer and yields in a
-	// loop only for the last min(SpinWindow, 250 µs); where the kernel
-	// offers no timerfd it yields for the whole window. Zero means
-	// DefaultSpinWindow; a negative value makes each writer wait on a plain
-	// Go timer, trading that precision for a little CPU.
-	SpinWindow time.Duration
-	// Lag, when set, receives how late each chunk was released against its due time:
-	// the link's own measure of whether the machine kept its timing.
-	Lag *lag.Recorder
-	// OnConn, when set, receives each link's ConnRecord once the link is torn down (by
-	// either end or by Close). It is called from the proxy's goroutines, concurrently.
-	OnConn func(ConnRecord)
-	// AllowRemoteUpstream lets Upstream be an address outside loopback (a user's own
-	// server elsewhere). The proxy still listens on loopback only.
-	AllowRemoteUpstream bool
-
-	// InitialWindow is the TCP initial congestion window of the slow-start model, in
-	// segments of MSS bytes, for both directions; zero means DefaultInitialWindow (10)
-	// and a negative value turns slow start off, so every chunk leaves as it arrives.
-	// See tcpmodel.go for the model and what it leaves out.
-	InitialWindow int
-	// NoSlowStartAfterIdle keeps the window of a connection that was idle longer than
-	// its RTO, as a host with net.ipv4.tcp_slow_start_after_idle=0 does. By default
-	// the window shrinks as Linux's does.
-	NoSlowStartAfterIdle bool
-	// Bandwidth, when positive, limits each direction to this many bits per second:
-	// bytes are serialized one after another and wait while the link is busy.
-	Bandwidth int64
-	// BandwidthShared makes the limit one bottleneck per direction for all links of the
-	// proxy instead of one per link.
-	BandwidthShared bool
-
-	// Backlog, when positive, is the listen queue at the proxy's edge: connections
-	// the modelled server has not accepted yet. AcceptDelay is how long that server
-	// takes per accept (a server too busy to accept). See backlog.go.
-	Backlog     int
-	AcceptDelay time.Duration
-	// RefuseOverflow answers a connection that finds the queue full with a reset, as
-	// Linux with net.ipv4.tcp_abort_on_overflow=1; by default its SYN is dropped and
-	// the client's kernel retries it (1 s, 3 s, 7 s, ... after the first).
-	RefuseOverflow bool
-
-	// quantum overrides quantumFor(RTT) when positive; tests only, to make the
-	// coalescing delay large enough to observe.
-	quantum time.Duration
-}
-
-// DefaultSpinWindow is the SpinWindow used when Config leaves it zero.
-const DefaultSpinWindow = 1500 * time.Microsecond
-
-// Stats is a snapshot of a proxy's counters since Start.
-type Stats struct {
-	// Accepted counts client connections accepted.
-	Accepted int64
-	// Open is the number of links not yet torn down.
-	Open int64
-	// PeakOpen is the highest Open seen.
-	PeakOpen int64
-	// BytesUp counts bytes delivered to the upstream (client -> server).
-	BytesUp int64
-	// BytesDown counts bytes delivered to clients (server -> client).
-	BytesDown int64
-	// ResetsUp counts resets delivered to the upstream (client -> server).
-	ResetsUp int64
-	// ResetsDown counts resets delivered to clients, including refused
-	// upstream connections.
-	ResetsDown int64
-	// Overflows counts connections refused because the modelled listen queue was
-	// full (RefuseOverflow). Dropped SYNs never reach the proxy: the client's kernel
-	// retries them and the client's connect time shows them.
-	Overflows int64
-}
 
 // Proxy is a running latency proxy. Its methods are safe for concurrent use.
 type Proxy struct {
 	cfg     Config
-	quantum time.Duration // the coalescing quantum, quantumFor(cfg.RTT)
+	quantum time.Duration // the coalescing quantum, clock.Quantum(cfg.RTT)
 	ln      *net.TCPListener
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	delays *oneWayDelays // the one-way delays with their seeded jitter
+	delays *stage.Latency // the one-way delays with their seeded jitter
 
 	mu     sync.Mutex
 	closed bool
@@ -133,31 +40,15 @@ type Proxy struct {
 	// read call ends, so a chunk costs no atomic add.
 	chunksRead, emptyAfterData atomic.Int64
 
-	queue listenQueue // the modelled accept queue (backlog.go); only acceptLoop uses it
+	queue stage.ListenQueue // the modelled accept queue (backlog.go); only acceptLoop uses it
 
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
-	paceUp, paceDown *pacer
+	paceUp, paceDown *stage.Pacer
 
-	parker *idleParker // where idle readers wait without a goroutine, nil without one
+	parker *kernel.Parker // where idle readers wait without a goroutine, nil without one
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// checkModel refuses a model the link cannot run: a negative delay, rate or queue. Both
-// links (Start and StartVirtual) check it first.
-func (cfg *Config) checkModel() error {
-	switch {
-	case cfg.RTT < 0:
-		return fmt.Errorf("netsim: rtt %v is negative", cfg.RTT)
-	case cfg.Bandwidth < 0:
-		return fmt.Errorf("netsim: bandwidth %d bit/s is negative", cfg.Bandwidth)
-	case cfg.Jitter < 0:
-		return fmt.Errorf("netsim: jitter %v is negative", cfg.Jitter)
-	case cfg.Backlog < 0 || cfg.AcceptDelay < 0:
-		return fmt.Errorf("netsim: backlog %d and accept delay %v must not be negative", cfg.Backlog, cfg.AcceptDelay)
-	}
-	return nil
 }
 
 // Start validates cfg, binds the listener and starts accepting connections.
@@ -191,7 +82,7 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	var ln *net.TCPListener
 	if cfg.Backlog > 0 && !cfg.RefuseOverflow {
-		ln, err = listenBacklog(laddr, cfg.Backlog)
+		ln, err = kernel.ListenBacklog(laddr, cfg.Backlog)
 	} else {
 		ln, err = net.ListenTCP("tcp", laddr)
 	}
@@ -201,24 +92,28 @@ func Start(cfg Config) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
 		cfg:     cfg,
-		quantum: cmp.Or(cfg.quantum, quantumFor(cfg.RTT)),
+		quantum: cmp.Or(cfg.quantum, clock.Quantum(cfg.RTT)),
 		ln:      ln,
 		ctx:     ctx,
 		cancel:  cancel,
-		delays:  newOneWayDelays(&cfg),
+		delays:  cfg.latency(),
 		links:   make(map[*link]struct{}),
-		queue:   listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
+		queue:   stage.ListenQueue{Backlog: cfg.Backlog, Delay: cfg.AcceptDelay},
 	}
-	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
-		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
-	}
-	if p.parker = newIdleParker(); p.parker != nil {
+	p.paceUp, p.paceDown = cfg.sharedPacers()
+	if p.parker = kernel.NewParker(); p.parker != nil {
 		p.wg.Add(1)
-		go p.parker.run(p)
+		go p.runParker()
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
+}
+
+// runParker watches the idle parker until Close, which closes it.
+func (p *Proxy) runParker() {
+	defer p.wg.Done()
+	p.parker.Run()
 }
 
 // Addr returns the host:port clients dial to go through the simulated link.
@@ -244,7 +139,7 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 	}
 	var (
 		t *time.Timer
-		w waiter
+		w clock.Waiter
 	)
 	if !p.waitUntil(due, ctx.Done(), &t, &w) {
 		if t != nil {
@@ -274,7 +169,7 @@ func (p *Proxy) Close() error {
 		for _, l := range links {
 			l.shutdown()
 		}
-		p.parker.close()
+		p.parker.Close()
 		p.wg.Wait()
 	})
 	return p.closeErr
@@ -350,4 +245,4 @@ func (p *Proxy) removeLink(l *link) {
 
 // oneWay returns the delay of one chunk in one direction: RTT/2 plus a jitter
 // drawn uniformly from [0, Jitter].
-func (p *Proxy) oneWay() time.Duration { return p.delays.next() }
+func (p *Proxy) oneWay() time.Duration { return p.delays.Next() }

@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )
 
-// kind is what a queued chunk carries.
-type kind uint8
+// kind is what a queued chunk carries (stage.Kind).
+type kind = stage.Kind
 
 const (
-	evData kind = iota // bytes to write
-	evFin              // the source half-closed: CloseWrite the destination
-	evRst              // the source reset: reset the destination
+	evData = stage.Data // bytes to write
+	evFin  = stage.Fin  // the source half-closed: CloseWrite the destination
+	evRst  = stage.Rst  // the source reset: reset the destination
 )
 
 // chunk is one unit of the delay queue, released at due.
@@ -48,16 +51,14 @@ type direction struct {
 	l        *link
 	src, dst *net.TCPConn
 	other    *direction
-	floor    time.Time // nothing is released earlier (handshake cost)
 	bytes    *atomic.Int64
 	resets   *atomic.Int64
 	space    chan struct{} // signalled when queued bytes drop
 	srcEOF   atomic.Bool   // the reader saw FIN on src
 	oob      [64]byte      // control messages (arrival timestamps) for the reader
 	finAt    time.Time     // the reader found the FIN queued behind data that arrived then
-	snd      sender        // the sending model (slow start); the reader's own
-	pace     *pacer        // the bandwidth limit, nil without one
-	pieces   []piece       // the reader's scratch for snd.depart
+	path     stage.Path    // the timing stages; the reader's own but for Due
+	pieces   []stage.Piece // the reader's scratch for path.Data
 	// lastChunk is when the reader last queued a chunk (or armed its idle
 	// deadline): idleWait measures the idle wait from it.
 	lastChunk time.Time
@@ -65,39 +66,35 @@ type direction struct {
 
 	// The writer's own, kept across its goroutines so a direction that
 	// starts a writer per chunk allocates nothing for its waits.
-	wt *time.Timer // timers-only waits
-	ww waiter      // precise waits on the shared clock
+	wt *time.Timer  // timers-only waits
+	ww clock.Waiter // precise waits on the shared clock
 	// cw has the shared clock's goroutine release due chunks itself (fire);
 	// wr is its non-blocking write to dst.
-	cw waiter
-	wr rawWriter
+	cw clock.Waiter
+	wr kernel.RawWriter
 
-	mu        sync.Mutex
-	q         []chunk // q[head:] is queued; the slots before head are spent
-	head      int
-	last      time.Time // due time of the newest chunk: keeps order under jitter
-	queued    int
-	writing   bool // a writeLoop goroutine releases the queue
-	clocked   bool // cw is scheduled on the shared clock, which releases the queue
-	rstQueued bool
-	broken    atomic.Bool // dst failed; later data is dropped
+	mu      sync.Mutex
+	q       []chunk // q[head:] is queued; the slots before head are spent
+	head    int
+	seq     stage.Sequence // keeps chunks in order under jitter, drops a second reset
+	queued  int
+	writing bool        // a writeLoop goroutine releases the queue
+	clocked bool        // cw is scheduled on the shared clock, which releases the queue
+	broken  atomic.Bool // dst failed; later data is dropped
 
-	// The idle parker's (parker_linux.go): src's key in its epoll set, and
-	// whether src is in the set.
-	parkKey   int32
-	parkAdded bool
-	watching  atomic.Bool // a watchReset goroutine is running
+	park     kernel.Slot // src's place in the idle parker (kernel.Parker)
+	watching atomic.Bool // a watchReset goroutine is running
 }
 
 // push queues c, stamped at arrival, for release one delayed trip later. Data goes
-// through the sending model first (tcpmodel.go): it may leave the sender later, in
+// through the sending model first (stage.Path): it may leave the sender later, in
 // several pieces, when the congestion window or the bandwidth holds it back.
 func (d *direction) push(c chunk, stamp time.Time) {
-	if c.kind == evData && (d.snd.on || d.pace != nil) {
+	if c.kind == evData && d.path.Shaped() {
 		d.pushData(c, stamp)
 		return
 	}
-	d.pushAt(c, d.l.p.delays.due(stamp, d.floor))
+	d.pushAt(c, d.path.Due(stamp))
 }
 
 // pushClose queues a FIN or a reset: delayed like data (push).
@@ -111,38 +108,32 @@ func (d *direction) pushClose(c chunk, stamp time.Time) {
 
 // pushData queues a data chunk by the sending model. Only the reader calls it.
 func (d *direction) pushData(c chunk, stamp time.Time) {
-	d.pieces = dataDues(&d.snd, d.pace, d.l.p.delays, stamp, d.floor, c.n, d.pieces[:0])
+	d.pieces = d.path.Data(stamp, c.n, d.pieces[:0])
 	off := 0
 	for i, pc := range d.pieces {
-		part := chunk{kind: evData, n: pc.n}
+		part := chunk{kind: evData, n: pc.N}
 		if i == len(d.pieces)-1 {
 			part.data, part.pool = c.data[off:], c.pool
 		} else {
-			part.data = append([]byte(nil), c.data[off:off+pc.n]...)
+			part.data = append([]byte(nil), c.data[off:off+pc.N]...)
 		}
-		off += pc.n
-		d.pushAt(part, pc.dep) // dataDues set dep to the piece's due time
+		off += pc.N
+		d.pushAt(part, pc.At) // the piece's due time
 	}
 }
 
 // pushAt queues c for release at due, or later if an earlier chunk is due
-// later, so chunks never overtake each other.
+// later, so chunks never overtake each other (stage.Sequence).
 func (d *direction) pushAt(c chunk, due time.Time) {
 	d.mu.Lock()
-	if c.kind == evRst {
-		if d.rstQueued {
-			d.mu.Unlock()
-			return
-		}
-		d.rstQueued = true
+	due, ok := d.seq.Place(c.kind, due)
+	if !ok {
+		d.mu.Unlock()
+		return
 	}
-	if due.Before(d.last) {
-		due = d.last
-	}
-	d.last = due
 	c.due = due
 	if d == d.l.up && c.kind == evData {
-		d.l.clientData(c.data, due)
+		d.l.ClientData(c.data, due)
 	}
 	if d.head == len(d.q) {
 		// Empty: reuse the backing array from its start rather than let the
@@ -167,7 +158,7 @@ func (d *direction) pushAt(c chunk, due time.Time) {
 			// releases it (fire), so no writer is started and woken per chunk.
 			d.clocked = true
 			start = false
-			preciseClock().schedule(&d.cw, fireAt(due, d.l.p.quantum), spin)
+			clock.Precise().Schedule(&d.cw, clock.FireAt(due, d.l.p.quantum), spin)
 		default:
 			// Already due (the reader came to it late): released on the
 			// calling goroutine, as the clock's would.
@@ -205,7 +196,7 @@ func (d *direction) fire() {
 		}
 		c := d.q[d.head]
 		if time.Now().Before(c.due) {
-			preciseClock().schedule(&d.cw, fireAt(c.due, p.quantum), p.cfg.SpinWindow)
+			clock.Precise().Schedule(&d.cw, clock.FireAt(c.due, p.quantum), p.cfg.SpinWindow)
 			d.mu.Unlock()
 			return
 		}
@@ -239,9 +230,9 @@ func (d *direction) writeNow(c *chunk) bool {
 		return true
 	}
 	if d == d.l.up {
-		d.l.wroteUpstream(time.Now())
+		d.l.WroteUpstream(time.Now())
 	}
-	n, ok := d.wr.write(d.dst, c.data)
+	n, ok := d.wr.Write(d.dst, c.data)
 	if n < len(c.data) || !ok {
 		c.data = c.data[n:]
 		return false
@@ -255,7 +246,7 @@ func (d *direction) writeNow(c *chunk) bool {
 // torn down, so Close need not wait for the chunk's due time.
 func (d *direction) unschedule() {
 	d.mu.Lock()
-	if d.clocked && preciseClock().cancel(&d.cw) {
+	if d.clocked && clock.Precise().Cancel(&d.cw) {
 		d.dropLocked()
 		d.mu.Unlock()
 		d.l.p.wg.Done()
@@ -342,7 +333,7 @@ func (d *direction) deliver(c chunk) {
 		if d == d.l.up {
 			// Noted before the write: the server's answer may be read (on another
 			// goroutine) before this one runs again, and must not look older than it.
-			d.l.wroteUpstream(time.Now())
+			d.l.WroteUpstream(time.Now())
 		}
 		_, err := d.dst.Write(c.data)
 		c.release()
@@ -371,11 +362,7 @@ func (d *direction) deliver(c chunk) {
 // wrote counts a chunk of n bytes delivered whole.
 func (d *direction) wrote(n int) {
 	d.bytes.Add(int64(n))
-	if d == d.l.up {
-		d.l.truth.bytesUp.Add(int64(n))
-	} else {
-		d.l.truth.bytesDown.Add(int64(n))
-	}
+	d.l.Delivered(d == d.l.up, n)
 	if d.other.srcEOF.Load() {
 		d.watchReset()
 	}
@@ -386,7 +373,7 @@ func (d *direction) wrote(n int) {
 func (d *direction) writeFailed(err error) {
 	d.broken.Store(true)
 	if isReset(err) {
-		d.l.closeSeen(d.other.srcSide(), true, time.Now())
+		d.l.CloseSeen(d.other.srcSide(), true, time.Now())
 		d.other.push(chunk{kind: evRst}, time.Now())
 		return
 	}
@@ -411,7 +398,7 @@ func (d *direction) watchReset() {
 		defer d.watching.Store(false)
 		deadline := time.Now().Add(resetWatch)
 		for wait := 500 * time.Microsecond; !d.broken.Load(); wait *= 2 {
-			if sockErrIsReset(d.dst) {
+			if kernel.SockErrIsReset(d.dst) {
 				d.writeFailed(syscall.ECONNRESET)
 				return
 			}
@@ -436,20 +423,20 @@ func isReset(err error) bool {
 
 // waitUntil waits until due, or returns false if done closes first. A due
 // that has already passed returns at once: nothing is armed. Otherwise the
-// wait ends at fireAt(due, p.quantum), the end of due's quantum, so every
+// wait ends at clock.FireAt(due, p.quantum), the end of due's quantum, so every
 // chunk due within one quantum is released by the same wake-up (never
 // before its due time, less than one quantum after it). With a spin window
 // the wait goes to the process-wide precise clock, which keeps one
 // goroutine awake near deadlines however many writers are waiting; without
 // one it is a plain timer, which Go on Linux fires up to about a
 // millisecond late. t and w belong to the calling writer and are reused.
-func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *waiter) bool {
+func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w *clock.Waiter) bool {
 	if !time.Now().Before(due) {
 		return open(done)
 	}
-	due = fireAt(due, p.quantum)
+	due = clock.FireAt(due, p.quantum)
 	if spin := p.cfg.SpinWindow; spin > 0 {
-		return preciseClock().wait(w, due, spin, done)
+		return clock.Precise().Wait(w, due, spin, done)
 	}
 	if wait := time.Until(due); wait > 0 {
 		if *t == nil {
@@ -464,39 +451,6 @@ func (p *Proxy) waitUntil(due time.Time, done <-chan struct{}, t **time.Timer, w
 		}
 	}
 	return open(done)
-}
-
-// maxQuantum bounds the coalescing quantum: see quantumFor.
-const maxQuantum = 20 * time.Microsecond
-
-// quantumFor is the coalescing quantum of a link of the given RTT: RTT/50, at
-// most maxQuantum (20 µs), so at most 2% of a one-way trip at 1 ms RTT and
-// 0.08% at 50 ms. An RTT of zero gives zero: no coalescing.
-func quantumFor(rtt time.Duration) time.Duration {
-	return min(rtt/50, maxQuantum)
-}
-
-// quantumEpoch anchors the process's quantum grid. Every proxy shares it, so
-// chunks of different links due in the same quantum share one wake-up too.
-var quantumEpoch = time.Now()
-
-// fireAt is the instant a chunk due at due is released: the end of the
-// quantum holding due on a grid of step q from quantumEpoch, or due itself
-// when it falls on the grid or q is not positive. So fireAt(due, q) >= due
-// and fireAt(due, q) - due < q: never early, less than one quantum late.
-// The arithmetic is on monotonic readings (Sub, Add), never wall time.
-func fireAt(due time.Time, q time.Duration) time.Time {
-	if q <= 0 {
-		return due
-	}
-	r := due.Sub(quantumEpoch) % q
-	switch {
-	case r > 0:
-		return due.Add(q - r)
-	case r < 0: // due before the epoch: the grid extends backwards
-		return due.Add(-r)
-	}
-	return due
 }
 
 // open reports whether done is still open: a wait that ended on time but after the link

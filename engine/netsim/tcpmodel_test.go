@@ -123,36 +123,6 @@ func fetch(t *testing.T, c net.Conn, n int, start time.Time) time.Duration {
 	return time.Since(start)
 }
 
-func TestWindowArithmetic(t *testing.T) {
-	// 1 MiB from IW10: 14,480 x (1+2+...+64) = 1,838,960 >= 1,048,576 > 14,480 x 63.
-	if got := windowRounds(1<<20, iw); got != 7 {
-		t.Fatalf("windowRounds(1 MiB) = %d, want 7", got)
-	}
-	cfg := Config{RTT: 50 * time.Millisecond}
-	s := newSender(&cfg)
-	t0 := time.Unix(0, 0)
-	ps := s.depart(t0, 1<<20, nil)
-	var total int
-	for _, p := range ps {
-		total += p.n
-	}
-	last := ps[len(ps)-1].dep.Sub(t0)
-	if total != 1<<20 || last != 6*cfg.RTT || s.rounds != 7 {
-		t.Fatalf("1 MiB: %d bytes, last leaves at %v in %d rounds; want %d, %v, 7", total, last, s.rounds, 1<<20, 6*cfg.RTT)
-	}
-	// Round 7 used 136,336 of 926,720 bytes, under half: no growth. The window is 64 IW.
-	s.depart(t0.Add(6*cfg.RTT+cfg.RTT), 1, nil) // ends round 7 (ACKs back), starts one
-	if s.cwnd != 64*iw {
-		t.Fatalf("cwnd after 1 MiB = %d, want %d", s.cwnd, 64*iw)
-	}
-	if got := RTO(50 * time.Millisecond); got != 250*time.Millisecond {
-		t.Errorf("RTO(50ms) = %v, want 250ms (RTT + TCP_RTO_MIN)", got)
-	}
-	if got := RTO(150 * time.Millisecond); got != 450*time.Millisecond {
-		t.Errorf("RTO(150ms) = %v, want 450ms (3 RTT)", got)
-	}
-}
-
 func TestSlowStartNewConnection(t *testing.T) {
 	t.Parallel()
 	const size = 1 << 20

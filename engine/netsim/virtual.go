@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -41,13 +42,13 @@ type VirtualProxy struct {
 	cfg    Config
 	net    *vnet.Network
 	ln     *vnet.Listener
-	delays *oneWayDelays
+	delays *stage.Latency
 	loop   *eventLoop
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
 	// paceUp and paceDown are the shared bottleneck (BandwidthShared), nil otherwise.
-	paceUp, paceDown *pacer
+	paceUp, paceDown *stage.Pacer
 
 	mu      sync.Mutex
 	closed  bool
@@ -57,7 +58,7 @@ type VirtualProxy struct {
 	// The listen queue (backlog.go) and the modelled accept times DialContext gave the
 	// connections it let in, by client port, for acceptLoop.
 	qmu      sync.Mutex
-	queue    listenQueue
+	queue    stage.ListenQueue
 	admitted map[int]time.Time
 
 	counters
@@ -87,17 +88,15 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		cfg:      cfg,
 		net:      n,
 		ln:       ln,
-		delays:   newOneWayDelays(&cfg),
+		delays:   cfg.latency(),
 		loop:     newEventLoop(),
 		done:     make(chan struct{}),
 		links:    make(map[*vlink]struct{}),
 		waiting:  make(map[*vnet.Conn]struct{}),
-		queue:    listenQueue{backlog: cfg.Backlog, delay: cfg.AcceptDelay},
+		queue:    stage.ListenQueue{Backlog: cfg.Backlog, Delay: cfg.AcceptDelay},
 		admitted: make(map[int]time.Time),
 	}
-	if cfg.Bandwidth > 0 && cfg.BandwidthShared {
-		p.paceUp, p.paceDown = &pacer{bps: cfg.Bandwidth}, &pacer{bps: cfg.Bandwidth}
-	}
+	p.paceUp, p.paceDown = cfg.sharedPacers()
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -194,14 +193,14 @@ func (p *VirtualProxy) trySYN(ctx context.Context, addr string) (*vnet.Conn, boo
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
 	now := time.Now()
-	if p.queue.full(now) {
+	if p.queue.Full(now) {
 		return nil, false, nil
 	}
 	c, err := p.net.Dial(ctx, addr)
 	if err != nil {
 		return nil, false, err
 	}
-	p.admitted[portOf(c.LocalAddr())] = p.queue.enter(now)
+	p.admitted[portOf(c.LocalAddr())] = p.queue.Enter(now)
 	return c, true, nil
 }
 
@@ -296,10 +295,10 @@ func (p *VirtualProxy) acceptLoop() {
 			// The modelled queue: accepted at once, dialed when the modelled server
 			// accepts, refused when full (backlog.go, Proxy.admit).
 			p.qmu.Lock()
-			full := p.queue.full(now)
+			full := p.queue.Full(now)
 			at := now
 			if !full {
-				at = p.queue.enter(now)
+				at = p.queue.Enter(now)
 			}
 			p.qmu.Unlock()
 			p.accept(c, now, at, full)
@@ -320,8 +319,8 @@ func (p *VirtualProxy) kernelAdmit(c *vnet.Conn, now time.Time) time.Time {
 		delete(p.admitted, port)
 		return at
 	}
-	p.queue.full(now) // forgets the connections accepted by now
-	return p.queue.enter(now)
+	p.queue.Full(now) // forgets the connections accepted by now
+	return p.queue.Enter(now)
 }
 
 // accept makes c a link that opened at t0 and dials the upstream at acceptAt, or is

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
+	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -28,7 +30,7 @@ type vlink struct {
 	finished int // directions whose FIN was delivered
 	once     sync.Once
 
-	tracker // the ConnRecord's bookkeeping; t0 is when the client connected
+	conntrack.Tracker // the ConnRecord's bookkeeping; Opened is when the client connected
 }
 
 // vdir is one way of a vlink. Its reader goroutine reads src and pushes each chunk, FIN
@@ -38,42 +40,31 @@ type vdir struct {
 	l        *vlink
 	other    *vdir
 	src, dst *vnet.Conn
-	floor    time.Time // nothing is released earlier (handshake cost)
-	// notBefore holds the client's bytes until the modelled server accepted the
-	// connection (openLater); it does not move the sending model's departures.
-	notBefore time.Time
-	bytes     *atomic.Int64
-	resets    *atomic.Int64
-	space     chan struct{} // signalled when queued bytes drop
-	snd       sender        // the sending model; the reader's own
-	pace      *pacer        // the bandwidth limit, nil without one
-	pieces    []piece       // the reader's scratch for dataDues
+	bytes    *atomic.Int64
+	resets   *atomic.Int64
+	space    chan struct{} // signalled when queued bytes drop
+	path     stage.Path    // the timing stages; the reader's own but for Due
+	pieces   []stage.Piece // the reader's scratch for path.Data
 
 	// Guarded by l.mu.
-	last      time.Time // due time of the newest item: keeps order under jitter
-	queued    int       // data bytes pushed and not yet delivered or dropped
-	rstQueued bool
-	srcEOF    bool // the reader saw FIN on src and stopped
-	broken    bool // dst failed; later data is dropped
+	// seq keeps items in order under jitter and drops a second reset; its NotBefore
+	// holds the client's bytes until the modelled server accepted the connection
+	// (openLater), which does not move the sending model's departures.
+	seq    stage.Sequence
+	queued int  // data bytes pushed and not yet delivered or dropped
+	srcEOF bool // the reader saw FIN on src and stopped
+	broken bool // dst failed; later data is dropped
 }
 
 func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
 	l := &vlink{p: p, client: c, done: make(chan struct{})}
-	l.t0, l.truth.id = t0, id
-	rtt := p.cfg.RTT
-	// The floors of link: the client's first byte reaches the server 1.5 RTT after the
-	// connect, the server's first byte the client 2 RTT after it.
-	if fault.On(fault.HandshakeShort) {
-		t0 = t0.Add(-rtt)
-	}
-	l.up = vdir{l: l, src: c, floor: t0.Add(rtt + rtt/2), bytes: &p.bytesUp, resets: &p.resetsUp,
-		space: make(chan struct{}, 1), snd: newSender(&p.cfg), pace: p.paceUp}
-	l.down = vdir{l: l, dst: c, floor: t0.Add(2 * rtt), bytes: &p.bytesDown, resets: &p.resetsDown,
-		space: make(chan struct{}, 1), snd: newSender(&p.cfg), pace: p.paceDown}
+	l.Begin(t0, id)
+	up, down := p.cfg.paths(t0, p.paceUp, p.paceDown, p.delays)
+	l.up = vdir{l: l, src: c, path: up, bytes: &p.bytesUp, resets: &p.resetsUp,
+		space: make(chan struct{}, 1)}
+	l.down = vdir{l: l, dst: c, path: down, bytes: &p.bytesDown, resets: &p.resetsDown,
+		space: make(chan struct{}, 1)}
 	l.up.other, l.down.other = &l.down, &l.up
-	if bps := p.cfg.Bandwidth; bps > 0 && !p.cfg.BandwidthShared {
-		l.up.pace, l.down.pace = &pacer{bps: bps}, &pacer{bps: bps}
-	}
 	return l
 }
 
@@ -90,7 +81,9 @@ func (l *vlink) open() {
 // server's edge, as it waits in a kernel for an accept: it is timed from when it was
 // sent, and reaches the server no sooner than at.
 func (l *vlink) openLater(at time.Time) {
-	l.up.notBefore = at
+	l.mu.Lock()
+	l.up.seq.NotBefore = at
+	l.mu.Unlock()
 	l.p.wg.Add(1)
 	go l.up.readLoop()
 	l.p.loop.push(vevent{due: at, call: func() { l.dial() }})
@@ -105,7 +98,7 @@ func (l *vlink) dial() bool {
 		l.refuse()
 		return false
 	}
-	l.connected(time.Now())
+	l.Connected(time.Now())
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -123,8 +116,8 @@ func (l *vlink) dial() bool {
 // refuse answers the client with a reset one round trip after it connected, as a refused
 // SYN is (link.refused).
 func (l *vlink) refuse() {
-	l.refusedAt(time.Now())
-	l.down.pushAt(evRst, nil, l.t0.Add(l.p.cfg.RTT))
+	l.RefusedAt(time.Now())
+	l.down.pushAt(evRst, nil, stage.Refused(l.Opened(), l.p.cfg.RTT))
 }
 
 // dirFinished records a delivered FIN; when both directions are finished the link is
@@ -154,7 +147,7 @@ func (l *vlink) shutdown() {
 		}
 		l.p.removeLink(l)
 		if f := l.p.cfg.OnConn; f != nil {
-			f(l.record(time.Now()))
+			f(l.Record(time.Now()))
 		}
 	})
 }
@@ -182,7 +175,7 @@ func (d *vdir) readLoop() {
 		now := time.Now()
 		if n > 0 {
 			if d == &l.down {
-				l.serverData(now, buf[:n])
+				l.ServerData(now, buf[:n])
 			}
 			d.push(evData, append([]byte(nil), buf[:n]...), now)
 			continue
@@ -194,14 +187,14 @@ func (d *vdir) readLoop() {
 			return
 		}
 		if errors.Is(err, io.EOF) {
-			l.closeSeen(d.srcSide(), false, now)
+			l.CloseSeen(d.srcSide(), false, now)
 			d.pushClose(evFin, now)
 			d.stopAtEOF()
 			return
 		}
 		// ECONNRESET is the usual case; any other failure of a live connection also
 		// means the peer is gone abruptly, so it is carried as a reset too.
-		l.closeSeen(d.srcSide(), true, now)
+		l.CloseSeen(d.srcSide(), true, now)
 		d.pushClose(evRst, now)
 		return
 	}
@@ -221,19 +214,19 @@ func (d *vdir) stopAtEOF() {
 }
 
 // push queues an item stamped at stamp for delivery one delayed trip later. Data goes
-// through the sending model first (tcpmodel.go, dataDues): it may leave the sender later,
-// in several pieces, when the congestion window or the bandwidth holds it back.
+// through the sending model first (stage.Path): it may leave the sender later, in
+// several pieces, when the congestion window or the bandwidth holds it back.
 func (d *vdir) push(k kind, data []byte, stamp time.Time) {
-	if k == evData && (d.snd.on || d.pace != nil) {
-		d.pieces = dataDues(&d.snd, d.pace, d.l.p.delays, stamp, d.floor, len(data), d.pieces[:0])
+	if k == evData && d.path.Shaped() {
+		d.pieces = d.path.Data(stamp, len(data), d.pieces[:0])
 		off := 0
 		for _, pc := range d.pieces {
-			d.pushAt(evData, data[off:off+pc.n:off+pc.n], pc.dep) // dataDues set dep to the due time
-			off += pc.n
+			d.pushAt(evData, data[off:off+pc.N:off+pc.N], pc.At) // the piece's due time
+			off += pc.N
 		}
 		return
 	}
-	d.pushAt(k, data, d.l.p.delays.due(stamp, d.floor))
+	d.pushAt(k, data, d.path.Due(stamp))
 }
 
 // pushClose queues a FIN or a reset: delayed like data (push).
@@ -246,26 +239,18 @@ func (d *vdir) pushClose(k kind, stamp time.Time) {
 }
 
 // pushAt queues an item for delivery at due, or later if an earlier item of the
-// direction is due later, so items never overtake each other. A second reset is dropped.
+// direction is due later, so items never overtake each other. A second reset is dropped
+// (stage.Sequence).
 func (d *vdir) pushAt(k kind, data []byte, due time.Time) {
 	l := d.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k == evRst {
-		if d.rstQueued {
-			return
-		}
-		d.rstQueued = true
+	due, ok := d.seq.Place(k, due)
+	if !ok {
+		return
 	}
-	if due.Before(d.notBefore) {
-		due = d.notBefore
-	}
-	if due.Before(d.last) {
-		due = d.last
-	}
-	d.last = due
 	if d == &l.up && k == evData {
-		l.clientData(data, due)
+		l.ClientData(data, due)
 	}
 	d.queued += len(data)
 	// Pushed under l.mu: items of one direction enter the loop in the order of their
@@ -298,7 +283,7 @@ func (d *vdir) deliver(ev *vevent) {
 			return
 		}
 		if d == &l.up {
-			l.wroteUpstream(time.Now())
+			l.WroteUpstream(time.Now())
 		}
 		_, err := d.dst.Write(ev.data)
 		d.release(len(ev.data))
@@ -359,11 +344,7 @@ func (d *vdir) waitSpace() bool {
 // brought back.
 func (d *vdir) wrote(n int) {
 	d.bytes.Add(int64(n))
-	if d == &d.l.up {
-		d.l.truth.bytesUp.Add(int64(n))
-	} else {
-		d.l.truth.bytesDown.Add(int64(n))
-	}
+	d.l.Delivered(d == &d.l.up, n)
 	d.resetAfterWrite()
 }
 
@@ -394,7 +375,7 @@ func (d *vdir) writeFailed(err error) {
 	}
 	if isReset(err) {
 		now := time.Now()
-		d.l.closeSeen(d.other.srcSide(), true, now)
+		d.l.CloseSeen(d.other.srcSide(), true, now)
 		d.other.push(evRst, nil, now)
 		return
 	}

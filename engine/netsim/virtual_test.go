@@ -405,7 +405,7 @@ func jitterRun(t *testing.T, cfg Config) []time.Duration {
 }
 
 // TestVirtualJitterSeeded: with a seed, two runs give the same delay to every chunk, the
-// delays are the real link's draws from that seed (oneWayDelays), no chunk overtakes the
+// delays are the real link's draws from that seed (stage.Latency), no chunk overtakes the
 // one before it, and another seed gives other delays.
 func TestVirtualJitterSeeded(t *testing.T) {
 	const jitter = 20 * time.Millisecond
@@ -416,12 +416,12 @@ func TestVirtualJitterSeeded(t *testing.T) {
 	}
 	// The expected delays: the seed's draws in order, each chunk held behind the one
 	// before it (sent 3 ms earlier).
-	ref := newOneWayDelays(&cfg)
+	ref := cfg.latency()
 	var lastDue time.Duration
 	clamped, spread := 0, map[time.Duration]bool{}
 	for i, got := range a {
 		sent := time.Duration(i) * 3 * time.Millisecond
-		due := sent + ref.next()
+		due := sent + ref.Next()
 		if due < lastDue {
 			due = lastDue
 			clamped++
@@ -874,14 +874,14 @@ func TestVirtualSameInstantAcrossLinks(t *testing.T) {
 			}
 		})
 		defer n.SetOnEvent(nil)
-		ref := newOneWayDelays(&cfg)
+		ref := cfg.latency()
 		at := start.Add(time.Second)
 		same := 0
 		for r := 0; same < 100; r++ {
 			if r > 1000 {
 				t.Fatalf("only %d rounds of 1000 had the second draw shorter", same)
 			}
-			a, b := ref.next(), ref.next() // the draws of this round's two pushes
+			a, b := ref.Next(), ref.Next() // the draws of this round's two pushes
 			lead := r % 2                  // the link that pushes first
 			gap := a - b                   // the second push is due with the first
 			if gap <= 0 {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package netsim
+package kernel
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package netsim
+package clock
 
 import "time"
 
@@ -14,11 +14,11 @@ const sleepSpin = 2 * time.Millisecond
 // (runtime/netpoll_epoll.go rounds any wait under 1 ms up to 1 ms and longer ones down to
 // whole ms); at a time scale of 0.02 a millisecond is 50 ms of scenario time. A Sleeper is
 // reused by one goroutine at a time; it allocates only on its first wait.
-type Sleeper struct{ w waiter }
+type Sleeper struct{ w Waiter }
 
 // Until waits until at, or returns false as soon as done closes (also when both happened).
 func (s *Sleeper) Until(at time.Time, done <-chan struct{}) bool {
-	return preciseClock().wait(&s.w, at, sleepSpin, done)
+	return precise().Wait(&s.w, at, sleepSpin, done)
 }
 
 // Sleep waits on the precise clock until at, or returns false as soon as done closes, with

@@ -1,4 +1,4 @@
-package netsim
+package clock
 
 import (
 	"container/heap"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
 const (
@@ -42,14 +44,21 @@ const (
 	spinBurst  = time.Millisecond
 )
 
-// preciseClock is the one clock every spinning writer in the process waits
+// precise is the one clock every spinning writer in the process waits
 // on, however many proxies are running: kalab runs several scenarios at
 // once, and a spinner per waiting writer made CPU grow with the number of
 // links waiting, which saturated the cores and cost the timing it was for.
 // It is made on first use, so a program that never spins opens no timerfd.
-var preciseClock = sync.OnceValue(newClock)
+var precise = sync.OnceValue(newClock)
 
-// clock wakes waiters at their deadlines with sub-millisecond precision
+// Precise returns the process-wide clock, made on first use.
+func Precise() *Clock { return precise() }
+
+// DefaultSpinWindow is the spin window a link uses unless its Config says
+// otherwise: how long before a deadline its wait stops trusting Go timers.
+const DefaultSpinWindow = 1500 * time.Microsecond
+
+// Clock wakes waiters at their deadlines with sub-millisecond precision
 // from a single goroutine, in deadline order. Go timers alone will not do:
 // on Linux they fire up to about a millisecond late, because the runtime's
 // netpoller waits in whole milliseconds. So the goroutine blocks on a
@@ -64,7 +73,7 @@ var preciseClock = sync.OnceValue(newClock)
 // The goroutine starts when the first waiter registers and exits as soon
 // as none is left, so an idle process holds none and nothing outlives the
 // proxies that used it.
-type clock struct {
+type Clock struct {
 	tfd  *os.File // the kernel timer, nil if unavailable
 	tfdn uintptr  // its descriptor; File.Fd would make it blocking
 	// tfdRC parks run on the timer without reading it (waitTimer): expired
@@ -89,18 +98,16 @@ type clock struct {
 	winStart          time.Time
 	winFires, prevWin int
 
-	calls []*waiter // scheduled waiters due in this pass (run's own; reused)
+	calls []*Waiter // scheduled waiters due in this pass (run's own; reused)
 }
 
-func newClock() *clock {
+func newClock() *Clock {
 	var (
 		tfd  *os.File
 		tfdn uintptr
 	)
-	if !portable {
-		tfd, tfdn = newTimerFD()
-	}
-	c := &clock{
+	tfd, tfdn = kernel.NewTimerFD() // none with kernel.Portable
+	c := &Clock{
 		tfd:     tfd,
 		tfdn:    tfdn,
 		kick:    make(chan struct{}, 1),
@@ -116,8 +123,8 @@ func newClock() *clock {
 	return c
 }
 
-// sinceEpoch is at in nanoseconds after quantumEpoch, the clock's measure of instants.
-func sinceEpoch(at time.Time) int64 { return int64(at.Sub(quantumEpoch)) }
+// sinceEpoch is at in nanoseconds after epoch, the clock's measure of instants.
+func sinceEpoch(at time.Time) int64 { return int64(at.Sub(epoch)) }
 
 // waitTimer parks run until the kernel timer expires (or returns at once if it
 // has). It reads nothing from the timer: the netpoller watches it edge-triggered,
@@ -125,7 +132,7 @@ func sinceEpoch(at time.Time) int64 { return int64(at.Sub(quantumEpoch)) }
 // itself says whether the wait is over. A wake-up from an expiry before the
 // timer was set again only runs expired once more. That saves the two reads
 // per wake-up (one finding nothing, one after it) a read of the count costs.
-func (c *clock) waitTimer(tick []byte) error {
+func (c *Clock) waitTimer(tick []byte) error {
 	if c.tfdRC != nil {
 		return c.tfdRC.Read(c.expired)
 	}
@@ -133,21 +140,28 @@ func (c *clock) waitTimer(tick []byte) error {
 	return err
 }
 
-// waiter is one registration: a writer waiting on ch (wait), or a callback
-// fn that the clock's goroutine calls itself (schedule). Its owner reuses
+// Waiter is one registration: a goroutine blocked in Wait, or a callback
+// Fn that the clock's goroutine calls itself (Schedule). Its owner reuses
 // it for every chunk, so waiting allocates nothing after the first chunk.
-type waiter struct {
+// Its zero value is ready for Wait.
+type Waiter struct {
+	// Fn is what Schedule has the clock's goroutine call; Wait ignores it.
+	Fn func()
+
 	due, start time.Time
 	ch         chan struct{} // receives one token when due has passed
-	fn         func()        // for schedule: called instead of sending on ch
 	in         *waitHeap     // the heap holding the waiter, nil when not registered
 	idx        int
 }
 
-// wait blocks until due, or returns false if done closes first (also when
+// Waited reports whether w ever blocked in Wait: its channel is made then,
+// so a wait whose due time had passed leaves none.
+func (w *Waiter) Waited() bool { return w.ch != nil }
+
+// Wait blocks until due, or returns false if done closes first (also when
 // both happened). spin is the window before due within which Go timers are
 // not trusted; it must be positive.
-func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan struct{}) bool {
+func (c *Clock) Wait(w *Waiter, due time.Time, spin time.Duration, done <-chan struct{}) bool {
 	if time.Now().Before(due) {
 		if w.ch == nil {
 			w.ch = make(chan struct{}, 1)
@@ -163,18 +177,18 @@ func (c *clock) wait(w *waiter, due time.Time, spin time.Duration, done <-chan s
 	return open(done)
 }
 
-// schedule has the clock's goroutine call w.fn once due has passed, as
-// precisely as wait would wake a waiting goroutine, with no goroutine
+// Schedule has the clock's goroutine call w.Fn once due has passed, as
+// precisely as Wait would wake a waiting goroutine, with no goroutine
 // parked meanwhile. fn runs on the clock's goroutine, one call at a time and
 // after the clock's lock is released: it may schedule w again, and must not
 // block, since every other deadline of the process waits while it runs.
-// cancel takes the registration back.
-func (c *clock) schedule(w *waiter, due time.Time, spin time.Duration) {
+// Cancel takes the registration back.
+func (c *Clock) Schedule(w *Waiter, due time.Time, spin time.Duration) {
 	c.register(w, due, spin)
 }
 
 // register sets w's deadline and the start of its spin, and adds it.
-func (c *clock) register(w *waiter, due time.Time, spin time.Duration) {
+func (c *Clock) register(w *Waiter, due time.Time, spin time.Duration) {
 	lead := spin
 	if c.tfd != nil {
 		lead = min(spin, spinTail)
@@ -183,9 +197,9 @@ func (c *clock) register(w *waiter, due time.Time, spin time.Duration) {
 	c.add(w)
 }
 
-// cancel unregisters a scheduled w. It reports false when w was not
+// Cancel unregisters a scheduled w. It reports false when w was not
 // registered any more: its fn has run, or is about to run.
-func (c *clock) cancel(w *waiter) bool {
+func (c *Clock) Cancel(w *Waiter) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.in == nil {
@@ -196,7 +210,7 @@ func (c *clock) cancel(w *waiter) bool {
 }
 
 // add registers w and makes sure the run goroutine will see it in time.
-func (c *clock) add(w *waiter) {
+func (c *Clock) add(w *Waiter) {
 	c.mu.Lock()
 	// Every waiter enters pending; run moves it to armed once its start
 	// has passed, at once if it already has. A waiter that heads pending is
@@ -230,7 +244,7 @@ func (c *clock) add(w *waiter) {
 
 // remove unregisters w after its writer gave up waiting. If the clock had
 // already fired it, the token is drained so the channel can be reused.
-func (c *clock) remove(w *waiter) {
+func (c *Clock) remove(w *Waiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.in == nil {
@@ -244,7 +258,7 @@ func (c *clock) remove(w *waiter) {
 }
 
 // unregister takes w out of its heap. Callers hold c.mu.
-func (c *clock) unregister(w *waiter) {
+func (c *Clock) unregister(w *Waiter) {
 	heap.Remove(w.in, w.idx)
 	if c.pending.Len() == 0 && c.armed.Len() == 0 {
 		// Wake run now so it exits instead of waiting for a deadline
@@ -261,7 +275,7 @@ func (c *clock) unregister(w *waiter) {
 // passed into armed, fires those whose deadline passed, then waits for the
 // next instant that matters; it returns when no waiter is left. Every wait
 // in it is bounded by a deadline, a kick or an expiry of the kernel timer.
-func (c *clock) run() {
+func (c *Clock) run() {
 	var t *time.Timer
 	defer func() {
 		if t != nil {
@@ -281,7 +295,7 @@ func (c *clock) run() {
 			// lock: they may schedule their waiter again.
 			for i, w := range calls {
 				calls[i] = nil
-				w.fn()
+				w.Fn()
 			}
 			c.calls = calls[:0] // only run touches calls
 			// Let the writers just woken run on this P first.
@@ -324,7 +338,7 @@ func (c *clock) run() {
 // collectDue moves the waiters whose start has come to the armed heap, rolls the busy
 // window, and takes the waiters now due: a channel waiter gets its token, a callback is
 // queued on c.calls. It reports whether any fired. Only run calls it, holding c.mu.
-func (c *clock) collectDue(now time.Time) (fired bool) {
+func (c *Clock) collectDue(now time.Time) (fired bool) {
 	for c.pending.Len() > 0 && !c.pending.s[0].start.After(now) {
 		heap.Push(&c.armed, heap.Pop(&c.pending))
 	}
@@ -335,8 +349,8 @@ func (c *clock) collectDue(now time.Time) (fired bool) {
 		}
 	}
 	for c.armed.Len() > 0 && !c.armed.s[0].due.After(now) {
-		w := heap.Pop(&c.armed).(*waiter)
-		if w.fn != nil {
+		w := heap.Pop(&c.armed).(*Waiter)
+		if w.Fn != nil {
 			c.calls = append(c.calls, w)
 		} else {
 			w.ch <- struct{}{} // never blocks: one token per registration
@@ -350,7 +364,7 @@ func (c *clock) collectDue(now time.Time) (fired bool) {
 // sleepUntil waits, without c.mu, until the earliest pending start (or a kick from add):
 // on the kernel timer, which parks on the netpoller and which add moves earlier if an
 // earlier waiter arrives, or on a Go timer t if there is none or it fails.
-func (c *clock) sleepUntil(start time.Time, t **time.Timer, tick []byte) {
+func (c *Clock) sleepUntil(start time.Time, t **time.Timer, tick []byte) {
 	if c.tfd != nil {
 		if err := c.waitTimer(tick); err == nil {
 			return
@@ -373,7 +387,7 @@ func (c *clock) sleepUntil(start time.Time, t **time.Timer, tick []byte) {
 // mayspin refills the spin allowance for the time since the last refill
 // and reports whether the clock may spin toward the next deadline: some
 // allowance left and deadlines sparse. Only run calls it, holding c.mu.
-func (c *clock) mayspin(now time.Time) bool {
+func (c *Clock) mayspin(now time.Time) bool {
 	if !c.refilled.IsZero() {
 		c.allowance = min(c.allowance+now.Sub(c.refilled)/spinShare, spinBurst)
 	} else {
@@ -386,7 +400,7 @@ func (c *clock) mayspin(now time.Time) bool {
 // nextWake is when run must next look at the heaps: the earliest start in
 // pending, or, while run blocks instead of spinning, the earliest due in
 // armed if that comes first. Callers hold c.mu.
-func (c *clock) nextWake() time.Time {
+func (c *Clock) nextWake() time.Time {
 	var at time.Time
 	if c.pending.Len() > 0 {
 		at = c.pending.s[0].start
@@ -401,7 +415,7 @@ func (c *clock) nextWake() time.Time {
 
 // spin yields until due, or returns early when a kick says a new waiter
 // may need to fire first.
-func (c *clock) spin(due time.Time) {
+func (c *Clock) spin(due time.Time) {
 	for time.Now().Before(due) {
 		select {
 		case <-c.kick:
@@ -414,7 +428,7 @@ func (c *clock) spin(due time.Time) {
 
 // setTimer arms the kernel timer to expire at `at`, or disarms it when at
 // is zero. Callers hold c.mu, so the timer always matches the heaps.
-func (c *clock) setTimer(at time.Time) {
+func (c *Clock) setTimer(at time.Time) {
 	if c.tfd == nil {
 		return
 	}
@@ -426,12 +440,12 @@ func (c *clock) setTimer(at time.Time) {
 	} else {
 		c.expiry.Store(sinceEpoch(at))
 	}
-	armTimerFD(c.tfdn, at)
+	kernel.ArmTimerFD(c.tfdn, at)
 }
 
 // waitHeap is a min-heap of waiters by due, or by start when byStart.
 type waitHeap struct {
-	s       []*waiter
+	s       []*Waiter
 	byStart bool
 }
 
@@ -450,7 +464,7 @@ func (h *waitHeap) Swap(i, j int) {
 }
 
 func (h *waitHeap) Push(x any) {
-	w := x.(*waiter)
+	w := x.(*Waiter)
 	w.in, w.idx = h, len(h.s)
 	h.s = append(h.s, w)
 }

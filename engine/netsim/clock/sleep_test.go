@@ -1,4 +1,4 @@
-package netsim
+package clock
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
 // TestSleeperIsPunctual checks that a Sleeper wakes closer to its instants than a Go timer
@@ -14,7 +15,7 @@ import (
 // under the timer's. When the Go timer is itself punctual (a busy process keeps the
 // netpoller from blocking) there is nothing to compare and the test says so.
 func TestSleeperIsPunctual(t *testing.T) {
-	if portable {
+	if kernel.Portable {
 		t.Skip("the portable clock has no kernel timer") // skip: KALAB_NETSIM_PORTABLE only: CI's plain pass runs it
 	}
 	const n, d = 40, 2300 * time.Microsecond

@@ -1,4 +1,4 @@
-package netsim
+package clock
 
 import (
 	"math/rand/v2"
@@ -37,7 +37,7 @@ func TestClockWakesInOrder(t *testing.T) {
 	})
 }
 
-func testClockWakes(t *testing.T, c *clock) {
+func testClockWakes(t *testing.T, c *Clock) {
 	const n = 60
 	r := rand.New(rand.NewPCG(1, 2))
 	// Deadlines start 50 ms out and cancellations come 20 ms before them. On a loaded
@@ -75,8 +75,8 @@ func testClockWakes(t *testing.T, c *clock) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var w waiter
-			ok := c.wait(&w, due, DefaultSpinWindow, done)
+			var w Waiter
+			ok := c.Wait(&w, due, DefaultSpinWindow, done)
 			woke := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
@@ -146,7 +146,7 @@ func referenceLateness(dues []time.Time, spin time.Duration) time.Duration {
 }
 
 // awaitFired waits (up to 5 s) for waiter i to fire and checks it did not fire early.
-func awaitFired(t *testing.T, i int, w *waiter) {
+func awaitFired(t *testing.T, i int, w *Waiter) {
 	t.Helper()
 	select {
 	case <-w.ch:
@@ -166,10 +166,10 @@ func TestClockFiresInDeadlineOrder(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	const n = 20
-	ws := make([]*waiter, n)
+	ws := make([]*Waiter, n)
 	base := time.Now().Add(10 * time.Millisecond)
 	for i := n - 1; i >= 0; i-- {
-		ws[i] = &waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 500 * time.Microsecond)}
+		ws[i] = &Waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 500 * time.Microsecond)}
 		ws[i].start = ws[i].due.Add(-DefaultSpinWindow)
 		c.add(ws[i])
 	}
@@ -232,10 +232,10 @@ func TestClockDenseNeverEarly(t *testing.T) {
 		t.Skip("no timerfd: the clock always spins here") // skip: no timerfd (not Linux, or KALAB_NETSIM_PORTABLE): CI's plain pass runs it
 	}
 	const n = 400
-	ws := make([]*waiter, n)
+	ws := make([]*Waiter, n)
 	base := time.Now().Add(20 * time.Millisecond)
 	for i := range ws {
-		ws[i] = &waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 50 * time.Microsecond)}
+		ws[i] = &Waiter{ch: make(chan struct{}, 1), due: base.Add(time.Duration(i) * 50 * time.Microsecond)}
 		ws[i].start = ws[i].due.Add(-spinTail)
 		c.add(ws[i])
 	}
@@ -274,12 +274,12 @@ func TestClockSchedulesCallbacks(t *testing.T) {
 		fired []int
 		again = make(chan time.Time, 1)
 	)
-	ws := make([]*waiter, n)
+	ws := make([]*Waiter, n)
 	for i := n - 1; i >= 0; i-- { // latest deadline first
-		w := &waiter{}
+		w := &Waiter{}
 		// Groups of four due within nanoseconds of each other fire in one pass.
 		due := base.Add(time.Duration(i/4)*time.Millisecond + time.Duration(i))
-		w.fn = func() {
+		w.Fn = func() {
 			now := time.Now()
 			if now.Before(due) {
 				t.Errorf("callback %d ran %v early", i, due.Sub(now))
@@ -288,15 +288,15 @@ func TestClockSchedulesCallbacks(t *testing.T) {
 			fired = append(fired, i)
 			mu.Unlock()
 			if i == n-1 { // the last one schedules itself once more
-				w.fn = func() { again <- time.Now() }
-				c.schedule(w, now.Add(2*time.Millisecond), DefaultSpinWindow)
+				w.Fn = func() { again <- time.Now() }
+				c.Schedule(w, now.Add(2*time.Millisecond), DefaultSpinWindow)
 			}
 		}
 		ws[i] = w
-		c.schedule(w, due, DefaultSpinWindow)
+		c.Schedule(w, due, DefaultSpinWindow)
 	}
 	for i := 0; i < n; i += 4 {
-		if !c.cancel(ws[i]) {
+		if !c.Cancel(ws[i]) {
 			t.Fatalf("cancel of callback %d, 30 ms ahead, found it gone", i)
 		}
 	}
@@ -321,7 +321,7 @@ func TestClockSchedulesCallbacks(t *testing.T) {
 			t.Fatalf("callbacks ran in the order %v, want %v", fired, want)
 		}
 	}
-	if c.cancel(ws[1]) {
+	if c.Cancel(ws[1]) {
 		t.Error("cancel found a callback that had already run")
 	}
 }

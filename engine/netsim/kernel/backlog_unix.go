@@ -1,6 +1,6 @@
 //go:build unix
 
-package netsim
+package kernel
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// listenBacklog binds a TCP listener whose kernel accept queue holds backlog
+// ListenBacklog binds a TCP listener whose kernel accept queue holds backlog
 // connections (Linux keeps backlog+1: sk_acceptq_is_full is ack_backlog >
 // max_ack_backlog). Go's net.Listen always passes net.core.somaxconn, so the socket
 // is made here and handed to net.FileListener.
-func listenBacklog(addr *net.TCPAddr, backlog int) (*net.TCPListener, error) {
+func ListenBacklog(addr *net.TCPAddr, backlog int) (*net.TCPListener, error) {
 	family, sa := syscall.AF_INET, syscall.Sockaddr(nil)
 	if ip4 := addr.IP.To4(); ip4 != nil {
 		s := &syscall.SockaddrInet4{Port: addr.Port}

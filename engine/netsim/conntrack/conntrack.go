@@ -1,4 +1,9 @@
-package netsim
+// Package conntrack keeps the connection truth of a simulated link: for each link, who
+// closed first, how (idle, straight after a response, reset, refused, the run's end),
+// after how long the upstream side had been silent, what each way carried, and whether
+// the client sent a request the server could no longer receive (Record). Both of
+// netsim's links feed a Tracker as they carry chunks and see closes.
+package conntrack
 
 import (
 	"sync"
@@ -40,10 +45,10 @@ const (
 // worth measuring are longer than it.
 const AfterResponseWindow = 20 * time.Millisecond
 
-// ConnRecord is the life of one link as the proxy saw it on its upstream side: who closed
+// Record is the life of one link as the proxy saw it on its upstream side: who closed
 // first, when, and after how long the upstream side had been silent. It is the connection
 // truth for a server kalab does not control. Durations count from Opened.
-type ConnRecord struct {
+type Record struct {
 	// ID numbers the links of a proxy in accept order, from 1.
 	ID uint64
 	// Opened is when the client connected to the proxy.
@@ -75,7 +80,7 @@ type ConnRecord struct {
 	FailedAttempt bool
 }
 
-// connTruth is what a link records for its ConnRecord; times are nanoseconds since t0 so
+// connTruth is what a link records for its Record; times are nanoseconds since t0 so
 // they can be updated atomically from the reader and writer goroutines.
 type connTruth struct {
 	id                 uint64
@@ -88,10 +93,10 @@ type connTruth struct {
 	lastReadGoodbye                  atomic.Bool  // the last chunk read is a goodbye by its bytes (serverGoodbye)
 	lastWrite                        atomic.Int64 // last byte written to the upstream
 	// When the client's newest request bytes are due at the upstream; only the
-	// client-side reader writes it (through pushAt).
+	// client-side reader writes it (through ClientData).
 	requestDue atomic.Int64
 
-	// Set once, under tracker.recMu.
+	// Set once, under Tracker.recMu.
 	closedBy Side
 	reason   Reason
 	closed   time.Duration
@@ -119,33 +124,49 @@ func clientGoodbye(data []byte) bool {
 	return false
 }
 
-// tracker keeps what a link records for its ConnRecord, for the real link and the
+// Tracker keeps what a link records for its Record, for the real link and the
 // virtual one alike: each notes the chunks it carries, the closes it sees and its upstream
-// connect through these methods, and builds the record with record at teardown.
-type tracker struct {
+// connect through these methods, and builds the record with Record at teardown. Begin
+// starts it; its methods are safe for concurrent use from the link's goroutines.
+type Tracker struct {
 	t0    time.Time  // when the client connected: the modelled SYN
 	recMu sync.Mutex // guards truth's set-once fields
 	truth connTruth
 }
 
-// clientData notes a client chunk queued for the upstream at due.
-func (l *tracker) clientData(data []byte, due time.Time) {
+// Begin starts the record of the link numbered id, which the client opened at t0.
+func (l *Tracker) Begin(t0 time.Time, id uint64) { l.t0, l.truth.id = t0, id }
+
+// Opened is when the client connected: the modelled SYN.
+func (l *Tracker) Opened() time.Time { return l.t0 }
+
+// Delivered counts n bytes delivered to the upstream (up) or to the client.
+func (l *Tracker) Delivered(up bool, n int) {
+	if up {
+		l.truth.bytesUp.Add(int64(n))
+	} else {
+		l.truth.bytesDown.Add(int64(n))
+	}
+}
+
+// ClientData notes a client chunk queued for the upstream at due.
+func (l *Tracker) ClientData(data []byte, due time.Time) {
 	if !clientGoodbye(data) {
 		l.truth.requestDue.Store(l.since(due))
 	}
 }
 
 // since returns t as nanoseconds after the link opened, never negative.
-func (l *tracker) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
+func (l *Tracker) since(t time.Time) int64 { return max(int64(t.Sub(l.t0)), 0) }
 
-// wroteUpstream notes a chunk written to the upstream at t.
-func (l *tracker) wroteUpstream(t time.Time) {
+// WroteUpstream notes a chunk written to the upstream at t.
+func (l *Tracker) WroteUpstream(t time.Time) {
 	l.truth.lastWrite.Store(l.since(t))
 	l.upstreamActive(t)
 }
 
 // upstreamActive notes a byte crossing the upstream socket at t.
-func (l *tracker) upstreamActive(t time.Time) {
+func (l *Tracker) upstreamActive(t time.Time) {
 	n := l.since(t)
 	for {
 		cur := l.truth.lastUpstream.Load()
@@ -155,8 +176,8 @@ func (l *tracker) upstreamActive(t time.Time) {
 	}
 }
 
-// serverData notes a chunk read from the upstream, stamped t.
-func (l *tracker) serverData(t time.Time, data []byte) {
+// ServerData notes a chunk read from the upstream, stamped t.
+func (l *Tracker) ServerData(t time.Time, data []byte) {
 	l.truth.prevRead.Store(l.truth.lastRead.Load())
 	l.truth.lastRead.Store(l.since(t))
 	l.truth.lastReadSize.Store(int64(len(data)))
@@ -183,8 +204,8 @@ func serverGoodbye(data []byte) bool {
 	return false
 }
 
-// closeSeen records the first close of the link; later ones are ignored.
-func (l *tracker) closeSeen(by Side, rst bool, at time.Time) {
+// CloseSeen records the first close of the link; later ones are ignored.
+func (l *Tracker) CloseSeen(by Side, rst bool, at time.Time) {
 	l.recMu.Lock()
 	defer l.recMu.Unlock()
 	if l.truth.closedBy != "" {
@@ -221,13 +242,13 @@ func (l *tracker) closeSeen(by Side, rst bool, at time.Time) {
 	}
 }
 
-// connected notes the upstream connection established at t.
-func (l *tracker) connected(t time.Time) {
+// Connected notes the upstream connection established at t.
+func (l *Tracker) Connected(t time.Time) {
 	l.truth.connected.Store(max(l.since(t), 1))
 }
 
-// refusedAt records, unless a close came first, that the upstream refused the link at at.
-func (l *tracker) refusedAt(at time.Time) {
+// RefusedAt records, unless a close came first, that the upstream refused the link at at.
+func (l *Tracker) RefusedAt(at time.Time) {
 	l.recMu.Lock()
 	defer l.recMu.Unlock()
 	if l.truth.closedBy == "" {
@@ -235,11 +256,11 @@ func (l *tracker) refusedAt(at time.Time) {
 	}
 }
 
-// record builds the link's ConnRecord at teardown.
-func (l *tracker) record(ended time.Time) ConnRecord {
+// Record builds the link's Record at teardown.
+func (l *Tracker) Record(ended time.Time) Record {
 	l.recMu.Lock()
 	defer l.recMu.Unlock()
-	r := ConnRecord{
+	r := Record{
 		ID:        l.truth.id,
 		Opened:    l.t0,
 		Connected: time.Duration(l.truth.connected.Load()),

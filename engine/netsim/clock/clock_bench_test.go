@@ -1,4 +1,4 @@
-package netsim
+package clock
 
 import (
 	"slices"
@@ -30,9 +30,9 @@ func BenchmarkClockWake(b *testing.B) {
 			cpu0 := lag.ProcessCPU()
 			for range b.N {
 				for i := range n {
-					var w waiter
+					var w Waiter
 					due := time.Now().Add(2*time.Millisecond + time.Duration(i%5)*time.Millisecond)
-					c.wait(&w, due, DefaultSpinWindow, nil)
+					c.Wait(&w, due, DefaultSpinWindow, nil)
 					late = append(late, time.Since(due))
 				}
 			}

@@ -1,4 +1,4 @@
-package netsim
+package kernel
 
 import (
 	"syscall"
@@ -6,13 +6,13 @@ import (
 	"unsafe"
 )
 
-// enableKernelStamps asks the kernel to report when data arrived
+// EnableStamps asks the kernel to report when data arrived
 // (SO_TIMESTAMPNS). Stamping chunks with that instead of the moment the
 // reader ran keeps goroutine wake-up latency, which reaches milliseconds
 // on a loaded machine, out of the modeled delay. Failure only costs that
 // precision, so it is ignored. It also turns TCP_INQ on (enableInq).
-func enableKernelStamps(rc syscall.RawConn) {
-	if portable {
+func EnableStamps(rc syscall.RawConn) {
+	if Portable {
 		return
 	}
 	_ = rc.Control(func(fd uintptr) {
@@ -21,11 +21,11 @@ func enableKernelStamps(rc syscall.RawConn) {
 	})
 }
 
-// arrival returns when the data just read reached the socket: the kernel's
+// Arrival returns when the data just read reached the socket: the kernel's
 // receive timestamp from oob if there is a plausible one, else now. The
 // kernel reports wall-clock time, so it is turned into an age and taken off
 // now, which keeps the monotonic reading the delay queue relies on.
-func arrival(now time.Time, oob []byte) time.Time {
+func Arrival(now time.Time, oob []byte) time.Time {
 	if len(oob) == 0 {
 		return now
 	}
@@ -62,14 +62,14 @@ func arrival(now time.Time, oob []byte) time.Time {
 const tcpINQ = 36
 
 // enableInq asks for TCP_INQ; failure (a kernel before 4.18) only costs
-// the read that tells the socket is empty (recvState.recv).
+// the read that tells the socket is empty (netsim's recvState.recv).
 func enableInq(fd uintptr) {
 	_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpINQ, 1)
 }
 
-// inqHint returns the bytes left in the socket after the read whose
+// InqHint returns the bytes left in the socket after the read whose
 // control messages oob holds, or -1 when they do not say.
-func inqHint(oob []byte) int {
+func InqHint(oob []byte) int {
 	for len(oob) >= syscall.CmsgLen(0) {
 		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		if h.Len < syscall.SizeofCmsghdr || int(h.Len) > len(oob) {

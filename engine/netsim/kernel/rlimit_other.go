@@ -1,6 +1,6 @@
 //go:build !unix
 
-package netsim
+package kernel
 
 // noFileLimit stands for "no per-process descriptor limit": Windows has no
 // RLIMIT_NOFILE, sockets are bounded by memory instead.

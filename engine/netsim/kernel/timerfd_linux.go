@@ -1,4 +1,4 @@
-package netsim
+package kernel
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// armTimerFD sets the timerfd numbered fd to expire at `at`, or disarms it
+// ArmTimerFD sets the timerfd numbered fd to expire at `at`, or disarms it
 // when at is zero.
-func armTimerFD(fd uintptr, at time.Time) {
+func ArmTimerFD(fd uintptr, at time.Time) {
 	var its struct{ interval, value syscall.Timespec }
 	if !at.IsZero() {
 		// A zero value would disarm, so a past instant becomes 1 ns.
@@ -21,16 +21,19 @@ func armTimerFD(fd uintptr, at time.Time) {
 		uintptr(unsafe.Pointer(&its)), 0, 0, 0)
 }
 
-// newTimerFD opens a non-blocking CLOCK_MONOTONIC timerfd, wrapped so that
+// NewTimerFD opens a non-blocking CLOCK_MONOTONIC timerfd, wrapped so that
 // reads park on the netpoller, and returns it with its number; or nil if
-// the kernel refuses one. It is never closed: there is one per clock and
-// the process-wide clock lives as long as the process.
-func newTimerFD() (*os.File, uintptr) {
+// the kernel refuses one, or when Portable asks for none. Its user keeps it
+// open: the process-wide clock's lives as long as the process.
+func NewTimerFD() (*os.File, uintptr) {
 	const (
 		clockMonotonic = 1
 		tfdNonblock    = syscall.O_NONBLOCK
 		tfdCloexec     = syscall.O_CLOEXEC
 	)
+	if Portable {
+		return nil, 0
+	}
 	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
 	if errno != 0 {
 		return nil, 0
