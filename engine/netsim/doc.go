@@ -115,156 +115,26 @@
 //
 // # Performance
 //
-// Measured with
+// What the relay costs comes down to the sockets, not to its timers. One clock goroutine
+// serves every link (a per-writer spin crowded the endpoints out once dozens of links
+// waited at once); it writes each due chunk itself with one non-blocking write, re-arms its
+// timerfd only to wake earlier, and parks on it without reading it. With TCP_INQ (Linux
+// 4.18) each recvmsg says how many bytes it left, so a reader that emptied its socket waits
+// on the netpoller instead of reading again, and the idle read deadline is not moved per
+// chunk. What is left of the proxy's CPU is the kernel's: every loopback write runs the
+// receiver's TCP path and wakes its thread, and a plain io.Copy relay with no delay costs
+// about as much as the proxy at RTT 0.
+//
+// The benchmarks measure it, each as a ratio against a peer in the same run (the same load
+// straight to the server, or the model's own time):
 //
 //	go test -run '^$' -bench . ./engine/netsim
 //
-// on a shared 2-vCPU VM (nproc 2; lscpu: AMD EPYC, "Oxide Virtual
-// Turin-like Processor"; Linux, go1.26.8) while other work ran on it (load
-// average 0.6 to 2). Requests are net/http GETs with an 11-byte body,
-// client, server and proxy in one process. "direct" is the same request
-// sent straight to the server after an idle pause: on this VM waking idle
-// threads costs the endpoints 0.4 to 0.7 ms per request with no proxy at
-// all, and the proxy's share is the rest. CPU is the whole process's
-// (client, server and proxy) per request, from getrusage.
-//
-//	                           p50        vs model   proxy's share  p99-p50  CPU/req
-//	reused, RTT 50 ms          50.53 ms   +1.06%     +0.11%         2.7 ms   1.35 ms
-//	reused, RTT 150 ms         150.6 ms   +0.42%     -0.03%         4.0 ms   1.55 ms
-//	new plain TCP, RTT 150 ms  301.2 ms   +0.39%     +0.09%         0.44 ms  3.2 ms
-//	new TLS 1.3, RTT 150 ms    453.4 ms   +0.76%     +0.24%         2.8 ms   7.3 ms
-//	reused, 50 ms, no spin     51.68 ms   +3.4%      +2.2%          3.8 ms   1.6 ms
-//
-// Before the shared clock (a 1.5 ms yield loop in every waiting writer) the
-// same run gave, as vs model / proxy's share / CPU per request: reused
-// +1.45% / +0.15% / 2.8 ms at 50 ms and +0.46% / +0.10% / 2.7 ms at
-// 150 ms, new TCP +0.37% / +0.05% / 5.2 ms, new TLS +0.88% / +0.44% /
-// 10.9 ms.
-//
-// BenchmarkParallelReused is kalab's parallel load: several proxies at
-// once, each in front of its own server and carrying clients that send
-// sequential reused requests at 30 ms RTT. Median of three runs each, old
-// per-writer spin against the shared clock:
-//
-//	                           vs model          proxy's share    CPU/req
-//	                           before   after    before   after   before   after
-//	1 proxy, 1 client          +2.3%    +1.9%    +0.33%   +0.10%  2.9 ms   1.66 ms
-//	8 proxies, 1 client each   +3.0%    +1.96%   +1.9%    +1.1%   0.75 ms  0.51 ms
-//	8 proxies, 4 clients each  +7.7%    +2.4%    +6.1%    +0.37%  0.38 ms  0.41 ms
-//
-// With 32 links waiting at once the per-writer spinners crowded out the
-// endpoints and the proxy's share grew with the load; with one clock it
-// stays around 1% or below, and what is left of "vs model" is mostly the
-// endpoints' own cost (direct p50 0.3 to 0.8 ms here). Per-request CPU
-// under parallel load was lower than alone even before, because
-// concurrent spinners overlap and share the cores; alone, the clock saves
-// 1.2 to 1.4 ms of CPU per reused request.
-//
-// 5,000 idle connections held through one proxy (client and server ends in
-// a child process, so only the proxy is measured), each checked with one
-// byte each way: none lost, peak RSS growth 6.6 to 9.6 KiB per connection
-// over four runs (4.2 to 5.1 KiB goroutine stacks, 3.4 to 3.8 KiB heap), 2
-// goroutines per connection, the same before and after the shared clock,
-// which idle links never touch.
-//
-// At a small RTT (services in one region) the question is what
-// the link adds on top of its RTT and of what the endpoints cost alone.
-// BenchmarkSmallRTT measures, at 1 ms RTT, alternating rounds of the same
-// load straight to the server and through a fresh proxy, and reports the
-// median over 5 rounds of p50 / model ("x-model") and p50 / (model + the
-// straight p50) ("x-direct"). Three alternating runs each of the code
-// before this work (e99f659) and after it, on the same VM at load average
-// 5.5 to 6.8 (other sessions compiling and testing):
-//
-//	go test -run '^$' -bench SmallRTT -benchtime 1x ./engine/netsim
-//
-//	                          x-direct     x-model      CPU µs/req   release late p50
-//	reused, 64 in flight
-//	  before                  1.70-1.80    4.8-5.1      129-138      0.8-0.9 ms
-//	  after                   1.44-1.77    3.3-6.9      108-134      0.5-1.1 ms
-//	reused, 8 in flight
-//	  before                  1.15-1.20    1.38-1.45    171-192      1 µs
-//	  after                   1.07-1.12    1.23-1.30    148-171      35-41 µs
-//	new TLS 1.3
-//	  before                  1.09-1.10    1.80-1.84    4,610-4,680  3 µs
-//	  after                   1.09-1.13    1.61-1.85    3,960-5,010  16-17 µs
-//
-// Two more alternating runs each at load average 1.0 to 1.3 gave, before
-// and after: x-direct 1.17 and 1.01-1.04 with 8 in flight, 1.53-1.61 and
-// 1.32-1.65 with 64, 1.06-1.10 and 1.07-1.10 for new TLS.
-//
-// With 8 in flight the link now adds 7-12% to the endpoints' own time
-// (target 15%), against 15-20% before: the clock no longer spins through
-// dense deadlines, so each release is 35-41 µs late instead of about 1 µs,
-// but the endpoints keep the core the spinner took. New TLS stays within
-// 1.09-1.13 (target 1.10); its x-model is the handshake's own CPU (about
-// 2 ms per connection straight to the server). With 64 in flight the
-// process is CPU-bound: the same load straight to the server already takes
-// 1.3 to 2.9 ms at the median, and through the proxy each request crosses
-// four sockets instead of two. In a CPU profile of that benchmark the
-// proxy's goroutines take 26% of the samples, 20 points of it in their
-// socket reads and writes (every loopback write runs the receiver's TCP
-// path and wake-up) and 4-5 in queueing, clock and scheduling, so the
-// median follows CPU per request, about 2x the straight run's, and no
-// timer work brings it to 1.15x the model. What the hot path still allocated per chunk (the writer's clock
-// registration and timer, queue growth, the recvmsg callback, the
-// control-message parse) is gone: 14 MB to 3.3 MB per 5-round run.
-//
-// That profile also showed a goroutine started, parked on the clock, woken
-// and ended per chunk (newproc, goexit, a channel hand-off and a
-// scheduling pass each), a timerfd_settime per chunk and two timerfd reads
-// per wake-up. Now the clock's goroutine writes each due chunk itself with
-// one non-blocking write, re-arms its timerfd only to wake earlier, and
-// parks on it without reading it. Eight alternating runs each of the code
-// before (e1285b3) and after, 2026-12-01 08:08 UTC, load average 0.3-1.4
-// (min/median/max over the runs of each run's median of 5 rounds):
-//
-//	                          x-direct          CPU µs/req     added CPU µs/req  release late p50
-//	reused, 64 in flight
-//	  before                  1.05/1.08/1.13    59/61/75       28/33/41          173/185/267 µs
-//	  after                   0.93/0.99/1.15    56/58/86       29/30/46          90/114/241 µs
-//	reused, 8 in flight
-//	  before                  1.00/1.01/1.02    134/135/157    108/110/127       26/27/29 µs
-//	  after                   0.99/1.00/1.01    104/107/148    78/82/107         21/22/26 µs
-//	new TLS 1.3
-//	  before                  1.01/1.04/1.07                                     16 µs
-//	  after                   1.04/1.04/1.07                                     15 µs
-//
-// Eight such runs at load 2.2-2.4, without the timerfd change (which
-// matters at 8 in flight, where the clock wakes about once per chunk),
-// gave x-direct 1.08/1.16/1.61 before and 0.96/1.08/1.32 after with 64 in
-// flight; five at load 2.9-3.8 gave 1.30/1.35/1.64 and 1.25/1.39/1.57: the
-// process then waits for cores that other processes hold, whatever the link
-// does. ("added" is CPU per request through the proxy less the same load's
-// straight to the server.) What is left of the proxy's CPU is the kernel's:
-// in a CPU profile of the 64-in-flight case after this change (-benchtime
-// 4x, straight and proxied rounds together) the proxy's code is 28% of the
-// samples, of which 15 points are its socket writes (about 8 µs each, two
-// per request: a loopback write runs the receiver's TCP receive path and
-// wakes its thread), 6 its reads (recvmsg with the arrival stamp, the read
-// that finds the socket empty, and the peek for a FIN behind a response),
-// 1 the clock's timerfd, and about 5 everything in Go (queues, clock
-// heaps, scheduling, dialing).
-//
-// Issue 36 took the read that finds the socket empty and the peek away.
-// With TCP_INQ (Linux 4.18) each recvmsg also says how many bytes it left,
-// so a reader that emptied the socket waits on the netpoller instead of
-// reading again; it reads on within one RawConn.Read across chunks, since
-// each call clears the socket's readiness (recvState.recv). And the idle
-// read deadline is no longer moved per chunk, which was 7% of a proxied
-// profile (the runtime timer heap's lock). A proxied request at 64 in
-// flight, 1 ms RTT (perf stat -e raw_syscalls:sys_enter over 4,608
-// requests, the endpoints' own calls included): 15.0-15.2 system calls before,
-// 12.2-13.6 after, 6.9-7.0 straight to the server; the reader's recvmsg and
-// peek calls went from 5.1 to 2.0 per request, plus one per reader per
-// idleHandoff at most (a read call begins with a read). Process CPU per
-// request moved less than the machine's noise shows (TestPerfGate's
-// cpu_proxied_over_direct_64, the binaries before and after alternated,
-// 2026-12-02 03:05-03:18 UTC, load 6-15: 2.17-2.48 before, 1.79-2.47
-// after). What bounds it is the sockets: a plain io.Copy relay without any
-// delay, alternated in the same process, takes 1.70-2.02x the straight
-// run's CPU, and the proxy at RTT 0 1.98-2.05x; 1 ms of delay adds the
-// parking and waking of threads between chunks.
+// BenchmarkSmallRTT reports what the link adds at 1 ms RTT over the endpoints' own time
+// ("x-direct") and over the model ("x-model"); BenchmarkParallelReused several proxies at
+// once. TestPerfGate (KALAB_PERFGATE=1) holds the figures CI gates on: idle memory per
+// connection, allocations per request and the proxied CPU over the direct one. The
+// figures of a measured run, with the machine and the command, are in docs/performance.md.
 //
 // # The virtual link
 //
