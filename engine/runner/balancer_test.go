@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/topology"
+	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
@@ -32,7 +32,7 @@ func racePrediction(st scenario.Settings) (inside, after int, margin time.Durati
 	front, back := sc.D(st.Network.RTT), sc.D(st.Balancer.BackendNetwork.RTT)
 	lo, hi := close-back-front, close-front
 	margin = time.Hour
-	for _, p := range load.Pauses(topology.LoadSpec(st, sc)) {
+	for _, p := range load.Pauses(configure.Load(st, sc)) {
 		switch {
 		case p > lo && p < hi:
 			inside++

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/configure"
+
 	"github.com/kalab-dev/kalab/engine/topology"
 
 	"github.com/kalab-dev/kalab/engine/judge"
@@ -79,8 +81,8 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if opt.NewClient != nil {
 		off = append(off, "the caller's own Go client (go-func) dials real sockets")
 	}
-	if topology.RealKind(st.Server) != "" {
-		off = append(off, "server."+string(topology.RealKind(st.Server))+" is a real program or address")
+	if configure.RealKind(st.Server) != "" {
+		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
 	}
 	if len(opt.middleboxes) > 0 {
 		off = append(off, "a test's own hop")

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/topology"
+	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/load"
@@ -157,7 +157,7 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 	if l.Burst > 0 && l.Burst < n {
 		size = l.Burst
 	}
-	pauses := load.Pauses(topology.LoadSpec(st, 1))
+	pauses := load.Pauses(configure.Load(st, 1))
 	conc := concurrencyOf(l, n)
 	pools, idle := pools(st), effectiveIdle(st)
 	for i, first := 0, 0; first < n; i, first = i+1, first+size {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/topology"
+	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -236,7 +236,7 @@ func TestFINTimingFollowsFromThePauses(t *testing.T) {
 	}
 	idle, rtt := time.Duration(st.Server.IdleTimeout), time.Duration(st.Network.RTT)
 	undelayed, past := 0, 0
-	for _, real := range load.Pauses(topology.LoadSpec(st, shape.Scale(st.TimeScale))) {
+	for _, real := range load.Pauses(configure.Load(st, shape.Scale(st.TimeScale))) {
 		p := time.Duration(float64(real) / st.TimeScale)
 		if p > idle-rtt-raceMargin && p < idle-rtt/2+raceMargin {
 			undelayed++

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/topology"
+	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -44,7 +44,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		}
 	}
 	p.Replay = l.Replay
-	for _, real := range load.Pauses(topology.LoadSpec(st, shape.Scale(scale))) {
+	for _, real := range load.Pauses(configure.Load(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}
 	return p

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kalab-dev/kalab/engine/topology"
+	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -101,7 +101,7 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 		st.TimeScale = opt.TimeScale
 	}
 	s := st.Server
-	kind := topology.RealKind(s)
+	kind := configure.RealKind(s)
 	if kind == "" {
 		return nil
 	}
@@ -145,7 +145,7 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 			}
 		}
 	}
-	cfg, _ := topology.RealServerConfig(st, shape.Scale(st.TimeScale), opt.AllowRemote)
+	cfg, _ := configure.RealServer(st, shape.Scale(st.TimeScale), opt.AllowRemote)
 	if kind == realserver.URL {
 		if _, _, ok := r.Position("server.tls"); ok && cfg.TLS != s.TLS {
 			diags = append(diags, at("server.tls", kindPath, "the URL's scheme says tls is %v; remove tls or make them agree", cfg.TLS))

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/configure"
+
 	"github.com/kalab-dev/kalab/engine/topology"
 
 	"github.com/kalab-dev/kalab/engine/judge"
@@ -54,8 +56,8 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 			notes = append(notes, fmt.Sprintf("exec client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
 			st.TimeScale = 1
 		}
-		ex = &topology.Exec{Config: topology.ExecConfig(st)}
-		if ignored := topology.ExecIgnored(st); ignored != "" {
+		ex = &topology.Exec{Config: configure.ExecConfig(st)}
+		if ignored := configure.ExecIgnored(st); ignored != "" {
 			notes = append(notes, ignored)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/configure"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/client"
@@ -58,7 +60,7 @@ func (g *goClient) Start(_ context.Context, next string) (string, error) {
 // name, and the link's handshake.
 func (g *goClient) config(next string) (client.Config, error) {
 	ep := g.topo.server.endpoint()
-	ccfg := clientConfig(g.st, g.scale, next, ep.roots, ep.serverName)
+	ccfg := configure.Client(g.st, g.scale, next, ep.roots, ep.serverName)
 	if ep.tls != nil {
 		ccfg.TLS = *ep.tls
 	}
@@ -74,7 +76,7 @@ func (g *goClient) config(next string) (client.Config, error) {
 			ccfg.Dial = l.dialer() // the link's listen queue drops SYNs the client's kernel retries
 		}
 	}
-	ka, err := tcpKeepalive(g.st, g.scale)
+	ka, err := configure.TCPKeepalive(g.st, g.scale)
 	if err != nil {
 		return ccfg, err
 	}
@@ -116,7 +118,7 @@ func (g *goClient) Stats() Stats {
 }
 
 func (g *goClient) drive(ctx context.Context, rc *recorder) error {
-	spec := LoadSpec(g.st, g.scale)
+	spec := configure.Load(g.st, g.scale)
 	spec.Lag = g.schedule
 	spec.Sleep = g.topo.sleep()
 	cl := g.cl
@@ -163,7 +165,7 @@ type programClient struct {
 func (p *programClient) Role() string { return "client" }
 
 func (p *programClient) Start(_ context.Context, next string) (string, error) {
-	p.url = execURL(p.st, next)
+	p.url = configure.ExecURL(p.st, next)
 	// The program's logs are kept beside its requests.
 	f, rel, err := p.logFile()
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/configure"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/rs/zerolog"
@@ -92,7 +94,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 
 // runContext bounds a run by its deadline.
 func runContext(ctx context.Context, st scenario.Settings, scale shape.Scale, opt Options) (context.Context, context.CancelFunc) {
-	limit := deadline(st, scale)
+	limit := configure.Deadline(st, scale)
 	if opt.DeadlineScale > 0 {
 		limit = shape.SatDuration(float64(limit) * opt.DeadlineScale)
 	}

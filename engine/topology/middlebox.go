@@ -2,14 +2,9 @@ package topology
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/middlebox"
-	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -24,21 +19,6 @@ type middleboxHop struct {
 	net     *vnet.Network // the in-memory network on the virtual clock; nil for loopback sockets
 	next    *link         // the link behind the box, whose listen queue its dials go through (virtual)
 	b       *middlebox.Box
-}
-
-// middleboxConfig translates a scenario's middlebox into the box's config (real time).
-func middleboxConfig(m *scenario.Middlebox, scale shape.Scale) middlebox.Config {
-	cfg := middlebox.Config{IdleTimeout: scale.D(m.IdleTimeout), Action: middlebox.Action(m.OnExpiry),
-		ResetAt: middlebox.When(m.ResetAt)}
-	switch m.ResetTo {
-	case "client":
-		cfg.ResetTo = middlebox.Client
-	case "server":
-		cfg.ResetTo = middlebox.Server
-	default:
-		cfg.ResetTo = middlebox.Both
-	}
-	return cfg
 }
 
 func (m *middleboxHop) Role() string { return RoleMiddlebox }
@@ -99,36 +79,4 @@ func (s middleboxStats) Flatten(into map[string]float64) {
 	into["middlebox_dropped_bytes"] = float64(s.DroppedBytes)
 	into["middlebox_resets"] = float64(s.ResetsSent)
 	into["middlebox_probe_refreshes"] = float64(s.ProbeRefreshes)
-}
-
-// tcpKeepalive translates the client's TCP keepalive to real time. The kernel takes whole
-// seconds (TCP_KEEPIDLE and TCP_KEEPINTVL, at least 1; Go rounds up, src/net/tcpsock.go
-// roundDurationUp), so a scaled value is rounded up here as the kernel will see it. A run
-// whose rounding lets the middlebox's flows expire where the written values keep them
-// alive measures something else, so it is refused.
-func tcpKeepalive(st scenario.Settings, scale shape.Scale) (net.KeepAliveConfig, error) {
-	ka := st.Client.TCPKeepalive
-	if ka.Idle == 0 {
-		return net.KeepAliveConfig{}, nil
-	}
-	cfg := net.KeepAliveConfig{Enable: true, Idle: wholeSeconds(scale.D(ka.Idle)),
-		Interval: wholeSeconds(scale.D(ka.Interval)), Count: ka.Count}
-	if ka.Interval == 0 {
-		cfg.Interval = cfg.Idle
-	}
-	if st.Middlebox == nil || st.Middlebox.IdleTimeout == 0 {
-		return cfg, nil
-	}
-	box := scale.D(st.Middlebox.IdleTimeout)
-	written := ka.Idle < st.Middlebox.IdleTimeout && (ka.Interval == 0 || ka.Interval < st.Middlebox.IdleTimeout)
-	if written && (cfg.Idle >= box || cfg.Interval >= box) {
-		return cfg, fmt.Errorf("client.tcp_keepalive: at time scale %g the kernel's whole seconds make idle %v and interval %v (real time), not shorter than the middlebox's %v idle timeout as written; use a larger time_scale",
-			float64(scale), cfg.Idle, cfg.Interval, box)
-	}
-	return cfg, nil
-}
-
-// wholeSeconds rounds up to the kernel's unit, at least one second.
-func wholeSeconds(d time.Duration) time.Duration {
-	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
 }

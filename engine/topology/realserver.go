@@ -1,84 +1,13 @@
 package topology
 
 import (
-	"net/url"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/netsim"
-	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shape"
 )
-
-// RealKind says which real server a run's settings ask for; "" is the embedded server.
-func RealKind(s scenario.Server) realserver.Kind {
-	switch {
-	case s.Exec != "":
-		return realserver.Kind(s.Exec)
-	case s.Command != "":
-		return realserver.Command
-	case s.URL != "":
-		return realserver.URL
-	}
-	return ""
-}
-
-// RealServerConfig translates a run's server settings for a real server; ok is false when
-// the run uses the embedded server.
-func RealServerConfig(st scenario.Settings, sc shape.Scale, allowRemote bool) (realserver.Config, bool) {
-	s := st.Server
-	kind := RealKind(s)
-	if kind == "" {
-		return realserver.Config{}, false
-	}
-	cfg := realserver.Config{
-		Kind:                 kind,
-		Command:              s.Command,
-		URL:                  s.URL,
-		AllowRemote:          allowRemote,
-		Env:                  st.Env,
-		TLS:                  s.TLS,
-		TLSVersion:           tlsVersion(s.TLSVersion),
-		SessionTickets:       s.SessionTickets,
-		HTTP2:                s.HTTP == "2",
-		IdleTimeout:          sc.D(s.IdleTimeout),
-		Hint:                 hintHeader(s),
-		HintOnlyIfAsked:      s.HintOnlyIfAsked,
-		MaxRequests:          s.MaxRequests,
-		CloseEvery:           s.CloseEvery,
-		MaxConcurrentStreams: s.HTTP2MaxStreams,
-		Status:               s.Response.Status,
-		BodyBytes:            s.Response.BodyBytes,
-		Delay:                sc.D(s.Response.Delay),
-	}
-	if kind == realserver.URL {
-		if u, err := url.Parse(s.URL); err == nil {
-			cfg.TLS = u.Scheme == "https" // the scheme decides; Check reports a contradiction
-		}
-	}
-	return cfg, true
-}
-
-// hintHeader is the Keep-Alive value a scenario asks for, in scenario seconds like the
-// embedded server's (so a client reads the same hint at every time scale), without the
-// max= part a server adds by itself.
-func hintHeader(s scenario.Server) string {
-	switch s.KeepaliveHint.Mode {
-	case scenario.HintOn:
-		if s.IdleTimeout > 0 {
-			return "timeout=" + strconv.FormatInt(int64(s.IdleTimeout.D()/time.Second), 10)
-		}
-	case scenario.HintDuration:
-		return "timeout=" + strconv.FormatInt(int64(s.KeepaliveHint.Duration.D()/time.Second), 10)
-	case scenario.HintRaw:
-		return s.KeepaliveHint.Raw
-	}
-	return ""
-}
 
 // connLog collects the proxy's connection records of a run.
 type connLog struct {

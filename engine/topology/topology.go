@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 
+	"github.com/kalab-dev/kalab/engine/configure"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/rs/zerolog"
@@ -62,7 +64,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	if st.Middlebox != nil {
 		// The box is where the client's connections leave it, so that the client's own
 		// keepalive probes reach the box's socket (the only place they can be seen).
-		box = &middleboxHop{cfg: middleboxConfig(st.Middlebox, scale), preset: st.Middlebox.Preset,
+		box = &middleboxHop{cfg: configure.Middlebox(st.Middlebox, scale), preset: st.Middlebox.Preset,
 			version: opt.KalabVersion, net: t.net}
 		t.path = append(t.path, box)
 	}
@@ -71,7 +73,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
 	if !shape.Direct(st) {
-		front := &link{role: roleLink, cfg: proxyConfig(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion, net: t.net}
+		front := &link{role: roleLink, cfg: configure.Link(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion, net: t.net}
 		front.cfg.Lag = &tm.Link
 		if links != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
@@ -93,7 +95,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 // buildServer makes the server hop: the embedded one, or a real program (or URL) the link
 // puts in front of. It returns the server's request log for a real client program.
 func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, tm *judge.Timers, links *connLog) (*serverLog, error) {
-	if rc, ok := RealServerConfig(st, scale, opt.AllowRemote); ok {
+	if rc, ok := configure.RealServer(st, scale, opt.AllowRemote); ok {
 		if ex != nil || st.Balancer != nil {
 			// Check refuses these at load time; kept here so no path reaches a nil server.
 			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
@@ -105,7 +107,7 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 		t.server = &realServer{cfg: rc, runDir: w.Dir, links: links}
 		return nil, nil
 	}
-	scfg := serverConfig(st, scale)
+	scfg := configure.Server(st, scale)
 	scfg.Lag = &tm.Idle
 	scfg.Sleep = netsim.Sleep // idle closes land on their instant, not up to 1 ms late
 	// The connection id on every response ties the server's close records to the client's
@@ -128,7 +130,7 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 	}
 	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next, n) }}}
 	if !shape.DirectBackend(st) {
-		back := &link{role: roleBackendLink, cfg: backendProxyConfig(st, scale, ""), scale: float64(scale), version: version, net: n}
+		back := &link{role: roleBackendLink, cfg: configure.BackendLink(st, scale, ""), scale: float64(scale), version: version, net: n}
 		back.cfg.Lag = &tm.Link
 		hops = append(hops, back)
 	}

@@ -1,4 +1,4 @@
-package topology
+package configure
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func TestTCPKeepaliveScaled(t *testing.T) {
 	} {
 		st := scenario.Settings{Middlebox: tc.mb}
 		st.Client.TCPKeepalive = scenario.TCPKeepalive{Idle: scenario.Duration(tc.idle), Interval: scenario.Duration(tc.intvl), Count: 9}
-		cfg, err := tcpKeepalive(st, tc.scale)
+		cfg, err := TCPKeepalive(st, tc.scale)
 		if (err != nil) != tc.refused || (err != nil && !strings.Contains(err.Error(), "time_scale")) {
 			t.Errorf("%s: error %v, refused %v", tc.name, err, tc.refused)
 		}

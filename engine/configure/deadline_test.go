@@ -1,4 +1,4 @@
-package topology
+package configure
 
 import (
 	"math"
@@ -25,7 +25,7 @@ func TestDeadlineSaturates(t *testing.T) {
 		// 1 request, 20 ms and a 10 ms round trip: 3*(4*10+20) ms + 30 s.
 		{"ordinary", scenario.Settings{Network: scenario.Network{RTT: scenario.Duration(10 * time.Millisecond)}, Load: scenario.Load{Requests: 1}}, 1, 30*time.Second + 180*time.Millisecond},
 	} {
-		if got := deadline(tc.st, tc.sc); got != tc.want {
+		if got := Deadline(tc.st, tc.sc); got != tc.want {
 			t.Errorf("%s: deadline = %v; want %v", tc.name, got, tc.want)
 		}
 	}

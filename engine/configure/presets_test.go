@@ -1,4 +1,4 @@
-package topology
+package configure
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestEveryClientPresetMapsToAValidConfig(t *testing.T) {
 		for _, http := range []string{"1.1", "2"} {
 			p := plan(t, "name: x\nserver: {http: \""+http+"\"}\nclient: {preset: "+name+"}\n")
 			st := p.Scenarios[0].Runs[0].Settings
-			cfg := clientConfig(st, 1, "127.0.0.1:1", nil, "")
+			cfg := Client(st, 1, "127.0.0.1:1", nil, "")
 			c, err := client.New(cfg)
 			if err != nil {
 				t.Errorf("%s over HTTP/%s: %v", name, http, err)
