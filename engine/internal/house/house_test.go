@@ -281,3 +281,58 @@ func TestHistoryCanFail(t *testing.T) {
 		}
 	}
 }
+
+// TestRecipes: every file docs/architecture.md's recipes name exists, and every declaration
+// they name in a file ("`Name` in `path`", "`path` (`Name`)", "`Name` (`path`)") is
+// declared there: a top-level name, a method, or a field or entry at the start of a line.
+func TestRecipes(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipes, ok := strings.Cut(string(page), "## Recipes")
+	if !ok {
+		t.Fatal("docs/architecture.md has no Recipes section")
+	}
+	recipes, _, _ = strings.Cut(recipes, "\n## ")
+	recipes = strings.Join(strings.Fields(recipes), " ") // a reference may wrap
+	path := `((?:engine|cmd|scenarios|docs)/[\w./-]+)`
+	files := regexp.MustCompile("`" + path + "`").FindAllStringSubmatch(recipes, -1)
+	for _, m := range files {
+		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+			t.Errorf("a recipe names %s: %v", m[1], err)
+		}
+	}
+	named := 0
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile("`(\\w+)` in `" + path + "`"),
+		regexp.MustCompile("`(\\w+)` \\(`" + path + "`\\)"),
+	} {
+		for _, m := range re.FindAllStringSubmatch(recipes, -1) {
+			named++
+			declared(t, m[1], m[2])
+		}
+	}
+	for _, m := range regexp.MustCompile("`" + path + "` \\(`(\\w+)`\\)").FindAllStringSubmatch(recipes, -1) {
+		named++
+		declared(t, m[2], m[1])
+	}
+	if len(files) < 10 || named < 8 {
+		t.Fatalf("read %d files and %d declarations from the recipes: the patterns do not see them", len(files), named)
+	}
+}
+
+// declared fails unless file declares name.
+func declared(t *testing.T, name, file string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		t.Errorf("a recipe names %s in %s: %v", name, file, err)
+		return
+	}
+	decl := regexp.MustCompile(`(?m)^(func|type|var|const)\s+(\([^)]*\)\s*)?` + name + `\b|^\t` + name + `\b`)
+	if !decl.Match(src) {
+		t.Errorf("a recipe names %s in %s, which does not declare it", name, file)
+	}
+}
