@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
-	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -247,25 +246,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		inv.cmp.Tolerances = runner.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
-		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
-		inv.opt.BaselineGates = baselineGates(inv.cmp)
-	}
-	if fault := os.Getenv(envTestFault); fault != "" {
-		// Tests only: fail while the second run is judged, after the first is recorded.
-		judge, n := inv.opt.Judge, 0
-		var mu sync.Mutex
-		inv.opt.Judge = func(rec *report.Run) {
-			mu.Lock()
-			n++
-			second := n == 2
-			mu.Unlock()
-			if second {
-				injectFault(fault)
-			}
-			if judge != nil {
-				judge(rec)
-			}
-		}
+		inv.opt.Baseline = inv.cmp
 	}
 	return inv, 0, true
 }
@@ -277,6 +258,9 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 		progress = newBars(stdout)
 		inv.opt.Observer = progress
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
+	}
+	if fault := os.Getenv(envTestFault); fault != "" {
+		inv.opt.Observer = &faultObserver{next: inv.opt.Observer, kind: fault}
 	}
 	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
 	if progress != nil {
@@ -473,35 +457,6 @@ func allowPrograms(f *runFlags, selected *scenario.Plan, stderr io.Writer) bool 
 	return true
 }
 
-// baselineGates is the slack the baseline allows each metric it gates, per run: the
-// metrics a baseline gates are checks too, and each run's timing tolerance covers them
-// with that slack as their known margin (docs/timing.md).
-func baselineGates(cmp *report.Comparer) func(scn, variant string, scale float64) map[string]float64 {
-	return func(scn, variant string, scale float64) map[string]float64 {
-		old := cmp.Baseline.Run(scn, variant)
-		if old == nil {
-			return nil // a new run: nothing to compare with
-		}
-		if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
-			scale = old.TimeScale
-		}
-		flat := old.Metrics.Flat()
-		gated := map[string]float64{}
-		for _, m := range check.Names() {
-			r := cmp.Tolerances.Rule(scn, m)
-			if r.Tolerance.Off || r.Worse == report.Informational {
-				continue
-			}
-			slack := r.Slack(m, flat, scale)
-			if m == "rps" && flat["rps"] > 0 {
-				slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
-			}
-			gated[m] = slack
-		}
-		return gated
-	}
-}
-
 // baselineComparer loads --baseline, if given, refusing a partial one unless
 // --allow-partial; nil when there is no baseline.
 func baselineComparer(f *runFlags) (*report.Comparer, error) {
@@ -539,4 +494,38 @@ func (f *runFlags) runnerOptions() runner.Options {
 		opt.Seed = &f.seed
 	}
 	return opt
+}
+
+// faultObserver fails the run as KALAB_TEST_FAULT asks (tests only) while the second run
+// ends, after the first is recorded and before the second is.
+type faultObserver struct {
+	next runner.Observer // the progress bars, or nil
+	kind string
+	mu   sync.Mutex
+	n    int
+}
+
+func (o *faultObserver) RunStarted(r *scenario.Run, total int) {
+	if o.next != nil {
+		o.next.RunStarted(r, total)
+	}
+}
+
+func (o *faultObserver) RequestDone(r *scenario.Run, ok bool) {
+	if o.next != nil {
+		o.next.RequestDone(r, ok)
+	}
+}
+
+func (o *faultObserver) RunEnded(r *scenario.Run, rec *report.Run) {
+	o.mu.Lock()
+	o.n++
+	second := o.n == 2
+	o.mu.Unlock()
+	if second {
+		injectFault(o.kind)
+	}
+	if o.next != nil {
+		o.next.RunEnded(r, rec)
+	}
 }

@@ -740,10 +740,40 @@ func verdict(m MetricDelta) string {
 	return VerdictSame
 }
 
+// Gates returns the metrics the comparison gates for a run, each with the slack its rule
+// allows (how far it may move from the baseline value, in its own unit), at the smaller
+// time scale of the run's and its baseline run's; nil for a run not in the baseline. The
+// metrics a baseline gates are checks too: each run's timing tolerance covers them with
+// that slack as their known margin (docs/timing.md). rps has no timer of its own: its
+// slack is given as the same share of total_ms.
+func (c *Comparer) Gates(scenarioName, variant string, scale float64) map[string]float64 {
+	old := c.Baseline.Run(scenarioName, variant)
+	if old == nil {
+		return nil // a new run: nothing to compare with
+	}
+	if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
+		scale = old.TimeScale
+	}
+	flat := old.Metrics.Flat()
+	gated := map[string]float64{}
+	for _, m := range check.Names() {
+		r := c.Tolerances.Rule(scenarioName, m)
+		if r.Tolerance.Off || r.Worse == Informational {
+			continue
+		}
+		slack := r.Slack(m, flat, scale)
+		if m == "rps" && flat["rps"] > 0 {
+			slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
+		}
+		gated[m] = slack
+	}
+	return gated
+}
+
 // Apply compares a run that just ended with its baseline and records the outcome on it: a
 // failed check of kind "baseline" per regressed metric (which fails the run), and a
-// BaselineRef naming the baseline run, the regressions and the improvements.
-func (c *Comparer) Apply(cur *Run) RunDiff {
+// BaselineRef naming the baseline run, its state, the regressions and the improvements.
+func (c *Comparer) Apply(cur *Run) {
 	d := c.CompareRun(cur)
 	var unsure []string
 	ref := &BaselineRef{File: c.Baseline.Path, RunID: d.BaselineRunID, State: d.State, Note: d.Note}
@@ -777,7 +807,6 @@ func (c *Comparer) Apply(cur *Run) RunDiff {
 		cur.Timing.Reason = fmt.Sprintf("machine: per request this run's threads waited %s ms for a core and its link's timers added %s ms, the baseline run's %s and %s; %s",
 			num(now.wait), num(now.link), num(then.wait), num(then.link), strings.Join(unsure, "; "))
 	}
-	return d
 }
 
 // Missing lists the baseline runs that are not among runs, in baseline order. keep, when

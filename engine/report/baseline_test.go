@@ -221,9 +221,9 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	cur.RunID = "now"
 	cur.Metrics.Connections = 200
 	cur.Metrics.LatencyMs.P50 = 120 // better by more than 10%
-	d := cmp.Apply(cur)
-	if d.State != StateCompared || cur.Status != StatusFail {
-		t.Fatalf("state %s, status %s; want compared and fail", d.State, cur.Status)
+	cmp.Apply(cur)
+	if cur.Baseline == nil || cur.Baseline.State != StateCompared || cur.Status != StatusFail {
+		t.Fatalf("baseline %+v, status %s; want compared and fail", cur.Baseline, cur.Status)
 	}
 	var bc []Check
 	for _, c := range cur.Checks {
@@ -248,8 +248,8 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	}
 	broken := baseRun("s", "w")
 	broken.Status, broken.Error = StatusError, "server did not start"
-	if d := cmp.Apply(broken); d.State != StateNotComparable || broken.Status != StatusError {
-		t.Fatalf("errored run: %+v, status %s", d, broken.Status)
+	if cmp.Apply(broken); broken.Baseline.State != StateNotComparable || broken.Status != StatusError {
+		t.Fatalf("errored run: %+v, status %s", broken.Baseline, broken.Status)
 	}
 
 	// Every record Apply touched still matches schema/result.schema.json.
