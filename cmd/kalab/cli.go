@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -298,7 +299,7 @@ func printDiagnostics(stderr io.Writer, err error) {
 				if d.Path != "" {
 					msg = d.Path + ": " + msg
 				}
-				_ = report.AnnotateProblem(stderr, os.Getenv("GITHUB_WORKSPACE"), d.File, d.Line, d.Col, msg)
+				_ = ci.AnnotateProblem(stderr, os.Getenv("GITHUB_WORKSPACE"), d.File, d.Line, d.Col, msg)
 			}
 		}
 		return

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/kalab-dev/kalab/engine/diff"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -56,15 +57,15 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	sortRuns(runs, order)
 	cmp := &report.Comparer{Baseline: old, Tolerances: tols}
 	diffs := cmp.Diff(runs)
-	write := func() error { return report.DiffTable(stdout, diffs, *all) }
+	write := func() error { return diff.DiffTable(stdout, diffs, *all) }
 	if format.json() {
-		write = func() error { return report.DiffJSON(stdout, diffs) }
+		write = func() error { return diff.DiffJSON(stdout, diffs) }
 	}
 	if err := write(); err != nil {
 		fmt.Fprintf(stderr, "kalab diff: %v\n", err)
 		return exitEngine
 	}
-	c := report.Count(diffs)
+	c := diff.Count(diffs)
 	switch {
 	case c.Regressed > 0:
 		return exitCheckFailed

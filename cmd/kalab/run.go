@@ -18,6 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/ci"
+	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -272,7 +275,7 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 
 // reportRun prints the summary and the baseline verdicts, writes annotations and JUnit, and
 // returns the baseline runs that did not run.
-func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []report.RunDiff, err error) {
+func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []gate.RunDiff, err error) {
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
@@ -280,7 +283,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	}
 	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
-		diffs := make([]report.RunDiff, 0, len(outcome.Runs))
+		diffs := make([]gate.RunDiff, 0, len(outcome.Runs))
 		for _, r := range outcome.Runs {
 			diffs = append(diffs, cmp.CompareRun(r))
 		}
@@ -303,22 +306,22 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 					(mine == nil || mine(r.Scenario, r.Variant))
 			})
 		}
-		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
+		keep(diff.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
 		// A run of the baseline planned here but not run (a program it needs is missing)
 		// is missing too: --fail-missing fails on it. (The summary lists it with the diffs.)
 		for _, d := range diffs {
-			if d.State == report.StateMissing {
+			if d.State == gate.StateMissing {
 				missing = append(missing, d)
 			}
 		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		ws := os.Getenv("GITHUB_WORKSPACE")
-		keep(report.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
-		keep(report.AnnotateMissing(stdout, missing, f.failMissing, ws))
+		keep(ci.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
+		keep(ci.AnnotateMissing(stdout, missing, f.failMissing, ws))
 	}
 	if f.junitPath != "" {
-		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
+		in := ci.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
 		keep(writeJUnit(f.junitPath, in))
 	}
 	if f.htmlPath != "" {
@@ -332,7 +335,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 }
 
 // runExitCode maps the outcome to the exit code, most serious first.
-func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
+func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
 		fmt.Fprintf(stderr, "kalab %s: interrupted; the runs that ended are recorded\n", f.name)
@@ -390,7 +393,7 @@ func notRunHint(w io.Writer, name string, runs []*report.Run) {
 func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
 	out := map[string]scenario.Tolerance{}
 	for _, s := range list {
-		set, err := report.ParseToleranceFlag(s)
+		set, err := gate.ParseToleranceFlag(s)
 		if err != nil {
 			return nil, err
 		}
@@ -403,8 +406,8 @@ func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
 
 // writeJUnit writes the report through a temporary file beside it, renamed into place only
 // over a regular file, so a reader never sees half of it and a device is never replaced.
-func writeJUnit(path string, in report.JUnitInput) error {
-	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
+func writeJUnit(path string, in ci.JUnitInput) error {
+	err := atomicfile.Write(path, func(w io.Writer) error { return ci.JUnit(w, in) })
 	if err != nil {
 		return fmt.Errorf("JUnit report: %w", err)
 	}

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"text/tabwriter"
+
+	"github.com/kalab-dev/kalab/engine/internal/numtext"
 )
 
 // Summary renders the terminal table of runs, in the order given (the plan's), with a
@@ -178,16 +179,7 @@ func Observed(obs map[string]float64) string {
 	return out
 }
 
-func num(f float64) string {
-	switch {
-	case f == float64(int64(f)) && f < 1e15 && f > -1e15:
-		return strconv.FormatInt(int64(f), 10)
-	case f >= 100 || f <= -100:
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(f, 'f', 3, 64)
-	}
-}
+func num(f float64) string { return numtext.Format(f) }
 
 // timingSummary says how many runs were rerun because their timers ran late, and why.
 func timingSummary(w io.Writer, runs []*Run) {
