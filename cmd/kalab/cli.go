@@ -20,7 +20,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/suggest"
+	"github.com/kalab-dev/kalab/engine/supervise"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -150,7 +150,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdHelp(rest, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(cmd, commands); c != "" {
+	if c := check.Closest(cmd, commands); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
 	fmt.Fprintf(stderr, "kalab: unknown command %q%s\n\n%s", cmd, hint, usage)
@@ -192,7 +192,7 @@ func flagHint(fs *pflag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if c := suggest.Closest(name, names); c != "" {
+	if c := check.Closest(name, names); c != "" {
 		return fmt.Sprintf(" (did you mean --%s?)", c)
 	}
 	return ""
@@ -212,7 +212,7 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 	var w io.Writer
 	// Under the supervisor stderr is a pipe to the parent, which says whether its own
 	// stderr is a terminal.
-	tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+	tty := isTerminal(stderr) || supervise.StderrTTY()
 	o.sink = &logSink{w: stderr, tty: tty}
 	switch o.format {
 	case "json":
@@ -451,7 +451,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}, commands...)); c != "" {
+	if c := check.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}, commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
 	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, verdicts, clocks, or a command)\n", args[0], hint)

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -36,7 +37,7 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab diff: want two results files, OLD and NEW (got %d arguments)\n", fs.NArg())
 		return exitInvalid
 	}
-	flagTols, err := parseTolerances(*tolFlags)
+	flagTols, err := gate.ParseToleranceFlags(*tolFlags)
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab diff: --tolerance %v\n", err)
 		return exitInvalid

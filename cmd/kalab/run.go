@@ -11,20 +11,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/diff"
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shard"
+	"github.com/kalab-dev/kalab/engine/supervise"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
@@ -37,8 +37,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if inv.manifest != nil && inv.plan.Runs() == 0 {
-		return emptyShard(f, inv, stdout, stderr)
+	if inv.part != nil && inv.plan.Runs() == 0 {
+		return emptyShard(inv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -191,15 +191,10 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	cmp  *report.Comparer
-	// selected says which baseline runs this invocation was meant to run (nil: all); a
-	// shard runs only its part of the plan.
-	selected func(scenario, variant string) bool
-	manifest *shard.Manifest // with --shard: what this part of the split holds
+	part *shard.Part // with --shard: this part of the split; only its runs are missed
 	// paths are the scenario files or directories asked for; nil: the command's arguments
 	// (kalab merge takes them from the shards' manifest).
 	paths []string
-	// planHash identifies the whole plan in a merged invocation record (kalab merge).
-	planHash string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -216,7 +211,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 		inv.opt.Filter = re
 	}
-	flagTols, err := parseTolerances(f.tolerances)
+	flagTols, err := gate.ParseToleranceFlags(f.tolerances)
 	if err != nil {
 		return fail("--tolerance %v", err)
 	}
@@ -242,7 +237,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return fail("%v", err)
 		}
 	}
-	if !allowPrograms(f, filterPlan(inv.plan, inv.opt.Filter), stderr) {
+	if !allowPrograms(f, shard.Filter(inv.plan, inv.opt.Filter), stderr) {
 		return nil, exitInvalid, false
 	}
 	if inv.cmp != nil {
@@ -262,9 +257,7 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 		inv.opt.Observer = progress
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
 	}
-	if fault := os.Getenv(envTestFault); fault != "" {
-		inv.opt.Observer = &faultObserver{next: inv.opt.Observer, kind: fault}
-	}
+	inv.opt.Observer = supervise.Faults(inv.opt.Observer)
 	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
 	if progress != nil {
 		logs.route(nil)
@@ -291,7 +284,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			// Missing means missing among what was asked for: the selected files (a
 			// subset of the suite leaves the other files out), the --filter, and a
 			// shard's part of the plan.
-			filter, mine := inv.opt.Filter, inv.selected
+			filter, part := inv.opt.Filter, inv.part
 			var loaded []string
 			for _, sc := range inv.plan.Scenarios {
 				loaded = append(loaded, sc.Name)
@@ -303,7 +296,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			selected := report.Selected(loaded, paths)
 			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
 				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
-					(mine == nil || mine(r.Scenario, r.Variant))
+					(part == nil || part.Mine(r.Scenario, r.Variant))
 			})
 		}
 		keep(diff.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
@@ -322,10 +315,10 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	}
 	if f.junitPath != "" {
 		in := ci.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
-		keep(writeJUnit(f.junitPath, in))
+		keep(ci.WriteJUnitFile(f.junitPath, in))
 	}
 	if f.htmlPath != "" {
-		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, nil, f.log); herr != nil {
+		if herr := htmlreport.Report(outcome.Dir, f.htmlPath, kalabVersion(), nil, f.log); herr != nil {
 			keep(fmt.Errorf("--html: %w", herr))
 		} else {
 			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
@@ -389,40 +382,17 @@ func notRunHint(w io.Writer, name string, runs []*report.Run) {
 	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 
-// parseTolerances reads the --tolerance flags.
-func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
-	out := map[string]scenario.Tolerance{}
-	for _, s := range list {
-		set, err := gate.ParseToleranceFlag(s)
-		if err != nil {
-			return nil, err
-		}
-		for name, t := range set {
-			out[name] = t
-		}
-	}
-	return out, nil
-}
-
-// writeJUnit writes the report through a temporary file beside it, renamed into place only
-// over a regular file, so a reader never sees half of it and a device is never replaced.
-func writeJUnit(path string, in ci.JUnitInput) error {
-	err := atomicfile.Write(path, func(w io.Writer) error { return ci.JUnit(w, in) })
-	if err != nil {
-		return fmt.Errorf("JUnit report: %w", err)
-	}
-	return nil
-}
-
 // checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
 // runs, so that a bad path is found at once rather than after the last run.
 func checkOutputFiles(junit, html string) error {
-	for _, o := range []struct{ flag, path string }{{"--junit", junit}, {"--html", html}} {
-		if o.path == "" {
-			continue
+	if junit != "" {
+		if err := ci.CheckPath(junit); err != nil {
+			return fmt.Errorf("--junit: %w", err)
 		}
-		if err := atomicfile.Check(o.path); err != nil {
-			return fmt.Errorf("%s: %w", o.flag, err)
+	}
+	if html != "" {
+		if err := htmlreport.CheckPath(html); err != nil {
+			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	return nil
@@ -486,7 +456,7 @@ func (f *runFlags) runnerOptions() runner.Options {
 		AllowRemote: f.allowRemote, LagTolerance: f.lagTolerance, Attempts: f.attempts, Clock: f.clock, Host: clockHost}
 	// Under the supervising parent the run id is the parent's, so it can close the results
 	// of a child that died.
-	opt.RunID = supervisedRunID()
+	opt.RunID = supervise.RunID()
 	if f.fs.Changed("time-scale") {
 		opt.TimeScale = f.timeScale
 	}
@@ -497,38 +467,4 @@ func (f *runFlags) runnerOptions() runner.Options {
 		opt.Seed = &f.seed
 	}
 	return opt
-}
-
-// faultObserver fails the run as KALAB_TEST_FAULT asks (tests only) while the second run
-// ends, after the first is recorded and before the second is.
-type faultObserver struct {
-	next runner.Observer // the progress bars, or nil
-	kind string
-	mu   sync.Mutex
-	n    int
-}
-
-func (o *faultObserver) RunStarted(r *scenario.Run, total int) {
-	if o.next != nil {
-		o.next.RunStarted(r, total)
-	}
-}
-
-func (o *faultObserver) RequestDone(r *scenario.Run, ok bool) {
-	if o.next != nil {
-		o.next.RequestDone(r, ok)
-	}
-}
-
-func (o *faultObserver) RunEnded(r *scenario.Run, rec *report.Run) {
-	o.mu.Lock()
-	o.n++
-	second := o.n == 2
-	o.mu.Unlock()
-	if second {
-		injectFault(o.kind)
-	}
-	if o.next != nil {
-		o.next.RunEnded(r, rec)
-	}
 }

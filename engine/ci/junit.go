@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/internal/numtext"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -310,3 +311,17 @@ func notEvaluatedText(cs []report.Check, of int) string {
 }
 
 func runKey(s, v string) string { return s + "\x00" + v }
+
+// WriteJUnitFile writes the report through a temporary file beside path, renamed into place
+// only over a regular file, so a reader never sees half of it and a device is never
+// replaced.
+func WriteJUnitFile(path string, in JUnitInput) error {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return JUnit(w, in) }); err != nil {
+		return fmt.Errorf("JUnit report: %w", err)
+	}
+	return nil
+}
+
+// CheckPath checks, before anything runs, that path can take the report when it is written
+// whole at the end: a regular file or a new path.
+func CheckPath(path string) error { return atomicfile.Check(path) }

@@ -39,5 +39,4 @@
 // CPU race) regresses, and needs its own baseline: block. A run made while race-enabled
 // tests loaded both cores moved p50 and totals by 20-80%: gate on a machine doing nothing
 // else.
-//
 package gate

@@ -254,3 +254,19 @@ func ParseToleranceFlag(s string) (map[string]tolerance.Tolerance, error) {
 	}
 	return out, nil
 }
+
+// ParseToleranceFlags reads every --tolerance given; a later one overrides an earlier for
+// the same metric.
+func ParseToleranceFlags(list []string) (map[string]tolerance.Tolerance, error) {
+	out := map[string]tolerance.Tolerance{}
+	for _, s := range list {
+		set, err := ParseToleranceFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		for name, t := range set {
+			out[name] = t
+		}
+	}
+	return out, nil
+}

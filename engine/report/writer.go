@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 )
 
 // NewRunID returns a sortable, unique id: UTC time plus a random suffix.

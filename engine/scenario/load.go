@@ -20,8 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
 	"github.com/kalab-dev/kalab/engine/replay"
-	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // MaxFileSize bounds a scenario file; real ones are a few kilobytes.
