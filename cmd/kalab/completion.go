@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kalab-dev/kalab/engine/help"
 )
 
 // Shell completion is generated from what the CLI itself says: the commands from the usage
@@ -27,9 +29,6 @@ var (
 	usageCommand = regexp.MustCompile(`^  kalab ([a-z]+)\b.*?\s{2,}(\S.*)$`)
 	usageFlag    = regexp.MustCompile(`^\s+(?:-(\S), )?--([a-z0-9-]+)(\[=true\|false\])?( \S+)?\s{2,}(.*)$`)
 )
-
-// helpTopics are the words `kalab help` takes besides a command.
-var helpTopics = []string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}
 
 // completionShells are the shells `kalab completion` writes for.
 var completionShells = []string{"bash", "zsh", "fish"}
@@ -97,7 +96,7 @@ func cmdCompletion(args []string, stdout, stderr io.Writer) int {
 func commandArgs(name string) []string {
 	switch name {
 	case "help":
-		return append(append([]string{}, helpTopics...), cliCommandNames()...)
+		return append(append([]string{}, help.Topics...), cliCommandNames()...)
 	case "completion":
 		return completionShells
 	}

@@ -276,37 +276,23 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	}
 	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
-		diffs := make([]gate.RunDiff, 0, len(outcome.Runs))
-		for _, r := range outcome.Runs {
-			diffs = append(diffs, cmp.CompareRun(r))
+		// Missing means missing among what was asked for: the selected files (a subset of
+		// the suite leaves the other files out), the --filter, and a shard's part of the plan.
+		var loaded []string
+		for _, sc := range inv.plan.Scenarios {
+			loaded = append(loaded, sc.Name)
 		}
-		if !outcome.Interrupted {
-			// Missing means missing among what was asked for: the selected files (a
-			// subset of the suite leaves the other files out), the --filter, and a
-			// shard's part of the plan.
-			filter, part := inv.opt.Filter, inv.part
-			var loaded []string
-			for _, sc := range inv.plan.Scenarios {
-				loaded = append(loaded, sc.Name)
-			}
-			paths := inv.paths
-			if paths == nil {
-				paths = scenarioArgs(f.fs.Args())
-			}
-			selected := report.Selected(loaded, paths)
-			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
-				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
-					(part == nil || part.Mine(r.Scenario, r.Variant))
-			})
+		paths := inv.paths
+		if paths == nil {
+			paths = scenarioArgs(f.fs.Args())
 		}
-		keep(diff.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
-		// A run of the baseline planned here but not run (a program it needs is missing)
-		// is missing too: --fail-missing fails on it. (The summary lists it with the diffs.)
-		for _, d := range diffs {
-			if d.State == gate.StateMissing {
-				missing = append(missing, d)
-			}
-		}
+		selected, filter, part := report.Selected(loaded, paths), inv.opt.Filter, inv.part
+		var gerr error
+		missing, gerr = diff.Gate(stdout, cmp, outcome.Runs, outcome.Interrupted, func(r *report.Run) bool {
+			return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
+				(part == nil || part.Mine(r.Scenario, r.Variant))
+		}, f.failMissing)
+		keep(gerr)
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		ws := os.Getenv("GITHUB_WORKSPACE")
