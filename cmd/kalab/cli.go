@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -19,6 +19,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/supervise"
+	"github.com/kalab-dev/kalab/engine/validate"
+	"github.com/kalab-dev/kalab/scenarios"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -197,7 +199,7 @@ func scenarioArgs(args []string) []string {
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if p, err := resolveBuiltin(a); err == nil {
+		if p, err := scenarios.Resolve(a); err == nil {
 			a = p
 		}
 		out[i] = a
@@ -209,17 +211,10 @@ func scenarioArgs(args []string) []string {
 // The real servers a plan names are checked too: a field nginx, Node or HAProxy cannot
 // express is a load error like any other.
 func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string) {
-	args = scenarioArgs(args)
-	files, err := scenario.FindFiles(args)
-	if err != nil {
+	plan, files, err := validate.Load(scenarioArgs(args), chk)
+	if files == nil && err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return nil, nil
-	}
-	plan, err := scenario.LoadFiles(files)
-	if err == nil {
-		if ds := runner.Check(plan, chk); len(ds) > 0 {
-			err = ds
-		}
 	}
 	if err != nil {
 		printDiagnostics(stderr, err)
@@ -285,7 +280,16 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	if format.json() {
-		return validateJSON(fs.Args(), stdout, runner.CheckOptions{AllowRemote: *allowRemote})
+		doc := validate.NewDocument(scenarioArgs(fs.Args()), runner.CheckOptions{AllowRemote: *allowRemote})
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return exitEngine
+		}
+		if !doc.Valid {
+			return exitInvalid
+		}
+		return exitOK
 	}
 	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
@@ -293,52 +297,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	warnUnjudgeable(stderr, plan, runner.Options{Host: clockHost})
 	if !*quiet {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")
-		for _, s := range plan.Scenarios {
-			checks := len(s.Compare)
-			for _, r := range s.Runs {
-				checks += len(r.Expect)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", s.Name, s.File, len(s.Runs), checks)
-		}
-		tw.Flush()
-		fmt.Fprintf(stdout, "%d file%s valid, %d run%s\n", len(files), plural(len(files)), plan.Runs(), plural(plan.Runs()))
-		listPrograms(stdout, runner.Programs(plan))
+		validate.Summary(stdout, plan, files)
 	}
 	return exitOK
-}
-
-// listPrograms tells what kalab run would start that validate does not: each run's
-// programs, with the opt-in each needs.
-func listPrograms(w io.Writer, progs []runner.Program) {
-	if len(progs) == 0 {
-		fmt.Fprintln(w, "\nno run starts a program (kalab run needs no --allow-exec)")
-		return
-	}
-	fmt.Fprintf(w, "\nkalab run would start these programs (kalab validate starts none):\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WHERE\tRUN\tFIELD\tPROGRAM\tNEEDS")
-	needAll := false
-	runs := map[string]bool{}
-	for _, p := range progs {
-		runs[p.Scenario+"/"+p.Variant] = true
-		needs := "--allow-exec=bundled"
-		if !p.Bundled {
-			needs, needAll = "--allow-exec", true
-		}
-		where := p.File
-		if p.Line > 0 {
-			where = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-		}
-		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", where, p.Scenario, p.Variant, p.Path, p.Command, needs)
-	}
-	tw.Flush()
-	need := "--allow-exec=bundled (or " + runner.EnvAllowExec + "=bundled)"
-	if needAll {
-		need = "--allow-exec (or " + runner.EnvAllowExec + "=1)"
-	}
-	fmt.Fprintf(w, "%d run%s start programs: kalab run refuses %s without %s\n", len(runs), plural(len(runs)), map[bool]string{true: "it", false: "them"}[len(runs) == 1], need)
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
