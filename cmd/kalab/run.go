@@ -137,52 +137,61 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	f.log = log
 	f.logSink = lo.sink
-	invalid := func(format string, a ...any) (*runFlags, int, bool) {
-		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
+	if err := f.check(*allowExec); err != nil {
+		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		return nil, exitInvalid, false
 	}
-	if f.allowExec, err = execPolicy(fs, *allowExec); err != nil {
-		return invalid("%v", err)
+	return f, 0, true
+}
+
+// check checks each flag on its own, before anything runs.
+func (f *runFlags) check(allowExec string) error {
+	var err error
+	if f.allowExec, err = execPolicy(f.fs, allowExec); err != nil {
+		return err
 	}
-	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
-		return invalid("--time-scale must be more than 0 and at most 100")
-	}
-	if f.clock != "" && f.clock != scenario.ClockVirtual && f.clock != scenario.ClockReal {
-		return invalid("--clock %q: want virtual or real", f.clock)
-	}
-	if f.parallel < 1 {
-		return invalid("--parallel must be at least 1")
-	}
-	if f.attempts < 1 || f.attempts > 10 {
-		return invalid("--attempts must be between 1 and 10")
-	}
-	if !fs.Changed("lag-tolerance") {
-		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return invalid("$KALAB_LAG_TOLERANCE: %q is not a number", v)
-			}
-			f.lagTolerance = x
-		}
-	}
-	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
-		return invalid("--lag-tolerance must be between 0 (never noisy) and 1000")
+	if err := f.checkTiming(); err != nil {
+		return err
 	}
 	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
-		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
+		return errors.New("--tolerance, --fail-missing and --allow-partial need --baseline")
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
 	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	if err := f.shardFlags.check(); err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	if err := report.CheckOut(f.out); err != nil {
-		return invalid("--out: %v", err)
+		return fmt.Errorf("--out: %v", err)
 	}
-	return f, 0, true
+	return nil
+}
+
+// checkTiming checks the flags that set the runs' clock and timing.
+func (f *runFlags) checkTiming() error {
+	switch {
+	case f.fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100):
+		return errors.New("--time-scale must be more than 0 and at most 100")
+	case f.clock != "" && f.clock != scenario.ClockVirtual && f.clock != scenario.ClockReal:
+		return fmt.Errorf("--clock %q: want virtual or real", f.clock)
+	case f.parallel < 1:
+		return errors.New("--parallel must be at least 1")
+	case f.attempts < 1 || f.attempts > 10:
+		return errors.New("--attempts must be between 1 and 10")
+	}
+	if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set && !f.fs.Changed("lag-tolerance") {
+		var err error
+		if f.lagTolerance, err = strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("$KALAB_LAG_TOLERANCE: %q is not a number", v)
+		}
+	}
+	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
+		return errors.New("--lag-tolerance must be between 0 (never noisy) and 1000")
+	}
+	return nil
 }
 
 // invocation is what one `kalab run` executes: the runner's options, the plan and the

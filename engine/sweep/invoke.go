@@ -65,12 +65,9 @@ func (o *Options) Check() error {
 		return errors.New("--tries must be between 1 and 10")
 	case o.Grid < 2 || o.Grid > 1000:
 		return errors.New("--grid must be between 2 and 1000")
-	case o.TimeScaleSet && (o.TimeScale <= 0 || o.TimeScale > 100):
-		return errors.New("--time-scale must be more than 0 and at most 100")
-	case o.LagTolerance < 0 || o.LagTolerance > 1000 || math.IsNaN(o.LagTolerance):
-		return errors.New("--lag-tolerance must be between 0 (never noisy) and 1000")
-	case o.Tolerance != "" && o.Baseline == "":
-		return errors.New("--tolerance needs --baseline")
+	}
+	if err := o.checkTiming(); err != nil {
+		return err
 	}
 	var err error
 	if o.lo, o.hi, o.duration, err = parseRange("--range", o.Range); err != nil {
@@ -86,6 +83,20 @@ func (o *Options) Check() error {
 		return fmt.Errorf("--out: %v", err)
 	}
 	return o.loadBaseline()
+}
+
+// checkTiming checks the time scale and the lag tolerance of the runs, and that a
+// tolerance comes with a baseline.
+func (o *Options) checkTiming() error {
+	switch {
+	case o.TimeScaleSet && (o.TimeScale <= 0 || o.TimeScale > 100):
+		return errors.New("--time-scale must be more than 0 and at most 100")
+	case o.LagTolerance < 0 || o.LagTolerance > 1000 || math.IsNaN(o.LagTolerance):
+		return errors.New("--lag-tolerance must be between 0 (never noisy) and 1000")
+	case o.Tolerance != "" && o.Baseline == "":
+		return errors.New("--tolerance needs --baseline")
+	}
+	return nil
 }
 
 // checkMap reads the second parameter's range, when there is one.
