@@ -70,7 +70,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		// A panic in this goroutine is a bug in kalab, not bad input: exit 3, with the stack
 		// in a file rather than on the terminal. (A crash elsewhere in kalab run is caught
-		// by the supervising parent, see supervise.go.)
+		// by the supervising parent, engine/supervise.)
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
 			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
@@ -191,7 +191,7 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 }
 
 // scenarioArgs is the files and directories a command was given, scenarios/ by default.
-// An argument builtin: names the scenarios embedded in the binary (builtin.go); one that
+// An argument builtin: names the scenarios embedded in the binary (scenarios.Resolve); one that
 // cannot be resolved is kept as given, and fails to load with its name.
 func scenarioArgs(args []string) []string {
 	if len(args) == 0 {

@@ -295,7 +295,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		if paths == nil {
 			paths = scenarioArgs(f.fs.Args())
 		}
-		selected, filter, part := report.Selected(loaded, paths), inv.opt.Filter, inv.part
+		selected, filter, part := diff.Selected(loaded, paths), inv.opt.Filter, inv.part
 		var gerr error
 		missing, gerr = diff.Gate(stdout, cmp, outcome.Runs, outcome.Interrupted, func(r *report.Run) bool {
 			return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -165,4 +167,36 @@ func Gate(w io.Writer, cmp *report.Comparer, runs []*report.Run, interrupted boo
 		}
 	}
 	return missing, err
+}
+
+// Selected returns the Missing filter for an invocation that loaded the scenarios named
+// and was given paths (files or directories): a baseline run counts when its scenario was
+// loaded, or when its file lies under one of the paths, so a file deleted from a selected
+// directory is still missing while the files a subset left out are not.
+func Selected(scenarios, paths []string) func(base *report.Run) bool {
+	loaded := make(map[string]bool, len(scenarios))
+	for _, s := range scenarios {
+		loaded[s] = true
+	}
+	var roots []string
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			roots = append(roots, abs)
+		}
+	}
+	return func(r *report.Run) bool {
+		if loaded[r.Scenario] {
+			return true
+		}
+		file, err := filepath.Abs(r.File)
+		if err != nil {
+			return false
+		}
+		for _, root := range roots {
+			if rel, err := filepath.Rel(root, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
 }

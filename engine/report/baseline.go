@@ -115,7 +115,7 @@ func LoadBaseline(path string) (*Baseline, error) {
 	if len(res.Runs) == 0 {
 		return nil, &BaselineError{Path: path, Err: errors.New("holds no run records; write a baseline with kalab run --out DIR and copy DIR/latest/results.jsonl")}
 	}
-	if _, err := ValidateFile(path, false); err != nil {
+	if _, err := validateFile(path, false); err != nil {
 		return nil, &BaselineError{Path: path, Err: fmt.Errorf("does not match schema/result.schema.json: line %w", trimPathPrefix(err, path))}
 	}
 	b := &Baseline{Path: path, Runs: res.Runs, Invocation: res.Invocation, index: make(map[string]int, len(res.Runs))}
@@ -177,7 +177,7 @@ func physical(r Run) error {
 	return nil
 }
 
-// trimPathPrefix drops the "path:" that ReadFile and ValidateFile put first, so the message
+// trimPathPrefix drops the "path:" that ReadFile and validateFile put first, so the message
 // can say "line N" instead.
 func trimPathPrefix(err error, path string) error {
 	return errors.New(strings.TrimPrefix(err.Error(), path+":"))
@@ -443,38 +443,6 @@ func (b *Baseline) Missing(runs []*Run, keep func(base *Run) bool) []gate.RunDif
 		out = append(out, gate.RunDiff{Scenario: r.Scenario, Variant: r.Variant, File: r.File, State: gate.StateMissing, BaselineRunID: r.RunID})
 	}
 	return out
-}
-
-// Selected returns the Missing filter for an invocation that loaded the scenarios named
-// and was given paths (files or directories): a baseline run counts when its scenario was
-// loaded, or when its file lies under one of the paths, so a file deleted from a selected
-// directory is still missing while the files a subset left out are not.
-func Selected(scenarios, paths []string) func(base *Run) bool {
-	loaded := make(map[string]bool, len(scenarios))
-	for _, s := range scenarios {
-		loaded[s] = true
-	}
-	var roots []string
-	for _, p := range paths {
-		if abs, err := filepath.Abs(p); err == nil {
-			roots = append(roots, abs)
-		}
-	}
-	return func(r *Run) bool {
-		if loaded[r.Scenario] {
-			return true
-		}
-		file, err := filepath.Abs(r.File)
-		if err != nil {
-			return false
-		}
-		for _, root := range roots {
-			if rel, err := filepath.Rel(root, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				return true
-			}
-		}
-		return false
-	}
 }
 
 // Diff compares every run with the baseline: the runs in their order, then the baseline

@@ -123,5 +123,5 @@ func Seal(out, runID, reason string, now time.Time) (bool, error) {
 		os.Truncate(p, int64(len(data)))
 		return false, fmt.Errorf("write %s: %w", p, unwrapPath(err))
 	}
-	return true, PointLatest(out, runID)
+	return true, pointLatest(out, runID)
 }

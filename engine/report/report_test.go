@@ -268,7 +268,7 @@ func TestValidateFileCatchesSchemaBreaks(t *testing.T) {
 	delete(bad, "metrics")
 	badLine, _ := json.Marshal(bad)
 	os.WriteFile(p, append(badLine, '\n'), 0o644)
-	if _, err := ValidateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
+	if _, err := validateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
 		t.Fatalf("a run without metrics passed validation: %v", err)
 	}
 }

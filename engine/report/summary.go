@@ -66,15 +66,15 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		}
 	}
 	fmt.Fprintln(w)
-	_, err := fmt.Fprintln(w, Totals(runs, scenarios))
+	_, err := fmt.Fprintln(w, totalsLine(runs, scenarios))
 	return err
 }
 
-// Totals is the summary's last line: how many runs ended in each status and how many
+// totalsLine is the summary's last line: how many runs ended in each status and how many
 // checks of each kind passed out of those evaluated, with the ones not evaluated apart
 // (never counted as passed), e.g. "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8,
 // compare checks 12/12 (2 not evaluated)".
-func Totals(runs []*Run, scenarios []*Scenario) string {
+func totalsLine(runs []*Run, scenarios []*Scenario) string {
 	status := map[string]int{}
 	for _, r := range runs {
 		status[r.Status]++
