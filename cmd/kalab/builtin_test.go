@@ -4,18 +4,20 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/kalab-dev/kalab/engine/validate"
 )
 
 // builtin: is the bundled suite as the checkout has it: the same files, scenarios and runs,
 // loaded from wherever kalab runs.
 func TestBuiltinIsTheBundledSuite(t *testing.T) {
-	load := func(arg string) validateDocument {
+	load := func(arg string) validate.Document {
 		t.Helper()
 		var out, errb strings.Builder
 		if code := Main([]string{"validate", "--format", "json", arg}, &out, &errb); code != exitOK {
 			t.Fatalf("validate %s: exit %d: %s", arg, code, errb.String())
 		}
-		var doc validateDocument
+		var doc validate.Document
 		if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 			t.Fatal(err)
 		}

@@ -1,26 +1,27 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/ci"
+	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/judge"
-	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/suggest"
+	"github.com/kalab-dev/kalab/engine/supervise"
+	"github.com/kalab-dev/kalab/engine/validate"
+	"github.com/kalab-dev/kalab/scenarios"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -65,49 +66,12 @@ that); 130 interrupted. A check not evaluated is never a pass (kalab help verdic
 // commands lists the commands Main knows, for did-you-mean.
 var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
 
-const serversHelp = `Real servers behind the proxy (instead of the embedded server):
-
-  server.exec: nginx     a generated nginx.conf on a free loopback port
-      idle_timeout -> keepalive_timeout (ms); keepalive_hint -> its second parameter
-      (timeout=N only); max_requests -> keepalive_requests (0: 2^30); tls -> the run's
-      certificate, ssl_protocols, ssl_session_tickets; http "2" -> listen ... http2;
-      http2_max_streams -> http2_max_concurrent_streams; response -> return STATUS "body"
-      (a static file above 3,000 bytes, status 200 only). Refused: idle_timeout none,
-      response.delay, close_every, hint_only_if_asked, a raw hint other than timeout=N.
-  server.exec: node      kalab's bundled http/https script (node on PATH)
-      idle_timeout -> keepAliveTimeout = idle_timeout - 1 s (Node closes an idle socket
-      1 s after keepAliveTimeout: 2,002 ms for 1000 on Node 20.20.2); max_requests ->
-      maxRequestsPerSocket; headersTimeout 60 s; the hint is Node's own when it matches
-      timeout=floor(keepAliveTimeout/1000), else written by the handler (false: none);
-      response status, body and delay. Refused: http "2", close_every, hint_only_if_asked,
-      an idle_timeout of 1 s or less (after the time scale).
-  server.exec: haproxy   a generated haproxy.cfg answering with http-request return
-      idle_timeout -> timeout http-keep-alive (timeout client: max(60 s, 2 x idle));
-      keepalive_hint -> an added Keep-Alive header; tls -> ssl crt, ssl-min/max-ver,
-      no-tls-tickets. Refused: http "2", max_requests, close_every, response.delay.
-  server.command: "CMD"  any server: {port} is its loopback port, {cert} and {key} the
-      run's certificate files; only tls and http apply.
-  server.url: URL        a server you run; the URL's path is the request path; loopback
-      only unless --allow-remote; https is verified with the system's roots.
-
-Each run's server is named (name and version) in its record; its generated configuration
-and logs are kept under results/<run-id>/servers/<scenario>/<variant>/. Every connection
-of the proxy is recorded in connections/<scenario>/<variant>.jsonl ("side": "proxy"): who
-closed first (server or client; none when the run ended it), why (idle, after_response,
-reset, refused, end), when, and after how long idle (idle_ms). server_idle_closes and
-server_idle_close_ms.{min,p50,max} sum up the server's idle closes for every run, the
-embedded server's too.
-A field a server cannot express is a load error (file:line:col, exit 2).
-kalab run starts server.exec only with --allow-exec=bundled, server.command only with
---allow-exec (KALAB_ALLOW_EXEC=bundled or 1); kalab validate lists what run would start.
-`
-
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		// A panic in this goroutine is a bug in kalab, not bad input: exit 3, with the stack
 		// in a file rather than on the terminal. (A crash elsewhere in kalab run is caught
-		// by the supervising parent, see supervise.go.)
+		// by the supervising parent, engine/supervise.)
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
 			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
@@ -150,7 +114,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdHelp(rest, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(cmd, commands); c != "" {
+	if c := check.Closest(cmd, commands); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
 	fmt.Fprintf(stderr, "kalab: unknown command %q%s\n\n%s", cmd, hint, usage)
@@ -192,7 +156,7 @@ func flagHint(fs *pflag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if c := suggest.Closest(name, names); c != "" {
+	if c := check.Closest(name, names); c != "" {
 		return fmt.Sprintf(" (did you mean --%s?)", c)
 	}
 	return ""
@@ -212,7 +176,7 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 	var w io.Writer
 	// Under the supervisor stderr is a pipe to the parent, which says whether its own
 	// stderr is a terminal.
-	tty := isTerminal(stderr) || os.Getenv(envStderrTTY) != ""
+	tty := isTerminal(stderr) || supervise.StderrTTY()
 	o.sink = &logSink{w: stderr, tty: tty}
 	switch o.format {
 	case "json":
@@ -228,7 +192,7 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 }
 
 // scenarioArgs is the files and directories a command was given, scenarios/ by default.
-// An argument builtin: names the scenarios embedded in the binary (builtin.go); one that
+// An argument builtin: names the scenarios embedded in the binary (scenarios.Resolve); one that
 // cannot be resolved is kept as given, and fails to load with its name.
 func scenarioArgs(args []string) []string {
 	if len(args) == 0 {
@@ -236,7 +200,7 @@ func scenarioArgs(args []string) []string {
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if p, err := resolveBuiltin(a); err == nil {
+		if p, err := scenarios.Resolve(a); err == nil {
 			a = p
 		}
 		out[i] = a
@@ -248,17 +212,10 @@ func scenarioArgs(args []string) []string {
 // The real servers a plan names are checked too: a field nginx, Node or HAProxy cannot
 // express is a load error like any other.
 func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string) {
-	args = scenarioArgs(args)
-	files, err := scenario.FindFiles(args)
-	if err != nil {
+	plan, files, err := validate.Load(scenarioArgs(args), chk)
+	if files == nil && err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return nil, nil
-	}
-	plan, err := scenario.LoadFiles(files)
-	if err == nil {
-		if ds := runner.Check(plan, chk); len(ds) > 0 {
-			err = ds
-		}
 	}
 	if err != nil {
 		printDiagnostics(stderr, err)
@@ -299,7 +256,7 @@ func printDiagnostics(stderr io.Writer, err error) {
 				if d.Path != "" {
 					msg = d.Path + ": " + msg
 				}
-				_ = report.AnnotateProblem(stderr, os.Getenv("GITHUB_WORKSPACE"), d.File, d.Line, d.Col, msg)
+				_ = ci.AnnotateProblem(stderr, os.Getenv("GITHUB_WORKSPACE"), d.File, d.Line, d.Col, msg)
 			}
 		}
 		return
@@ -324,7 +281,16 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	if format.json() {
-		return validateJSON(fs.Args(), stdout, runner.CheckOptions{AllowRemote: *allowRemote})
+		doc := validate.NewDocument(scenarioArgs(fs.Args()), runner.CheckOptions{AllowRemote: *allowRemote})
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return exitEngine
+		}
+		if !doc.Valid {
+			return exitInvalid
+		}
+		return exitOK
 	}
 	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
@@ -332,52 +298,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	warnUnjudgeable(stderr, plan, runner.Options{Host: clockHost})
 	if !*quiet {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tFILE\tRUNS\tCHECKS")
-		for _, s := range plan.Scenarios {
-			checks := len(s.Compare)
-			for _, r := range s.Runs {
-				checks += len(r.Expect)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", s.Name, s.File, len(s.Runs), checks)
-		}
-		tw.Flush()
-		fmt.Fprintf(stdout, "%d file%s valid, %d run%s\n", len(files), plural(len(files)), plan.Runs(), plural(plan.Runs()))
-		listPrograms(stdout, runner.Programs(plan))
+		validate.Summary(stdout, plan, files)
 	}
 	return exitOK
-}
-
-// listPrograms tells what kalab run would start that validate does not: each run's
-// programs, with the opt-in each needs.
-func listPrograms(w io.Writer, progs []runner.Program) {
-	if len(progs) == 0 {
-		fmt.Fprintln(w, "\nno run starts a program (kalab run needs no --allow-exec)")
-		return
-	}
-	fmt.Fprintf(w, "\nkalab run would start these programs (kalab validate starts none):\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WHERE\tRUN\tFIELD\tPROGRAM\tNEEDS")
-	needAll := false
-	runs := map[string]bool{}
-	for _, p := range progs {
-		runs[p.Scenario+"/"+p.Variant] = true
-		needs := "--allow-exec=bundled"
-		if !p.Bundled {
-			needs, needAll = "--allow-exec", true
-		}
-		where := p.File
-		if p.Line > 0 {
-			where = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-		}
-		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", where, p.Scenario, p.Variant, p.Path, p.Command, needs)
-	}
-	tw.Flush()
-	need := "--allow-exec=bundled (or " + runner.EnvAllowExec + "=bundled)"
-	if needAll {
-		need = "--allow-exec (or " + runner.EnvAllowExec + "=1)"
-	}
-	fmt.Fprintf(w, "%d run%s start programs: kalab run refuses %s without %s\n", len(runs), plural(len(runs)), map[bool]string{true: "it", false: "them"}[len(runs) == 1], need)
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
@@ -398,60 +321,14 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	switch args[0] {
-	case "metrics":
-		fmt.Fprintln(stdout, "Metrics an expect or compare expression can read, per run; times are in scenario time.")
-		fmt.Fprintln(stdout)
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  METRIC\tUNIT\tMEANING")
-		for _, d := range check.Docs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Name, d.Unit, d.Meaning)
-		}
-		tw.Flush()
-		fmt.Fprintln(stdout, "\nA compare expression reads another run's metric as variant('NAME').METRIC.")
-		fmt.Fprint(stdout, timingHelp)
-		return exitOK
-	case "presets":
-		for _, sec := range []struct {
-			title string
-			reg   map[string]*scenario.Preset
-		}{{"Server presets (server.preset)", scenario.ServerPresets}, {"Client presets (client.preset)", scenario.ClientPresets},
-			{"Balancer presets (balancer.preset)", scenario.BalancerPresets},
-			{"Middlebox presets (middlebox.preset)", scenario.MiddleboxPresets}} {
-			fmt.Fprintf(stdout, "%s:\n", sec.title)
-			for _, name := range scenario.PresetNames(sec.reg) {
-				p := sec.reg[name]
-				verified := "not verified against the real program"
-				if p.Verified != "" {
-					verified = "verified against " + p.Verified
-				}
-				verified += "\n    " + comparedLine(p.Name, p.Verified, strings.HasPrefix(sec.title, "Server"))
-				fmt.Fprintf(stdout, "\n  %s: %s\n    source: %s\n    %s\n", p.Name, p.Models, p.Source, verified)
-				for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
-					fmt.Fprintf(stdout, "    | %s\n", line)
-				}
-			}
-			fmt.Fprintln(stdout)
-		}
-		return exitOK
-	case "clients":
-		helpClients(stdout)
-		return exitOK
-	case "servers":
-		fmt.Fprint(stdout, serversHelp)
-		return exitOK
-	case "verdicts":
-		fmt.Fprintln(stdout, report.Verdicts)
-		return exitOK
-	case "clocks":
-		fmt.Fprint(stdout, clocksHelp)
+	if help.Write(stdout, args[0]) {
 		return exitOK
 	}
 	if slices.Contains(commands, args[0]) {
 		return Main([]string{args[0], "--help"}, stdout, stderr)
 	}
 	hint := ""
-	if c := suggest.Closest(args[0], append([]string{"metrics", "presets", "clients", "servers", "verdicts", "clocks"}, commands...)); c != "" {
+	if c := check.Closest(args[0], append(slices.Clone(help.Topics), commands...)); c != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", c)
 	}
 	fmt.Fprintf(stderr, "kalab help: no help topic %q%s (topics: metrics, presets, clients, servers, verdicts, clocks, or a command)\n", args[0], hint)
@@ -464,73 +341,3 @@ func plural(n int) string {
 	}
 	return "s"
 }
-
-// helpClients lists the bundled adapters with what each honours, and the error table.
-func helpClients(w io.Writer) {
-	fmt.Fprintln(w, "Real clients (client.exec): a bundled adapter by name, or {command: [program, args...]}.")
-	fmt.Fprintln(w, "Exec runs run at time scale 1; a missing runtime makes the run not run: no verdict, exit 3")
-	fmt.Fprintln(w, "unless --allow-missing (--require-clients: an error). See kalab help verdicts.")
-	fmt.Fprintln(w, "kalab run starts an adapter only with --allow-exec=bundled, a command only with --allow-exec")
-	fmt.Fprintln(w, "(KALAB_ALLOW_EXEC=bundled or 1); a program gets PATH, HOME, LANG, LC_ALL, TMPDIR, TZ, env: and KALAB_*.")
-	for _, name := range execclient.Names() {
-		a, _ := execclient.Lookup(name)
-		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)
-		keys := make([]string, 0, len(a.Knobs))
-		for k := range a.Knobs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "    client.%s -> %s\n", k, a.Knobs[k])
-		}
-		keys = keys[:0]
-		for k := range a.Fixed {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "    client.%s: only %s (%s)\n", k, a.Fixed[k].Value, a.Fixed[k].Why)
-		}
-	}
-	fmt.Fprintln(w, "\nA runtime's error, as a client reports it, maps to a class by the first matching row:")
-	for _, r := range execclient.Rules() {
-		fmt.Fprintf(w, "  %-32s %-8s %s\n", r.Match, r.Class, r.Runtime)
-	}
-}
-
-// timingHelp describes the run record's timing fields, which are not metrics: no
-// expression reads them; they say whether the run's figures can be believed.
-const timingHelp = `
-Each run record's timing (not metrics: no expression reads them) says whether its figures
-can be believed, in real milliseconds:
-  sources.<link|schedule|idle_close>  how late each timer source fired (n, p50, p99, max,
-                                      mean) and the limits its checks set (set_by)
-  sources.sched                       how long goroutines waited to run once they could
-                                      (the runtime's sampled scheduling latency), judged
-                                      at the max for count checks and for an expect on
-                                      latency_ms.min or max
-  sources.program                     exec runs: how late the client program began its
-                                      requests against its own plan (the exec line's
-                                      planned and start), judged on the schedule's limits
-  noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
-                                      finds headroom, up to --attempts (3) in all, then
-                                      exit 3; reruns lists each attempt and probe; the
-                                      runs of a compare timing left unjudged are rerun
-                                      alone once, and it is judged on the reruns
-  cpu_wait_ms                         how long kalab's threads waited for a core during the
-                                      run
-  cpu_wait_neighbours_ms              the part of it other processes caused
-  run_queue_ms                        kalab's threads' mean wait for a core per slice; its
-                                      neighbours' share over 2 x link_trips + 1 wake-ups is
-                                      what other processes could add to a request: an
-                                      expect or compare on latency_ms it could flip is
-                                      noisy or not evaluated
-  latency_floor_ms                    one round trip of the link: no request is faster in
-                                      the model, so no rule lowers a latency below it
-  link_trips                          the link's trips a request waits on in turn; against
-                                      a baseline, a time metric regressed by less than the
-                                      extra wait per request plus the extra link lateness
-                                      times these trips could add is noisy, not a failure
-  cpu_pressure                        share of the run's wall time some task on the machine
-                                      waited for a CPU (recorded, not judged)
-`

@@ -92,3 +92,8 @@ func TestOtherShellCompletions(t *testing.T) {
 		t.Errorf("kalab completion tcsh: exit %d, want %d", code, exitInvalid)
 	}
 }
+
+// shq quotes s as the scripts do: single quotes, a quote inside as '\”.
+func shq(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

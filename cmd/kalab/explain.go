@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/kalab-dev/kalab/engine/explain"
 )
@@ -22,14 +20,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab explain: want one results directory (got %d arguments)\n", fs.NArg())
 		return exitInvalid
 	}
-	dir := filepath.Join("results", "latest")
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() && filepath.Base(dir) == "results.jsonl" {
-		dir = filepath.Dir(dir)
-	}
-	run, err := explain.Load(dir, *name)
+	run, err := explain.Load(resultsDir(fs.Args()), *name)
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab explain: %v\n", err)
 		return exitInvalid

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kalab-dev/kalab/engine/validate"
 )
 
 // validate --format json: the problems as data, with the exit code of the text form.
@@ -17,7 +19,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d", code, exitInvalid)
 	}
-	var doc validateDocument
+	var doc validate.Document
 	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 		t.Fatalf("stdout is no JSON document: %v\n%s", err, out.String())
 	}
@@ -32,7 +34,7 @@ func TestValidateJSON(t *testing.T) {
 	if code := Main([]string{"validate", "--format", "json", "../../scenarios/04-stale-race.yaml"}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	doc = validateDocument{}
+	doc = validate.Document{}
 	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 		t.Fatal(err)
 	}

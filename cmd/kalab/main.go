@@ -2,9 +2,11 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/kalab-dev/kalab/engine/runner"
+	"github.com/kalab-dev/kalab/engine/supervise"
 )
 
 // clockHost runs runs on the virtual clock; nil where the process has none (the command's
@@ -23,8 +25,14 @@ func main() {
 
 // entry is the process's main: `kalab run` is supervised, every other command runs here.
 func entry(args []string) int {
-	if len(args) > 0 && args[0] == "run" && os.Getenv(envRunID) == "" && os.Getenv(envNoSuper) == "" {
-		if code, ok := supervise(args[1:], os.Stderr); ok {
+	if len(args) > 0 && args[0] == "run" && supervise.Wanted() {
+		// The output directory, to close the results of a child that died; bad flags are
+		// the child's to report.
+		out := "results"
+		if f, _, ok := parseRunFlags(args[1:], io.Discard, io.Discard); ok {
+			out = f.out
+		}
+		if code, ok := supervise.Run(args[1:], out, os.Stderr); ok {
 			return code
 		}
 	}

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -393,51 +391,6 @@ func writeResults(t *testing.T, dir string, runs []report.Run, scs []report.Scen
 	if m != nil {
 		if err := m.Write(dir); err != nil {
 			t.Fatal(err)
-		}
-	}
-}
-
-// TestShardWeights: --shard-weights balances by the wall times of a results file, scaled
-// by the ratio of time scales, and falls back to the plan's estimate for runs it lacks.
-func TestShardWeights(t *testing.T) {
-	files, _ := scenario.FindFiles([]string{"../../scenarios"})
-	base, err := report.ReadFile("../../results/baseline.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wall, clock := map[string]float64{}, map[string]string{}
-	for _, r := range base.Runs {
-		wall[r.Scenario+"/"+r.Variant] = r.WallMs
-		clock[r.Scenario+"/"+r.Variant] = r.ClockName()
-	}
-	for _, scale := range []float64{0, 0.05} {
-		plan, err := scenario.LoadFiles(files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError), shardFlags: shardFlags{weights: "../../results/baseline.jsonl", parsed: shard.Spec{Index: 1, Count: 3}}}
-		inv := &invocation{plan: plan, opt: runner.Options{TimeScale: scale, Host: runner.TestHost(t)}}
-		if err := applyShard(f, inv, files); err != nil {
-			t.Fatal(err)
-		}
-		if inv.manifest.Weights != f.weights {
-			t.Errorf("weights %q, want the file", inv.manifest.Weights)
-		}
-		byName := map[string]*scenario.Run{}
-		for _, sc := range plan.Scenarios {
-			for _, r := range sc.Runs {
-				byName[sc.Name+"/"+r.Variant] = r
-			}
-		}
-		for _, r := range inv.manifest.Runs {
-			k := r.Scenario + "/" + r.Variant
-			want := wall[k]
-			if scale > 0 && clock[k] == scenario.ClockReal {
-				want *= scale / byName[k].Settings.TimeScale // a virtual run's wall time is CPU: it does not scale
-			}
-			if d := r.ExpectedMs - want; d < -1 || d > 1 {
-				t.Errorf("scale %v: %s weighed %.0f ms, the results file says %.0f ms", scale, k, r.ExpectedMs, want)
-			}
 		}
 	}
 }

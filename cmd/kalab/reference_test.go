@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -68,7 +69,7 @@ func metricsReference() (string, error) {
 	b.WriteString("run's metric as `variant('NAME').METRIC`. See [assertions](../assertions.md).\n\n")
 	b.WriteString(check.MarkdownTable())
 	b.WriteString("\n## Timing\n\n```")
-	b.WriteString(timingHelp)
+	b.WriteString(help.Timing)
 	b.WriteString("```\n\nSee [the timing judge](../timing.md).\n")
 	return b.String(), nil
 }

@@ -11,18 +11,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
-	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/ci"
+	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shard"
+	"github.com/kalab-dev/kalab/engine/supervise"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.
@@ -35,8 +37,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if inv.manifest != nil && inv.plan.Runs() == 0 {
-		return emptyShard(f, inv, stdout, stderr)
+	if inv.part != nil && inv.plan.Runs() == 0 {
+		return emptyShard(inv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -135,52 +137,61 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	}
 	f.log = log
 	f.logSink = lo.sink
-	invalid := func(format string, a ...any) (*runFlags, int, bool) {
-		fmt.Fprintf(stderr, "kalab run: "+format+"\n", a...)
+	if err := f.check(*allowExec); err != nil {
+		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		return nil, exitInvalid, false
 	}
-	if f.allowExec, err = execPolicy(fs, *allowExec); err != nil {
-		return invalid("%v", err)
+	return f, 0, true
+}
+
+// check checks each flag on its own, before anything runs.
+func (f *runFlags) check(allowExec string) error {
+	var err error
+	if f.allowExec, err = execPolicy(f.fs, allowExec); err != nil {
+		return err
 	}
-	if fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100) {
-		return invalid("--time-scale must be more than 0 and at most 100")
-	}
-	if f.clock != "" && f.clock != scenario.ClockVirtual && f.clock != scenario.ClockReal {
-		return invalid("--clock %q: want virtual or real", f.clock)
-	}
-	if f.parallel < 1 {
-		return invalid("--parallel must be at least 1")
-	}
-	if f.attempts < 1 || f.attempts > 10 {
-		return invalid("--attempts must be between 1 and 10")
-	}
-	if !fs.Changed("lag-tolerance") {
-		if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set {
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return invalid("$KALAB_LAG_TOLERANCE: %q is not a number", v)
-			}
-			f.lagTolerance = x
-		}
-	}
-	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
-		return invalid("--lag-tolerance must be between 0 (never noisy) and 1000")
+	if err := f.checkTiming(); err != nil {
+		return err
 	}
 	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
-		return invalid("--tolerance, --fail-missing and --allow-partial need --baseline")
+		return errors.New("--tolerance, --fail-missing and --allow-partial need --baseline")
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
 	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	if err := f.shardFlags.check(); err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	if err := report.CheckOut(f.out); err != nil {
-		return invalid("--out: %v", err)
+		return fmt.Errorf("--out: %v", err)
 	}
-	return f, 0, true
+	return nil
+}
+
+// checkTiming checks the flags that set the runs' clock and timing.
+func (f *runFlags) checkTiming() error {
+	switch {
+	case f.fs.Changed("time-scale") && (f.timeScale <= 0 || f.timeScale > 100):
+		return errors.New("--time-scale must be more than 0 and at most 100")
+	case f.clock != "" && f.clock != scenario.ClockVirtual && f.clock != scenario.ClockReal:
+		return fmt.Errorf("--clock %q: want virtual or real", f.clock)
+	case f.parallel < 1:
+		return errors.New("--parallel must be at least 1")
+	case f.attempts < 1 || f.attempts > 10:
+		return errors.New("--attempts must be between 1 and 10")
+	}
+	if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set && !f.fs.Changed("lag-tolerance") {
+		var err error
+		if f.lagTolerance, err = strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("$KALAB_LAG_TOLERANCE: %q is not a number", v)
+		}
+	}
+	if f.lagTolerance < 0 || f.lagTolerance > 1000 || math.IsNaN(f.lagTolerance) {
+		return errors.New("--lag-tolerance must be between 0 (never noisy) and 1000")
+	}
+	return nil
 }
 
 // invocation is what one `kalab run` executes: the runner's options, the plan and the
@@ -189,15 +200,10 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	cmp  *report.Comparer
-	// selected says which baseline runs this invocation was meant to run (nil: all); a
-	// shard runs only its part of the plan.
-	selected func(scenario, variant string) bool
-	manifest *shard.Manifest // with --shard: what this part of the split holds
+	part *shard.Part // with --shard: this part of the split; only its runs are missed
 	// paths are the scenario files or directories asked for; nil: the command's arguments
 	// (kalab merge takes them from the shards' manifest).
 	paths []string
-	// planHash identifies the whole plan in a merged invocation record (kalab merge).
-	planHash string
 }
 
 // prepareRun turns the flags into runner options, loads the baseline and the plan.
@@ -214,7 +220,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		}
 		inv.opt.Filter = re
 	}
-	flagTols, err := parseTolerances(f.tolerances)
+	flagTols, err := gate.ParseToleranceFlags(f.tolerances)
 	if err != nil {
 		return fail("--tolerance %v", err)
 	}
@@ -240,32 +246,14 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return fail("%v", err)
 		}
 	}
-	if !allowPrograms(f, filterPlan(inv.plan, inv.opt.Filter), stderr) {
+	if !allowPrograms(f, shard.Filter(inv.plan, inv.opt.Filter), stderr) {
 		return nil, exitInvalid, false
 	}
 	if inv.cmp != nil {
-		inv.cmp.Tolerances = runner.PlanTolerances(inv.plan, flagTols)
+		inv.cmp.Tolerances = diff.PlanTolerances(inv.plan, flagTols)
 		// Each run is compared as it ends, before its record is written, so that the
 		// regressions are in results.jsonl as failed checks of kind baseline.
-		inv.opt.Judge = func(rec *report.Run) { inv.cmp.Apply(rec) }
-		inv.opt.BaselineGates = baselineGates(inv.cmp)
-	}
-	if fault := os.Getenv(envTestFault); fault != "" {
-		// Tests only: fail while the second run is judged, after the first is recorded.
-		judge, n := inv.opt.Judge, 0
-		var mu sync.Mutex
-		inv.opt.Judge = func(rec *report.Run) {
-			mu.Lock()
-			n++
-			second := n == 2
-			mu.Unlock()
-			if second {
-				injectFault(fault)
-			}
-			if judge != nil {
-				judge(rec)
-			}
-		}
+		inv.opt.Baseline = inv.cmp
 	}
 	return inv, 0, true
 }
@@ -278,6 +266,7 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 		inv.opt.Observer = progress
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
 	}
+	inv.opt.Observer = supervise.Faults(inv.opt.Observer)
 	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
 	if progress != nil {
 		logs.route(nil)
@@ -288,7 +277,7 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 
 // reportRun prints the summary and the baseline verdicts, writes annotations and JUnit, and
 // returns the baseline runs that did not run.
-func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []report.RunDiff, err error) {
+func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []gate.RunDiff, err error) {
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
@@ -296,49 +285,35 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	}
 	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
-		diffs := make([]report.RunDiff, 0, len(outcome.Runs))
-		for _, r := range outcome.Runs {
-			diffs = append(diffs, cmp.CompareRun(r))
+		// Missing means missing among what was asked for: the selected files (a subset of
+		// the suite leaves the other files out), the --filter, and a shard's part of the plan.
+		var loaded []string
+		for _, sc := range inv.plan.Scenarios {
+			loaded = append(loaded, sc.Name)
 		}
-		if !outcome.Interrupted {
-			// Missing means missing among what was asked for: the selected files (a
-			// subset of the suite leaves the other files out), the --filter, and a
-			// shard's part of the plan.
-			filter, mine := inv.opt.Filter, inv.selected
-			var loaded []string
-			for _, sc := range inv.plan.Scenarios {
-				loaded = append(loaded, sc.Name)
-			}
-			paths := inv.paths
-			if paths == nil {
-				paths = scenarioArgs(f.fs.Args())
-			}
-			selected := report.Selected(loaded, paths)
-			missing = cmp.Baseline.Missing(outcome.Runs, func(r *report.Run) bool {
-				return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
-					(mine == nil || mine(r.Scenario, r.Variant))
-			})
+		paths := inv.paths
+		if paths == nil {
+			paths = scenarioArgs(f.fs.Args())
 		}
-		keep(report.BaselineSummary(stdout, cmp.Baseline.Path, append(diffs, missing...), f.failMissing))
-		// A run of the baseline planned here but not run (a program it needs is missing)
-		// is missing too: --fail-missing fails on it. (The summary lists it with the diffs.)
-		for _, d := range diffs {
-			if d.State == report.StateMissing {
-				missing = append(missing, d)
-			}
-		}
+		selected, filter, part := diff.Selected(loaded, paths), inv.opt.Filter, inv.part
+		var gerr error
+		missing, gerr = diff.Gate(stdout, cmp, outcome.Runs, outcome.Interrupted, func(r *report.Run) bool {
+			return selected(r) && (filter == nil || filter.MatchString(r.Scenario+"/"+r.Variant)) &&
+				(part == nil || part.Mine(r.Scenario, r.Variant))
+		}, f.failMissing)
+		keep(gerr)
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		ws := os.Getenv("GITHUB_WORKSPACE")
-		keep(report.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
-		keep(report.AnnotateMissing(stdout, missing, f.failMissing, ws))
+		keep(ci.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
+		keep(ci.AnnotateMissing(stdout, missing, f.failMissing, ws))
 	}
 	if f.junitPath != "" {
-		in := report.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
-		keep(writeJUnit(f.junitPath, in))
+		in := ci.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
+		keep(ci.WriteJUnitFile(f.junitPath, in))
 	}
 	if f.htmlPath != "" {
-		if herr := writeHTMLReport(outcome.Dir, f.htmlPath, nil, f.log); herr != nil {
+		if herr := htmlreport.Report(outcome.Dir, f.htmlPath, kalabVersion(), nil, f.log); herr != nil {
 			keep(fmt.Errorf("--html: %w", herr))
 		} else {
 			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
@@ -348,7 +323,7 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 }
 
 // runExitCode maps the outcome to the exit code, most serious first.
-func runExitCode(f *runFlags, outcome *runner.Outcome, missing []report.RunDiff, err error, stderr io.Writer) int {
+func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
 		fmt.Fprintf(stderr, "kalab %s: interrupted; the runs that ended are recorded\n", f.name)
@@ -402,40 +377,17 @@ func notRunHint(w io.Writer, name string, runs []*report.Run) {
 	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 
-// parseTolerances reads the --tolerance flags.
-func parseTolerances(list []string) (map[string]scenario.Tolerance, error) {
-	out := map[string]scenario.Tolerance{}
-	for _, s := range list {
-		set, err := report.ParseToleranceFlag(s)
-		if err != nil {
-			return nil, err
-		}
-		for name, t := range set {
-			out[name] = t
-		}
-	}
-	return out, nil
-}
-
-// writeJUnit writes the report through a temporary file beside it, renamed into place only
-// over a regular file, so a reader never sees half of it and a device is never replaced.
-func writeJUnit(path string, in report.JUnitInput) error {
-	err := atomicfile.Write(path, func(w io.Writer) error { return report.JUnit(w, in) })
-	if err != nil {
-		return fmt.Errorf("JUnit report: %w", err)
-	}
-	return nil
-}
-
 // checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
 // runs, so that a bad path is found at once rather than after the last run.
 func checkOutputFiles(junit, html string) error {
-	for _, o := range []struct{ flag, path string }{{"--junit", junit}, {"--html", html}} {
-		if o.path == "" {
-			continue
+	if junit != "" {
+		if err := ci.CheckPath(junit); err != nil {
+			return fmt.Errorf("--junit: %w", err)
 		}
-		if err := atomicfile.Check(o.path); err != nil {
-			return fmt.Errorf("%s: %w", o.flag, err)
+	}
+	if html != "" {
+		if err := htmlreport.CheckPath(html); err != nil {
+			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	return nil
@@ -473,35 +425,6 @@ func allowPrograms(f *runFlags, selected *scenario.Plan, stderr io.Writer) bool 
 	return true
 }
 
-// baselineGates is the slack the baseline allows each metric it gates, per run: the
-// metrics a baseline gates are checks too, and each run's timing tolerance covers them
-// with that slack as their known margin (docs/timing.md).
-func baselineGates(cmp *report.Comparer) func(scn, variant string, scale float64) map[string]float64 {
-	return func(scn, variant string, scale float64) map[string]float64 {
-		old := cmp.Baseline.Run(scn, variant)
-		if old == nil {
-			return nil // a new run: nothing to compare with
-		}
-		if old.TimeScale > 0 && (scale <= 0 || old.TimeScale < scale) {
-			scale = old.TimeScale
-		}
-		flat := old.Metrics.Flat()
-		gated := map[string]float64{}
-		for _, m := range check.Names() {
-			r := cmp.Tolerances.Rule(scn, m)
-			if r.Tolerance.Off || r.Worse == report.Informational {
-				continue
-			}
-			slack := r.Slack(m, flat, scale)
-			if m == "rps" && flat["rps"] > 0 {
-				slack = flat["total_ms"] * slack / flat["rps"] // the same share of total_ms
-			}
-			gated[m] = slack
-		}
-		return gated
-	}
-}
-
 // baselineComparer loads --baseline, if given, refusing a partial one unless
 // --allow-partial; nil when there is no baseline.
 func baselineComparer(f *runFlags) (*report.Comparer, error) {
@@ -528,7 +451,7 @@ func (f *runFlags) runnerOptions() runner.Options {
 		AllowRemote: f.allowRemote, LagTolerance: f.lagTolerance, Attempts: f.attempts, Clock: f.clock, Host: clockHost}
 	// Under the supervising parent the run id is the parent's, so it can close the results
 	// of a child that died.
-	opt.RunID = supervisedRunID()
+	opt.RunID = supervise.RunID()
 	if f.fs.Changed("time-scale") {
 		opt.TimeScale = f.timeScale
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/kalab-dev/kalab/engine/suggest"
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
 )
 
 // Kind says where an assertion appears, which decides what it can see.
@@ -227,3 +227,8 @@ func (a *Assertion) EvalCompare(lookup func(name string) (Metrics, bool)) (bool,
 	}
 	return out.(bool), nil
 }
+
+// Closest returns the name in names the user probably meant by name: the nearest by edit
+// distance when close enough to be a typo, else "". It is the did-you-mean of unknown
+// metrics, and of the command line's commands and flags.
+func Closest(name string, names []string) string { return suggest.Closest(name, names) }

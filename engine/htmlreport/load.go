@@ -106,56 +106,13 @@ type Field struct {
 // Load reads dir/results.jsonl and every request and connection file its runs name.
 // Unknown record kinds and unknown fields are tolerated: the report draws what it knows.
 func Load(dir string) (*Results, error) {
-	path := filepath.Join(dir, "results.jsonl")
-	f, err := os.Open(path)
+	rr, err := report.ReadAny(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	res := &Results{Dir: dir, Skipped: map[string]int{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var head struct {
-			Record string `json:"record"`
-		}
-		if err := json.Unmarshal(b, &head); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, err)
-		}
-		switch head.Record {
-		case "run":
-			rd := &RunData{}
-			if err := json.Unmarshal(b, &rd.Run); err != nil {
-				return nil, fmt.Errorf("%s:%d: run record: %v", path, line, err)
-			}
-			rd.Run.Upgrade()
-			res.Runs = append(res.Runs, rd)
-		case "scenario":
-			var s report.Scenario
-			if err := json.Unmarshal(b, &s); err != nil {
-				return nil, fmt.Errorf("%s:%d: scenario record: %v", path, line, err)
-			}
-			s.Upgrade()
-			res.Scenarios = append(res.Scenarios, s)
-		case "invocation":
-			// kalab's own record of the invocation: the last one says how it ended. One
-			// that does not parse (another layout) is skipped silently, as it draws nothing.
-			var inv report.Invocation
-			if json.Unmarshal(b, &inv) == nil {
-				res.Invocation = &inv
-			}
-		default:
-			res.Skipped[head.Record]++
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	res := &Results{Dir: dir, Scenarios: rr.Scenarios, Skipped: rr.Skipped, Invocation: rr.Invocation}
+	for _, r := range rr.Runs {
+		res.Runs = append(res.Runs, &RunData{Run: r})
 	}
 	for _, rd := range res.Runs {
 		loadLines(dir, rd)

@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -118,8 +119,8 @@ type runView struct {
 	Expect       []report.Check
 	BaselineChk  []report.Check
 	Closes       string
-	Diff         *report.RunDiff // against Options.Baseline; nil without one
-	DiffRows     []report.MetricDelta
+	Diff         *gate.RunDiff // against Options.Baseline; nil without one
+	DiffRows     []gate.MetricDelta
 	Same         int // metrics within tolerance or informational, not listed
 	Unused       int // connections the client opened that carried no request: no lane
 	// Explain holds kalab explain's paragraph per failed, retried, re-sent or 5xx request,
@@ -254,7 +255,7 @@ func buildRun(rd *RunData) *runView {
 	return rv
 }
 
-// WriteFile renders res into path through engine/atomicfile: a reader sees the old file or
+// WriteFile renders res into path through engine/internal/atomicfile: a reader sees the old file or
 // the whole new one, and a target that is not a regular file (directory, symlink, device,
 // FIFO) is refused with an *atomicfile.RefusedError.
 func WriteFile(path string, res *Results, opt Options) error {
@@ -290,22 +291,22 @@ func compareRun(rv *runView, opt Options) {
 	}
 	for _, m := range d.Metrics {
 		switch m.Verdict {
-		case report.VerdictRegressed, report.VerdictMachine, report.VerdictImproved:
+		case gate.VerdictRegressed, gate.VerdictMachine, gate.VerdictImproved:
 			rv.DiffRows = append(rv.DiffRows, m)
 		default: // same, off, or an informational metric that moved
 			rv.Same++
 		}
 	}
-	slices.SortStableFunc(rv.DiffRows, func(a, b report.MetricDelta) int {
+	slices.SortStableFunc(rv.DiffRows, func(a, b gate.MetricDelta) int {
 		return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict))
 	})
 }
 
 func verdictRank(v string) int {
 	switch v {
-	case report.VerdictRegressed:
+	case gate.VerdictRegressed:
 		return 0
-	case report.VerdictMachine:
+	case gate.VerdictMachine:
 		return 1
 	}
 	return 2

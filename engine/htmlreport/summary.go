@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -118,7 +119,7 @@ func regression(rv *runView, t *totals) (failure, bool) {
 	}
 	var parts []string
 	for _, m := range rv.DiffRows {
-		if m.Verdict == report.VerdictRegressed {
+		if m.Verdict == gate.VerdictRegressed {
 			parts = append(parts, m.Metric+" "+fmtNum(m.Old)+" → "+fmtNum(m.New)+" ("+m.Change()+")")
 		}
 	}
@@ -126,5 +127,5 @@ func regression(rv *runView, t *totals) (failure, bool) {
 		return failure{}, false
 	}
 	t.Regressed++
-	return failure{Kind: report.VerdictRegressed, Href: "#" + rv.ID, Title: rv.Title, Detail: strings.Join(parts, "; ")}, true
+	return failure{Kind: gate.VerdictRegressed, Href: "#" + rv.ID, Title: rv.Title, Detail: strings.Join(parts, "; ")}, true
 }

@@ -2,11 +2,11 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkCompareRun(b *testing.B) {
 	cur.Metrics.Connections = 3
 	b.ReportAllocs()
 	for b.Loop() {
-		if d := cmp.CompareRun(cur); d.State != StateCompared {
+		if d := cmp.CompareRun(cur); d.State != gate.StateCompared {
 			b.Fatal(d.State)
 		}
 	}
@@ -44,25 +44,6 @@ func BenchmarkLoadBaseline(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := LoadBaseline(p); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkJUnit writes the report of 1,000 runs, one in ten failing.
-func BenchmarkJUnit(b *testing.B) {
-	in := JUnitInput{}
-	for i := range 1000 {
-		r := baseRun(fmt.Sprintf("s%d", i/10), fmt.Sprintf("v%d", i))
-		if i%10 == 0 {
-			r.Status = StatusFail
-			r.Checks = []Check{{Kind: "expect", Expr: "errors == 0", Observed: map[string]float64{"errors": 3}, File: "s.yaml", Line: 4, Col: 5}}
-		}
-		in.Runs = append(in.Runs, r)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := JUnit(io.Discard, in); err != nil {
 			b.Fatal(err)
 		}
 	}

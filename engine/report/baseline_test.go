@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 )
 
@@ -54,69 +55,6 @@ func loadBase(t *testing.T, runs ...*Run) *Baseline {
 	return b
 }
 
-func TestParseTolerance(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want tolerance.Tolerance
-		bad  bool
-	}{
-		{in: "5%", want: tolerance.Tolerance{Relative: true, Value: 0.05}},
-		{in: "0.5%", want: tolerance.Tolerance{Relative: true, Value: 0.005}},
-		{in: "3", want: tolerance.Tolerance{Value: 3}},
-		{in: "0", want: tolerance.Tolerance{}},
-		{in: "1e1", want: tolerance.Tolerance{Value: 10}},
-		{in: "off", want: tolerance.Tolerance{Off: true}},
-		{in: "1000%", want: tolerance.Tolerance{Relative: true, Value: 10}},
-		{in: "1001%", bad: true},
-		{in: "-1", bad: true},
-		{in: "-5%", bad: true},
-		{in: "NaN", bad: true},
-		{in: "inf", bad: true},
-		{in: "0x10", bad: true},
-		{in: "five", bad: true},
-		{in: "", bad: true},
-		{in: "%", bad: true},
-	} {
-		got, err := tolerance.Parse(tc.in)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("ParseTolerance(%q) = %+v; want an error", tc.in, got)
-			}
-			continue
-		}
-		if err != nil || got.Off != tc.want.Off || got.Relative != tc.want.Relative || math.Abs(got.Value-tc.want.Value) > 1e-12 {
-			t.Errorf("ParseTolerance(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-		}
-		if err == nil {
-			back, err := tolerance.Parse(got.String())
-			if err != nil || back != got {
-				t.Errorf("%q renders as %q, which reads back as %+v, %v", tc.in, got.String(), back, err)
-			}
-		}
-	}
-}
-
-func TestParseToleranceFlag(t *testing.T) {
-	t.Parallel()
-	got, err := ParseToleranceFlag("latency_ms.p50=5%")
-	if err != nil || len(got) != 1 || !got["latency_ms.p50"].Relative || got["latency_ms.p50"].Value != 0.05 {
-		t.Fatalf("got %+v %v", got, err)
-	}
-	group, err := ParseToleranceFlag("latency_ms.*=off")
-	if err != nil || len(group) != 7 || !group["latency_ms.p99"].Off || !group["latency_ms.min"].Off {
-		t.Fatalf("group: %+v %v", group, err)
-	}
-	for _, bad := range []string{"latency_ms.p50", "=5%", "latency_ms.p5=5%", "errors=lots", "nope.*=1", "errors.*=1"} {
-		if _, err := ParseToleranceFlag(bad); err == nil {
-			t.Errorf("ParseToleranceFlag(%q) accepted", bad)
-		}
-	}
-	if _, err := ParseToleranceFlag("latency_ms.p5=5%"); err == nil || !strings.Contains(err.Error(), `unknown metric "latency_ms.p5"`) {
-		t.Errorf("unknown metric error = %v", err)
-	}
-}
-
 // TestVerdicts checks each direction, tolerance kind and floor against hand-worked figures.
 func TestVerdicts(t *testing.T) {
 	t.Parallel()
@@ -141,39 +79,39 @@ func TestVerdicts(t *testing.T) {
 		slack    float64
 	}{
 		// Latency p50: file override 5% of 155 = 7.75 beats the 3 ms floor at scale 1.
-		{name: "p50 within", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.75, want: VerdictSame, slack: 7.75},
-		{name: "p50 regressed", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.8, want: VerdictRegressed, slack: 7.75},
-		{name: "p50 improved", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 147, want: VerdictImproved, slack: 7.75},
+		{name: "p50 within", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.75, want: gate.VerdictSame, slack: 7.75},
+		{name: "p50 regressed", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 162.8, want: gate.VerdictRegressed, slack: 7.75},
+		{name: "p50 improved", metric: "latency_ms.p50", scen: "s", scale: 1, newValue: 147, want: gate.VerdictImproved, slack: 7.75},
 		// Default 20% of 155 = 31; at scale 0.01 the 3 ms real floor is 300 ms of scenario time.
-		{name: "p50 default", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186.1, want: VerdictRegressed, slack: 31},
-		{name: "p50 default within", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186, want: VerdictSame, slack: 31},
-		{name: "p50 floor at scale 0.01", metric: "latency_ms.p50", scen: "other", scale: 0.01, newValue: 450, want: VerdictSame, slack: 300},
+		{name: "p50 default", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186.1, want: gate.VerdictRegressed, slack: 31},
+		{name: "p50 default within", metric: "latency_ms.p50", scen: "other", scale: 1, newValue: 186, want: gate.VerdictSame, slack: 31},
+		{name: "p50 floor at scale 0.01", metric: "latency_ms.p50", scen: "other", scale: 0.01, newValue: 450, want: gate.VerdictSame, slack: 300},
 		// The flag's absolute 1 ms beats the file's 50%, and absolute means no floor.
-		{name: "flag wins", metric: "latency_ms.p95", scen: "s", scale: 0.1, newValue: 171.5, want: VerdictRegressed, slack: 1},
+		{name: "flag wins", metric: "latency_ms.p95", scen: "s", scale: 0.1, newValue: 171.5, want: gate.VerdictRegressed, slack: 1},
 		// Errors: the file's absolute 0 is exact; the default is 3*sqrt(16) = 12.
-		{name: "errors exact", metric: "errors", scen: "s", scale: 1, newValue: 17, want: VerdictRegressed, slack: 0},
-		{name: "errors default noise", metric: "errors", scen: "other", scale: 1, newValue: 28, want: VerdictSame, slack: 12},
-		{name: "errors default regressed", metric: "errors", scen: "other", scale: 1, newValue: 29, want: VerdictRegressed, slack: 12},
+		{name: "errors exact", metric: "errors", scen: "s", scale: 1, newValue: 17, want: gate.VerdictRegressed, slack: 0},
+		{name: "errors default noise", metric: "errors", scen: "other", scale: 1, newValue: 28, want: gate.VerdictSame, slack: 12},
+		{name: "errors default regressed", metric: "errors", scen: "other", scale: 1, newValue: 29, want: gate.VerdictRegressed, slack: 12},
 		// Connections at 1: the absolute 2 beats 3*sqrt(1).
-		{name: "connections", metric: "connections", scen: "other", scale: 1, newValue: 5, want: VerdictRegressed, slack: 3},
+		{name: "connections", metric: "connections", scen: "other", scale: 1, newValue: 5, want: gate.VerdictRegressed, slack: 3},
 		// Throughput is worse downward.
 		// rps: 15% of 6.45 = 0.9675 beats the floor from total_ms (6.45 * (1 - 31000/32000)).
-		{name: "rps down", metric: "rps", scen: "other", scale: 1, newValue: 5.4, want: VerdictRegressed, slack: 0.9675},
-		{name: "rps up", metric: "rps", scen: "other", scale: 1, newValue: 8, want: VerdictImproved, slack: 0.9675},
-		{name: "rps floor at 0.1", metric: "rps", scen: "other", scale: 0.1, newValue: 5, want: VerdictSame, slack: 6.45 * (1 - 31000.0/41000)},
-		{name: "reuse down", metric: "reuse_ratio", scen: "other", scale: 1, newValue: 0.9, want: VerdictRegressed, slack: 0.02},
+		{name: "rps down", metric: "rps", scen: "other", scale: 1, newValue: 5.4, want: gate.VerdictRegressed, slack: 0.9675},
+		{name: "rps up", metric: "rps", scen: "other", scale: 1, newValue: 8, want: gate.VerdictImproved, slack: 0.9675},
+		{name: "rps floor at 0.1", metric: "rps", scen: "other", scale: 0.1, newValue: 5, want: gate.VerdictSame, slack: 6.45 * (1 - 31000.0/41000)},
+		{name: "reuse down", metric: "reuse_ratio", scen: "other", scale: 1, newValue: 0.9, want: gate.VerdictRegressed, slack: 0.02},
 		// total_ms: 15% of 31000 = 4650 beats 5 ms x 200 requests = 1000.
-		{name: "total", metric: "total_ms", scen: "other", scale: 1, newValue: 35700, want: VerdictRegressed, slack: 4650},
-		{name: "total floor at 0.01", metric: "total_ms", scen: "other", scale: 0.01, newValue: 35700, want: VerdictSame, slack: 100000},
+		{name: "total", metric: "total_ms", scen: "other", scale: 1, newValue: 35700, want: gate.VerdictRegressed, slack: 4650},
+		{name: "total floor at 0.01", metric: "total_ms", scen: "other", scale: 0.01, newValue: 35700, want: gate.VerdictSame, slack: 100000},
 		// The request count must not change either way.
-		{name: "requests up", metric: "requests", scen: "other", scale: 1, newValue: 201, want: VerdictRegressed},
-		{name: "requests down", metric: "requests", scen: "other", scale: 1, newValue: 199, want: VerdictRegressed},
+		{name: "requests up", metric: "requests", scen: "other", scale: 1, newValue: 201, want: gate.VerdictRegressed},
+		{name: "requests down", metric: "requests", scen: "other", scale: 1, newValue: 199, want: gate.VerdictRegressed},
 		// Shown, never gated.
-		{name: "max", metric: "latency_ms.max", scen: "other", scale: 1, newValue: 4000, want: VerdictOff},
-		{name: "p99", metric: "latency_ms.p99", scen: "other", scale: 1, newValue: 4000, want: VerdictOff},
-		{name: "tls_resumed", metric: "tls_resumed", scen: "other", scale: 1, newValue: 4, want: VerdictChanged},
-		{name: "cpu off", metric: "cpu_us_per_request", scen: "other", scale: 1, newValue: 1e6, want: VerdictOff},
-		{name: "rss gated by flag", metric: "peak_rss_mb", scen: "other", scale: 1, newValue: 130, want: VerdictRegressed, slack: 20},
+		{name: "max", metric: "latency_ms.max", scen: "other", scale: 1, newValue: 4000, want: gate.VerdictOff},
+		{name: "p99", metric: "latency_ms.p99", scen: "other", scale: 1, newValue: 4000, want: gate.VerdictOff},
+		{name: "tls_resumed", metric: "tls_resumed", scen: "other", scale: 1, newValue: 4, want: gate.VerdictChanged},
+		{name: "cpu off", metric: "cpu_us_per_request", scen: "other", scale: 1, newValue: 1e6, want: gate.VerdictOff},
+		{name: "rss gated by flag", metric: "peak_rss_mb", scen: "other", scale: 1, newValue: 130, want: gate.VerdictRegressed, slack: 20},
 	} {
 		rule := tols.Rule(tc.scen, tc.metric)
 		cur := map[string]float64{}
@@ -181,8 +119,8 @@ func TestVerdicts(t *testing.T) {
 			cur[k] = v
 		}
 		cur[tc.metric] = tc.newValue
-		var got *MetricDelta
-		for _, m := range compareMetrics(old, cur, tc.scale, func(string) Rule { return rule }) {
+		var got *gate.MetricDelta
+		for _, m := range gate.Compare(old, cur, tc.scale, func(string) gate.Rule { return rule }) {
 			if m.Metric == tc.metric {
 				got = &m
 			}
@@ -194,18 +132,6 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("%s: %s %v -> %v: verdict %s slack %v (rule %+v); want %s slack %v",
 				tc.name, tc.metric, old[tc.metric], tc.newValue, got.Verdict, got.Slack, rule, tc.want, tc.slack)
 		}
-	}
-}
-
-func TestEveryMetricHasARule(t *testing.T) {
-	t.Parallel()
-	for _, n := range check.Names() {
-		if _, ok := DefaultRule(n); !ok {
-			t.Errorf("metric %s has no default rule", n)
-		}
-	}
-	if _, ok := DefaultRule("no_such_metric"); ok {
-		t.Error("DefaultRule accepted an unknown metric")
 	}
 }
 
@@ -221,9 +147,9 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	cur.RunID = "now"
 	cur.Metrics.Connections = 200
 	cur.Metrics.LatencyMs.P50 = 120 // better by more than 10%
-	d := cmp.Apply(cur)
-	if d.State != StateCompared || cur.Status != StatusFail {
-		t.Fatalf("state %s, status %s; want compared and fail", d.State, cur.Status)
+	cmp.Apply(cur)
+	if cur.Baseline == nil || cur.Baseline.State != gate.StateCompared || cur.Status != StatusFail {
+		t.Fatalf("baseline %+v, status %s; want compared and fail", cur.Baseline, cur.Status)
 	}
 	var bc []Check
 	for _, c := range cur.Checks {
@@ -243,17 +169,17 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	// A new run, and a run that errored: recorded, never failed.
 	fresh := baseRun("s", "new")
 	cmp.Apply(fresh)
-	if fresh.Status != StatusPass || fresh.Baseline.State != StateNew {
+	if fresh.Status != StatusPass || fresh.Baseline.State != gate.StateNew {
 		t.Fatalf("new run: status %s, ref %+v", fresh.Status, fresh.Baseline)
 	}
 	broken := baseRun("s", "w")
 	broken.Status, broken.Error = StatusError, "server did not start"
-	if d := cmp.Apply(broken); d.State != StateNotComparable || broken.Status != StatusError {
-		t.Fatalf("errored run: %+v, status %s", d, broken.Status)
+	if cmp.Apply(broken); broken.Baseline.State != gate.StateNotComparable || broken.Status != StatusError {
+		t.Fatalf("errored run: %+v, status %s", broken.Baseline, broken.Status)
 	}
 
 	// Every record Apply touched still matches schema/result.schema.json.
-	if _, err := ValidateFile(writeResults(t, cur, fresh, broken), false); err != nil {
+	if _, err := validateFile(writeResults(t, cur, fresh, broken), false); err != nil {
 		t.Fatal(err)
 	}
 	// Reading it as a baseline works too: the new fields round-trip.
@@ -268,12 +194,15 @@ func TestMissingAndNew(t *testing.T) {
 	b := loadBase(t, baseRun("s", "a"), baseRun("s", "b"), baseRun("t", "c"))
 	cmp := &Comparer{Baseline: b}
 	diffs := cmp.Diff([]*Run{baseRun("s", "a"), baseRun("s", "z")})
-	c := Count(diffs)
-	if c.Compared != 1 || c.New != 1 || c.Missing != 2 || c.Regressed != 0 {
-		t.Fatalf("counts %s", c)
+	states := map[string]int{}
+	for _, d := range diffs {
+		states[d.State]++
+	}
+	if states[gate.StateCompared] != 1 || states[gate.StateNew] != 1 || states[gate.StateMissing] != 2 {
+		t.Fatalf("states %v", states)
 	}
 	only := b.Missing([]*Run{baseRun("s", "a")}, func(r *Run) bool { return r.Scenario == "s" })
-	if len(only) != 1 || only[0].Variant != "b" || only[0].State != StateMissing {
+	if len(only) != 1 || only[0].Variant != "b" || only[0].State != gate.StateMissing {
 		t.Fatalf("filtered missing %+v", only)
 	}
 }
@@ -330,53 +259,6 @@ func TestLoadBaselineRejectsBadInput(t *testing.T) {
 	}
 }
 
-// FuzzParseTolerance: no input panics, and what parses renders back to the same value.
-func FuzzParseTolerance(f *testing.F) {
-	for _, s := range []string{"5%", "0", "off", "1e3", "1000%", "-1", "NaN", "0x1p3", "%", " 7 % "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		tol, err := tolerance.Parse(s)
-		if err != nil {
-			return
-		}
-		if tol.Value < 0 || tol.Value != tol.Value || math.IsInf(tol.Value, 0) {
-			t.Fatalf("%q parsed to %+v", s, tol)
-		}
-		back, err := tolerance.Parse(tol.String())
-		if err != nil || back != tol {
-			t.Fatalf("%q -> %q -> %+v, %v", s, tol.String(), back, err)
-		}
-	})
-}
-
-// TestSelectedLimitsMissing: running one file of a suite leaves the other files' baseline
-// runs out of "missing"; running the directory keeps a file deleted from it in.
-func TestSelectedLimitsMissing(t *testing.T) {
-	t.Parallel()
-	run := func(sc, file string) *Run { r := baseRun(sc, "v"); r.File = file; return r }
-	b := loadBase(t, run("one", "suite/01.yaml"), run("two", "suite/02.yaml"), run("gone", "suite/03.yaml"), run("else", "other/x.yaml"))
-	ran := []*Run{run("one", "suite/01.yaml")}
-	names := func(ds []RunDiff) []string {
-		var out []string
-		for _, d := range ds {
-			out = append(out, d.Scenario)
-		}
-		return out
-	}
-	if got := names(b.Missing(ran, Selected([]string{"one"}, []string{"suite/01.yaml"}))); len(got) != 0 {
-		t.Errorf("one file selected: missing %v, want none", got)
-	}
-	got := names(b.Missing(ran, Selected([]string{"one", "two"}, []string{"suite"})))
-	if strings.Join(got, ",") != "two,gone" {
-		t.Errorf("directory selected: missing %v, want [two gone] (other/ was not selected)", got)
-	}
-	// A renamed file: the scenario is loaded from elsewhere, so its baseline run counts.
-	if got := names(b.Missing(ran, Selected([]string{"one", "else"}, []string{"suite/01.yaml", "moved.yaml"}))); strings.Join(got, ",") != "else" {
-		t.Errorf("renamed file: missing %v, want [else]", got)
-	}
-}
-
 // withWait sets a run's recorded wait for a core, in real ms.
 func withWait(r *Run, ms float64) *Run {
 	r.Timing = &Timing{Sources: map[string]TimingSource{}, Attempt: 1, CPUWaitMs: &ms}
@@ -413,17 +295,17 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 		mean0, total0, con0 string
 	}{
 		// 11 ms per request against 1: 10 ms more; the mean 210 less 10 is 200 <= 202.8.
-		{"inside the excess", 2200, 210, 31000, 1, VerdictMachine, VerdictSame, VerdictSame},
+		{"inside the excess", 2200, 210, 31000, 1, gate.VerdictMachine, gate.VerdictSame, gate.VerdictSame},
 		// 6 ms per request: 5 more; 210 less 5 is 205 > 202.8.
-		{"beyond the excess", 1200, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
+		{"beyond the excess", 1200, 210, 31000, 1, gate.VerdictRegressed, gate.VerdictSame, gate.VerdictSame},
 		// It waited less than the baseline run: nothing to take away.
-		{"no excess", 100, 210, 31000, 1, VerdictRegressed, VerdictSame, VerdictSame},
+		{"no excess", 100, 210, 31000, 1, gate.VerdictRegressed, gate.VerdictSame, gate.VerdictSame},
 		// total_ms may reach 31000 + 15%: 35650. 20 requests in turn per lane (200 / 10)
 		// x 10 ms = 200 ms of shift.
-		{"total inside", 2200, 156, 35650 + 150, 1, VerdictSame, VerdictMachine, VerdictSame},
-		{"total beyond", 2200, 156, 35650 + 250, 1, VerdictSame, VerdictRegressed, VerdictSame},
+		{"total inside", 2200, 156, 35650 + 150, 1, gate.VerdictSame, gate.VerdictMachine, gate.VerdictSame},
+		{"total beyond", 2200, 156, 35650 + 250, 1, gate.VerdictSame, gate.VerdictRegressed, gate.VerdictSame},
 		// A count is not moved by computing (connections may reach 1 + 3).
-		{"count", 2200, 156, 31000, 5, VerdictSame, VerdictSame, VerdictRegressed},
+		{"count", 2200, 156, 31000, 5, gate.VerdictSame, gate.VerdictSame, gate.VerdictRegressed},
 	} {
 		got := verdicts(cur(tc.wait, tc.mean, tc.total, tc.conns))
 		if got["latency_ms.mean"] != tc.mean0 || got["total_ms"] != tc.total0 || got["connections"] != tc.con0 {
@@ -456,9 +338,9 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 		wait, link float64
 		want       string
 	}{
-		{1200, 0.1, VerdictRegressed},
-		{200, 1.1, VerdictRegressed},
-		{1200, 1.1, VerdictMachine},
+		{1200, 0.1, gate.VerdictRegressed},
+		{200, 1.1, gate.VerdictRegressed},
+		{1200, 1.1, gate.VerdictMachine},
 	} {
 		r := withLink(cur(tc.wait, 210, 31000, 1), tc.link)
 		for _, m := range cmp3.CompareRun(r).Metrics {
@@ -532,7 +414,7 @@ func TestRealProgramTimingIsNotGated(t *testing.T) {
 			}
 			d := (&Comparer{Baseline: loadBase(t, tc.base), Tolerances: tc.tols}).CompareRun(tc.cur)
 			var got []string
-			for _, m := range d.With(VerdictRegressed) {
+			for _, m := range d.With(gate.VerdictRegressed) {
 				got = append(got, m.Metric)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
@@ -540,8 +422,8 @@ func TestRealProgramTimingIsNotGated(t *testing.T) {
 			}
 			if len(tc.want) == 0 || tc.countToo {
 				for _, m := range d.Metrics {
-					if programTiming(m.Metric) && (m.Verdict != VerdictOff || m.Rule.Source != SourceRealProgram) {
-						t.Errorf("%s: verdict %s, source %q; want off, %q", m.Metric, m.Verdict, m.Rule.Source, SourceRealProgram)
+					if programTiming(m.Metric) && (m.Verdict != gate.VerdictOff || m.Rule.Source != gate.SourceRealProgram) {
+						t.Errorf("%s: verdict %s, source %q; want off, %q", m.Metric, m.Verdict, m.Rule.Source, gate.SourceRealProgram)
 					}
 				}
 			}

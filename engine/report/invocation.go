@@ -90,7 +90,7 @@ func Seal(out, runID, reason string, now time.Time) (bool, error) {
 			return false, fmt.Errorf("cut the partial last line of %s: %w", p, err)
 		}
 	}
-	res, err := Read(bytes.NewReader(data))
+	res, err := read(bytes.NewReader(data), false)
 	if err != nil {
 		return false, fmt.Errorf("%s:%w", p, err)
 	}
@@ -123,5 +123,5 @@ func Seal(out, runID, reason string, now time.Time) (bool, error) {
 		os.Truncate(p, int64(len(data)))
 		return false, fmt.Errorf("write %s: %w", p, unwrapPath(err))
 	}
-	return true, PointLatest(out, runID)
+	return true, pointLatest(out, runID)
 }

@@ -13,7 +13,7 @@ import (
 func modelSummary(w io.Writer, runs []*Run) {
 	var lines, disagree []string
 	for _, r := range runs {
-		if line := PredictedLine(r.Predicted); line != "" {
+		if line := predictedLine(r.Predicted); line != "" {
 			lines = append(lines, fmt.Sprintf("  %s / %s: %s", r.Scenario, r.Variant, line))
 		}
 		if r.Predicted != nil && r.Predicted.Disagreement {
@@ -32,10 +32,10 @@ func modelSummary(w io.Writer, runs []*Run) {
 	}
 }
 
-// PredictedLine renders a prediction's counts on one line: "errors 15 (measured 15),
+// predictedLine renders a prediction's counts on one line: "errors 15 (measured 15),
 // connections at most 402 (398), reused_requests not predicted"; "" when nothing is
 // predicted.
-func PredictedLine(p *Predicted) string {
+func predictedLine(p *Predicted) string {
 	if p == nil {
 		return ""
 	}

@@ -55,14 +55,14 @@ func TestPredictedFitsTheSchema(t *testing.T) {
 	if err := os.WriteFile(path, append(line, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ValidateFile(path, false); err != nil {
+	if _, err := validateFile(path, false); err != nil {
 		t.Fatal(err)
 	}
 	bad := strings.Replace(string(line), `"verdict":"disagree"`, `"verdict":"maybe"`, 1)
 	if err := os.WriteFile(path, []byte(bad+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ValidateFile(path, false); err == nil {
+	if _, err := validateFile(path, false); err == nil {
 		t.Error("a verdict outside agree/disagree/not-predicted passed the schema")
 	}
 }

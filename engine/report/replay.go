@@ -20,12 +20,12 @@ func replaySummary(w io.Writer, runs []*Run) {
 			fmt.Fprintln(w, "\nreplayed recordings:")
 			first = false
 		}
-		fmt.Fprintf(w, "  %s / %s: %s\n", r.Scenario, r.Variant, ReplayLine(p))
+		fmt.Fprintf(w, "  %s / %s: %s\n", r.Scenario, r.Variant, replayLine(p))
 	}
 }
 
-// ReplayLine renders a replay block on one line.
-func ReplayLine(p *Replay) string {
+// replayLine renders a replay block on one line.
+func replayLine(p *Replay) string {
 	more := ""
 	if p.ClientsCapped {
 		more = " or more"

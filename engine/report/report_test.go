@@ -71,7 +71,7 @@ func TestReadRejectsBadInput(t *testing.T) {
 		{`{"record":"banana","record_version":1}` + "\n", `1: unknown record "banana"`},
 		{"\n" + `{"record":"run","record_version":1,"surprise":1}` + "\n", `2: run record: json: unknown field "surprise"`},
 	} {
-		_, err := Read(strings.NewReader(tc.in))
+		_, err := read(strings.NewReader(tc.in), false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Read(%q) = %v; want %q", tc.in, err, tc.want)
 		}
@@ -268,7 +268,7 @@ func TestValidateFileCatchesSchemaBreaks(t *testing.T) {
 	delete(bad, "metrics")
 	badLine, _ := json.Marshal(bad)
 	os.WriteFile(p, append(badLine, '\n'), 0o644)
-	if _, err := ValidateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
+	if _, err := validateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
 		t.Fatalf("a run without metrics passed validation: %v", err)
 	}
 }

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"text/tabwriter"
+
+	"github.com/kalab-dev/kalab/engine/internal/numtext"
 )
 
 // Summary renders the terminal table of runs, in the order given (the plan's), with a
@@ -65,15 +66,15 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 		}
 	}
 	fmt.Fprintln(w)
-	_, err := fmt.Fprintln(w, Totals(runs, scenarios))
+	_, err := fmt.Fprintln(w, totalsLine(runs, scenarios))
 	return err
 }
 
-// Totals is the summary's last line: how many runs ended in each status and how many
+// totalsLine is the summary's last line: how many runs ended in each status and how many
 // checks of each kind passed out of those evaluated, with the ones not evaluated apart
 // (never counted as passed), e.g. "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8,
 // compare checks 12/12 (2 not evaluated)".
-func Totals(runs []*Run, scenarios []*Scenario) string {
+func totalsLine(runs []*Run, scenarios []*Scenario) string {
 	status := map[string]int{}
 	for _, r := range runs {
 		status[r.Status]++
@@ -178,16 +179,7 @@ func Observed(obs map[string]float64) string {
 	return out
 }
 
-func num(f float64) string {
-	switch {
-	case f == float64(int64(f)) && f < 1e15 && f > -1e15:
-		return strconv.FormatInt(int64(f), 10)
-	case f >= 100 || f <= -100:
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(f, 'f', 3, 64)
-	}
-}
+func num(f float64) string { return numtext.Format(f) }
 
 // timingSummary says how many runs were rerun because their timers ran late, and why.
 func timingSummary(w io.Writer, runs []*Run) {

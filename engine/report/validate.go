@@ -44,9 +44,9 @@ func resultSchemas() (*jsonschema.Schema, *jsonschema.Schema, error) {
 	return resultLine, requestDef, resultErr
 }
 
-// ValidateFile checks every line of a results.jsonl (requests=false) or a request file
+// validateFile checks every line of a results.jsonl (requests=false) or a request file
 // (requests=true) against schema/result.schema.json; the error names the first bad line.
-func ValidateFile(path string, requests bool) (lines int, err error) {
+func validateFile(path string, requests bool) (lines int, err error) {
 	line, req, err := resultSchemas()
 	if err != nil {
 		return 0, err
@@ -58,9 +58,9 @@ func ValidateFile(path string, requests bool) (lines int, err error) {
 	return validateLines(path, s)
 }
 
-// ValidateConnectionsFile checks every line of a connection file against
+// validateConnectionsFile checks every line of a connection file against
 // #/$defs/connection.
-func ValidateConnectionsFile(path string) (lines int, err error) {
+func validateConnectionsFile(path string) (lines int, err error) {
 	if _, _, err := resultSchemas(); err != nil {
 		return 0, err
 	}
@@ -96,7 +96,7 @@ func validateLines(path string, s *jsonschema.Schema) (lines int, err error) {
 // ValidateRunDir validates results.jsonl and every request and connection file under a
 // run directory.
 func ValidateRunDir(dir string) error {
-	if _, err := ValidateFile(filepath.Join(dir, "results.jsonl"), false); err != nil {
+	if _, err := validateFile(filepath.Join(dir, "results.jsonl"), false); err != nil {
 		return err
 	}
 	walk := func(sub string, validate func(string) (int, error)) error {
@@ -113,8 +113,8 @@ func ValidateRunDir(dir string) error {
 			return err
 		})
 	}
-	if err := walk("requests", func(p string) (int, error) { return ValidateFile(p, true) }); err != nil {
+	if err := walk("requests", func(p string) (int, error) { return validateFile(p, true) }); err != nil {
 		return err
 	}
-	return walk("connections", ValidateConnectionsFile)
+	return walk("connections", validateConnectionsFile)
 }

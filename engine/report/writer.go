@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 )
 
 // NewRunID returns a sortable, unique id: UTC time plus a random suffix.
@@ -106,8 +106,8 @@ func CheckOut(out string) error {
 	return nil
 }
 
-// PointLatest makes <out>/latest a symlink to the run directory, replacing it atomically.
-func PointLatest(out, runID string) error {
+// pointLatest makes <out>/latest a symlink to the run directory, replacing it atomically.
+func pointLatest(out, runID string) error {
 	tmp := filepath.Join(out, ".latest-"+runID)
 	os.Remove(tmp)
 	if err := os.Symlink(runID, tmp); err != nil {
@@ -154,7 +154,7 @@ func (w *Writer) Finish(inv *Invocation) error {
 	w.mu.Unlock()
 	err := w.WriteInvocation(inv)
 	if err == nil {
-		err = PointLatest(w.out, w.runID)
+		err = pointLatest(w.out, w.runID)
 	}
 	if prev != nil {
 		return prev
@@ -258,7 +258,7 @@ func ConnectionsPath(scenario, variant string) string {
 }
 
 // WriteConns writes a run's connection records to connections/<scenario>/<variant>.jsonl,
-// whole or not at all (through engine/atomicfile).
+// whole or not at all (through engine/internal/atomicfile).
 func (w *Writer) WriteConns(scenario, variant string, conns []Conn) error {
 	p := filepath.Join(w.Dir, ConnectionsPath(scenario, variant))
 	if err := w.mkdirIn(filepath.Dir(p)); err != nil {

@@ -211,8 +211,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			notAResult(rec)
 		}
 	}
-	if opt.Judge != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
-		opt.Judge(rec)
+	if opt.Baseline != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
+		opt.Baseline.Apply(rec)
 		if rec.Timing.Noisy {
 			// The judge found a verdict the machine's other work could have made (a
 			// baseline regression inside what it took from the run).

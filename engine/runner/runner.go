@@ -49,9 +49,8 @@ type Options struct {
 	KalabVersion string
 	Log          zerolog.Logger
 	Observer     Observer // live progress; nil for none
-	// Judge, when set, sees each run's record after its checks and before it is written,
-	// and may add checks (the baseline comparison does).
-	Judge        func(*report.Run)
+	// Baseline, when set, compares each run with its baseline run (kalab run --baseline).
+	Baseline     Baseline
 	SkipRequests bool // do not write per-request (and per-connection) files
 	AllowRemote  bool // a server.url may name a host outside loopback
 	// LagTolerance multiplies the timing tolerance each run derives from its checks; 0
@@ -62,11 +61,6 @@ type Options struct {
 	// HeadroomWait bounds how long a rerun waits for the machine's headroom before it
 	// gives up; <= 0 means DefaultHeadroomWait.
 	HeadroomWait time.Duration
-	// BaselineGates, when set, returns the metrics the baseline comparison will gate for a
-	// run, each with its slack (how far it may move from the baseline value, in its own
-	// unit; for rps, the equivalent slack of total_ms), at the run's time scale: timing
-	// tolerances are derived from them as from the run's own checks.
-	BaselineGates func(scenario, variant string, scale float64) map[string]float64
 	// RequireClients makes a run whose real client is not installed an error instead of
 	// not run (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
@@ -100,6 +94,18 @@ type Options struct {
 func (o Options) topology(n *vnet.Network) topology.Options {
 	return topology.Options{KalabVersion: o.KalabVersion, AllowRemote: o.AllowRemote, SkipRequests: o.SkipRequests,
 		DeadlineScale: o.DeadlineScale, Observer: o.Observer, NewClient: o.NewClient, Middleboxes: o.middleboxes, Network: n}
+}
+
+// Baseline is the baseline comparison a run is judged by (a *report.Comparer).
+type Baseline interface {
+	// Apply sees a run's record after its checks and before it is written, and may add
+	// checks or find the run noisy.
+	Apply(rec *report.Run)
+	// Gates returns the metrics the comparison will gate for a run, each with its slack
+	// (how far it may move from the baseline value, in its own unit; for rps, the
+	// equivalent slack of total_ms), at the run's time scale: timing tolerances are
+	// derived from them as from the run's own checks.
+	Gates(scenario, variant string, scale float64) map[string]float64
 }
 
 // exclusiveConns is the connection count from which a run has the process to itself.
@@ -478,20 +484,6 @@ func finishInvocation(w *report.Writer, inv *report.Invocation, out *Outcome, wr
 	return writeErr
 }
 
-// PlanTolerances collects the baseline: overrides of every loaded scenario, under the
-// --tolerance flags.
-func PlanTolerances(plan *scenario.Plan, flags map[string]scenario.Tolerance) *report.Tolerances {
-	t := &report.Tolerances{Flags: flags, Scenarios: map[string]report.ScenarioTolerances{}}
-	if plan != nil {
-		for _, s := range plan.Scenarios {
-			if len(s.Baseline) > 0 {
-				t.Scenarios[s.Name] = report.ScenarioTolerances{File: s.File, Rules: s.Baseline}
-			}
-		}
-	}
-	return t
-}
-
 // DefaultAttempts bounds how often a noisy run is tried: once among the others, then alone
 // (each rerun costs the whole machine for the run's length, so CI time stays bounded).
 const DefaultAttempts = 3
@@ -593,8 +585,8 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 func judgeOf(j job, opt Options) (*judge.Judge, judge.Tolerance) {
 	st := settings(j.run, opt)
 	var gated map[string]float64
-	if opt.BaselineGates != nil {
-		gated = opt.BaselineGates(j.sc.Name, j.run.Variant, st.TimeScale)
+	if opt.Baseline != nil {
+		gated = opt.Baseline.Gates(j.sc.Name, j.run.Variant, st.TimeScale)
 	}
 	jg := judge.New(judge.Reads(j.sc, j.run, gated), opt.LagTolerance)
 	return jg, jg.Before(st)

@@ -16,11 +16,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
 	"github.com/kalab-dev/kalab/engine/replay"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/schemacheck"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
-	"github.com/kalab-dev/kalab/engine/suggest"
 )
 
 // Diagnostic is one problem found in a scenario file, with its position.

@@ -139,12 +139,6 @@ type Weight func(sc *scenario.Scenario, r *scenario.Run) time.Duration
 // are rounded to milliseconds, so tiny floating-point differences between machines cannot
 // change the result.
 func Plan(plan *scenario.Plan, count int, weight Weight) *Split {
-	type unit struct {
-		file  string
-		runs  []int // indexes into s.Runs
-		w     time.Duration
-		whole bool
-	}
 	s := &Split{Count: count}
 	scs := slices.Clone(plan.Scenarios)
 	slices.SortStableFunc(scs, func(a, b *scenario.Scenario) int {
@@ -164,42 +158,70 @@ func Plan(plan *scenario.Plan, count int, weight Weight) *Split {
 		}
 	}
 	for {
-		order := slices.Clone(units)
-		slices.SortStableFunc(order, func(a, b unit) int {
-			return cmp.Or(cmp.Compare(b.w, a.w), cmp.Compare(a.file, b.file), cmp.Compare(a.runs[0], b.runs[0]))
-		})
-		s.Load = make([]time.Duration, count)
-		for _, u := range order {
-			best := 0
-			for i := range s.Load {
-				if s.Load[i] < s.Load[best] {
-					best = i
-				}
-			}
-			s.Load[best] += u.w
-			for _, ri := range u.runs {
-				s.Runs[ri].Shard = best + 1
-			}
-		}
+		s.place(units)
 		if s.Spread() <= MaxSpread {
 			break
 		}
-		heaviest := -1
-		for i, u := range units {
-			if u.whole && len(u.runs) > 1 && (heaviest < 0 || u.w > units[heaviest].w) {
-				heaviest = i
-			}
-		}
-		if heaviest < 0 {
+		var split bool
+		if units, split = s.splitHeaviest(units); !split {
 			break
 		}
-		u := units[heaviest]
-		parts := make([]unit, len(u.runs))
-		for i, ri := range u.runs {
-			parts[i] = unit{file: u.file, runs: []int{ri}, w: time.Duration(s.Runs[ri].ExpectedMs) * time.Millisecond}
-		}
-		units = slices.Concat(units[:heaviest], parts, units[heaviest+1:])
 	}
+	s.SplitFiles = s.splitFiles(scs)
+	return s
+}
+
+// unit is what Plan places on one shard: a whole file's runs, or one run of a split file.
+type unit struct {
+	file  string
+	runs  []int // indexes into Split.Runs
+	w     time.Duration
+	whole bool
+}
+
+// place puts each unit, heaviest first, on the lightest shard.
+func (s *Split) place(units []unit) {
+	order := slices.Clone(units)
+	slices.SortStableFunc(order, func(a, b unit) int {
+		return cmp.Or(cmp.Compare(b.w, a.w), cmp.Compare(a.file, b.file), cmp.Compare(a.runs[0], b.runs[0]))
+	})
+	s.Load = make([]time.Duration, s.Count)
+	for _, u := range order {
+		best := 0
+		for i := range s.Load {
+			if s.Load[i] < s.Load[best] {
+				best = i
+			}
+		}
+		s.Load[best] += u.w
+		for _, ri := range u.runs {
+			s.Runs[ri].Shard = best + 1
+		}
+	}
+}
+
+// splitHeaviest splits the heaviest whole file with more than one run into its runs; false
+// when no file is left to split.
+func (s *Split) splitHeaviest(units []unit) ([]unit, bool) {
+	heaviest := -1
+	for i, u := range units {
+		if u.whole && len(u.runs) > 1 && (heaviest < 0 || u.w > units[heaviest].w) {
+			heaviest = i
+		}
+	}
+	if heaviest < 0 {
+		return units, false
+	}
+	u := units[heaviest]
+	parts := make([]unit, len(u.runs))
+	for i, ri := range u.runs {
+		parts[i] = unit{file: u.file, runs: []int{ri}, w: time.Duration(s.Runs[ri].ExpectedMs) * time.Millisecond}
+	}
+	return slices.Concat(units[:heaviest], parts, units[heaviest+1:]), true
+}
+
+// splitFiles are the files whose runs went to more than one shard, in scenario order.
+func (s *Split) splitFiles(scs []*scenario.Scenario) []string {
 	shards := map[string]map[int]bool{}
 	for _, r := range s.Runs {
 		if shards[r.File] == nil {
@@ -207,12 +229,13 @@ func Plan(plan *scenario.Plan, count int, weight Weight) *Split {
 		}
 		shards[r.File][r.Shard] = true
 	}
+	var out []string
 	for _, sc := range scs {
-		if len(shards[sc.File]) > 1 && !slices.Contains(s.SplitFiles, sc.File) {
-			s.SplitFiles = append(s.SplitFiles, sc.File)
+		if len(shards[sc.File]) > 1 && !slices.Contains(out, sc.File) {
+			out = append(out, sc.File)
 		}
 	}
-	return s
+	return out
 }
 
 // Select returns the part of plan that shard index (1-based) runs: the same scenarios, each

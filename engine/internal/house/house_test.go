@@ -298,7 +298,7 @@ func TestRecipes(t *testing.T) {
 	recipes, _, _ = strings.Cut(recipes, "\n## ")
 	recipes = strings.Join(strings.Fields(recipes), " ") // a reference may wrap
 	path := `((?:engine|cmd|scenarios|docs)/[\w./-]+)`
-	files := regexp.MustCompile("`" + path + "`").FindAllStringSubmatch(recipes, -1)
+	files := regexp.MustCompile("`"+path+"`").FindAllStringSubmatch(recipes, -1)
 	for _, m := range files {
 		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
 			t.Errorf("a recipe names %s: %v", m[1], err)
@@ -314,7 +314,7 @@ func TestRecipes(t *testing.T) {
 			declared(t, m[1], m[2])
 		}
 	}
-	for _, m := range regexp.MustCompile("`" + path + "` \\(`(\\w+)`\\)").FindAllStringSubmatch(recipes, -1) {
+	for _, m := range regexp.MustCompile("`"+path+"` \\(`(\\w+)`\\)").FindAllStringSubmatch(recipes, -1) {
 		named++
 		declared(t, m[2], m[1])
 	}

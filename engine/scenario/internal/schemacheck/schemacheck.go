@@ -22,8 +22,8 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
+	"github.com/kalab-dev/kalab/engine/internal/suggest"
 	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
-	"github.com/kalab-dev/kalab/engine/suggest"
 	"github.com/kalab-dev/kalab/schema"
 )
 

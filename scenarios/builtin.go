@@ -1,4 +1,4 @@
-package main
+package scenarios
 
 import (
 	"crypto/sha256"
@@ -9,19 +9,18 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/kalab-dev/kalab/scenarios"
 )
 
-// builtinPrefix names the scenarios embedded in the binary: "builtin:" is the whole bundled
-// suite, "builtin:04-stale-race.yaml" or "builtin:truth" a part of it.
-const builtinPrefix = "builtin:"
+// Prefix names the scenarios embedded in the binary: "builtin:" is the whole bundled suite,
+// "builtin:04-stale-race.yaml" or "builtin:truth" a part of it.
+const Prefix = "builtin:"
 
-// resolveBuiltin maps a builtin: argument to the embedded files, written out once per
-// content into a directory of their own under the temporary directory, so that every
-// file:line:col points at a file that exists. A path on disk of the same name wins.
-func resolveBuiltin(arg string) (string, error) {
-	name, ok := strings.CutPrefix(arg, builtinPrefix)
+// Resolve maps a builtin: argument to the embedded files, written out once per content
+// into a directory of their own under the temporary directory, so that every
+// file:line:col points at a file that exists. A path on disk of the same name, and an
+// argument without the prefix, are returned as they are.
+func Resolve(arg string) (string, error) {
+	name, ok := strings.CutPrefix(arg, Prefix)
 	if !ok {
 		return arg, nil
 	}
@@ -33,7 +32,7 @@ func resolveBuiltin(arg string) (string, error) {
 		return "", fmt.Errorf("the bundled scenarios: %w", err)
 	}
 	name = path.Clean("/" + name)[1:]
-	if _, err := fs.Stat(scenarios.Files, orDot(name)); err != nil {
+	if _, err := fs.Stat(Files, orDot(name)); err != nil {
 		return "", fmt.Errorf("%s: no bundled scenario of that name (kalab validate builtin: lists them)", arg)
 	}
 	return filepath.Join(dir, filepath.FromSlash(name)), nil
@@ -53,11 +52,11 @@ func orDot(name string) string {
 func extractBuiltin() (string, error) {
 	h := sha256.New()
 	var files []string
-	err := fs.WalkDir(scenarios.Files, ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(Files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := scenarios.Files.ReadFile(p)
+		b, err := Files.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -82,7 +81,7 @@ func extractBuiltin() (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	for _, p := range files {
-		b, _ := scenarios.Files.ReadFile(p)
+		b, _ := Files.ReadFile(p)
 		out := filepath.Join(tmp, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return "", err

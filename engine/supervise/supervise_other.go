@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package supervise
 
 import "os"
 
@@ -11,10 +11,11 @@ const (
 	envTestFault = "KALAB_TEST_FAULT"
 )
 
-// supervise is not available here: the plan runs in the first process.
-func supervise([]string, *os.File) (int, bool) { return 0, false }
+// Run is not available here: the plan runs in the first process.
+func Run([]string, string, *os.File) (int, bool) { return 0, false }
 
-func supervisedRunID() string { return os.Getenv(envRunID) }
+// RunID is the run id the supervising parent chose, or "" when not supervised.
+func RunID() string { return os.Getenv(envRunID) }
 
 func injectFault(kind string) {
 	if kind == "panic" {

@@ -1,4 +1,4 @@
-package report
+package ci
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // failingInput is a report with every kind of outcome: a pass, a failed expect with a
@@ -17,21 +19,21 @@ import (
 func failingInput() JUnitInput {
 	pass := baseRun("reuse", "keepalive")
 	fail := baseRun("reuse", "close")
-	fail.Status = StatusFail
-	fail.Checks = []Check{
+	fail.Status = report.StatusFail
+	fail.Checks = []report.Check{
 		{Kind: "expect", Expr: "connections == 1", Pass: false, Observed: map[string]float64{"connections": 200}, File: "reuse.yaml", Line: 9, Col: 5},
 		{Kind: "baseline", Expr: "total_ms <= 34100 (baseline 31000 +10%)", Pass: false, Observed: map[string]float64{"total_ms": 90000, "baseline": 31000}, File: "reuse.yaml", Line: 1, Col: 1},
 		{Kind: "expect", Expr: "errors == 0", Pass: true, Observed: map[string]float64{"errors": 0}, File: "reuse.yaml", Line: 8, Col: 5},
 	}
 	broken := baseRun("stale", "a")
-	broken.Status, broken.Error = StatusError, "listen tcp 127.0.0.1:0: too many open files <&> ]]> \x01"
+	broken.Status, broken.Error = report.StatusError, "listen tcp 127.0.0.1:0: too many open files <&> ]]> \x01"
 	return JUnitInput{
-		Runs: []*Run{pass, fail, broken},
-		Scenarios: []*Scenario{{Scenario: "reuse", File: "reuse.yaml", Runs: 2, Status: StatusFail, Checks: []Check{
+		Runs: []*report.Run{pass, fail, broken},
+		Scenarios: []*report.Scenario{{Scenario: "reuse", File: "reuse.yaml", Runs: 2, Status: report.StatusFail, Checks: []report.Check{
 			{Kind: "compare", Expr: "variant('close').total_ms > 2 * variant('keepalive').total_ms", Pass: false,
 				Observed: map[string]float64{"variant('close').total_ms": 40000, "variant('keepalive').total_ms": 31000}, File: "reuse.yaml", Line: 12, Col: 5},
 		}}},
-		Missing:     []RunDiff{{Scenario: "gone", Variant: "v", File: "gone.yaml", State: StateMissing, BaselineRunID: "base"}},
+		Missing:     []gate.RunDiff{{Scenario: "gone", Variant: "v", File: "gone.yaml", State: gate.StateMissing, BaselineRunID: "base"}},
 		FailMissing: true,
 	}
 }

@@ -1,8 +1,10 @@
-package report
+package diff
 
 import (
 	"encoding/json"
 	"io"
+
+	"github.com/kalab-dev/kalab/engine/gate"
 )
 
 // DiffDocument is `kalab diff --format json`: every run's comparison, every metric of a
@@ -46,7 +48,7 @@ type DiffMetricJSON struct {
 }
 
 // DiffJSON writes diffs as one indented JSON document.
-func DiffJSON(w io.Writer, diffs []RunDiff) error {
+func DiffJSON(w io.Writer, diffs []gate.RunDiff) error {
 	c := Count(diffs)
 	doc := DiffDocument{Runs: make([]DiffRunJSON, 0, len(diffs)),
 		Counts: DiffCountsJSON{c.Compared, c.Regressed, c.Improved, c.New, c.Missing, c.NotComparable}}

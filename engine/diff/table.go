@@ -1,4 +1,4 @@
-package report
+package diff
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/internal/numtext"
 )
 
 // keyMetrics are always shown by the diff table, changed or not, so a reader sees the
@@ -22,23 +25,23 @@ type DiffCounts struct {
 
 // Count tallies runs by state; a run counts as regressed or improved when any of its
 // metrics is (a run can be both).
-func Count(diffs []RunDiff) DiffCounts {
+func Count(diffs []gate.RunDiff) DiffCounts {
 	var c DiffCounts
 	for _, d := range diffs {
 		switch d.State {
-		case StateCompared:
+		case gate.StateCompared:
 			c.Compared++
-			if len(d.With(VerdictRegressed)) > 0 {
+			if len(d.With(gate.VerdictRegressed)) > 0 {
 				c.Regressed++
 			}
-			if len(d.With(VerdictImproved)) > 0 {
+			if len(d.With(gate.VerdictImproved)) > 0 {
 				c.Improved++
 			}
-		case StateNew:
+		case gate.StateNew:
 			c.New++
-		case StateMissing:
+		case gate.StateMissing:
 			c.Missing++
-		case StateNotComparable:
+		case gate.StateNotComparable:
 			c.NotComparable++
 		}
 	}
@@ -53,11 +56,11 @@ func (c DiffCounts) String() string {
 
 // DiffTable renders a comparison as a table: for each run, its key metrics and every metric
 // that regressed or improved (all: every metric), then new and missing runs.
-func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
+func DiffTable(w io.Writer, diffs []gate.RunDiff, all bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tMETRIC\tOLD\tNEW\tCHANGE\tTOLERANCE\tVERDICT")
 	for _, d := range diffs {
-		if d.State != StateCompared {
+		if d.State != gate.StateCompared {
 			note := d.State
 			if d.Note != "" {
 				note += ": " + d.Note
@@ -69,11 +72,11 @@ func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
 			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\tnote: %s\n", d.Scenario, d.Variant, d.Note)
 		}
 		for _, m := range d.Metrics {
-			if !all && !keyMetrics[m.Metric] && (m.Verdict == VerdictSame || m.Verdict == VerdictChanged || m.Verdict == VerdictOff) {
+			if !all && !keyMetrics[m.Metric] && (m.Verdict == gate.VerdictSame || m.Verdict == gate.VerdictChanged || m.Verdict == gate.VerdictOff) {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Scenario, d.Variant, m.Metric,
-				num(m.Old), num(m.New), m.Change(), appliedTolerance(m), verdictText(m.Verdict))
+				numtext.Format(m.Old), numtext.Format(m.New), m.Change(), appliedTolerance(m), verdictText(m.Verdict))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -86,10 +89,10 @@ func DiffTable(w io.Writer, diffs []RunDiff, all bool) error {
 // appliedTolerance is the tolerance that decided the verdict: the written one, and when a
 // noise floor widened it, the slack actually allowed in the metric's unit, e.g.
 // "+15%, at least +80.2".
-func appliedTolerance(m MetricDelta) string {
+func appliedTolerance(m gate.MetricDelta) string {
 	text := toleranceText(m.Rule)
 	t := m.Rule.Tolerance
-	if t.Off || m.Rule.Worse == Informational {
+	if t.Off || m.Rule.Worse == gate.Informational {
 		return text
 	}
 	stated := t.Value
@@ -101,21 +104,21 @@ func appliedTolerance(m MetricDelta) string {
 	}
 	sign := "+"
 	switch m.Rule.Worse {
-	case LowerIsWorse:
+	case gate.LowerIsWorse:
 		sign = "-"
-	case AnyChange:
+	case gate.AnyChange:
 		sign = "±"
 	}
-	return fmt.Sprintf("%s, at least %s%s", text, sign, num(m.Slack))
+	return fmt.Sprintf("%s, at least %s%s", text, sign, numtext.Format(m.Slack))
 }
 
-func toleranceText(r Rule) string {
+func toleranceText(r gate.Rule) string {
 	switch r.Worse {
-	case Informational:
+	case gate.Informational:
 		return "-"
-	case AnyChange:
+	case gate.AnyChange:
 		return "±" + r.Tolerance.String()
-	case LowerIsWorse:
+	case gate.LowerIsWorse:
 		if r.Tolerance.Off {
 			return "off"
 		}
@@ -129,9 +132,9 @@ func toleranceText(r Rule) string {
 
 func verdictText(v string) string {
 	switch v {
-	case VerdictRegressed:
+	case gate.VerdictRegressed:
 		return "REGRESSED"
-	case VerdictMachine:
+	case gate.VerdictMachine:
 		return "no verdict (machine)"
 	}
 	return v
@@ -139,28 +142,28 @@ func verdictText(v string) string {
 
 // BaselineSummary renders what a run against a baseline found beyond the failed checks the
 // summary table already lists: improvements, new runs, missing runs and notes.
-func BaselineSummary(w io.Writer, path string, diffs []RunDiff, failMissing bool) error {
+func BaselineSummary(w io.Writer, path string, diffs []gate.RunDiff, failMissing bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nbaseline %s: %s\n", path, Count(diffs))
 	for _, d := range diffs {
 		where := d.Scenario + " / " + d.Variant
 		switch d.State {
-		case StateCompared:
-			for _, m := range d.With(VerdictImproved) {
-				fmt.Fprintf(&b, "  improved  %s: %s %s -> %s (%s)\n", where, m.Metric, num(m.Old), num(m.New), m.Change())
+		case gate.StateCompared:
+			for _, m := range d.With(gate.VerdictImproved) {
+				fmt.Fprintf(&b, "  improved  %s: %s %s -> %s (%s)\n", where, m.Metric, numtext.Format(m.Old), numtext.Format(m.New), m.Change())
 			}
 			if d.Note != "" {
 				fmt.Fprintf(&b, "  note      %s: %s\n", where, d.Note)
 			}
-		case StateNew:
+		case gate.StateNew:
 			fmt.Fprintf(&b, "  new       %s: not in the baseline\n", where)
-		case StateMissing:
+		case gate.StateMissing:
 			label := "missing "
 			if failMissing {
 				label = "MISSING "
 			}
-			fmt.Fprintf(&b, "  %s  %s: %s\n", label, where, missingText(d))
-		case StateNotComparable:
+			fmt.Fprintf(&b, "  %s  %s: %s\n", label, where, d.MissingText())
+		case gate.StateNotComparable:
 			fmt.Fprintf(&b, "  skipped   %s: not compared: %s\n", where, d.Note)
 		}
 	}

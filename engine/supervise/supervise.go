@@ -1,6 +1,8 @@
 //go:build unix
 
-package main
+// Package supervise runs kalab run in a child process and turns a crash of the child into
+// exit 3, with the Go crash report kept beside the results and the results closed.
+package supervise
 
 import (
 	"bufio"
@@ -17,8 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/atomicfile"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"golang.org/x/term"
 )
 
 // Crash handling. A Go program that panics in any goroutine or hits a fatal runtime error
@@ -44,16 +47,25 @@ const (
 	envRunID      = "KALAB_SUPERVISED_RUN_ID" // set in the child: the run id the parent chose
 	envStderrTTY  = "KALAB_STDERR_TTY"        // set in the child when the parent's stderr is a terminal
 	envNoSuper    = "KALAB_NO_SUPERVISOR"
-	envTestFault  = "KALAB_TEST_FAULT" // tests only: panic, sigkill or oom while the second run is judged
+	envTestFault  = "KALAB_TEST_FAULT" // tests only: panic, sigkill or oom while the second run ends
 	crashFileName = "crash.txt"
+)
+
+// kalab's exit codes that a supervised run ends with (docs/running.md, "Exit codes").
+const (
+	exitOK          = 0
+	exitEngine      = 3
+	exitInterrupted = 130
 )
 
 // crashStart matches the first line of the Go runtime's crash report.
 var crashStart = regexp.MustCompile(`^(panic: |fatal error: |runtime: |SIG[A-Z]+: |unexpected fault address |goroutine \d+ \[)`)
 
-// supervise runs `kalab run args` in a child process and maps a crash to exit 3; ok is false
-// when no child could be started (the caller then runs the command itself).
-func supervise(args []string, stderr *os.File) (code int, ok bool) {
+// Run runs `kalab run args` in a child process and maps a crash to exit 3; ok is false
+// when no child could be started (the caller then runs the command itself). out is the
+// results directory the child writes under (--out), where a crashed child's results are
+// closed.
+func Run(args []string, out string, stderr *os.File) (code int, ok bool) {
 	// The child's parent-death signal follows the thread that forks it: keep this
 	// goroutine on one thread, which then lives until the child has been waited for.
 	runtime.LockOSThread()
@@ -61,12 +73,6 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, false
-	}
-	// The output directory, to close the results of a child that died; bad flags are the
-	// child's to report.
-	out := "results"
-	if f, _, ok := parseRunFlags(args, io.Discard, io.Discard); ok {
-		out = f.out
 	}
 	runID := report.NewRunID(time.Now())
 	dump, err := os.CreateTemp("", "kalab-crash-*.txt")
@@ -80,7 +86,7 @@ func supervise(args []string, stderr *os.File) (code int, ok bool) {
 
 	cmd := &exec.Cmd{Path: exe, Args: append([]string{os.Args[0], "run"}, args...),
 		Stdin: os.Stdin, Stdout: os.Stdout, Env: append(os.Environ(), envRunID+"="+runID)}
-	if isTerminal(stderr) {
+	if term.IsTerminal(int(stderr.Fd())) {
 		cmd.Env = append(cmd.Env, envStderrTTY+"=1")
 	}
 	setPdeathsig(cmd)
@@ -216,8 +222,8 @@ func copyFile(src *os.File, to string) error {
 	return err
 }
 
-// supervisedRunID is the run id the supervising parent chose, or "" when not supervised.
-func supervisedRunID() string { return os.Getenv(envRunID) }
+// RunID is the run id the supervising parent chose, or "" when not supervised.
+func RunID() string { return os.Getenv(envRunID) }
 
 // injectFault makes the child fail as the fault tests ask: a panic in another goroutine, a
 // SIGKILL as the out-of-memory killer sends, or memory allocated until the runtime dies.

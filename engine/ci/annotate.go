@@ -1,10 +1,13 @@
-package report
+package ci
 
 import (
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // Annotations writes a GitHub Actions ::error workflow command for each failed check
@@ -12,7 +15,7 @@ import (
 // ::warning for each run not run here and each check not evaluated, so the failure or the
 // missing verdict shows on the scenario line in the pull request. workspace, when not empty, is
 // $GITHUB_WORKSPACE: absolute scenario paths under it are made relative, as GitHub expects.
-func Annotations(w io.Writer, runs []*Run, scenarios []*Scenario, workspace string) error {
+func Annotations(w io.Writer, runs []*report.Run, scenarios []*report.Scenario, workspace string) error {
 	var b strings.Builder
 	for _, r := range runs {
 		where := r.Scenario + " / " + r.Variant
@@ -20,9 +23,9 @@ func Annotations(w io.Writer, runs []*Run, scenarios []*Scenario, workspace stri
 			annotateCheck(&b, workspace, "kalab: "+where, c)
 		}
 		switch r.Status {
-		case StatusError, StatusInterrupted:
+		case report.StatusError, report.StatusInterrupted:
 			annotate(&b, "error", workspace, r.File, 0, 0, "kalab: "+where, r.Status+": "+r.Error)
-		case StatusNotRun:
+		case report.StatusNotRun:
 			annotate(&b, "warning", workspace, r.File, 0, 0, "kalab: "+where, "not run: "+r.Reason)
 		}
 	}
@@ -36,7 +39,7 @@ func Annotations(w io.Writer, runs []*Run, scenarios []*Scenario, workspace stri
 }
 
 // AnnotateMissing writes a ::error (fail true) or ::warning for baseline runs that did not run.
-func AnnotateMissing(w io.Writer, missing []RunDiff, fail bool, workspace string) error {
+func AnnotateMissing(w io.Writer, missing []gate.RunDiff, fail bool, workspace string) error {
 	var b strings.Builder
 	for _, m := range missing {
 		cmd := "warning"
@@ -45,7 +48,7 @@ func AnnotateMissing(w io.Writer, missing []RunDiff, fail bool, workspace string
 		}
 		fmt.Fprintf(&b, "::%s file=%s,title=%s::%s\n", cmd, escapeProperty(relTo(workspace, m.File)),
 			escapeProperty("kalab: "+m.Scenario+" / "+m.Variant),
-			escapeData(missingText(m)))
+			escapeData(m.MissingText()))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -62,11 +65,11 @@ func AnnotateProblem(w io.Writer, workspace, file string, line, col int, msg str
 
 // annotateCheck annotates a check that did not pass: an error when it failed, a warning
 // when it was not evaluated.
-func annotateCheck(b *strings.Builder, workspace, title string, c Check) {
+func annotateCheck(b *strings.Builder, workspace, title string, c report.Check) {
 	switch c.Verdict() {
-	case VerdictFail:
+	case report.VerdictFail:
 		annotate(b, "error", workspace, c.File, c.Line, c.Col, title, checkText(c))
-	case VerdictNotEvaluated:
+	case report.VerdictNotEvaluated:
 		annotate(b, "warning", workspace, c.File, c.Line, c.Col, title, "NOT EVALUATED "+c.Expr+": "+c.NotEvaluated)
 	}
 }
@@ -83,10 +86,10 @@ func annotate(b *strings.Builder, cmd, workspace, file string, line, col int, ti
 }
 
 // checkText is a failed check as one message: the expression, its observed values, its error.
-func checkText(c Check) string {
+func checkText(c report.Check) string {
 	s := "FAIL " + c.Expr
 	if len(c.Observed) > 0 {
-		s += " (" + Observed(c.Observed) + ")"
+		s += " (" + report.Observed(c.Observed) + ")"
 	}
 	if c.Error != "" {
 		s += ": " + c.Error
@@ -113,12 +116,4 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
-}
-
-// missingText says why a baseline run is missing.
-func missingText(m RunDiff) string {
-	if m.Note != "" {
-		return "in the baseline but " + m.Note
-	}
-	return "in the baseline but did not run"
 }

@@ -1,4 +1,4 @@
-package report
+package ci
 
 import (
 	"encoding/xml"
@@ -8,6 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/internal/numtext"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // The JUnit XML elements kalab writes: the subset of the Ant/Jenkins format
@@ -65,11 +70,11 @@ type junitProblem struct {
 
 // JUnitInput is what a JUnit report covers.
 type JUnitInput struct {
-	Runs      []*Run
-	Scenarios []*Scenario
+	Runs      []*report.Run
+	Scenarios []*report.Scenario
 	// Missing are baseline runs that did not run; they are failures when FailMissing is
 	// set, else skipped test cases.
-	Missing     []RunDiff
+	Missing     []gate.RunDiff
 	FailMissing bool
 }
 
@@ -127,7 +132,7 @@ func (b *junitBuilder) add(name, file string, c junitCase) *junitAcc {
 }
 
 // addRun adds a run's case and its start, wall time and properties to its suite.
-func (b *junitBuilder) addRun(r *Run, c junitCase) {
+func (b *junitBuilder) addRun(r *report.Run, c junitCase) {
 	s := b.add(r.Scenario, r.File, c)
 	if s.start.IsZero() || r.StartedAt.Before(s.start) {
 		s.start = r.StartedAt
@@ -137,7 +142,7 @@ func (b *junitBuilder) addRun(r *Run, c junitCase) {
 		s.suite.Properties = []junitProperty{
 			{Name: "run_id", Value: r.RunID},
 			{Name: "kalab_version", Value: r.KalabVersion},
-			{Name: "time_scale", Value: num(r.TimeScale)},
+			{Name: "time_scale", Value: numtext.Format(r.TimeScale)},
 		}
 	}
 	s.suite.Properties = append(s.suite.Properties, junitProperty{Name: "clock." + r.Variant, Value: r.ClockName()})
@@ -177,21 +182,21 @@ func (b *junitBuilder) root() junitSuites {
 
 // runCase is a run's test case; missingFails says the run did not run, the baseline has
 // it and missing runs fail.
-func runCase(r *Run, missingFails bool) junitCase {
+func runCase(r *report.Run, missingFails bool) junitCase {
 	c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
-	var failed []Check
+	var failed []report.Check
 	for _, ch := range r.Checks {
 		if ch.Failed() {
 			failed = append(failed, ch)
 		}
 	}
 	switch {
-	case r.Status == StatusError || r.Status == StatusInterrupted:
+	case r.Status == report.StatusError || r.Status == report.StatusInterrupted:
 		c.Error = &junitProblem{Message: xmlSafe(r.Status + ": " + r.Error), Type: r.Status, Text: xmlSafe(r.Error)}
-	case r.Status == StatusNotRun && missingFails:
+	case r.Status == report.StatusNotRun && missingFails:
 		msg := xmlSafe("in the baseline but not run here: " + r.Reason)
 		c.Failure = &junitProblem{Message: msg, Type: "missing", Text: msg}
-	case r.Status == StatusNotRun:
+	case r.Status == report.StatusNotRun:
 		c.Skipped = &junitProblem{Message: xmlSafe("not run: " + r.Reason)}
 	case len(failed) > 0:
 		c.Line = strconv.Itoa(failed[0].Line)
@@ -201,14 +206,14 @@ func runCase(r *Run, missingFails bool) junitCase {
 }
 
 // compareCase is the "compare" test case of a scenario's compare checks.
-func compareCase(sc *Scenario) junitCase {
+func compareCase(sc *report.Scenario) junitCase {
 	c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
-	var failed, unevaluated []Check
+	var failed, unevaluated []report.Check
 	for _, ch := range sc.Checks {
 		switch ch.Verdict() {
-		case VerdictNotEvaluated:
+		case report.VerdictNotEvaluated:
 			unevaluated = append(unevaluated, ch)
-		case VerdictFail:
+		case report.VerdictFail:
 			failed = append(failed, ch)
 		}
 	}
@@ -224,7 +229,7 @@ func compareCase(sc *Scenario) junitCase {
 }
 
 // missingCase is the case of a baseline run that did not run here at all.
-func missingCase(m RunDiff, failMissing bool) junitCase {
+func missingCase(m gate.RunDiff, failMissing bool) junitCase {
 	c := junitCase{Name: m.Variant, Classname: m.Scenario, Time: "0", File: m.File}
 	msg := "in the baseline (run " + m.BaselineRunID + ") but did not run"
 	if failMissing {
@@ -253,7 +258,7 @@ func writeJUnit(w io.Writer, root junitSuites) error {
 
 // failure puts every failed check of a test case into one <failure>: most readers show
 // only the first failure element of a case.
-func failure(failed []Check) *junitProblem {
+func failure(failed []report.Check) *junitProblem {
 	lines := make([]string, len(failed))
 	for i, c := range failed {
 		lines[i] = fmt.Sprintf("%s:%d:%d: [%s] %s", c.File, c.Line, c.Col, c.Kind, checkText(c))
@@ -266,7 +271,7 @@ func failure(failed []Check) *junitProblem {
 }
 
 // runMetrics lists a run's metrics, one name=value a line, for the test case's output.
-func runMetrics(r *Run) string {
+func runMetrics(r *report.Run) string {
 	flat := r.Metrics.Flat()
 	keys := make([]string, 0, len(flat))
 	for k := range flat {
@@ -275,7 +280,7 @@ func runMetrics(r *Run) string {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, num(flat[k]))
+		fmt.Fprintf(&b, "%s=%s\n", k, numtext.Format(flat[k]))
 	}
 	return b.String()
 }
@@ -297,10 +302,26 @@ func xmlSafe(s string) string {
 func seconds(ms float64) string { return strconv.FormatFloat(ms/1000, 'f', 3, 64) }
 
 // notEvaluatedText says how many of a case's checks were not evaluated, and why.
-func notEvaluatedText(cs []Check, of int) string {
+func notEvaluatedText(cs []report.Check, of int) string {
 	s := fmt.Sprintf("%d of %d checks not evaluated", len(cs), of)
 	for _, c := range cs {
 		s += fmt.Sprintf("; %s: %s", c.Expr, c.NotEvaluated)
 	}
 	return s
 }
+
+func runKey(s, v string) string { return s + "\x00" + v }
+
+// WriteJUnitFile writes the report through a temporary file beside path, renamed into place
+// only over a regular file, so a reader never sees half of it and a device is never
+// replaced.
+func WriteJUnitFile(path string, in JUnitInput) error {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return JUnit(w, in) }); err != nil {
+		return fmt.Errorf("JUnit report: %w", err)
+	}
+	return nil
+}
+
+// CheckPath checks, before anything runs, that path can take the report when it is written
+// whole at the end: a regular file or a new path.
+func CheckPath(path string) error { return atomicfile.Check(path) }

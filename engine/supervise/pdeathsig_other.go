@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package supervise
 
 import "os/exec"
 
