@@ -45,6 +45,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		return exitEngine
 	case out.Regressed:
 		return exitCheckFailed
+	case out.Unsettled != "":
+		fmt.Fprintf(stderr, "kalab sweep: no verdict over the range: %s\n", out.Unsettled)
+		return exitEngine
 	}
 	return exitOK
 }
@@ -70,9 +73,9 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, i
 	fs.StringVar(&o.Run, "run", "", "the variant to sweep (needed when the file has more than one run)")
 	fs.StringVar(&o.Until, "until", "", "the check that decides a run's verdict, e.g. 'errors == 0' (default: the run's own checks all pass)")
 	fs.StringVar(&o.Metric, "metric", "", "the metric shown in the table and the plot (default: the first the deciding check reads)")
-	fs.IntVar(&o.Seeds, "seeds", 3, "run each point with this many seeds (the file's load.seed, then the next ones)")
+	fs.IntVar(&o.Seeds, "seeds", 0, "run each point with this many seeds (the file's load.seed, then the next ones); default 20 on the virtual clock, 3 on the real one")
 	fs.StringVar(&o.Resolution, "resolution", "", "stop when the boundary is bracketed this narrowly (default: the range / 32; 1 for whole numbers)")
-	fs.IntVar(&o.Budget, "budget", 60, "most runs in all, noisy reruns included")
+	fs.IntVar(&o.Budget, "budget", 0, "most runs in all, noisy reruns included; default 2000 on the virtual clock, 60 on the real one")
 	fs.IntVar(&o.Tries, "tries", 2, "sweep runs of one value and seed while they are noisy (each is up to 2 runner attempts) before the point is left without a verdict")
 	fs.IntVar(&o.Grid, "grid", 5, "points of the coarse grid, the range's ends included")
 	fs.StringVar(&o.Out, "out", "results", "directory that receives sweep-<id>/ (sweep.jsonl, plot.html and the runs' results)")

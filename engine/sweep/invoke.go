@@ -57,10 +57,10 @@ func (o *Options) Check() error {
 		return errors.New("--param is required (e.g. --param client.idle_timeout)")
 	case o.Range == "":
 		return errors.New("--range is required (e.g. --range 1s..2.5s)")
-	case o.Seeds < 1 || o.Seeds > 100:
-		return errors.New("--seeds must be between 1 and 100")
-	case o.Budget < 1:
-		return errors.New("--budget must be at least 1")
+	case o.Seeds < 0 || o.Seeds > 100:
+		return errors.New("--seeds must be between 1 and 100 (0: by the run's clock)")
+	case o.Budget < 0:
+		return errors.New("--budget must be at least 1 (0: by the run's clock)")
 	case o.Tries < 1 || o.Tries > 10:
 		return errors.New("--tries must be between 1 and 10")
 	case o.Grid < 2 || o.Grid > 1000:
@@ -243,6 +243,7 @@ func (o *Options) Open() (*Target, error) {
 	if err := o.checkEnds(t, o.lo, o.hi); err != nil {
 		return nil, &LoadError{Flag: "--param", Param: o.Param, Err: err}
 	}
+	o.byClock(t)
 	if o.Metric == "" {
 		o.Metric = deciding(t)
 	}
@@ -250,6 +251,29 @@ func (o *Options) Open() (*Target, error) {
 		return nil, fmt.Errorf("--metric %q is not a metric (kalab help metrics lists them)", o.Metric)
 	}
 	return t, nil
+}
+
+// Seeds and budget when the flags leave them to the run's clock: on the virtual clock a run
+// costs milliseconds and the same seed gives the same result anywhere, so a boundary is
+// stated over many seeds; on the real clock each run takes its simulated time.
+const (
+	VirtualSeeds, VirtualBudget = 20, 2000
+	RealSeeds, RealBudget       = 3, 60
+)
+
+// byClock fills the seeds and the budget the flags left at 0, by the clock the swept run
+// goes on.
+func (o *Options) byClock(t *Target) {
+	seeds, budget := RealSeeds, RealBudget
+	if runner.ClockOf(t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}) == scenario.ClockVirtual {
+		seeds, budget = VirtualSeeds, VirtualBudget
+	}
+	if o.Seeds == 0 {
+		o.Seeds = seeds
+	}
+	if o.Budget == 0 {
+		o.Budget = budget
+	}
 }
 
 // deciding is the first metric the deciding checks read; errors when they read none.
@@ -292,6 +316,9 @@ type Outcome struct {
 	Dir string // sweep-<id>/ under Options.Out
 	// Regressed: the safe value moved beyond the tolerance from the baseline's.
 	Regressed bool
+	// Unsettled says why the sweep cannot speak for the whole range (grid points without a
+	// verdict, an interruption); "" when it can. Such a sweep gives no verdict.
+	Unsettled string
 	// Warnings are what went wrong without stopping the sweep (the table, the plot).
 	Warnings []error
 }
@@ -337,6 +364,9 @@ func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, 
 		return nil, &InputError{err}
 	}
 	rec.Fill(res, t.Format)
+	if !res.Settled() {
+		out.Unsettled = gapReason(rec, res, t.Format)
+	}
 	o.render(out, t, rec, res, w)
 	if err == nil && werr != nil {
 		err = fmt.Errorf("sweep.jsonl: %w", werr)

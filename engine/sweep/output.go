@@ -92,17 +92,7 @@ func Sentences(rec *Record, res *Result, format func(float64) string) []string {
 		ctx = "; " + rec.Context
 	}
 	if len(res.Brackets) == 0 {
-		verdicts := map[Verdict]int{}
-		for _, st := range res.Steps {
-			verdicts[st.Verdict]++
-		}
-		switch {
-		case verdicts[Safe] > 0 && verdicts[Unsafe] == 0:
-			return []string{fmt.Sprintf("%s is safe over the whole range %s..%s (%s at every seed of %d points)%s", rec.Param, format(rec.Lo), format(rec.Hi), rec.Check, verdicts[Safe], ctx)}
-		case verdicts[Unsafe] > 0 && verdicts[Safe] == 0:
-			return []string{fmt.Sprintf("%s is unsafe over the whole range %s..%s (%s fails at %d points)%s", rec.Param, format(rec.Lo), format(rec.Hi), rec.Check, verdicts[Unsafe], ctx)}
-		}
-		return []string{fmt.Sprintf("%s: no boundary found (%d points, %d without a verdict)", rec.Param, len(res.Steps), verdicts[Unjudged])}
+		return noBoundary(rec, res, format, ctx)
 	}
 	var out []string
 	for _, b := range res.Brackets {
@@ -122,6 +112,9 @@ func Sentences(rec *Record, res *Result, format func(float64) string) []string {
 			s += fmt.Sprintf("; bracket %s wide, not narrowed to %s: the budget of %d runs is spent", format(b.Width()), format(rec.Resolution), rec.Budget)
 		}
 		out = append(out, s+ctx)
+	}
+	if gap := gapSentence(rec, res, format); gap != "" {
+		out = append(out, gap)
 	}
 	return out
 }
@@ -193,4 +186,56 @@ func LoadRecord(path string) (*Record, error) {
 		return nil, errors.New(path + ": no sweep record (an interrupted sweep writes none)")
 	}
 	return last, nil
+}
+
+// noBoundary is the sentence of a search that found no change of verdict. It speaks for the
+// whole range only when every point of the coarse grid has a verdict and nothing stopped
+// the search; otherwise it says what the judged points show and what is missing.
+func noBoundary(rec *Record, res *Result, format func(float64) string, ctx string) []string {
+	verdicts := map[Verdict]int{}
+	for _, st := range res.Steps {
+		verdicts[st.Verdict]++
+	}
+	spacing := format((rec.Hi - rec.Lo) / float64(max(len(res.Grid)-1, 1)))
+	judged := verdicts[Safe] + verdicts[Unsafe]
+	switch {
+	case !res.Settled():
+		return []string{fmt.Sprintf("%s: no boundary found among the %d point%s judged, and nothing is said of the whole range %s..%s: %s",
+			rec.Param, judged, plural(judged), format(rec.Lo), format(rec.Hi), gapReason(rec, res, format))}
+	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0:
+		return []string{fmt.Sprintf("%s is safe over the whole range %s..%s (%s at every seed of %d points, the grid %s apart: a narrower unsafe band could lie between them)%s",
+			rec.Param, format(rec.Lo), format(rec.Hi), rec.Check, verdicts[Safe], spacing, ctx)}
+	case verdicts[Unsafe] > 0 && verdicts[Safe] == 0:
+		return []string{fmt.Sprintf("%s is unsafe over the whole range %s..%s (%s fails at %d points, the grid %s apart)%s",
+			rec.Param, format(rec.Lo), format(rec.Hi), rec.Check, verdicts[Unsafe], spacing, ctx)}
+	}
+	return []string{fmt.Sprintf("%s: no boundary found (%d points, %d without a verdict)", rec.Param, len(res.Steps), verdicts[Unjudged])}
+}
+
+// gapSentence says, beside the boundaries found, which grid points have no verdict: another
+// boundary may lie near them. "" when the search is settled.
+func gapSentence(rec *Record, res *Result, format func(float64) string) string {
+	if res.Settled() {
+		return ""
+	}
+	return "not settled: " + gapReason(rec, res, format) + "; another boundary may lie there"
+}
+
+// gapReason names the grid points without a verdict and what left them so.
+func gapReason(rec *Record, res *Result, format func(float64) string) string {
+	var vals []string
+	for _, v := range res.Gaps {
+		vals = append(vals, format(v))
+	}
+	why := "their runs were noisy"
+	switch {
+	case res.Interrupted:
+		why = "the sweep was interrupted"
+	case res.OutOfRun:
+		why = fmt.Sprintf("the budget of %d run%s was spent (--budget)", rec.Budget, plural(rec.Budget))
+	}
+	if len(vals) == 0 {
+		return why
+	}
+	return fmt.Sprintf("%d of the %d grid points have no verdict (%s): %s", len(vals), len(res.Grid), strings.Join(vals, ", "), why)
 }

@@ -96,7 +96,16 @@ type Result struct {
 	Brackets []Bracket
 	Runs     int  // runs made, noisy ones included
 	OutOfRun bool // the budget ended the search before every bracket converged
+	// Interrupted: the caller's context ended the search.
+	Interrupted bool
+	// Grid is the coarse grid's values; Gaps those of them with no verdict (never run, or
+	// unjudged). A search with gaps cannot speak for the whole range.
+	Grid, Gaps []float64
 }
+
+// Settled says whether the search can speak for the whole range: every point of its
+// coarse grid has a verdict and nothing stopped it early.
+func (r *Result) Settled() bool { return len(r.Gaps) == 0 && !r.Interrupted }
 
 // Step returns the step at value, or nil.
 func (r *Result) Step(value float64) *Step {
@@ -147,15 +156,17 @@ func Search(ctx context.Context, cfg Config, run RunFunc, observe func(Sample)) 
 		cfg.MaxTries = 3
 	}
 	s := &searcher{cfg: cfg, run: run, observe: observe, res: &Result{}}
+	s.res.Grid = s.grid()
 	err := s.search(ctx)
 	if errors.Is(err, errBudget) {
 		err = nil
 	}
+	s.res.Interrupted = ctx.Err() != nil
 	return s.finish(), err
 }
 
 func (s *searcher) search(ctx context.Context) error {
-	for _, v := range s.grid() {
+	for _, v := range s.res.Grid {
 		if err := s.evaluate(ctx, v); err != nil {
 			return err
 		}
@@ -358,8 +369,14 @@ func (s *searcher) nextValues() []float64 {
 	return out
 }
 
-// finish closes the result: the brackets as the evidence now stands.
+// finish closes the result: the brackets as the evidence now stands, and the grid points
+// left without a verdict.
 func (s *searcher) finish() *Result {
 	s.res.Brackets = s.brackets()
+	for _, v := range s.res.Grid {
+		if st := s.res.Step(v); st == nil || st.Verdict == Unjudged {
+			s.res.Gaps = append(s.res.Gaps, v)
+		}
+	}
 	return s.res
 }

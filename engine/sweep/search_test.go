@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -242,5 +244,46 @@ func TestBudgetCountsNoisyReruns(t *testing.T) {
 		if calls != budget || r.Runs != budget || !r.OutOfRun || len(r.Brackets) != 0 {
 			t.Errorf("budget %d: %d calls, %d runs, out %v, brackets %v", budget, calls, r.Runs, r.OutOfRun, r.Brackets)
 		}
+	}
+}
+
+// TestShortSweepClaimsNothingOfTheRange: a budget of 1 run judges the first grid point
+// only. The search is not settled, its gaps are the other 4 grid points, and its sentence
+// says what it knows, never "safe over the whole range", though 2.5 fails. An interrupted
+// search says so the same way. With the budget the grid needs and no failure, it is.
+func TestShortSweepClaimsNothingOfTheRange(t *testing.T) {
+	t.Parallel()
+	run := threshold(map[int64]float64{1: 2.4}) // 2.5 fails
+	c := cfg(1)
+	c.Budget = 1
+	r, err := Search(context.Background(), c, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Settled() || len(r.Gaps) != 4 || r.Gaps[0] != 1.375 || !r.OutOfRun {
+		t.Fatalf("settled %v, gaps %v, out of budget %v; want unsettled with the 4 grid points after 1", r.Settled(), r.Gaps, r.OutOfRun)
+	}
+	rec := &Record{Param: "client.idle_timeout", Lo: 1, Hi: 2.5, Budget: 1, Check: "errors == 0", Seeds: []int64{1}}
+	format := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	got := strings.Join(Sentences(rec, r, format), "\n")
+	want := "client.idle_timeout: no boundary found among the 1 point judged, and nothing is said of the whole range 1..2.5: " +
+		"4 of the 5 grid points have no verdict (1.375, 1.75, 2.125, 2.5): the budget of 1 run was spent (--budget)"
+	if got != want {
+		t.Errorf("sentence\n%s\nwant\n%s", got, want)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopAfter := func(c context.Context, v float64, seed int64) (Point, error) {
+		cancel()
+		return run(c, v, seed)
+	}
+	r, _ = Search(ctx, cfg(1), stopAfter, nil)
+	if r.Settled() || !r.Interrupted || !strings.Contains(strings.Join(Sentences(rec, r, format), " "), "the sweep was interrupted") {
+		t.Errorf("an interrupted search: settled %v, interrupted %v, %q", r.Settled(), r.Interrupted, Sentences(rec, r, format))
+	}
+
+	r, _ = Search(context.Background(), cfg(1), threshold(map[int64]float64{1: 9}), nil)
+	if s := Sentences(rec, r, format); !r.Settled() || !strings.HasPrefix(s[0], "client.idle_timeout is safe over the whole range 1..2.5") {
+		t.Errorf("a full grid with no failure: settled %v, %q", r.Settled(), s)
 	}
 }
