@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 func TestParseSchedstat(t *testing.T) {
@@ -101,6 +103,11 @@ func TestCPUWaitSplitTellsOwnFromNeighbours(t *testing.T) {
 	own, others, _ := w.Split()
 	aloneShare := float64(own) / float64(own+others)
 	t.Logf("without hogs: own %v, neighbours %v", own, others)
+	if aloneShare < 0.6 {
+		// The machine's other work already took most of the wait: beside the hogs the
+		// share could not fall to half of it, so the split cannot be told apart here.
+		testci.SkipOrFail(t, "without hogs the process's own share of its wait was %.2f (own %v, neighbours %v): the machine is too busy to tell the two apart", aloneShare, own, others)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
