@@ -3,6 +3,8 @@ package oracle
 import (
 	"fmt"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // Metrics the oracle predicts, by their names in the metric vocabulary.
@@ -85,6 +87,9 @@ func Predict(p Plan, lateness time.Duration) Prediction {
 		return reuseNone(p, why, lateness)
 	}
 	if p.Concurrency > 1 {
+		if fault.On(fault.OracleBatchesDropped) {
+			return notPredicted(names, "batches not modelled", lateness)
+		}
 		return batches(p, lateness)
 	}
 	return sequential(p, lateness)

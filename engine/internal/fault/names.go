@@ -26,7 +26,10 @@ const (
 	// UndiciAsNode: the undici preset's pool is node-agent's (lifo, a connection given back
 	// at once) instead of undici's creation order with its one-tick late release.
 	UndiciAsNode = "undici-as-node"
+	// OracleBatchesDropped: the oracle declines to predict runs of concurrent batches, as
+	// if their prediction rule were removed.
+	OracleBatchesDropped = "oracle-batches-dropped"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped}
