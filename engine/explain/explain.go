@@ -183,6 +183,19 @@ func relative(a, b float64, what string) string {
 	return "exactly at " + what
 }
 
+// prev is the request before i that the same client sent: in a replay run each recorded
+// client has its own pool, so only its own requests leave connections for it (in any other
+// run every request has the one client); -1 when none did.
+func (r *Run) prev(i int) int {
+	c := r.Requests[i].Client
+	for j := i - 1; j >= 0; j-- {
+		if r.Requests[j].Client == c {
+			return j
+		}
+	}
+	return -1
+}
+
 // prevResponse finds the last request before index i that carried a response (any status)
 // on client connection conn; -1 when none did.
 func (r *Run) prevResponse(i int, conn uint64) int {

@@ -19,7 +19,11 @@ func (r *Run) unexpectedNew(i int) string {
 }
 
 func (r *Run) sequentialNew(i int) string {
-	q, prev := r.Requests[i], r.Requests[i-1]
+	p := r.prev(i)
+	if p < 0 {
+		return "" // the client's first request
+	}
+	q, prev := r.Requests[i], r.Requests[p]
 	if prev.Class != "" || prev.Conn == 0 {
 		return "" // the connection before it died with its request
 	}

@@ -14,10 +14,10 @@ func (r *Run) staleStory(i int) string {
 	var b strings.Builder
 	b.WriteString(r.outcome(q))
 	conn, serverID := q.Conn, q.ServerConn
-	if q.Class == "" && i > 0 && r.sequential() {
+	if p := r.prev(i); q.Class == "" && p >= 0 && r.sequential() {
 		// A retried or re-sent request's record names its final connection; the attempt that
 		// failed rode the connection the request before it left in the pool.
-		conn, serverID = r.Requests[i-1].Conn, 0
+		conn, serverID = r.Requests[p].Conn, 0
 	}
 	r.pauseFacts(&b, i)
 	j := r.prevResponse(i, conn)
@@ -73,16 +73,24 @@ func plural(n int) string {
 // pauseFacts names the pause before the request when it opened a burst of a sequential run,
 // and where that pause lies against the race window (idle − RTT, idle).
 func (r *Run) pauseFacts(b *strings.Builder, i int) {
-	if i == 0 || !r.sequential() {
+	p := r.prev(i)
+	if p < 0 || !r.sequential() {
 		return
 	}
-	prev := r.Requests[i-1]
-	pause := r.Requests[i].StartMs - (prev.StartMs + prev.LatencyMs)
-	if burst := r.params.Load.Burst; burst > 0 && r.Requests[i].Seq%burst != 0 {
+	prev, q := r.Requests[p], r.Requests[i]
+	pause := q.StartMs - (prev.StartMs + prev.LatencyMs)
+	switch {
+	case q.Client != "" && pause < 0:
+		fmt.Fprintf(b, " Client %s sent it while its request %d was still in flight.", q.Client, prev.Seq)
+		return
+	case q.Client != "":
+		fmt.Fprintf(b, " Client %s sent it after a pause of %s (from its request %d's response to this start)", q.Client, ms(pause), prev.Seq)
+	case r.params.Load.Burst > 0 && q.Seq%r.params.Load.Burst != 0:
 		fmt.Fprintf(b, " It followed request %d's response by %s, inside a burst.", prev.Seq, ms(pause))
 		return
+	default:
+		fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
 	}
-	fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
 	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
 	if idle <= 0 {
 		b.WriteString(".")

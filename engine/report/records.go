@@ -422,6 +422,9 @@ type Request struct {
 	BackendConn     uint64 `json:"backend_conn,omitempty"`
 	BackendAttempts int    `json:"backend_attempts,omitempty"`
 	BackendReused   bool   `json:"backend_reused,omitempty"`
+	// Client is, in a replay run, the recorded client that sent the request (its address
+	// or key in the recording): each has its own connection pool.
+	Client string `json:"client,omitempty"`
 }
 
 // Who closed a connection (Conn.ClosedBy).

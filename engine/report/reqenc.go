@@ -74,6 +74,7 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	if r.BackendReused {
 		b = append(b, `,"backend_reused":true`...)
 	}
+	str(`,"client":`, r.Client)
 	b = append(b, "}\n"...)
 	return b, err
 }

@@ -38,6 +38,7 @@ func sampleRequests(n int, seed uint64) []Request {
 			}
 			r.ServerCloseReason = strs[rng.IntN(len(strs))]
 			r.BackendConn, r.BackendAttempts, r.BackendReused = uint64(rng.IntN(3)), rng.IntN(3), rng.IntN(2) == 0
+			r.Client = strs[rng.IntN(len(strs))]
 		}
 		out[i] = r
 	}

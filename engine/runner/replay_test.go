@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -84,6 +85,12 @@ func writeRecording(t *testing.T, dir string, clients map[string][]int) []replay
 // connection. It returns the failing requests' positions in send order and the
 // connections opened. A gap within margin of an edge would make the plan ambiguous.
 func expectedRaces(t *testing.T, reqs []replayed) (fails []int, conns int) {
+	fails, conns, _ = expectedGaps(t, reqs)
+	return fails, conns
+}
+
+// expectedGaps is expectedRaces with the idle gap (ms) before each failing request.
+func expectedGaps(t *testing.T, reqs []replayed) (fails []int, conns int, gaps map[int]int) {
 	t.Helper()
 	const margin = 25
 	rtt, idle := int(replayRTT/time.Millisecond), int(replayIdle/time.Millisecond)
@@ -92,6 +99,7 @@ func expectedRaces(t *testing.T, reqs []replayed) (fails []int, conns int) {
 		live bool
 	}
 	clients := map[string]*state{}
+	gaps = map[int]int{}
 	for seq, r := range reqs {
 		s := clients[r.client]
 		if s == nil {
@@ -110,10 +118,11 @@ func expectedRaces(t *testing.T, reqs []replayed) (fails []int, conns int) {
 			s.end = r.at + rtt
 		default:
 			fails = append(fails, seq)
+			gaps[seq] = gap
 			s.end, s.live = r.at+rtt, false
 		}
 	}
-	return fails, conns
+	return fails, conns, gaps
 }
 
 func replayScenario(dir string) string {
@@ -172,6 +181,18 @@ func TestReplayThreeClientsRace(t *testing.T) {
 		t.Errorf("failed requests %v (connections %v); the gaps predict %v (%s) and %d connections",
 			gotFails, rec.Metrics.Connections, wantFails, strings.Join(lines, ", "), wantConns)
 	}
+	// kalab explain tells each race from its own client's requests, as on the virtual clock
+	// (TestReplayThreeClientsExplainedVirtual), with the pause as measured.
+	if run, err := explain.Load(out.Dir, "replay-three/default"); err != nil {
+		t.Error(err)
+	} else {
+		for _, seq := range wantFails {
+			text, _ := explain.Request(run, seq)
+			if !strings.Contains(text, "Client "+reqs[seq].client+" sent it after a pause of ") || !strings.Contains(text, "inside the race window") {
+				t.Errorf("request %d (%s at %d ms): %s", seq, reqs[seq].client, reqs[seq].at, text)
+			}
+		}
+	}
 	rp := rec.Replay
 	if rp == nil {
 		t.Fatal("no replay block in the record")
@@ -203,4 +224,38 @@ func failedSeqs(t *testing.T, dir string) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// TestReplayThreeClientsExplainedVirtual replays the three clients on the virtual clock:
+// exactly the 3 requests the gaps put in the race window fail, and kalab explain tells each
+// one's story from its own client's requests: the client, the pause since its own previous
+// response (the recording's gap to the millisecond, no timer being late) and the window it
+// fell in, never another client's request or a negative pause.
+func TestReplayThreeClientsExplainedVirtual(t *testing.T) {
+	dir := t.TempDir()
+	reqs := writeRecording(t, dir, threeClients)
+	wantFails, wantConns, gaps := expectedGaps(t, reqs)
+	p := planIn(t, dir, replayScenario(dir))
+	out, err := Execute(context.Background(), p, virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Runs[0]
+	if rec.Status != report.StatusPass || rec.Clock != "virtual" {
+		t.Fatalf("run %s on the %s clock: %s", rec.Status, rec.Clock, rec.Error)
+	}
+	if got := failedSeqs(t, out.Dir); fmt.Sprint(got) != fmt.Sprint(wantFails) || rec.Metrics.Connections != float64(wantConns) {
+		t.Fatalf("failed requests %v (connections %v); the gaps predict %v and %d connections", got, rec.Metrics.Connections, wantFails, wantConns)
+	}
+	run, err := explain.Load(out.Dir, "replay-three/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range wantFails {
+		text, ok := explain.Request(run, seq)
+		want := fmt.Sprintf("Client %s sent it after a pause of %d.0 ms (from its request", reqs[seq].client, gaps[seq])
+		if !ok || !strings.Contains(text, want) || !strings.Contains(text, "inside the race window (idle − RTT, idle) = (500.0 ms, 600.0 ms)") {
+			t.Errorf("request %d (%s at %d ms, gap %d ms):\n%s\nwant %q and the race window", seq, reqs[seq].client, reqs[seq].at, gaps[seq], text, want)
+		}
+	}
 }

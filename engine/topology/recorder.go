@@ -53,7 +53,10 @@ func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Tim
 
 // record takes one request's event; planned is when the schedule meant it to start, zero
 // for a real program, which keeps its own schedule.
-func (rc *recorder) record(ev client.Event, planned time.Time) {
+func (rc *recorder) record(ev client.Event, planned time.Time) { rc.recordFrom(ev, planned, "") }
+
+// recordFrom is record for a request of a replay run, sent by the recorded client from.
+func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) {
 	if synRetried(ev.Connect, rc.handshake) {
 		rc.retriedConnects.Add(1)
 	}
@@ -74,6 +77,7 @@ func (rc *recorder) record(ev client.Event, planned time.Time) {
 	}
 	if rc.reqs != nil {
 		rq := requestRecord(ev, rc.start, planned, float64(rc.scale))
+		rq.Client = from
 		rc.serverClose(&rq, ev)
 		rc.reqs.Write(&rq)
 	}

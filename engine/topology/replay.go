@@ -109,15 +109,15 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 			break
 		}
 		wg.Add(1)
-		go func(seq int, at time.Time) {
+		go func(seq int, at time.Time, from string) {
 			defer wg.Done()
 			ev := p.cl.Do(ctx, seq)
 			r.pools.done(p, time.Now())
 			if !ev.OK() && ctx.Err() != nil {
 				return // cut short by an interrupt or the deadline
 			}
-			rc.record(ev, rc.tm.QueueWait(at, true, ev.Start))
-		}(seq, at)
+			rc.recordFrom(ev, rc.tm.QueueWait(at, true, ev.Start), from)
+		}(seq, at, q.Client)
 		seq++
 	}
 	wg.Wait()
