@@ -55,6 +55,10 @@ func (p *harParser) next() (record, int, error) {
 		}
 	}
 	if !p.dec.More() {
+		// The entries end with their closing bracket; a file cut short ends without it.
+		if t, err := p.dec.Token(); err != nil || t != json.Delim(']') {
+			return record{}, p.n, fmt.Errorf("the file ends inside log.entries after entry %d: it is cut short", p.n)
+		}
 		return record{}, p.n, io.EOF // the rest of the document is not read
 	}
 	p.n++
@@ -63,6 +67,10 @@ func (p *harParser) next() (record, int, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return record{}, p.n, badLine{fmt.Sprintf("%s is a JSON %s, not a %s", te.Field, te.Value, te.Type)}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Not the end of the recording: the file stops inside log.entries.
+			return record{}, p.n, fmt.Errorf("the file ends inside log.entries after entry %d: it is cut short", p.n-1)
 		}
 		return record{}, p.n, fmt.Errorf("entry %d: %w (the rest of the file is not read)", p.n, err)
 	}

@@ -206,6 +206,31 @@ func (s *Source) Err() error { return s.err }
 // Summary is what has been read so far.
 func (s *Source) Summary() Summary { return s.sum }
 
+// Check says why what was read cannot stand as the recording: the reading stopped early
+// (a read error, a HAR file cut short or not JSON), or the lines that could not be read
+// outnumber those that could, so the replay would be of a recording kalab mostly did not
+// understand. nil when it stands.
+func (s *Source) Check() error {
+	if s.err != nil {
+		return &UnreadableError{s.err}
+	}
+	good := s.sum.Lines - s.sum.BadLines
+	if s.sum.BadLines > good {
+		first := ""
+		if len(s.sum.FirstBad) > 0 {
+			first = fmt.Sprintf(" (the first: line %d: %s)", s.sum.FirstBad[0].Line, s.sum.FirstBad[0].Reason)
+		}
+		return &UnreadableError{fmt.Errorf("%d of its %d lines could not be read%s: a recording more unreadable than readable is not replayed", s.sum.BadLines, s.sum.Lines, first)}
+	}
+	return nil
+}
+
+// UnreadableError is a recording that opened but cannot stand as one (Check).
+type UnreadableError struct{ Err error }
+
+func (e *UnreadableError) Error() string { return e.Err.Error() }
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
 // Next returns the next request in start order, false at the end of the recording (or
 // of the window).
 func (s *Source) Next() (Request, bool) {
@@ -345,8 +370,9 @@ func (l *lines) next() ([]byte, int, error) {
 }
 
 // Scan reads a whole recording as a replay would, in the same bounded memory, and says
-// what it found: the count of requests and the span a replay of it takes. Only a file that
-// cannot be opened is an error; what could not be read is in the summary's bad lines.
+// what it found: the count of requests and the span a replay of it takes. A file that
+// cannot be opened is an error, and so is one that cannot stand as a recording (an
+// *UnreadableError, from Check); what could not be read is in the summary's bad lines.
 func Scan(cfg Config) (Summary, error) {
 	s, err := Open(cfg)
 	if err != nil {
@@ -358,5 +384,5 @@ func Scan(cfg Config) (Summary, error) {
 			break
 		}
 	}
-	return s.Summary(), nil
+	return s.Summary(), s.Check()
 }

@@ -226,3 +226,39 @@ func TestOpenRefusesNonRegularFiles(t *testing.T) {
 		}
 	}
 }
+
+// check drains a source and returns its Check.
+func check(t *testing.T, cfg Config) error {
+	t.Helper()
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, ok := s.Next(); ok; _, ok = s.Next() {
+	}
+	return s.Check()
+}
+
+// TestRecordingThatCannotStand: a HAR file cut after its second entry, and a log whose
+// unreadable lines outnumber its readable ones, are not replayed; as many bad lines as good
+// ones still are, and so is the HAR file whole (2 bad entries of 5).
+func TestRecordingThatCannotStand(t *testing.T) {
+	t.Parallel()
+	cut := harDoc[:strings.Index(harDoc, `  {"pageref": "p1", "startedDateTime": "soon"`)]
+	if err := check(t, Config{Path: write(t, "cut.har", cut)}); err == nil || !strings.Contains(err.Error(), "ends inside log.entries after entry 2: it is cut short") {
+		t.Errorf("a HAR file cut after 2 entries: %v", err)
+	}
+	good := "10.0.0.1 - - [02/Dec/2026:03:00:00 +0000] \"GET / HTTP/1.1\" 200 612 \"-\" \"curl/8.5\" 0.010 1796180400.110\n"
+	mostlyBad := good + "garbage\nnot a line\nnor this\n"
+	err := check(t, Config{Path: write(t, "bad.log", mostlyBad), Format: FormatNginx})
+	if err == nil || !strings.HasPrefix(err.Error(), "3 of its 4 lines could not be read (the first: line 2: ") {
+		t.Errorf("1 good line and 3 bad: %v", err)
+	}
+	if err := check(t, Config{Path: write(t, "half.log", good+good+"garbage\nnot a line\n"), Format: FormatNginx}); err != nil {
+		t.Errorf("2 good lines and 2 bad: %v", err)
+	}
+	if err := check(t, Config{Path: write(t, "x.har", harDoc)}); err != nil {
+		t.Errorf("the whole HAR file: %v", err)
+	}
+}

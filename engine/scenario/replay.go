@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -61,11 +62,14 @@ func (l *loader) checkReplay(r *Run, node *yaml.Node, at func(string) *yaml.Node
 		ld.ReplayPath = filepath.Join(filepath.Dir(l.file), ld.Replay)
 	}
 	sc := l.scan(ReplayConfig(*ld))
+	unreadable := errors.As(sc.err, new(*replay.UnreadableError))
 	switch {
-	case sc.err != nil:
+	case sc.err != nil && !unreadable:
 		l.add(at("load.replay"), "load.replay", "%v%s", sc.err, where)
 	case sc.sum.Requests == 0:
 		l.add(at("load.replay"), "load.replay", "%s: no request to replay (%s)%s", ld.Replay, emptyWhy(sc.sum), where)
+	case unreadable:
+		l.add(at("load.replay"), "load.replay", "%s: %v%s", ld.Replay, sc.err, where)
 	default:
 		ld.Requests, ld.ReplaySpan = sc.sum.Requests, sc.sum.Span
 		if ld.Concurrency <= 0 {

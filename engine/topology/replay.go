@@ -87,6 +87,8 @@ func (r *replayClient) drive(ctx context.Context, rc *recorder) error {
 	r.sum = sum
 	if r.sum.Format == "" {
 		r.sum = src.Summary() // cut short: what was read so far
+	} else if cerr := src.Check(); err == nil && cerr != nil {
+		err = fmt.Errorf("load.replay %s: %w", r.st.Load.Replay, cerr)
 	}
 	return err
 }
