@@ -40,6 +40,11 @@ type params struct {
 		IdleTimeout    string `json:"idle_timeout"`
 		MaxIdle        int    `json:"max_idle"`
 		Method         string `json:"method"`
+		Timeout        string `json:"timeout"`
+		TCPKeepalive   struct {
+			Idle     string `json:"idle"`
+			Interval string `json:"interval"`
+		} `json:"tcp_keepalive"`
 		Retry          struct {
 			Attempts int      `json:"attempts"`
 			On       []string `json:"on"`
@@ -49,6 +54,13 @@ type params struct {
 		Concurrency int `json:"concurrency"`
 		Burst       int `json:"burst"`
 	} `json:"load"`
+	Middlebox *struct {
+		Preset      string `json:"preset"`
+		IdleTimeout string `json:"idle_timeout"`
+		OnExpiry    string `json:"on_expiry"`
+		ResetAt     string `json:"reset_at"`
+		ResetTo     string `json:"reset_to"`
+	} `json:"middlebox"`
 	Balancer *struct {
 		Preset         string `json:"preset"`
 		OnBackendError string `json:"on_backend_error"`

@@ -32,6 +32,10 @@ func (r *Run) staleStory(i int) string {
 	fmt.Fprintf(&b, " Its connection %d last carried a response at %s (request %d's, written by the server at about %s).",
 		conn, ms(arrived), last.Seq, ms(arrived-owd))
 	sc := r.serverConn(serverID, conn)
+	if (sc == nil || sc.ClosedMs == nil || *sc.ClosedMs > q.StartMs) && r.middleboxFacts(&b, q, arrived) {
+		b.WriteString(" " + r.rule(q))
+		return b.String()
+	}
 	if sc == nil || sc.ClosedMs == nil {
 		b.WriteString(" The connection records do not say when that connection closed.")
 		b.WriteString(" " + r.rule(q))

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -249,5 +251,57 @@ func TestClientCloseReasons(t *testing.T) {
 		if r.Status != report.StatusPass || !reflect.DeepEqual(r.Closes, tc.want) {
 			t.Errorf("client %s: %s (%s), closes %v; want %v", tc.client, r.Status, r.Error, r.Closes, tc.want)
 		}
+	}
+}
+
+// TestMiddleboxHangsExplained runs file 15 on the virtual clock and explains its failures
+// from the records: each failed request rode a connection idle past the box's 350 s, the
+// box forgot the flow exactly 350 s after that connection's last response, and what became
+// of the request is the box's own rule: dropped until the client's 30 s timeout behind the
+// firewall, a reset behind the NAT gateway. The fixes the file demonstrates are named.
+func TestMiddleboxHangsExplained(t *testing.T) {
+	out, err := Execute(context.Background(), bundled(t, "15-nat-black-hole.yaml"), virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fate := map[string]string{
+		"no-fix":          "Its GET went into the void: the box dropped it, and nothing came back until the client gave up after 30s (client.timeout).",
+		"aws-nat-gateway": "Its GET was the flow's next segment, and the box answered it with a reset.",
+	}
+	box := map[string]string{"no-fix": "aws-network-firewall", "aws-nat-gateway": "aws-nat-gateway"}
+	explained := 0
+	for _, rec := range out.Runs {
+		run, err := explain.Load(out.Dir, "nat-black-hole/"+rec.Variant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range run.Requests {
+			if q.Class == "" {
+				continue
+			}
+			var last report.Request
+			for _, p := range run.Requests {
+				if p.Conn == q.Conn && p.Status > 0 && p.Seq < q.Seq {
+					last = p
+				}
+			}
+			seen := last.StartMs + last.LatencyMs
+			text, _ := explain.Request(run, q.Seq)
+			want := []string{
+				fmt.Sprintf("The connection then sat idle %.1f ms, past the 350000.0 ms idle timeout of the middlebox (%s) on the path: the box forgot the flow at about %.1f ms", q.StartMs-seen, box[rec.Variant], seen+350000),
+				fate[rec.Variant],
+				"A client idle timeout below 350000.0 ms (client.idle_timeout) would have closed the connection before the box forgot it",
+			}
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s request %d: %s\nwant %q", rec.Variant, q.Seq, text, w)
+				}
+			}
+			explained++
+		}
+	}
+	// no-fix and aws-nat-gateway fail the first request of bursts 2 and 3; the fixes none.
+	if explained != 4 {
+		t.Errorf("%d failed requests explained; the file's checks say 2 in each of no-fix and aws-nat-gateway", explained)
 	}
 }
