@@ -32,6 +32,8 @@ type params struct {
 		Preset      string `json:"preset"`
 		IdleTimeout string `json:"idle_timeout"`
 		MaxRequests int    `json:"max_requests"`
+		Backlog     int    `json:"backlog"`
+		AcceptDelay string `json:"accept_delay"`
 	} `json:"server"`
 	Client struct {
 		Preset         string `json:"preset"`
@@ -122,6 +124,8 @@ func Request(r *Run, seq int) (text string, ok bool) {
 	switch {
 	case q.Status >= 500 && r.params.Balancer != nil, q.BackendAttempts > 1:
 		return r.backendStory(i), true
+	case q.Class != "" && q.Conn == 0:
+		return r.dialStory(i), true
 	case r.notable(i):
 		return r.staleStory(i), true
 	}

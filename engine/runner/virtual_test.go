@@ -305,3 +305,56 @@ func TestMiddleboxHangsExplained(t *testing.T) {
 		t.Errorf("%d failed requests explained; the file's checks say 2 in each of no-fix and aws-nat-gateway", explained)
 	}
 }
+
+// TestListenQueueTimeoutsExplained: 20 connections dial at once (SYNs arrive at 25 ms) into
+// a listen queue of 4 (the kernel holds 5) while the server, idle, accepts one at once and
+// then one per 100 ms. 6 get in; the 14 dropped SYNs are re-sent at 1 s (arriving at
+// 1.025 s), when the queue is empty again: 6 more get in and are accepted at 1.025, 1.125,
+// ... 1.525 s, answered half a round trip later, so those accepted from 1.425 s end past the
+// client's 1.45 s timeout (2 of them); the 8 left wait for the next SYN retry at 3 s and time
+// out. So 10 requests time out, 6 connect on a retried SYN, 8 never open a connection, and
+// each of those is explained as a dropped SYN, never as a request Go's Transport declined
+// to re-send.
+func TestListenQueueTimeoutsExplained(t *testing.T) {
+	p := plan(t, "name: q\nnetwork: {rtt: 50ms}\nserver: {backlog: 4, accept_delay: 100ms}\n"+
+		"client: {preset: go-default, keepalive: false, timeout: 1450ms}\nload: {requests: 20, concurrency: 20}\n")
+	out, err := Execute(context.Background(), p, virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Runs[0]
+	if rec.Metrics.Errors != 10 || rec.Metrics.ErrorsByClass.Timeout != 10 || rec.Metrics.SYNRetriedConnects != 6 {
+		t.Fatalf("errors %v (timeouts %v), syn_retried_connects %v; the queue gives 10, 10 and 6",
+			rec.Metrics.Errors, rec.Metrics.ErrorsByClass.Timeout, rec.Metrics.SYNRetriedConnects)
+	}
+	run, err := explain.Load(out.Dir, "q/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, q := range run.Requests {
+		if q.Class == "" || q.Conn != 0 {
+			continue
+		}
+		n++
+		text, _ := explain.Request(run, q.Seq)
+		for _, w := range []string{
+			"its connection never opened",
+			"The server's listen queue holds 4 waiting connections (server.backlog; the kernel takes one more), and the server accepts one per 100ms (server.accept_delay).",
+			"20 requests started at once (load.concurrency)",
+			"(6 connections of this run got in on such a retry: syn_retried_connects)",
+			"before the client's timeout of 1.45s (client.timeout) ended the wait.",
+			"go-default (Go's net/http Transport) returns a failed dial to the caller",
+		} {
+			if !strings.Contains(text, w) {
+				t.Errorf("request %d: %s\nwant %q", q.Seq, text, w)
+			}
+		}
+		if strings.Contains(text, "isReplayable") {
+			t.Errorf("request %d is blamed on Go's replay rule: %s", q.Seq, text)
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d requests without a connection explained, want 8", n)
+	}
+}
