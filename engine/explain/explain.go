@@ -47,7 +47,7 @@ type params struct {
 			Idle     string `json:"idle"`
 			Interval string `json:"interval"`
 		} `json:"tcp_keepalive"`
-		Retry          struct {
+		Retry struct {
 			Attempts int      `json:"attempts"`
 			On       []string `json:"on"`
 		} `json:"retry"`
