@@ -287,3 +287,24 @@ func TestShortSweepClaimsNothingOfTheRange(t *testing.T) {
 		t.Errorf("a full grid with no failure: settled %v, %q", r.Settled(), s)
 	}
 }
+
+// TestGeometrySentence: the geometry's first edge inside the bracket (or within one
+// resolution of it) agrees; one further off says how far and why they can differ.
+func TestGeometrySentence(t *testing.T) {
+	t.Parallel()
+	format := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	rec := &Record{Resolution: 0.05, Prediction: &Prediction{Bound: 1.85, Edges: []float64{1.85}}}
+	for _, c := range []struct {
+		safe, unsafe float64
+		want         string
+	}{
+		{1.84375, 1.890625, "the geometry agrees: its boundary 1.85 lies within one resolution of the bracket 1.84375..1.890625"},
+		{1.75, 1.81, "the geometry agrees"},
+		{1.19, 1.28, "the geometry disagrees: its boundary 1.85 lies 0.5700000000000001 outside the bracket 1.19..1.28, more than the resolution 0.05."},
+	} {
+		res := &Result{Brackets: []Bracket{{Safe: c.safe, Unsafe: c.unsafe}}}
+		if got := geometrySentence(rec, res, format); !strings.HasPrefix(got, c.want) {
+			t.Errorf("bracket %v..%v: %q, want %q...", c.safe, c.unsafe, got, c.want)
+		}
+	}
+}
