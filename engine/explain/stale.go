@@ -228,14 +228,28 @@ func (r *Run) rule(q report.Request) string {
 		return fmt.Sprintf("%s re-sent it silently on a new connection (retry.hidden: the real client does this without telling the caller); kalab counts it in hidden_retries.", name)
 	case q.Class == "" && q.Attempts > 1:
 		return fmt.Sprintf("%s's retry rule (retry.attempts %d on %s) re-sent it on a new connection; kalab counts it in retries.", name, c.Retry.Attempts, strings.Join(c.Retry.On, ", "))
-	case goT:
+	case goT && !q.Reused:
+		return fmt.Sprintf("%s (Go's net/http Transport) re-sends only a request that failed on a reused connection; this one's connection was new (transport.go shouldRetryRequest: a fresh connection's failure is returned): the error reached the caller.", name)
+	case goT && !replayableMethod(c.Method):
 		return fmt.Sprintf("%s (Go's net/http Transport) does not re-send a %s that is not replayable (request.go isReplayable): the error reached the caller.", name, method(c.Method))
+	case goT:
+		return fmt.Sprintf("%s (Go's net/http Transport) did not re-send it: transport.go shouldRetryRequest re-sends a replayable request only when its reused connection failed before the server could have seen it: the error reached the caller.", name)
 	case c.Retry.Attempts == 0:
 		return fmt.Sprintf("%s does not retry (retry.attempts 0): the error reached the caller.", name)
 	case q.Attempts > c.Retry.Attempts:
 		return fmt.Sprintf("%s retried it %d time%s (retry.attempts %d) and the last attempt failed too: the error reached the caller.", name, q.Attempts-1, plural(q.Attempts-1), c.Retry.Attempts)
 	}
 	return fmt.Sprintf("%s's retry rule (retry.attempts %d on %s) did not cover this failure: the error reached the caller.", name, c.Retry.Attempts, strings.Join(c.Retry.On, ", "))
+}
+
+// replayableMethod is Go's request.go isReplayable for a request without a body: GET, HEAD,
+// OPTIONS and TRACE (and any request with an Idempotency-Key, which kalab does not send).
+func replayableMethod(m string) bool {
+	switch method(m) {
+	case "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
 }
 
 func method(m string) string {
