@@ -322,7 +322,12 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 	return missing, err
 }
 
-// runExitCode maps the outcome to the exit code, most serious first.
+// runExitCode maps the outcome to the exit code. A verdict outranks its absence: a failed
+// check, a regression or (with --fail-missing) a baseline run missing here exit 1 even when
+// other runs have no verdict, and the runs without one are still named; only an
+// interruption (130) or an error of kalab's own (3) come first. With no failure, a run
+// without a verdict (an error, a run not run here, a compare check the timing left
+// unjudged) exits 3.
 func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, err error, stderr io.Writer) int {
 	switch {
 	case outcome.Interrupted:
@@ -331,21 +336,55 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 	case err != nil:
 		fmt.Fprintf(stderr, "kalab %s: %v\n", f.name, err)
 		return exitEngine
-	case outcome.Errored():
-		return exitEngine
-	case len(outcome.NotRun()) > 0 && !f.allowMissing:
-		notRunHint(stderr, f.name, outcome.NotRun())
-		return exitEngine
-	case outcome.Failed():
-		return exitCheckFailed
-	case f.failMissing && len(missing) > 0:
+	}
+	noVerdict := noVerdicts(f, outcome, stderr)
+	failed := checkFailed(outcome)
+	if f.failMissing && len(missing) > 0 {
 		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
+		failed = true
+	}
+	switch {
+	case failed && noVerdict:
+		fmt.Fprintf(stderr, "kalab %s: exit 1: a check failed (the runs above without a verdict would exit 3 alone)\n", f.name)
 		return exitCheckFailed
-	case len(outcome.Unjudged()) > 0:
-		unjudgedHint(stderr, f.name, outcome.Unjudged())
+	case failed:
+		return exitCheckFailed
+	case noVerdict:
 		return exitEngine
 	}
 	return exitOK
+}
+
+// checkFailed reports whether a check gave the verdict "fail": a run's expect check or
+// baseline gate, or a compare check.
+func checkFailed(o *runner.Outcome) bool {
+	for _, r := range o.Runs {
+		if r.Status == report.StatusFail {
+			return true
+		}
+	}
+	for _, s := range o.Scenarios {
+		if s.Status == report.StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// noVerdicts reports whether some run or check has no verdict, naming why on stderr: a run
+// that ended in error, a run not run here (unless --allow-missing; with --fail-missing it
+// is a missing run instead), a compare check the machine's timing left unjudged.
+func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
+	none := o.Errored()
+	if nr := o.NotRun(); len(nr) > 0 && !f.allowMissing && !f.failMissing {
+		notRunHint(stderr, f.name, nr)
+		none = true
+	}
+	if u := o.Unjudged(); len(u) > 0 {
+		unjudgedHint(stderr, f.name, u)
+		none = true
+	}
+	return none
 }
 
 // unjudgedHint tells why the exit code is 3 when every run passed: compare checks the

@@ -56,13 +56,15 @@ Exit codes of kalab run (kalab merge gates merged results the same way, without
 --allow-missing):
   0    every planned run ran and every check passed
   1    a check failed, a baseline metric regressed, or (--fail-missing) a run of the
-       baseline did not run here (a not-run run counts as missing)
+       baseline did not run here (a not-run run counts as missing); this holds even when
+       other runs have no verdict, which stderr names
   2    the input is invalid; nothing ran
-  3    a run has no verdict: the engine failed, its timing was too noisy, or a program it
-       needs is not installed (not-run) - unless --allow-missing accepts not-run runs; or,
-       with no check failed, a compare check is not evaluated because the machine's
+  3    with no check failed, a run has no verdict: the engine failed, its timing was too
+       noisy, or a program it needs is not installed (not-run) - unless --allow-missing
+       accepts not-run runs; or a compare check is not evaluated because the machine's
        measured timing could change its verdict
-  130  interrupted
+  130  interrupted (kalab's own error, such as results it could not write, is 3 before
+       any verdict)
 --allow-missing: not-run runs (and the checks that read them) are reported but do not
 change the exit code; use it on a machine that lacks some programs on purpose. With
 --require-clients a missing real client is an error (exit 3) even with --allow-missing.`
