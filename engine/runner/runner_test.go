@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -90,11 +91,10 @@ variants:
 compare:
   - "variant('new').latency_ms.p50 > 2 * variant('reuse').latency_ms.p50"
 `)
-	out, err := Execute(context.Background(), p, opts(t))
+	out, err := Execute(context.Background(), p, virtualOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	skipIfNoisy(t, out)
 	if len(out.Runs) != 2 || len(out.Scenarios) != 1 {
 		t.Fatalf("%d runs, %d scenarios", len(out.Runs), len(out.Scenarios))
 	}
@@ -105,9 +105,26 @@ compare:
 		if r.Metrics.Requests != 12 || r.Metrics.Errors != 0 || r.Metrics.ProxyConnections != r.Metrics.Connections {
 			t.Errorf("%s metrics %+v", r.Variant, r.Metrics)
 		}
-		// A reused request costs one RTT; with the proxy's floor it cannot be faster.
-		if r.Metrics.LatencyMs.Min < 20 {
-			t.Errorf("%s: min latency %.2f ms below the 20 ms RTT", r.Variant, r.Metrics.LatencyMs.Min)
+		if r.Clock != scenario.ClockVirtual {
+			t.Errorf("%s ran on the %q clock, want virtual", r.Variant, r.Clock)
+		}
+		// On the virtual clock each request costs exactly its round trips at 20 ms: a new
+		// connection 3 (the SYN, TLS 1.3's one, the request), a reused one 1. The reuse run
+		// opens one and reuses it 11 times (60 + 11 x 20 = 280 ms in all); the new run opens
+		// one per request (12 x 60 = 720 ms).
+		total := 0.0
+		for _, rq := range readRequests(t, filepath.Join(out.Dir, r.RequestsFile)) {
+			want := 60.0
+			if rq.Reused {
+				want = 20
+			}
+			if rq.LatencyMs != want {
+				t.Errorf("%s: request %d (reused %v) took %v ms, want %v", r.Variant, rq.Seq, rq.Reused, rq.LatencyMs, want)
+			}
+			total += rq.LatencyMs
+		}
+		if want := map[string]float64{"reuse": 280, "new": 720}[r.Variant]; total != want || r.Metrics.TotalMs != want {
+			t.Errorf("%s: requests add up to %v ms, total_ms %v; want %v", r.Variant, total, r.Metrics.TotalMs, want)
 		}
 	}
 	if s := out.Scenarios[0]; s.Status != report.StatusPass || len(s.Checks) != 1 || len(s.Checks[0].Observed) != 2 {
@@ -143,9 +160,10 @@ func TestFailingExpectIsRecorded(t *testing.T) {
 
 func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 	t.Parallel()
-	// Pauses either well under or well over the server's 120 ms idle close: a connection
-	// survives a short pause and is replaced after a long one, so the seed alone decides
-	// the count. Pick a seed whose pauses all keep 40 ms clear of the close.
+	// Pauses either under or over the server's 120 ms idle close: a connection survives a
+	// short pause and is replaced after a long one, so the seed alone decides the count.
+	// Pick a seed whose pauses all keep 40 ms clear of the close, so that the test also
+	// shows pauses both sides of it.
 	spec := load.Spec{Requests: 40, Burst: 4, PauseMin: 10 * time.Millisecond, PauseMax: 250 * time.Millisecond}
 	var pauses []time.Duration
 	for spec.Seed = 1; spec.Seed < 10000; spec.Seed++ {
@@ -170,11 +188,13 @@ func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 	var gaps [2][]float64
 	var conns [2]float64
 	for i := range gaps {
-		out, err := Execute(context.Background(), plan(t, src), opts(t))
+		out, err := Execute(context.Background(), plan(t, src), virtualOpts(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		skipIfNoisy(t, out)
+		if c := out.Runs[0].Clock; c != scenario.ClockVirtual {
+			t.Fatalf("the run went on the %q clock, want virtual", c)
+		}
 		conns[i] = out.Runs[0].Metrics.Connections
 		data, _ := os.ReadFile(filepath.Join(out.Dir, out.Runs[0].RequestsFile))
 		var prev float64
@@ -190,13 +210,22 @@ func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 	if len(gaps[0]) != len(pauses) {
 		t.Fatalf("%d pauses; want %d", len(gaps[0]), len(pauses))
 	}
+	// On the virtual clock no pause timer is late: each gap is the drawn pause, to the
+	// nanosecond the records keep (the subtraction of two float milliseconds leaves a
+	// little noise below that), and both runs give the same gaps.
 	for j := range gaps[0] {
 		want := float64(pauses[j]) / float64(time.Millisecond)
+		if gaps[0][j] != gaps[1][j] {
+			t.Errorf("pause %d: %v ms in the first run, %v in the second", j, gaps[0][j], gaps[1][j])
+		}
 		for i := range gaps {
-			if d := gaps[i][j] - want; d < -1 || d > 25 {
-				t.Errorf("run %d pause %d: %.1f ms; the seed drew %.1f ms", i, j, gaps[i][j], want)
+			if d := gaps[i][j] - want; math.Abs(d) > 1e-6 {
+				t.Errorf("run %d pause %d: %v ms; the seed drew %v ms", i, j, gaps[i][j], want)
 			}
 		}
+	}
+	if long == 0 || long == len(pauses) {
+		t.Fatalf("seed %d: %d of %d pauses past the idle close; want some on each side", spec.Seed, long, len(pauses))
 	}
 	if want := float64(1 + long); conns[0] != want || conns[1] != want {
 		t.Errorf("connections %v; want %v for both (1 + %d pauses past the idle close)", conns, want, long)
