@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -35,40 +36,95 @@ func wantOK(t testing.TB, ev Event) {
 	}
 }
 
+// TestReuseUntilIdleTimeout runs on the virtual clock over vnet, where a request is
+// served at the instant it is sent. An idle connection's lifetime of 800 ms runs from its
+// last response: a request 1 ns before it ends reuses the connection and starts a new
+// lifetime, and the client's timer closes the connection exactly 800 ms after that
+// request's response.
 func TestReuseUntilIdleTimeout(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, okHandler)
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, IdleTimeout: 800 * time.Millisecond})
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 800 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, okHandler)
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, IdleTimeout: idle})
 
-	first := do(t, c, 0)
-	wantOK(t, first)
-	if first.Reused || first.ConnID != 1 || first.Connect <= 0 || first.FirstByte <= 0 || first.BytesRead != 5 {
-		t.Fatalf("first request: %+v, want a new connection 1 with phase times and 5 body bytes", first)
+		first := do(t, c, 0)
+		wantOK(t, first)
+		// vnet has no delay: connecting and the response take no time.
+		if first.Reused || first.ConnID != 1 || first.Connect != 0 || first.FirstByte != 0 || first.Latency != 0 || first.BytesRead != 5 {
+			t.Fatalf("first request: %+v, want a new connection 1 with no phase time and 5 body bytes", first)
+		}
+		second := do(t, c, 1)
+		wantOK(t, second)
+		if !second.Reused || second.ConnID != 1 || second.Connect != 0 {
+			t.Fatalf("second request right after the first: %+v, want connection 1 reused", second)
+		}
+		time.Sleep(idle - time.Nanosecond)
+		third := do(t, c, 2)
+		wantOK(t, third)
+		if !third.Reused || third.ConnID != 1 {
+			t.Fatalf("request 1 ns before the idle timeout: %+v, want connection 1 reused", third)
+		}
+		lastResponse := time.Now()
+
+		time.Sleep(idle - time.Nanosecond)
+		synctest.Wait()
+		if n := srv.open.Load(); n != 1 {
+			t.Fatalf("1 ns before the lifetime from the third response ends: server has %d open connections, want 1", n)
+		}
+		wantReasons(t, c, nil)
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		// The client's timer closed the connection at the instant its lifetime ended, so
+		// the server's side of it is gone.
+		if n := srv.open.Load(); n != 0 || time.Since(lastResponse) != idle {
+			t.Fatalf("%v after the third response: server has %d open connections, want 0 at exactly %v", time.Since(lastResponse), n, idle)
+		}
+		wantReasons(t, c, map[uint64]string{1: ReasonIdle})
+
+		fourth := do(t, c, 3)
+		wantOK(t, fourth)
+		if fourth.Reused || fourth.ConnID != 2 {
+			t.Fatalf("request after the idle timeout: %+v, want a new connection 2", fourth)
+		}
+		if st := c.Stats(); st.Connections != 2 || st.Retries != 0 {
+			t.Fatalf("stats %+v, want 2 connections", st)
+		}
+		if n := srv.conns.Load(); n != 2 {
+			t.Fatalf("server accepted %d connections, want 2", n)
+		}
+		c.Close()
+		wantReasons(t, c, map[uint64]string{1: ReasonIdle, 2: ReasonEnd})
+	})
+}
+
+// TestIdleLifetimeEndsAtItsInstant, on the virtual clock: a connection pooled for 800 ms is
+// reused by a request 1 ns before its lifetime ends and replaced by one at the very
+// instant it ends, whether the pool's timer or the request sees that instant first.
+func TestIdleLifetimeEndsAtItsInstant(t *testing.T) {
+	t.Parallel()
+	const idle = 800 * time.Millisecond
+	for _, tc := range []struct {
+		after  time.Duration
+		reused bool
+		conn   uint64
+	}{{idle - time.Nanosecond, true, 1}, {idle, false, 2}} {
+		t.Run(tc.after.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newVNet(t)
+				srv := newVRawServer(t, n, 0, okHandler)
+				c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, IdleTimeout: idle})
+				wantOK(t, do(t, c, 0))
+				time.Sleep(tc.after)
+				ev := do(t, c, 1)
+				wantOK(t, ev)
+				if ev.Reused != tc.reused || ev.ConnID != tc.conn {
+					t.Fatalf("request %v after the response: %+v, want connection %d, reused %v", tc.after, ev, tc.conn, tc.reused)
+				}
+			})
+		})
 	}
-	second := do(t, c, 1)
-	wantOK(t, second)
-	if !second.Reused || second.ConnID != 1 || second.Connect != 0 {
-		t.Fatalf("second request right after the first: %+v, want connection 1 reused", second)
-	}
-	time.Sleep(1600 * time.Millisecond) // twice the idle timeout
-	third := do(t, c, 2)
-	wantOK(t, third)
-	if third.Reused || third.ConnID != 2 {
-		t.Fatalf("request after the idle timeout: %+v, want a new connection 2", third)
-	}
-	if st := c.Stats(); st.Connections != 2 || st.Retries != 0 {
-		t.Fatalf("stats %+v, want 2 connections", st)
-	}
-	if n := srv.conns.Load(); n != 2 {
-		t.Fatalf("server accepted %d connections, want 2", n)
-	}
-	// The client closed the expired connection itself, so the server's side of it is gone.
-	if n := srv.open.Load(); n != 1 {
-		t.Fatalf("server has %d open connections, want 1 (the expired one closed by the client)", n)
-	}
-	wantReasons(t, c, map[uint64]string{1: ReasonIdle})
-	c.Close()
-	wantReasons(t, c, map[uint64]string{1: ReasonIdle, 2: ReasonEnd})
 }
 
 // wantReasons checks why the client says it closed each connection it closed itself.
