@@ -12,11 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // backend is a raw HTTP/1.1 server on a real socket whose behaviour per request is
@@ -234,36 +235,72 @@ func TestReuseSafe(t *testing.T) {
 	}
 }
 
-// Idle timeouts on both sides, against the embedded server with its own idle close.
+// TestIdleTimeoutsBothSides, on the virtual clock over vnet, against the embedded server
+// (its own idle close a minute away): the balancer closes an idle client-facing connection
+// and its pool an idle backend connection, each exactly IdleTimeout (150 ms) after the
+// response that left it idle. vnet has no delay, so a request's response ends at the
+// instant it is sent: a request 1 ns before the timeouts reuses both connections and
+// restarts both; 1 ns before they end again both are open, at their instant both are
+// closed, and the next request opens new connections on both sides.
 func TestIdleTimeoutsBothSides(t *testing.T) {
 	t.Parallel()
-	srv, err := server.Start(server.Config{IdleTimeout: time.Minute, BodyBytes: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	const idle = 150 * time.Millisecond
-	b := startBalancer(t, Config{IdleTimeout: idle,
-		Backend: client.Config{Addr: srv.Addr(), KeepAlive: true, LivenessCheck: true, IdleTimeout: idle}})
-	c := modelClient(t, b.Addr(), "GET")
-	start := time.Now()
-	for i := range 2 {
-		if ev := c.Do(context.Background(), i); ev.Status != 200 || ev.BytesRead != 100 {
-			t.Fatalf("request %d: %+v", i, ev)
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 150 * time.Millisecond
+		n := vnet.New()
+		t.Cleanup(func() { n.Close() })
+		sl, err := n.Listen("")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if lag := time.Since(start); lag > idle/2 {
-		testci.SkipOrFail(t, "two requests took %v on this machine; the idle timeout of %v cannot be judged", lag, idle)
-	}
-	time.Sleep(3 * idle)
-	ev := c.Do(context.Background(), 2)
-	if ev.Status != 200 || ev.Reused || ev.BackendReused || ev.BackendConn != 2 {
-		t.Fatalf("after the idle timeouts: reused %v, backend reused %v, backend conn %d; want new connections on both sides", ev.Reused, ev.BackendReused, ev.BackendConn)
-	}
-	st := b.Stats()
-	if st.Connections != 2 || st.BackendConnections != 2 || srv.Stats().Connections != 2 {
-		t.Fatalf("stats %+v, server %+v", st, srv.Stats())
-	}
+		srv, err := server.Start(server.Config{Listener: sl, IdleTimeout: time.Minute, BodyBytes: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		bl, err := n.Listen("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := startBalancer(t, Config{Listener: bl, IdleTimeout: idle,
+			Backend: client.Config{Addr: srv.Addr(), Dial: n.DialContext, KeepAlive: true, LivenessCheck: true, IdleTimeout: idle}})
+		c, err := client.New(client.Config{Addr: b.Addr(), Dial: n.DialContext, KeepAlive: true, LivenessCheck: true, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+
+		start := time.Now()
+		do := func(i int, reused bool, backendConn uint64) {
+			t.Helper()
+			ev := c.Do(context.Background(), i)
+			if ev.Status != 200 || ev.BytesRead != 100 || ev.Reused != reused || ev.BackendReused != reused || ev.BackendConn != backendConn {
+				t.Fatalf("request %d at %v: %+v; want reused %v on both sides, backend connection %d", i, time.Since(start), ev, reused, backendConn)
+			}
+		}
+		// open checks the connections open on each side: the balancer's client-facing
+		// ones and the server's (the backend pool's).
+		open := func(when string, want int64) {
+			t.Helper()
+			synctest.Wait()
+			if fo, bo := b.Stats().Open, srv.Stats().Open; fo != want || bo != want {
+				t.Fatalf("%s: %d client-facing and %d backend connections open, want %d and %d", when, fo, bo, want, want)
+			}
+		}
+		do(0, false, 1)
+		do(1, true, 1)
+		time.Sleep(idle - time.Nanosecond)
+		do(2, true, 1)
+		last := time.Now()
+		time.Sleep(idle - time.Nanosecond)
+		open("1 ns before the idle timeouts", 1)
+		time.Sleep(time.Nanosecond)
+		open(fmt.Sprintf("at %v after the last response", time.Since(last)), 0)
+		do(3, false, 2)
+		st := b.Stats()
+		if st.Connections != 2 || st.BackendConnections != 2 || st.BackendReused != 2 || srv.Stats().Connections != 2 {
+			t.Fatalf("stats %+v, server %+v; want 2 connections on each side, 2 backend reuses", st, srv.Stats())
+		}
+	})
 }
 
 func TestConfigErrors(t *testing.T) {

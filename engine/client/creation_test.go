@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -71,27 +72,31 @@ func TestCreationOrderAwaitedLoopAlternates(t *testing.T) {
 
 // A client whose connection the server closed keeps its place: the next request goes to
 // it and reconnects there, although the second client's connection is idle and alive
-// (lifo and fifo would both reuse that live connection).
+// (lifo and fifo would both reuse that live connection). On the virtual clock over vnet,
+// the server's FIN is at the client before the pause ends.
 func TestCreationOrderReconnectsInPlace(t *testing.T) {
 	t.Parallel()
-	// The server closes connection 0 (FIN) right after answering its second request.
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		return s.reply("", "hello") == nil && !(s.conn == 0 && s.req == 1)
+	synctest.Test(t, func(t *testing.T) {
+		n := newVNet(t)
+		// The server closes connection 0 (FIN) right after answering its second request.
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			return s.reply("", "hello") == nil && !(s.conn == 0 && s.req == 1)
+		})
+		// r0 -> client A (conn 1); r1 follows -> B (conn 2); r2 -> A (conn 1, then the FIN);
+		// r3 -> B (conn 2); after a pause, r4 -> A, whose connection is closed: conn 3 while
+		// conn 2 idles; r5 follows r4 -> B (conn 2).
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, LivenessCheck: true, Scheduling: Creation})
+		evs := creationRun(t, c, []bool{false, true, true, true, false, true}, map[int]bool{4: true}, 100*time.Millisecond)
+		for _, ev := range evs {
+			wantOK(t, ev)
+		}
+		if got, want := connIDs(evs), []uint64{1, 2, 1, 2, 3, 2}; !slices.Equal(got, want) {
+			t.Errorf("connections %v, want %v", got, want)
+		}
+		if evs[4].Reused || !evs[5].Reused {
+			t.Errorf("request 4 reused %v, request 5 reused %v; want a new connection in client A's place, then B's reused", evs[4].Reused, evs[5].Reused)
+		}
 	})
-	// r0 -> client A (conn 1); r1 follows -> B (conn 2); r2 -> A (conn 1, then the FIN);
-	// r3 -> B (conn 2); after a pause, r4 -> A, whose connection is closed: conn 3 while
-	// conn 2 idles; r5 follows r4 -> B (conn 2).
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, LivenessCheck: true, Scheduling: Creation})
-	evs := creationRun(t, c, []bool{false, true, true, true, false, true}, map[int]bool{4: true}, 100*time.Millisecond)
-	for _, ev := range evs {
-		wantOK(t, ev)
-	}
-	if got, want := connIDs(evs), []uint64{1, 2, 1, 2, 3, 2}; !slices.Equal(got, want) {
-		t.Errorf("connections %v, want %v", got, want)
-	}
-	if evs[4].Reused || !evs[5].Reused {
-		t.Errorf("request 4 reused %v, request 5 reused %v; want a new connection in client A's place, then B's reused", evs[4].Reused, evs[5].Reused)
-	}
 }
 
 // A failed request frees its client at once (the socket's close listener resumes it
@@ -140,34 +145,44 @@ func TestCreationOrderRejects(t *testing.T) {
 // With max_conns 2 three requests at once: two clients, the third waits and takes the first
 // client that comes free (pool-base.js kOnDrain), reusing its connection; with max_idle 1 a
 // second idle connection is closed when it comes back, its slot kept empty, so the next
-// request reconnects in it.
+// request reconnects in it. On the virtual clock: requests sent at 0, 5 and 10 ms, each
+// answered 30 ms after it arrives, end at 30, 35 and 60 ms (the third sent on client A's
+// connection when the first ends at 30 ms).
 func TestCreationOrderLimits(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		time.Sleep(30 * time.Millisecond)
-		return s.reply("", "hello") == nil
-	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxConns: 2})
-	evs := make([]Event, 3)
-	var wg sync.WaitGroup
-	for i := range evs {
-		wg.Add(1)
-		go func() { defer wg.Done(); evs[i] = do(t, c, i) }()
-		time.Sleep(5 * time.Millisecond) // in order: 0 and 1 take the two clients, 2 waits
-	}
-	wg.Wait()
-	for _, ev := range evs {
-		wantOK(t, ev)
-	}
-	if st := c.Stats(); st.Connections != 2 || !evs[2].Reused || srv.maxOpen.Load() != 2 {
-		t.Errorf("%d connections (server saw at most %d open), request 2 reused %v; want 2, 2 and a reuse", st.Connections, srv.maxOpen.Load(), evs[2].Reused)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const serve = 30 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			time.Sleep(serve)
+			return s.reply("", "hello") == nil
+		})
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxConns: 2})
+		evs := make([]Event, 3)
+		var wg sync.WaitGroup
+		for i := range evs {
+			wg.Go(func() { evs[i] = do(t, c, i) })
+			time.Sleep(5 * time.Millisecond) // in order: 0 and 1 take the two clients, 2 waits
+		}
+		wg.Wait()
+		for _, ev := range evs {
+			wantOK(t, ev)
+		}
+		if st := c.Stats(); st.Connections != 2 || !evs[2].Reused || evs[2].ConnID != evs[0].ConnID || srv.maxOpen.Load() != 2 {
+			t.Errorf("%d connections (server saw at most %d open), request 2 reused %v on connection %d; want 2, 2 and a reuse of request 0's connection %d",
+				st.Connections, srv.maxOpen.Load(), evs[2].Reused, evs[2].ConnID, evs[0].ConnID)
+		}
+		// Latency runs from each request's own start: 0, 5 and 10 ms.
+		if got, want := []time.Duration{evs[0].Latency, evs[1].Latency, evs[2].Latency}, []time.Duration{serve, serve, 2*serve - 10*time.Millisecond}; !slices.Equal(got, want) {
+			t.Errorf("latencies %v, want %v", got, want)
+		}
 
-	idle := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxIdle: 1})
-	// r0 A (1); r1 follows: B (2); r2 follows: A reused; r3 follows: B, which came back second
-	// while A idled, so it was closed: B reconnects (3).
-	got := connIDs(creationRun(t, idle, []bool{false, true, true, true}, nil, 0))
-	if want := []uint64{1, 2, 1, 3}; !slices.Equal(got, want) {
-		t.Errorf("max idle 1: connections %v, want %v", got, want)
-	}
+		idle := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, LivenessCheck: true, Scheduling: Creation, MaxIdle: 1})
+		// r0 A (1); r1 follows: B (2); r2 follows: A reused; r3 follows: B, which came back second
+		// while A idled, so it was closed: B reconnects (3).
+		got := connIDs(creationRun(t, idle, []bool{false, true, true, true}, nil, 0))
+		if want := []uint64{1, 2, 1, 3}; !slices.Equal(got, want) {
+			t.Errorf("max idle 1: connections %v, want %v", got, want)
+		}
+	})
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -35,40 +37,95 @@ func wantOK(t testing.TB, ev Event) {
 	}
 }
 
+// TestReuseUntilIdleTimeout runs on the virtual clock over vnet, where a request is
+// served at the instant it is sent. An idle connection's lifetime of 800 ms runs from its
+// last response: a request 1 ns before it ends reuses the connection and starts a new
+// lifetime, and the client's timer closes the connection exactly 800 ms after that
+// request's response.
 func TestReuseUntilIdleTimeout(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, okHandler)
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, IdleTimeout: 800 * time.Millisecond})
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 800 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, okHandler)
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, IdleTimeout: idle})
 
-	first := do(t, c, 0)
-	wantOK(t, first)
-	if first.Reused || first.ConnID != 1 || first.Connect <= 0 || first.FirstByte <= 0 || first.BytesRead != 5 {
-		t.Fatalf("first request: %+v, want a new connection 1 with phase times and 5 body bytes", first)
+		first := do(t, c, 0)
+		wantOK(t, first)
+		// vnet has no delay: connecting and the response take no time.
+		if first.Reused || first.ConnID != 1 || first.Connect != 0 || first.FirstByte != 0 || first.Latency != 0 || first.BytesRead != 5 {
+			t.Fatalf("first request: %+v, want a new connection 1 with no phase time and 5 body bytes", first)
+		}
+		second := do(t, c, 1)
+		wantOK(t, second)
+		if !second.Reused || second.ConnID != 1 || second.Connect != 0 {
+			t.Fatalf("second request right after the first: %+v, want connection 1 reused", second)
+		}
+		time.Sleep(idle - time.Nanosecond)
+		third := do(t, c, 2)
+		wantOK(t, third)
+		if !third.Reused || third.ConnID != 1 {
+			t.Fatalf("request 1 ns before the idle timeout: %+v, want connection 1 reused", third)
+		}
+		lastResponse := time.Now()
+
+		time.Sleep(idle - time.Nanosecond)
+		synctest.Wait()
+		if n := srv.open.Load(); n != 1 {
+			t.Fatalf("1 ns before the lifetime from the third response ends: server has %d open connections, want 1", n)
+		}
+		wantReasons(t, c, nil)
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		// The client's timer closed the connection at the instant its lifetime ended, so
+		// the server's side of it is gone.
+		if n := srv.open.Load(); n != 0 || time.Since(lastResponse) != idle {
+			t.Fatalf("%v after the third response: server has %d open connections, want 0 at exactly %v", time.Since(lastResponse), n, idle)
+		}
+		wantReasons(t, c, map[uint64]string{1: ReasonIdle})
+
+		fourth := do(t, c, 3)
+		wantOK(t, fourth)
+		if fourth.Reused || fourth.ConnID != 2 {
+			t.Fatalf("request after the idle timeout: %+v, want a new connection 2", fourth)
+		}
+		if st := c.Stats(); st.Connections != 2 || st.Retries != 0 {
+			t.Fatalf("stats %+v, want 2 connections", st)
+		}
+		if n := srv.conns.Load(); n != 2 {
+			t.Fatalf("server accepted %d connections, want 2", n)
+		}
+		c.Close()
+		wantReasons(t, c, map[uint64]string{1: ReasonIdle, 2: ReasonEnd})
+	})
+}
+
+// TestIdleLifetimeEndsAtItsInstant, on the virtual clock: a connection pooled for 800 ms is
+// reused by a request 1 ns before its lifetime ends and replaced by one at the very
+// instant it ends, whether the pool's timer or the request sees that instant first.
+func TestIdleLifetimeEndsAtItsInstant(t *testing.T) {
+	t.Parallel()
+	const idle = 800 * time.Millisecond
+	for _, tc := range []struct {
+		after  time.Duration
+		reused bool
+		conn   uint64
+	}{{idle - time.Nanosecond, true, 1}, {idle, false, 2}} {
+		t.Run(tc.after.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newVNet(t)
+				srv := newVRawServer(t, n, 0, okHandler)
+				c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, IdleTimeout: idle})
+				wantOK(t, do(t, c, 0))
+				time.Sleep(tc.after)
+				ev := do(t, c, 1)
+				wantOK(t, ev)
+				if ev.Reused != tc.reused || ev.ConnID != tc.conn {
+					t.Fatalf("request %v after the response: %+v, want connection %d, reused %v", tc.after, ev, tc.conn, tc.reused)
+				}
+			})
+		})
 	}
-	second := do(t, c, 1)
-	wantOK(t, second)
-	if !second.Reused || second.ConnID != 1 || second.Connect != 0 {
-		t.Fatalf("second request right after the first: %+v, want connection 1 reused", second)
-	}
-	time.Sleep(1600 * time.Millisecond) // twice the idle timeout
-	third := do(t, c, 2)
-	wantOK(t, third)
-	if third.Reused || third.ConnID != 2 {
-		t.Fatalf("request after the idle timeout: %+v, want a new connection 2", third)
-	}
-	if st := c.Stats(); st.Connections != 2 || st.Retries != 0 {
-		t.Fatalf("stats %+v, want 2 connections", st)
-	}
-	if n := srv.conns.Load(); n != 2 {
-		t.Fatalf("server accepted %d connections, want 2", n)
-	}
-	// The client closed the expired connection itself, so the server's side of it is gone.
-	if n := srv.open.Load(); n != 1 {
-		t.Fatalf("server has %d open connections, want 1 (the expired one closed by the client)", n)
-	}
-	wantReasons(t, c, map[uint64]string{1: ReasonIdle})
-	c.Close()
-	wantReasons(t, c, map[uint64]string{1: ReasonIdle, 2: ReasonEnd})
 }
 
 // wantReasons checks why the client says it closed each connection it closed itself.
@@ -148,107 +205,155 @@ func TestHintPerprofile(t *testing.T) {
 	}
 }
 
-// twoIdle leaves two idle connections in the pool, freed in a known order, and returns
-// their ids oldest first.
+// twoIdle, inside a synctest bubble, leaves two idle connections in the pool, freed in a
+// known order: both requests are in flight at once, so both dial, and the server answers
+// the connection it accepted first at 100 ms, the second at 200 ms. It returns their ids
+// oldest first, as the pool holds them, and checks that order against the events.
 func twoIdle(t *testing.T, scheduling string) (Client, [2]uint64) {
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		time.Sleep(100 * time.Millisecond) // keeps both requests in flight so both dial
+	n := newVNet(t)
+	srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+		time.Sleep(time.Duration(s.conn+1) * 100 * time.Millisecond)
 		return okHandler(s)
 	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, Scheduling: scheduling})
+	c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, Scheduling: scheduling})
 	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() { defer wg.Done(); wantOK(t, do(t, c, i)) }()
+	evs := make([]Event, 2)
+	for i := range evs {
+		wg.Go(func() { evs[i] = do(t, c, i) })
 	}
 	wg.Wait()
+	byEnd := map[time.Duration]uint64{}
+	for _, ev := range evs {
+		wantOK(t, ev)
+		byEnd[ev.Latency] = ev.ConnID
+	}
 	m := c.(*model)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.idle) != 2 {
 		t.Fatalf("%d idle connections, want 2", len(m.idle))
 	}
-	return c, [2]uint64{m.idle[0].id, m.idle[1].id}
+	ids := [2]uint64{m.idle[0].id, m.idle[1].id}
+	if want := [2]uint64{byEnd[100*time.Millisecond], byEnd[200*time.Millisecond]}; ids != want {
+		t.Fatalf("idle connections %v oldest first, want %v: the ones whose requests ended at 100 and 200 ms", ids, want)
+	}
+	return c, ids
 }
 
+// TestSchedulingPicksDifferentIdleConnections, on the virtual clock: of two idle
+// connections, lifo reuses the one freed last and fifo the one freed first.
 func TestSchedulingPicksDifferentIdleConnections(t *testing.T) {
 	t.Parallel()
-	lifo, lifoIDs := twoIdle(t, LIFO)
-	fifo, fifoIDs := twoIdle(t, FIFO)
-	l, f := do(t, lifo, 2), do(t, fifo, 2)
-	wantOK(t, l)
-	wantOK(t, f)
-	if !l.Reused || l.ConnID != lifoIDs[1] {
-		t.Fatalf("lifo reused connection %d, want the most recently freed %d (freed order %v)", l.ConnID, lifoIDs[1], lifoIDs)
-	}
-	if !f.Reused || f.ConnID != fifoIDs[0] {
-		t.Fatalf("fifo reused connection %d, want the least recently freed %d (freed order %v)", f.ConnID, fifoIDs[0], fifoIDs)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		lifo, lifoIDs := twoIdle(t, LIFO)
+		fifo, fifoIDs := twoIdle(t, FIFO)
+		l, f := do(t, lifo, 2), do(t, fifo, 2)
+		wantOK(t, l)
+		wantOK(t, f)
+		if !l.Reused || l.ConnID != lifoIDs[1] {
+			t.Fatalf("lifo reused connection %d, want the most recently freed %d (freed order %v)", l.ConnID, lifoIDs[1], lifoIDs)
+		}
+		if !f.Reused || f.ConnID != fifoIDs[0] {
+			t.Fatalf("fifo reused connection %d, want the least recently freed %d (freed order %v)", f.ConnID, fifoIDs[0], fifoIDs)
+		}
+	})
 }
 
+// TestMaxConnsQueuesTheRest, on the virtual clock: six requests at once over at most two
+// connections, each answered 100 ms after it arrives, go in three rounds: two end at
+// 100 ms, two at 200 and two at 300, the last four on the two connections reused.
 func TestMaxConnsQueuesTheRest(t *testing.T) {
 	t.Parallel()
-	const delay = 100 * time.Millisecond
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		time.Sleep(delay)
-		return okHandler(s)
-	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxConns: 2})
-	start := time.Now()
-	var wg sync.WaitGroup
-	events := make([]Event, 6)
-	for i := range events {
-		wg.Add(1)
-		go func() { defer wg.Done(); events[i] = do(t, c, i) }()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	reused := 0
-	for _, ev := range events {
-		wantOK(t, ev)
-		if ev.Reused {
-			reused++
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 100 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			time.Sleep(delay)
+			return okHandler(s)
+		})
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, MaxConns: 2})
+		start := time.Now()
+		var wg sync.WaitGroup
+		events := make([]Event, 6)
+		for i := range events {
+			wg.Go(func() { events[i] = do(t, c, i) })
 		}
-	}
-	if st := c.Stats(); st.Connections != 2 || reused != 4 {
-		t.Fatalf("%d connections and %d reused requests, want 2 and 4", st.Connections, reused)
-	}
-	if m := srv.maxOpen.Load(); m != 2 {
-		t.Fatalf("server saw %d connections open at once, want 2", m)
-	}
-	if elapsed < 3*delay {
-		t.Fatalf("6 requests over 2 connections took %v, want at least 3 rounds of %v", elapsed, delay)
-	}
+		wg.Wait()
+		reused := 0
+		var ends []time.Duration
+		for _, ev := range events {
+			wantOK(t, ev)
+			if ev.Reused {
+				reused++
+			}
+			ends = append(ends, ev.Latency)
+		}
+		slices.Sort(ends)
+		if want := []time.Duration{delay, delay, 2 * delay, 2 * delay, 3 * delay, 3 * delay}; !slices.Equal(ends, want) || time.Since(start) != 3*delay {
+			t.Fatalf("requests ended after %v (all by %v), want %v", ends, time.Since(start), want)
+		}
+		if st := c.Stats(); st.Connections != 2 || reused != 4 {
+			t.Fatalf("%d connections and %d reused requests, want 2 and 4", st.Connections, reused)
+		}
+		if m := srv.maxOpen.Load(); m != 2 {
+			t.Fatalf("server saw %d connections open at once, want 2", m)
+		}
+	})
 }
 
+// TestMaxIdleClosesTheSurplus, on the virtual clock: three requests at once, answered
+// at 50, 100 and 150 ms (by the server's accept order). With MaxIdle 1 the first
+// connection freed stays idle, and each later one is closed at the instant its
+// response ends.
 func TestMaxIdleClosesTheSurplus(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		time.Sleep(50 * time.Millisecond)
-		return okHandler(s)
-	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxIdle: 1})
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Add(1)
-		go func() { defer wg.Done(); wantOK(t, do(t, c, i)) }()
-	}
-	wg.Wait()
-	m := c.(*model)
-	m.mu.Lock()
-	idle, open := len(m.idle), m.open
-	m.mu.Unlock()
-	if idle != 1 || open != 1 {
-		t.Fatalf("%d idle, %d open, want 1 and 1", idle, open)
-	}
-	kept := m.idle[0].id
-	want := map[uint64]string{}
-	for id := range uint64(3) {
-		if id+1 != kept {
-			want[id+1] = ReasonTooManyIdle
+	synctest.Test(t, func(t *testing.T) {
+		const step = 50 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			time.Sleep(time.Duration(s.conn+1) * step)
+			return okHandler(s)
+		})
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, MaxIdle: 1})
+		start := time.Now()
+		var wg sync.WaitGroup
+		evs := make([]Event, 3)
+		for i := range evs {
+			wg.Go(func() { evs[i] = do(t, c, i) })
 		}
-	}
-	wantReasons(t, c, want)
+		// The server's count of open connections just after each response.
+		for k, want := range []int64{3, 2, 1} {
+			time.Sleep(time.Until(start.Add(time.Duration(k+1) * step)))
+			synctest.Wait()
+			if got := srv.open.Load(); got != want {
+				t.Fatalf("at %v the server has %d open connections, want %d", time.Since(start), got, want)
+			}
+		}
+		wg.Wait()
+		m := c.(*model)
+		m.mu.Lock()
+		idle, open := len(m.idle), m.open
+		kept := uint64(0)
+		if idle == 1 {
+			kept = m.idle[0].id
+		}
+		m.mu.Unlock()
+		if idle != 1 || open != 1 {
+			t.Fatalf("%d idle, %d open, want 1 and 1", idle, open)
+		}
+		want := map[uint64]string{}
+		for _, ev := range evs {
+			wantOK(t, ev)
+			if ev.Latency == step {
+				if ev.ConnID != kept {
+					t.Fatalf("kept connection %d, want %d, the one freed first", kept, ev.ConnID)
+				}
+				continue
+			}
+			want[ev.ConnID] = ReasonTooManyIdle
+		}
+		wantReasons(t, c, want)
+	})
 }
 
 // TestPoolStaysBounded checks that the pool's memory does not grow with the number of
@@ -295,58 +400,70 @@ func TestCloseFailsLaterRequests(t *testing.T) {
 	}
 }
 
-// TestCancelledContext: a caller's cancel interrupts a blocked read, the request is not
-// retried, and the interrupted connection is not pooled.
+// TestCancelledContext, on the virtual clock: a caller's cancel at 200 ms interrupts a
+// blocked read at that instant, the request is not retried, and the interrupted
+// connection is not pooled.
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		if s.conn == 0 && s.req == 1 {
-			io.Copy(io.Discard, s) // hangs until the client closes
-			return false
+	synctest.Test(t, func(t *testing.T) {
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			if s.conn == 0 && s.req == 1 {
+				io.Copy(io.Discard, s) // hangs until the client closes
+				return false
+			}
+			return okHandler(s)
+		})
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true,
+			Retry: RetryPolicy{Attempts: 3, On: Classes}})
+		wantOK(t, do(t, c, 0))
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		ev := c.Do(ctx, 1)
+		if ev.OK() || ev.Attempts != 1 || ev.Class != ClassTimeout || ev.Latency != 200*time.Millisecond {
+			t.Fatalf("%+v, want one attempt timed out at exactly 200ms", ev)
 		}
-		return okHandler(s)
+		next := do(t, c, 2)
+		wantOK(t, next)
+		if next.Reused {
+			t.Fatalf("%+v: the interrupted connection was reused", next)
+		}
+		wantReasons(t, c, map[uint64]string{1: ReasonBroken})
 	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true,
-		Retry: RetryPolicy{Attempts: 3, On: Classes}})
-	wantOK(t, do(t, c, 0))
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	ev := c.Do(ctx, 1)
-	if ev.OK() || ev.Attempts != 1 || ev.Class != ClassTimeout {
-		t.Fatalf("%+v, want one timed-out attempt", ev)
-	}
-	next := do(t, c, 2)
-	wantOK(t, next)
-	if next.Reused {
-		t.Fatalf("%+v: the interrupted connection was reused", next)
-	}
 }
 
-// TestQueueWaitEndsWithTheCaller: a request queued behind MaxConns gives up when its
-// context ends, and says what it was waiting for.
+// TestQueueWaitEndsWithTheCaller, on the virtual clock: a request queued behind MaxConns
+// gives up at the instant its context ends, 300 ms, and says what it was waiting for;
+// the request it waited for ends when the server is released, at that same instant.
 func TestQueueWaitEndsWithTheCaller(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	srv := newRawServer(t, 0, func(s *serverConn) bool {
-		<-release
-		return okHandler(s)
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		n := newVNet(t)
+		srv := newVRawServer(t, n, 0, func(s *serverConn) bool {
+			<-release
+			return okHandler(s)
+		})
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, MaxConns: 1})
+		done := make(chan Event)
+		go func() { done <- do(t, c, 0) }()
+		synctest.Wait() // the first request holds the only slot
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		ev := c.Do(ctx, 1)
+		close(release)
+		first := <-done
+		if ev.OK() || ev.Class != ClassTimeout || !strings.Contains(ev.Error, "max_conns") || ev.Latency != 300*time.Millisecond {
+			t.Fatalf("queued request: %+v, want a timeout at exactly 300ms while waiting for max_conns", ev)
+		}
+		wantOK(t, first)
+		if first.Latency != 300*time.Millisecond {
+			t.Fatalf("first request ended after %v, want 300ms, when the server was released", first.Latency)
+		}
+		if next := do(t, c, 2); !next.OK() || !next.Reused {
+			t.Fatalf("after the queue emptied: %+v, want the one connection reused", next)
+		}
 	})
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true, MaxConns: 1})
-	done := make(chan Event)
-	go func() { done <- do(t, c, 0) }()
-	time.Sleep(100 * time.Millisecond) // let the first request take the only slot
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	ev := c.Do(ctx, 1)
-	close(release)
-	first := <-done
-	if ev.OK() || ev.Class != ClassTimeout || !strings.Contains(ev.Error, "max_conns") {
-		t.Fatalf("queued request: %+v, want a timeout while waiting for max_conns", ev)
-	}
-	wantOK(t, first)
-	if next := do(t, c, 2); !next.OK() || !next.Reused {
-		t.Fatalf("after the queue emptied: %+v, want the one connection reused", next)
-	}
 }
 
 func Exampleprofile() {
@@ -355,29 +472,35 @@ func Exampleprofile() {
 	// Output: 4s undici 2s
 }
 
-// TestHintLifetimeInRealTime: Keep-Alive: timeout=2 with a 1 s buffer shortens the global
-// agent's 5 s timeout to 1 s from the response: reused at once, replaced after 1.6 s. An
-// agent with no timeout of its own (new Agent({keepAlive: true})) keeps the same socket.
-func TestHintLifetimeInRealTime(t *testing.T) {
+// TestHintLifetime, on the virtual clock: Keep-Alive: timeout=2 with a 1 s buffer shortens
+// the global agent's 5 s timeout to 1 s from the response: reused 1 ns before, replaced at
+// exactly 1 s. An agent with no timeout of its own (new Agent({keepAlive: true})) keeps
+// the same socket (here up to 9 s: the test server closes a connection idle for 10 s).
+func TestHintLifetime(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		preset      string
-		reusedAfter bool
-	}{{"node-global-agent", false}, {"node-agent", true}} {
-		t.Run(tc.preset, func(t *testing.T) {
-			t.Parallel()
-			srv := newRawServer(t, 0, func(s *serverConn) bool { return s.reply("Keep-Alive: timeout=2\r\n", "ok") == nil })
-			cfg, _ := profile(tc.preset)
-			cfg.Addr = srv.addr
-			c := mustNew(t, cfg)
-			wantOK(t, do(t, c, 0))
-			if ev := do(t, c, 1); !ev.Reused {
-				t.Fatalf("%+v: want reuse inside the hinted lifetime", ev)
-			}
-			time.Sleep(1600 * time.Millisecond)
-			if ev := do(t, c, 2); ev.Reused != tc.reusedAfter {
-				t.Fatalf("%+v after 1.6 s: reused %v, want %v", ev, ev.Reused, tc.reusedAfter)
-			}
+		preset string
+		after  time.Duration
+		reused bool
+	}{
+		{"node-global-agent", time.Second - time.Nanosecond, true},
+		{"node-global-agent", time.Second, false},
+		{"node-agent", time.Second, true},
+		{"node-agent", 9 * time.Second, true},
+	} {
+		t.Run(tc.preset+"/"+tc.after.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newVNet(t)
+				srv := newVRawServer(t, n, 0, func(s *serverConn) bool { return s.reply("Keep-Alive: timeout=2\r\n", "ok") == nil })
+				cfg, _ := profile(tc.preset)
+				cfg.Addr, cfg.Dial = srv.addr, n.DialContext
+				c := mustNew(t, cfg)
+				wantOK(t, do(t, c, 0))
+				time.Sleep(tc.after)
+				if ev := do(t, c, 1); !ev.OK() || ev.Reused != tc.reused {
+					t.Fatalf("%+v after %v: reused %v, want %v", ev, tc.after, ev.Reused, tc.reused)
+				}
+			})
 		})
 	}
 }

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -101,6 +103,9 @@ func TestRetryRecoversStaleRace(t *testing.T) {
 
 // TestLivenessCheckSkipsClosedIdleConnection: the server closes idle connections after
 // 100 ms; a request 500 ms later fails on the dead socket unless the client peeks first.
+// This one runs in real time on purpose: its subject is the peek on a real socket (the
+// MSG_PEEK of alive) seeing a FIN the kernel delivered. TestLivenessCheckAtTheClose
+// judges the same rule on the virtual clock.
 func TestLivenessCheckSkipsClosedIdleConnection(t *testing.T) {
 	t.Parallel()
 	for _, check := range []bool{false, true} {
@@ -157,25 +162,74 @@ func TestGoTransportHiddenRetry(t *testing.T) {
 	}
 }
 
-// TestStaleRaceLoopCountsEveryRetry sends requests just around the server's idle close, so
-// some land on a socket the server is closing. With one retry every request succeeds, and
-// the retries reported per event add up to the client's counter.
+// TestLivenessCheckAtTheClose, on the virtual clock over vnet: the server closes a
+// connection idle for 100 ms after its response. A request 1 ns before that reuses the
+// connection with or without the liveness check; one 1 ns after it finds the FIN: the
+// check (vnet's Pending, the in-memory peek) sends it on a new connection at the first
+// attempt, and without the check it fails on the reused connection.
+func TestLivenessCheckAtTheClose(t *testing.T) {
+	t.Parallel()
+	const idleClose = 100 * time.Millisecond
+	for _, tc := range []struct {
+		check bool
+		after time.Duration
+	}{
+		{false, idleClose - time.Nanosecond}, {true, idleClose - time.Nanosecond},
+		{false, idleClose + time.Nanosecond}, {true, idleClose + time.Nanosecond},
+	} {
+		t.Run(fmt.Sprintf("check=%v/%v", tc.check, tc.after), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newVNet(t)
+				srv := newVRawServer(t, n, idleClose, okHandler)
+				c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true, LivenessCheck: tc.check})
+				wantOK(t, do(t, c, 0))
+				time.Sleep(tc.after)
+				ev := do(t, c, 1)
+				switch {
+				case tc.after < idleClose:
+					wantOK(t, ev)
+					if !ev.Reused || ev.ConnID != 1 {
+						t.Fatalf("%+v, want connection 1 reused", ev)
+					}
+				case tc.check:
+					wantOK(t, ev)
+					if ev.Reused || ev.Attempts != 1 || ev.ConnID != 2 {
+						t.Fatalf("with the liveness check: %+v, want new connection 2 on the first attempt", ev)
+					}
+				default:
+					if ev.OK() || !ev.Reused || (ev.Class != ClassEOF && ev.Class != ClassReset) {
+						t.Fatalf("without the liveness check: %+v, want a failure on the reused connection", ev)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestStaleRaceLoopCountsEveryRetry, on the virtual clock over vnet: the server closes a
+// connection idle for 60 ms; requests follow each other after pauses swept from 51 to
+// 71 ms, so those after a pause over 60 ms land on a connection the server has closed,
+// fail on it and are retried once on a new connection. The plan: the pause after request
+// i is 51 + 2*(i%11) ms, over 60 ms for i%11 >= 5, and request i+1 follows it: of the 29
+// pauses before requests 1 to 29, i = 5..10, 16..21, 27 and 28 are over, 14 retries. The
+// retries the events report add up to that and to the client's counter.
 func TestStaleRaceLoopCountsEveryRetry(t *testing.T) {
 	t.Parallel()
-	const idleClose = 60 * time.Millisecond
-	srv := newRawServer(t, idleClose, okHandler)
-	c := mustNew(t, Config{Addr: srv.addr, KeepAlive: true,
-		Retry: RetryPolicy{Attempts: 1, On: []ErrorClass{ClassReset, ClassEOF}, ReusedOnly: true}})
-	retries := 0
-	for i := range 30 { // bounded: at most 30 x ~70 ms
-		ev := do(t, c, i)
-		wantOK(t, ev)
-		retries += ev.Attempts - 1
-		// Pauses swept from 50 to 70 ms straddle the 60 ms close.
-		time.Sleep(50*time.Millisecond + time.Duration(i%11)*2*time.Millisecond)
-	}
-	if st := c.Stats(); st.Retries != int64(retries) {
-		t.Fatalf("events report %d retries, stats %d", retries, st.Retries)
-	}
-	t.Logf("%d retries in 30 requests", retries)
+	synctest.Test(t, func(t *testing.T) {
+		const idleClose = 60 * time.Millisecond
+		n := newVNet(t)
+		srv := newVRawServer(t, n, idleClose, okHandler)
+		c := mustNew(t, Config{Addr: srv.addr, Dial: n.DialContext, KeepAlive: true,
+			Retry: RetryPolicy{Attempts: 1, On: []ErrorClass{ClassReset, ClassEOF}, ReusedOnly: true}})
+		retries := 0
+		for i := range 30 {
+			ev := do(t, c, i)
+			wantOK(t, ev)
+			retries += ev.Attempts - 1
+			time.Sleep(51*time.Millisecond + time.Duration(i%11)*2*time.Millisecond)
+		}
+		if st := c.Stats(); retries != 14 || st.Retries != 14 || st.Connections != 15 {
+			t.Fatalf("events report %d retries, stats %d retries and %d connections; want 14, 14 and 15", retries, st.Retries, st.Connections)
+		}
+	})
 }

@@ -10,9 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
-// rawServer is a small HTTP/1.1 server on a raw loopback listener. Each test scripts
+// rawServer is a small HTTP/1.1 server on a raw loopback listener, or on a vnet listener
+// (newVRawServer). Each test scripts
 // what happens to request number req (0-based, per connection) on connection number conn
 // (0-based, in accept order), so socket conditions such as a reset or a FIN are exact.
 type rawServer struct {
@@ -45,10 +48,11 @@ func (s *serverConn) reply(extra, body string) error {
 	return err
 }
 
-// reset closes with SO_LINGER 0, so the peer gets an RST instead of a FIN.
+// reset closes with SO_LINGER 0, so the peer gets an RST instead of a FIN (a real
+// socket and a vnet connection both take SetLinger).
 func (s *serverConn) reset() {
-	if tc, ok := s.Conn.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+	if lc, ok := s.Conn.(interface{ SetLinger(int) error }); ok {
+		lc.SetLinger(0)
 	}
 	s.Close()
 }
@@ -62,6 +66,32 @@ func newRawServer(t testing.TB, idleClose time.Duration, handle func(s *serverCo
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
+	return serveRaw(t, ln, idleClose, handle)
+}
+
+// newVNet returns an in-memory network closed at cleanup, after the clients and servers
+// registered later (cleanups run last-registered first).
+func newVNet(t testing.TB) *vnet.Network {
+	n := vnet.New()
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// newVRawServer is newRawServer on the in-memory network n. Inside a synctest bubble
+// its deadlines (idleClose, the 10 s bound) run on the virtual clock and its bytes, FINs
+// and resets reach the client at the instant they are sent, so a test can say exactly
+// when each thing happens. A client reaches it with Config{Addr: s.addr, Dial: n.DialContext}.
+func newVRawServer(t testing.TB, n *vnet.Network, idleClose time.Duration, handle func(s *serverConn) bool) *rawServer {
+	t.Helper()
+	ln, err := n.Listen("")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	return serveRaw(t, ln, idleClose, handle)
+}
+
+// serveRaw serves handle on ln until cleanup.
+func serveRaw(t testing.TB, ln net.Listener, idleClose time.Duration, handle func(s *serverConn) bool) *rawServer {
 	s := &rawServer{ln: ln, addr: ln.Addr().String(), idleClose: idleClose, handle: handle, live: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()

@@ -44,6 +44,10 @@ func synRetries(t *testing.T, n int) []time.Duration {
 // server that accepts once per accept_delay. The next connection's SYN is dropped and
 // the client's kernel retries it on its schedule (synRetries); the first retry after
 // the server's next accept gets in. A client whose connect timeout comes first gives up.
+// This is a real-time test: its subject is the kernel's listen queue and SYN
+// retransmission timer in front of the real relay, on this machine's clock. The virtual
+// link's model of the same queue is judged exactly by TestVirtualListenQueueDropsSYN,
+// TestVirtualListenQueueLateAccept and TestVirtualListenQueueConnectTimeout.
 func TestBacklogDropsSYN(t *testing.T) {
 	t.Parallel()
 	retries := synRetries(t, 8)
@@ -118,6 +122,9 @@ func TestBacklogDropsSYN(t *testing.T) {
 // TestBacklogRefuses models tcp_abort_on_overflow=1: with a queue of 1 and a server
 // that accepts once per second, the fourth connection finds two waiting and is reset
 // one RTT after it connected; the second is served when the server accepts it.
+// This is a real-time test of the real relay's fidelity to that model over real sockets,
+// within bounds widened by the machine's lateness; the model itself is judged exactly
+// on the virtual clock by TestVirtualListenQueueRefuse.
 func TestBacklogRefuses(t *testing.T) {
 	t.Parallel()
 	rtt := 50 * time.Millisecond

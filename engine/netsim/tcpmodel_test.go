@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // iw is the default initial window in bytes, written out: 10 segments of 1,448.
@@ -122,6 +125,14 @@ func fetch(t *testing.T, c net.Conn, n int, start time.Time) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// The tests of the real relay below (TestSlowStartNewConnection,
+// TestSlowStartRestartAfterIdle, TestBandwidthLimit) are real-time tests: they measure
+// how closely the relay, pacing real sockets on this machine's clock, keeps to the model,
+// within a tolerance and only when the machine is quiet enough to judge. The model
+// itself is judged exactly on the virtual clock by their twins TestVirtualSlowStartRTTs,
+// TestVirtualSlowStartRestartAfterIdle and TestVirtualBandwidthShared (and the other
+// TestVirtual* tests of virtual_test.go), which take the same plans.
 
 func TestSlowStartNewConnection(t *testing.T) {
 	t.Parallel()
@@ -241,5 +252,140 @@ func TestBandwidthLimit(t *testing.T) {
 			return last
 		})
 		_ = q.Close()
+	}
+}
+
+// TestVirtualSlowStartRTTs is TestSlowStartNewConnection's plan on the virtual link,
+// exact: 1 MiB on a new connection arrives (1 + rounds) RTT after the connect (the
+// handshake, half a trip for the request, a round per window and half a trip for the
+// last), and 2 RTT without slow start.
+func TestVirtualSlowStartRTTs(t *testing.T) {
+	const size = 1 << 20
+	for _, rtt := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond} {
+		for _, tc := range []struct {
+			name   string
+			window int
+			want   time.Duration
+		}{
+			{"slow start", 0, time.Duration(1+windowRounds(size, iw)) * rtt},
+			{"no slow start", -1, 2 * rtt},
+		} {
+			t.Run(rtt.String()+"/"+tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					start := time.Now()
+					n := newVNet(t)
+					p := startVirtual(t, n, Config{Upstream: vServer(t, n, bigServer(size)), RTT: rtt, InitialWindow: tc.window})
+					c := vDial(t, n, p, start)
+					if _, err := c.Write([]byte{1}); err != nil {
+						t.Fatal(err)
+					}
+					got := readArrivals(t, c, size, start)
+					exactly(t, "1 MiB's last byte", got[len(got)-1].at, tc.want)
+				})
+			})
+		}
+	}
+}
+
+// TestVirtualSlowStartRestartAfterIdle is TestSlowStartRestartAfterIdle's plan on the
+// virtual link, exact: at 50 ms RTT (RTO 250 ms) the window after a first 1 MiB is 64
+// initial windows; the server is idle for the client's gap plus one RTT, and the window
+// halves once per whole RTO of that, down to the initial window, unless restart is off.
+// The second 1 MiB then arrives rounds x RTT after its request was sent.
+func TestVirtualSlowStartRestartAfterIdle(t *testing.T) {
+	const size = 1 << 20
+	rtt := 50 * time.Millisecond
+	if RTO(rtt) != 250*time.Millisecond {
+		t.Fatalf("RTO(%v) = %v, the plan takes 250ms", rtt, RTO(rtt))
+	}
+	for _, tc := range []struct {
+		name    string
+		gap     time.Duration
+		noRest  bool
+		windows int // the window the second response starts with, in IW
+	}{
+		{"gap under RTO", 100 * time.Millisecond, false, 64},          // 150 ms idle
+		{"gap 2 RTO", 600 * time.Millisecond, false, 16},              // 650 ms: 2 halvings
+		{"gap 8 RTO", 2000 * time.Millisecond, false, 1},              // 2,050 ms: down to IW
+		{"gap 8 RTO, restart off", 2000 * time.Millisecond, true, 64}, // kept
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				n := newVNet(t)
+				p := startVirtual(t, n, Config{Upstream: vServer(t, n, bigServer(size)), RTT: rtt, NoSlowStartAfterIdle: tc.noRest})
+				c := vDial(t, n, p, start)
+				if _, err := c.Write([]byte{1}); err != nil {
+					t.Fatal(err)
+				}
+				readArrivals(t, c, size, start)
+				time.Sleep(tc.gap)
+				sent := time.Now()
+				if _, err := c.Write([]byte{2}); err != nil {
+					t.Fatal(err)
+				}
+				got := readArrivals(t, c, size, sent)
+				want := time.Duration(windowRounds(size, tc.windows*iw)) * rtt
+				exactly(t, "the second 1 MiB's last byte", got[len(got)-1].at, want)
+				if len(got) != windowRounds(size, tc.windows*iw) {
+					t.Errorf("the second 1 MiB arrived in %d rounds %v, want %d", len(got), got, windowRounds(size, tc.windows*iw))
+				}
+			})
+		})
+	}
+}
+
+// TestVirtualBandwidthShared is TestBandwidthLimit's plan for two links on the virtual
+// link, exact: two answers of 62,500 bytes at 1 Mbit/s through one shared bottleneck take
+// 1 s together, the bottleneck busy from the first answer's start to the last byte; with
+// a limit per link each takes 0.5 s from its own start. Each arrives RTT/2 after its last
+// byte left.
+func TestVirtualBandwidthShared(t *testing.T) {
+	const (
+		bps  = 1_000_000
+		size = 62_500 // 0.5 s at 1 Mbit/s
+	)
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				n := newVNet(t)
+				sent := make(chan time.Time, 2)
+				up := vServer(t, n, func(c *vnet.Conn) {
+					defer c.Close()
+					if _, err := c.Read(make([]byte, 64)); err != nil {
+						return
+					}
+					sent <- time.Now()
+					_, _ = c.Write(make([]byte, size))
+					_, _ = io.Copy(io.Discard, c)
+				})
+				p := startVirtual(t, n, Config{Upstream: up, RTT: vRTT, Bandwidth: bps, BandwidthShared: shared, InitialWindow: -1})
+				a, b := vDial(t, n, p, start), vDial(t, n, p, start)
+				var wg sync.WaitGroup
+				last := make([]time.Duration, 2)
+				for i, c := range []*vnet.Conn{a, b} {
+					wg.Go(func() {
+						if _, err := c.Write([]byte{1}); err != nil {
+							t.Error(err)
+							return
+						}
+						got := readArrivals(t, c, size, start)
+						last[i] = got[len(got)-1].at
+					})
+				}
+				wg.Wait()
+				s1, s2 := (<-sent).Sub(start), (<-sent).Sub(start)
+				first, second := min(s1, s2), max(s1, s2)
+				if shared {
+					exactly(t, "the later answer's last byte", max(last[0], last[1]), first+2*500*time.Millisecond+vRTT/2)
+					return
+				}
+				slices.Sort(last)
+				if want := []time.Duration{first + 500*time.Millisecond + vRTT/2, second + 500*time.Millisecond + vRTT/2}; !slices.Equal(last, want) {
+					t.Errorf("last bytes at %v, want %v (answers started at %v and %v)", last, want, first, second)
+				}
+			})
+		})
 	}
 }

@@ -2,6 +2,7 @@ package netsim
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -761,6 +762,66 @@ func TestVirtualListenQueueDropsSYN(t *testing.T) {
 		}
 		if st := p.Stats(); st.Accepted != 4 || st.Overflows != 0 || st.ResetsDown != 0 {
 			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// TestVirtualListenQueueLateAccept is TestBacklogDropsSYN's second plan on the virtual
+// link, exact: a server that accepts every 2.5 s, its queue of 1 holding two, drops the
+// SYNs of two more connects at 0 and again at the first retry, 1 s. The one with no
+// deadline of its own gets in at the next retry, 3 s, the first after the accept at
+// 2.5 s; the one whose connect timeout of 2.7 s comes first gives up at exactly 2.7 s.
+func TestVirtualListenQueueLateAccept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		n := newVNet(t)
+		p := startVirtual(t, n, Config{Upstream: vServer(t, n, vEcho), RTT: vRTT,
+			Backlog: 1, AcceptDelay: 2500 * time.Millisecond})
+		for range 3 { // accepted at 0, then two queued: the queue is full
+			c, err := p.DialContext(t.Context(), "tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("three connects took %v, want none", d)
+		}
+		type result struct {
+			at  time.Duration
+			err error
+		}
+		dialed := func(timeout time.Duration) chan result {
+			ch := make(chan result, 1)
+			go func() {
+				ctx := t.Context()
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
+				c, err := p.DialContext(ctx, "tcp", p.Addr())
+				if err == nil {
+					defer c.Close()
+				}
+				ch <- result{time.Since(start), err}
+			}()
+			return ch
+		}
+		retried, gaveUp := dialed(0), dialed(2700*time.Millisecond)
+		g := <-gaveUp
+		var ne net.Error
+		if g.err == nil || !errors.As(g.err, &ne) || !ne.Timeout() {
+			t.Fatalf("connect with a 2.7s timeout: %v at %v, want a timeout", g.err, g.at)
+		}
+		exactly(t, "connect timeout", g.at, 2700*time.Millisecond)
+		r := <-retried
+		if r.err != nil {
+			t.Fatalf("retried connect: %v", r.err)
+		}
+		exactly(t, "connect through the SYN retried at 3 s", r.at, 3*time.Second)
+		if st := p.Stats(); st.Accepted != 2 || st.Overflows != 0 {
+			t.Errorf("stats at 3 s %+v, want 2 accepted (at 0 and 2.5 s)", st)
 		}
 	})
 }
