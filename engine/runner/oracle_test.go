@@ -65,6 +65,11 @@ func TestOracleAgreesOnRealSockets(t *testing.T) {
 	if loose != "" {
 		testci.SkipOrFail(t, "%s (3 tries)", loose)
 	}
+	if testci.Race() && (rec.Predicted.Disagreement || rec.Metrics.Errors != 5) {
+		// The detector slows goroutines past what the run's timers measured; the plain
+		// test pass judges this comparison, the race pass looks for data races only.
+		testci.SkipOrFail(t, "under the race detector: %s", rec.Predicted.Reason)
+	}
 	if rec.Predicted.Disagreement {
 		t.Errorf("model disagreement: %s", rec.Predicted.Reason)
 	}

@@ -14,6 +14,10 @@ import (
 // CI reports whether the tests run in CI (CI=true, as GitHub Actions and .ci/run set it).
 func CI() bool { return os.Getenv("CI") == "true" }
 
+// Race reports whether the test binary runs under the race detector, where every goroutine
+// is slowed several times and a check of real time has no verdict.
+func Race() bool { return raceOn }
+
 // SkipOrFail skips tb with the message, or fails it under CI=true. Under the race
 // detector it always skips: the detector slows every goroutine several times, so a timing
 // check cannot be judged there, and CI judges each such test in its plain test pass (where
