@@ -131,11 +131,15 @@ func Open(cfg Config) (*Source, error) {
 	if cfg.MaxBad <= 0 {
 		cfg.MaxBad = DefaultMaxBad
 	}
+	// A device or a pipe (/dev/zero, a FIFO) would be read forever or block the load, and
+	// opening a FIFO blocks until something writes to it: stat the path before opening it.
+	if fi, err := os.Stat(cfg.Path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", cfg.Path)
+	}
 	f, err := os.Open(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
-	// A device or a pipe (/dev/zero, a FIFO) would be read forever or block the load.
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", cfg.Path)

@@ -137,14 +137,17 @@ func LoadFiles(files []string) (*Plan, error) {
 }
 
 func readLimited(path string) ([]byte, error) {
+	// Stat before open: opening a FIFO blocks until something writes to it.
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, errors.New("is a directory")
+	} else if err == nil && !st.Mode().IsRegular() {
+		return nil, errors.New("is not a regular file (a scenario is a YAML file)")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, errors.New("is a directory")
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))
