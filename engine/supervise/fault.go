@@ -3,6 +3,7 @@ package supervise
 import (
 	"os"
 	"sync"
+	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -18,12 +19,13 @@ func Wanted() bool { return os.Getenv(envRunID) == "" && os.Getenv(envNoSuper) =
 // own is a pipe to the parent).
 func StderrTTY() bool { return os.Getenv(envStderrTTY) != "" }
 
-// Faults returns the observer a run reports to: next, unless KALAB_TEST_FAULT (tests only)
-// asks the run to fail while its second run ends, after the first is recorded and before
-// the second is.
+// Faults returns the observer a run reports to: next, unless KALAB_TEST_FAULT asks the run
+// to fail while its second run ends, after the first is recorded and before the second is.
+// Only a test binary (go test's, which the command-line tests run as kalab) listens: a
+// kalab built with go build ignores the variable.
 func Faults(next runner.Observer) runner.Observer {
 	kind := os.Getenv(envTestFault)
-	if kind == "" {
+	if kind == "" || !testing.Testing() {
 		return next
 	}
 	return &faultObserver{next: next, kind: kind}
