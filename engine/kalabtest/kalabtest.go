@@ -35,6 +35,7 @@ type options struct {
 	transport func(*tls.Config) http.RoundTripper
 	filter    *regexp.Regexp
 	parallel  int
+	skipNone  bool // a run without a verdict skips its subtest instead of failing it
 }
 
 // Client makes c the client of every run. Its Transport (an *http.Transport, or nil for
@@ -58,10 +59,17 @@ func Filter(expr string) Option {
 // Parallel runs up to n runs at once (default 1: your client may share state).
 func Parallel(n int) Option { return func(o *options) { o.parallel = n } }
 
+// SkipNoVerdict makes a run without a verdict (the machine could not time it, even rerun
+// alone, or a program it needs is not installed) skip its subtest with the reason instead of
+// failing it, as kalab run --allow-missing accepts a run not run. Without it such a run fails:
+// kalab run would exit 3, and go test does not pass where kalab run does not.
+func SkipNoVerdict() Option { return func(o *options) { o.skipNone = true } }
+
 // Run loads the scenario file, runs each of its runs with your client and reports each
 // as a subtest; it returns the run records (metrics, checks) for further assertions. A
-// file that does not load fails t at once with its file:line:col messages. A run the
-// machine could not time (noisy, even rerun alone) skips its subtest with the reason.
+// file that does not load fails t at once with its file:line:col messages. A run without a
+// verdict (the machine could not time it, even rerun alone, or it could not run here) fails
+// its subtest with the reason, unless SkipNoVerdict.
 func Run(t testing.TB, file string, opts ...Option) []*report.Run {
 	t.Helper()
 	o := options{parallel: 1}
@@ -86,10 +94,11 @@ func Run(t testing.TB, file string, opts ...Option) []*report.Run {
 	for _, rec := range out.Runs {
 		check := func(t testing.TB) {
 			t.Helper()
-			if rec.Timing != nil && rec.Timing.Noisy {
-				// The machine could not hold the scenario's timing even with the run alone:
-				// no verdict either way, as kalab run would give none.
-				t.Skipf("%s/%s: %s", rec.Scenario, rec.Variant, rec.Error)
+			if why := noVerdict(rec); why != "" {
+				if o.skipNone {
+					t.Skipf("%s/%s: %s", rec.Scenario, rec.Variant, why)
+				}
+				t.Fatalf("%s/%s: no verdict: %s (kalab run would exit 3; kalabtest.SkipNoVerdict skips instead)", rec.Scenario, rec.Variant, why)
 			}
 			if rec.Status == report.StatusError || rec.Status == report.StatusInterrupted {
 				t.Errorf("%s/%s: %s: %s", rec.Scenario, rec.Variant, rec.Status, rec.Error)
@@ -114,6 +123,18 @@ func Run(t testing.TB, file string, opts ...Option) []*report.Run {
 		}
 	}
 	return out.Runs
+}
+
+// noVerdict says why a run has no verdict: its timing was too noisy, or it did not run here;
+// "" when it has one.
+func noVerdict(rec *report.Run) string {
+	switch {
+	case rec.Timing != nil && rec.Timing.Noisy:
+		return rec.Error
+	case rec.Status == report.StatusNotRun:
+		return "not run: " + rec.Reason
+	}
+	return ""
 }
 
 func suffix(s string) string {

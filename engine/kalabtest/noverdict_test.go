@@ -1,0 +1,67 @@
+package kalabtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stop ends a recorded test's function, as FailNow and SkipNow end a real one.
+type stop struct{}
+
+// recordingTB is a testing.TB that records what Run reports, so a test can check that Run
+// fails (or skips) without failing itself.
+type recordingTB struct {
+	testing.TB
+	dir             string
+	failed, skipped []string
+}
+
+func (r *recordingTB) Helper()         {}
+func (r *recordingTB) TempDir() string { return r.dir }
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.failed = append(r.failed, fmt.Sprintf(format, args...))
+}
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	panic(stop{})
+}
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.skipped = append(r.skipped, fmt.Sprintf(format, args...))
+	panic(stop{})
+}
+
+// run calls Run with a recording TB and returns what it reported.
+func run(t *testing.T, file string, opts ...Option) *recordingTB {
+	r := &recordingTB{TB: t, dir: t.TempDir()}
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != (stop{}) {
+				panic(p)
+			}
+		}()
+		Run(r, file, opts...)
+	}()
+	return r
+}
+
+// TestNotRunFails: a file with no check whose run cannot run here (nginx is not on PATH)
+// fails, as kalab run exits 3 on it; SkipNoVerdict skips it instead.
+func TestNotRunFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no program to find
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	src := "name: s\nserver: {exec: nginx}\nload: {requests: 1}\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, file)
+	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "no verdict: not run:") {
+		t.Errorf("a run not run: failed %q, skipped %q; want one failure saying it did not run", r.failed, r.skipped)
+	}
+	r = run(t, file, SkipNoVerdict())
+	if len(r.failed) != 0 || len(r.skipped) != 1 || !strings.Contains(r.skipped[0], "not run:") {
+		t.Errorf("with SkipNoVerdict: failed %q, skipped %q; want one skip", r.failed, r.skipped)
+	}
+}
