@@ -25,6 +25,8 @@ var flagValues = map[string][]string{
 	"log-level":  {"debug", "info", "warn", "error"},
 	"log-format": {"auto", "text", "json"},
 	"format":     {"text", "json"},
+	"allow-exec": {"none", "bundled", "all"},
+	"clock":      {"virtual", "real"},
 }
 
 // cliCommands reads the commands and their flags from the CLI's own help texts.

@@ -57,12 +57,31 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"kalab", "run", "--log-level", "w"}, []string{"warn"}},
 		{[]string{"kalab", "help", "me"}, []string{"merge", "metrics"}},
 		{[]string{"kalab", "completion", "f"}, []string{"fish"}},
+		// --flag=value: bash splits the line at '=' (COMP_WORDBREAKS).
+		{[]string{"kalab", "run", "--allow-exec", "=", ""}, []string{"all", "bundled", "none"}},
+		{[]string{"kalab", "run", "--allow-exec", "=", "b"}, []string{"bundled"}},
+		{[]string{"kalab", "run", "--clock", "v"}, []string{"virtual"}},
 	} {
 		got := complete(c.words...)
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%q: completions %q, want %q", strings.Join(c.words, " "), got, c.want)
 		}
+	}
+}
+
+// TestBashCompletionNoFilenamesForCommands: the completion spec does not treat every word
+// as a file name (-o filenames), which made "kalab sch<TAB>" read "schema/" in a directory
+// holding a schema directory; file completions set it themselves.
+func TestBashCompletionNoFilenamesForCommands(t *testing.T) {
+	var script strings.Builder
+	if code := Main([]string{"completion", "bash"}, &script, os.Stderr); code != exitOK {
+		t.Fatalf("kalab completion bash: exit %d", code)
+	}
+	last := strings.TrimSpace(script.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if last != "complete -o bashdefault -F _kalab kalab" || strings.Count(script.String(), "compopt -o filenames") != 2 {
+		t.Errorf("the spec is %q and the script sets filenames %d times; want the spec without -o filenames and it set where files are completed", last, strings.Count(script.String(), "compopt -o filenames"))
 	}
 }
 
