@@ -95,6 +95,12 @@ type Box struct {
 	}
 }
 
+// DefaultPoll is the box's poll for an idle timeout when Config.Poll is 0: a hundredth of
+// the timeout, between 1 ms and 100 ms.
+func DefaultPoll(idle time.Duration) time.Duration {
+	return min(max(idle/100, time.Millisecond), 100*time.Millisecond)
+}
+
 // Start listens on 127.0.0.1 and forwards each accepted connection to cfg.Upstream as
 // its own flow.
 func Start(cfg Config) (*Box, error) {
@@ -102,7 +108,7 @@ func Start(cfg Config) (*Box, error) {
 		return nil, err
 	}
 	if cfg.Poll <= 0 {
-		cfg.Poll = min(max(cfg.IdleTimeout/100, time.Millisecond), 100*time.Millisecond)
+		cfg.Poll = DefaultPoll(cfg.IdleTimeout)
 	}
 	// The box's own sockets send no keepalive probes (Go enables them on accepted and
 	// dialed sockets by default): the ACKs they drew from an end would refresh the flow.

@@ -12,6 +12,7 @@ const (
 	reuse outcome = iota // the connection is alive: the request rides it
 	fresh                // the pool dropped it (its own idle limit, or the peer's FIN seen): a new connection, no error
 	race                 // sent on a connection the far side has closed: the attempt fails
+	void                 // sent into a flow a middlebox forgot: nothing comes back until the client's timeout
 )
 
 // hop is one pooled link: the side that keeps the pool (a client, a balancer's backend

@@ -24,12 +24,26 @@ type Plan struct {
 	Balancer *Balancer
 	// Backlog is true when the run models a listen queue (accept delays, overflows).
 	Backlog bool
-	// Middlebox names a middlebox on the client's path (a box that forgets idle flows);
-	// "" when there is none. The oracle does not model one.
-	Middlebox string
+	// Middlebox is a box on the client's path that forgets idle flows; nil when there is
+	// none.
+	Middlebox *Middlebox
 	// Replay names a recording the run replays (load.replay); "" for a schedule. The
 	// oracle does not predict from a recording's gaps.
 	Replay string
+}
+
+// Middlebox is a box next to the client that forgets a flow after IdleTimeout without a
+// segment either way (data, or the client's TCP keepalive probes and their answers).
+type Middlebox struct {
+	Name        string
+	IdleTimeout time.Duration
+	// Poll is how late after the timeout the box may notice it: it checks its flows once
+	// per Poll.
+	Poll time.Duration
+	// Drop: the box drops the forgotten flow's later segments (a request hangs until the
+	// client's timeout). ResetNext: it answers the client's next segment with a reset.
+	// Neither (a reset at the expiry itself) is not modelled.
+	Drop, ResetNext bool
 }
 
 // Server is the server's declared behaviour.
@@ -72,6 +86,10 @@ type Client struct {
 	Method               string
 	BodyBytes            int
 	Retry                Retry
+	// KeepaliveIdle and KeepaliveInterval are the kernel's TCP keepalive on the client's
+	// sockets (0: no probes): the first probe after KeepaliveIdle without data, then one
+	// every KeepaliveInterval.
+	KeepaliveIdle, KeepaliveInterval time.Duration
 }
 
 // Retry is the client's retry rule.

@@ -135,8 +135,8 @@ func unmodelled(p Plan) string {
 		return "a modelled listen queue: which connections overflow depends on accept timing"
 	case p.Replay != "":
 		return fmt.Sprintf("a replay of %s: each recorded client's own gaps decide its races, and the oracle predicts from a schedule's pauses only", p.Replay)
-	case p.Middlebox != "":
-		return fmt.Sprintf("a middlebox (%s) forgets idle flows: the oracle does not model it", p.Middlebox)
+	case p.Middlebox != nil:
+		return middleboxUnmodelled(p)
 	case p.Client.AwaitedCreationOrder:
 		return "undici's creation-order pool with an awaited loop (a connection is free again a tick after its response): the oracle does not model it"
 	case p.Requests < 1:

@@ -139,6 +139,7 @@ func (m seqModel) predict(lateness time.Duration) Prediction {
 		if b > 0 && b-1 < len(m.p.Pauses) {
 			gf, gb := m.burstGaps(m.p.Pauses[b-1])
 			fo, bo = m.front.alternatives(gf, lateness), m.back.alternatives(gb, lateness)
+			fo = m.boxAlternatives(fo, gf, lateness)
 		}
 		next, t := m.burst(st, start, size, fo[0], bo[0])
 		merge(nominal, t)
@@ -209,6 +210,12 @@ func (m seqModel) request(st pools, seq int, f, o outcome, t tally) pools {
 		t.add(m.clientRetry.metric, seq)
 		t.add(Connections, seq)
 		st.frontN = 0
+	case void:
+		// No client retry covers the hang (middleboxUnmodelled refuses one that would).
+		t.add(Errors, seq)
+		t.add(ReusedRequests, seq)
+		st.front = false
+		return st
 	case reuse:
 		if m.p.Balancer == nil {
 			t.add(ReusedRequests, seq)
@@ -300,6 +307,9 @@ func (m seqModel) result(nominal, lo, hi tally, uncertain map[string][]int, late
 
 // explain is the rule behind a sequential count and the window it depends on.
 func (m seqModel) explain(metric string) (reason, window string) {
+	if reason, window, ok := m.explainBox(metric); ok {
+		return reason, window
+	}
 	clientWin := m.front.window("a pause")
 	switch metric {
 	case Errors:

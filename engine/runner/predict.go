@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/middlebox"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -37,17 +38,34 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		Client:   oracleClient(st),
 		Balancer: oracleBalancer(st.Balancer),
 	}
-	if st.Middlebox != nil {
-		p.Middlebox = st.Middlebox.Preset
-		if p.Middlebox == "" {
-			p.Middlebox = "idle timeout " + st.Middlebox.IdleTimeout.String()
-		}
+	p.Middlebox = oracleMiddlebox(st, shape.Scale(scale))
+	if ka, err := configure.TCPKeepalive(st, shape.Scale(scale)); err == nil && ka.Enable {
+		// The probes the kernel sends (in whole seconds of real time), in scenario time.
+		p.Client.KeepaliveIdle = time.Duration(float64(ka.Idle) / scale)
+		p.Client.KeepaliveInterval = time.Duration(float64(ka.Interval) / scale)
 	}
 	p.Replay = l.Replay
 	for _, real := range load.Pauses(configure.Load(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}
 	return p
+}
+
+// oracleMiddlebox is the box the run puts on the client's path, in scenario time; nil when
+// there is none.
+func oracleMiddlebox(st scenario.Settings, scale shape.Scale) *oracle.Middlebox {
+	m := st.Middlebox
+	if m == nil {
+		return nil
+	}
+	name := m.Preset
+	if name == "" {
+		name = "idle timeout " + m.IdleTimeout.String()
+	}
+	poll := middlebox.DefaultPoll(scale.D(m.IdleTimeout))
+	return &oracle.Middlebox{Name: name, IdleTimeout: m.IdleTimeout.D(), Poll: time.Duration(float64(poll) / float64(scale)),
+		Drop:      m.OnExpiry == string(middlebox.Drop),
+		ResetNext: m.OnExpiry == string(middlebox.Reset) && m.ResetAt == string(middlebox.AtNextSegment) && m.ResetTo != "server"}
 }
 
 func oracleServer(st scenario.Settings) oracle.Server {
