@@ -97,11 +97,20 @@ func checkText(c report.Check) string {
 	return s
 }
 
+// relTo is file as GitHub wants it in an annotation: relative to the workspace when it lies
+// under it (a relative path is taken from where kalab ran), else as it is.
 func relTo(workspace, file string) string {
-	if workspace == "" || !filepath.IsAbs(file) {
+	if workspace == "" {
 		return filepath.ToSlash(file)
 	}
-	if r, err := filepath.Rel(workspace, file); err == nil && !strings.HasPrefix(r, "..") {
+	// A relative path is relative to where kalab ran, which may be below the workspace.
+	abs := file
+	if !filepath.IsAbs(abs) {
+		if a, err := filepath.Abs(file); err == nil {
+			abs = a
+		}
+	}
+	if r, err := filepath.Rel(workspace, abs); err == nil && !strings.HasPrefix(r, "..") {
 		return filepath.ToSlash(r)
 	}
 	return filepath.ToSlash(file)

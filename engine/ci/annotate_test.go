@@ -2,6 +2,8 @@ package ci
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,29 @@ func TestAnnotationEscaping(t *testing.T) {
 	}
 	if buf.String() != "::warning file=s.yaml,title=kalab%3A s / v::in the baseline but did not run\n" {
 		t.Fatalf("missing: %q", buf.String())
+	}
+}
+
+// TestAnnotationPathsFromTheWorkspace: a file named relative to where kalab ran, below the
+// workspace, is annotated relative to the workspace, as GitHub resolves file=; an absolute
+// one under it too; one outside it is left as it is.
+func TestAnnotationPathsFromTheWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "svc")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	for file, want := range map[string]string{
+		"scenarios/a.yaml":          "svc/scenarios/a.yaml",
+		filepath.Join(ws, "b.yaml"): "b.yaml",
+		"/elsewhere/c.yaml":         "/elsewhere/c.yaml",
+	} {
+		if got := relTo(ws, file); got != want {
+			t.Errorf("%s: %s, want %s", file, got, want)
+		}
+	}
+	if got := relTo("", "scenarios/a.yaml"); got != "scenarios/a.yaml" {
+		t.Errorf("no workspace: %s", got)
 	}
 }
