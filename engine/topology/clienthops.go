@@ -211,6 +211,19 @@ func (p *programClient) Stats() Stats {
 	return s
 }
 
+// reportError says why the program's report cannot be believed: it claims more answered
+// requests than reached the server (every answer comes from the server, which counts what
+// it received); nil when it can.
+func (p *programClient) reportError() error {
+	if p.rc == nil || p.srvLog == nil {
+		return nil
+	}
+	if answered, seen := int(p.rc.answered.Load()), p.srvLog.seen(); answered > seen {
+		return fmt.Errorf("the client program reported %d answered requests, but %d reached the server: its report does not match what happened", answered, seen)
+	}
+	return nil
+}
+
 // programStats are what kalab measured of a real client program.
 type programStats struct {
 	HiddenRetries   int

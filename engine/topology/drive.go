@@ -155,6 +155,11 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 	stats := topo.stats()
 	fig.hops = topo.records(stats)
 	flat := flatten(summary.Flat(), rc, fig, topo, stats)
+	if c, ok := topo.client.(interface{ reportError() error }); ok {
+		if err := c.reportError(); err != nil {
+			return flat, conns, err
+		}
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return flat, conns, reuseError(rc.reuse.violations(topo.reuseFacts(flat, conns)))

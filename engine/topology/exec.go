@@ -54,6 +54,17 @@ func (l *serverLog) observe(r *http.Request, _, n int64) {
 	l.byIndex[i]++
 }
 
+// seen is how many requests reached the server.
+func (l *serverLog) seen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.untagged
+	for _, c := range l.byIndex {
+		n += c
+	}
+	return n
+}
+
 // hiddenResends is how many requests the server received beyond one per index. Without
 // index headers (a program that does not send them) it is what the server received
 // beyond the responses the program reported.
