@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,7 +69,23 @@ func TestGoTransportReSendsOnlyReplayable(t *testing.T) {
 	p.Client.Method = "POST"
 	check(t, "go POST", Predict(p, 0), want{Errors: 1, HiddenRetries: 0, Connections: 3})
 	p.Client.Method, p.Client.BodyBytes = "GET", 10
-	check(t, "go GET with body", Predict(p, 0), want{Errors: 1, HiddenRetries: 0})
+	// A body Go can read again (GetBody, as kalab's client sets it) keeps a GET replayable.
+	check(t, "go GET with body", Predict(p, 0), want{Errors: 0, HiddenRetries: 1})
+	p.Client.Method, p.Client.IdempotencyKey = "POST", true
+	check(t, "go POST with an Idempotency-Key", Predict(p, 0), want{Errors: 0, HiddenRetries: 1})
+}
+
+// A client timeout within a request's own time decides which requests fail by timing the
+// oracle does not model: not predicted, never a guess.
+func TestTimeoutWithinTheResponseNotPredicted(t *testing.T) {
+	t.Parallel()
+	p := staleRace()
+	p.Server.Delay, p.Client.Timeout = time.Second, time.Second
+	if c, _ := Predict(p, 0).Count(Errors); c.Predicted || !strings.Contains(c.Reason, "client's timeout") {
+		t.Errorf("timeout 1 s, delay 1 s: errors predicted %v (%q); want not predicted", c.Predicted, c.Reason)
+	}
+	p.Client.Timeout = 10 * time.Second
+	check(t, "timeout well past the response", Predict(p, 0), want{Errors: 1})
 }
 
 // A pause within the lateness of an edge may count either way, and only such a pause.

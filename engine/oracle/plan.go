@@ -56,9 +56,10 @@ type Server struct {
 	// Hint is the Keep-Alive timeout the server announces; HasHint false: none.
 	Hint        time.Duration
 	HasHint     bool
-	MaxRequests int // per connection; 0 unlimited
-	CloseEvery  int // closes every Nth connection abruptly; 0 never
-	Status      int // the status every response carries
+	MaxRequests int           // per connection; 0 unlimited
+	CloseEvery  int           // closes every Nth connection abruptly; 0 never
+	Status      int           // the status every response carries
+	Delay       time.Duration // how long the server waits before it answers
 }
 
 // Client is the client profile's declared rules.
@@ -85,7 +86,12 @@ type Client struct {
 	AwaitedCreationOrder bool
 	Method               string
 	BodyBytes            int
-	Retry                Retry
+	// IdempotencyKey: the requests carry an Idempotency-Key (or X-Idempotency-Key) header,
+	// which makes any method replayable for Go's Transport.
+	IdempotencyKey bool
+	// Timeout is the client's per-request timeout; 0 none.
+	Timeout time.Duration
+	Retry   Retry
 	// KeepaliveIdle and KeepaliveInterval are the kernel's TCP keepalive on the client's
 	// sockets (0: no probes): the first probe after KeepaliveIdle without data, then one
 	// every KeepaliveInterval.
@@ -128,12 +134,13 @@ func idempotent(method string) bool {
 	return false
 }
 
-// replayable is Go's Request.isReplayable for a request kalab sends: GET, HEAD, OPTIONS or
-// TRACE without a body (kalab sets no GetBody and no Idempotency-Key).
-func replayable(method string, body int) bool {
+// replayable is Go's request.go isReplayable for kalab's requests, whose body (if any) can
+// be read again (GetBody): a GET, HEAD, OPTIONS or TRACE, or any method sent with an
+// Idempotency-Key or X-Idempotency-Key header.
+func replayable(method string, idempotencyKey bool) bool {
 	switch method {
 	case "", "GET", "HEAD", "OPTIONS", "TRACE":
-		return body == 0
+		return true
 	}
-	return false
+	return idempotencyKey
 }

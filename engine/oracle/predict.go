@@ -155,6 +155,8 @@ func timingDependent(p Plan) string {
 		return "jitter moves each delivery by a random amount the plan does not fix"
 	case p.Server.IdleTimeout > 0 && p.Server.IdleTimeout <= p.RTT:
 		return "the server's idle timeout is within one round trip: every request races it"
+	case p.Client.Timeout > 0 && p.Client.Timeout <= p.Server.Delay+4*p.RTT:
+		return fmt.Sprintf("the client's timeout (%s) is within a request's own time (the server's %s delay and the round trips): which requests time out is not modelled", fmtD(p.Client.Timeout), fmtD(p.Server.Delay))
 	}
 	return ""
 }

@@ -50,10 +50,10 @@ func clientRetry(c Client) (retryRule, string) {
 		if c.Retry.Attempts > 0 {
 			return retryRule{}, "kalab's retry on top of Go's Transport: which layer re-sends first is not modelled"
 		}
-		if replayable(c.Method, c.BodyBytes) {
+		if replayable(c.Method, c.IdempotencyKey) {
 			return retryRule{true, HiddenRetries, "Go's Transport re-sends a replayable request that failed on a reused connection (transport.go shouldRetryRequest)"}, ""
 		}
-		return retryRule{false, "", fmt.Sprintf("Go's Transport does not re-send a %s with a body (request.go isReplayable): the error reaches the caller", c.Method)}, ""
+		return retryRule{false, "", fmt.Sprintf("Go's Transport does not re-send a %s without an Idempotency-Key (request.go isReplayable): the error reaches the caller", c.Method)}, ""
 	}
 	r := c.Retry
 	if r.Attempts < 1 {

@@ -72,7 +72,7 @@ func oracleServer(st scenario.Settings) oracle.Server {
 	s := st.Server
 	out := oracle.Server{
 		HTTP2: shape.HTTP2(st), IdleTimeout: s.IdleTimeout.D(),
-		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status,
+		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status, Delay: s.Response.Delay.D(),
 	}
 	switch {
 	case s.Exec != "":
@@ -111,6 +111,12 @@ func oracleClient(st scenario.Settings) oracle.Client {
 	}
 	if c.Exec != nil {
 		out.Real = "client.exec"
+	}
+	out.Timeout = c.Timeout.D()
+	for h := range c.Headers {
+		if strings.EqualFold(h, "Idempotency-Key") || strings.EqualFold(h, "X-Idempotency-Key") {
+			out.IdempotencyKey = true
+		}
 	}
 	return out
 }

@@ -358,3 +358,40 @@ func TestListenQueueTimeoutsExplained(t *testing.T) {
 		t.Errorf("%d requests without a connection explained, want 8", n)
 	}
 }
+
+// TestGoReplayRulesExact runs Go's own Transport on the virtual clock over one stale race
+// per variant: a GET with a body and a POST with an Idempotency-Key are re-sent on their
+// own (request.go isReplayable: GetBody, or the key), a plain POST fails; the oracle
+// predicts each count exactly.
+func TestGoReplayRulesExact(t *testing.T) {
+	p := plan(t, `name: gb
+network: {rtt: 150ms}
+server: {idle_timeout: 2s}
+client: {preset: go-default, body_bytes: 10}
+load: {requests: 40, burst: 2, pause: 1.5s..2.5s, seed: 3}
+variants:
+  - name: get
+    expect: ["errors == 0", "hidden_retries == 1"]
+  - name: post
+    client: {method: POST}
+    expect: ["errors == 1", "hidden_retries == 0"]
+  - name: post-key
+    client: {method: POST, headers: {Idempotency-Key: abc}}
+    expect: ["errors == 0", "hidden_retries == 1"]
+`)
+	out, err := Execute(context.Background(), p, virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Errorf("%s: %s %s %v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		exactPredictions(t, r)
+		for _, c := range r.Predicted.Counts {
+			if c.Metric == "hidden_retries" && !c.Predicted {
+				t.Errorf("%s: hidden_retries not predicted (%s)", r.Variant, c.Reason)
+			}
+		}
+	}
+}
