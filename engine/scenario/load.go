@@ -583,6 +583,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	l.checkBalancer(r, at, where)
 	l.checkEnv(node, where)
 	l.checkReplay(r, node, at, where)
+	l.checkHTTP2Caps(r, at, where)
 	if r.Settings.Client.Exec != nil {
 		l.checkExec(r, node, at, where)
 		return // implementation is ignored for an exec run
@@ -643,6 +644,23 @@ func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string)
 		// A real client's connection truth comes from the server's stamps, which behind
 		// a balancer name the backend connections, not the client's.
 		l.add(at("client.exec"), "client.exec", "a real client behind the balancer is not supported yet (the server's connection stamps would name the balancer's connections); use a model client%s", where)
+	}
+}
+
+// checkHTTP2Caps refuses a per-connection cap the embedded server cannot apply: over HTTP/2
+// it sends no GOAWAY, so max_requests and close_every would silently close nothing (nginx's
+// keepalive_requests sends one since 1.19.7; kalab's server does not yet).
+func (l *loader) checkHTTP2Caps(r *Run, at func(string) *yaml.Node, where string) {
+	s, c := r.Settings.Server, r.Settings.Client
+	h2 := s.HTTP == "2" && c.Exec == nil && s.Exec == "" && s.Command == "" && s.URL == "" &&
+		c.HTTP2 != "never" && (c.HTTP2 != "tls" || s.TLS)
+	if !h2 {
+		return
+	}
+	for field, set := range map[string]bool{"max_requests": s.MaxRequests > 0, "close_every": s.CloseEvery > 0} {
+		if set {
+			l.add(at("server."+field), "server."+field, "over HTTP/2 the embedded server does not apply it: it sends no GOAWAY, so no connection would close; set server.http: \"1.1\" (or client.http2: never) to test it%s", where)
+		}
 	}
 }
 
