@@ -92,7 +92,7 @@ var Docs = []MetricDoc{
 	{"backend_errors_by_class.tls", "attempts", "backend attempts that failed in a TLS handshake"},
 	{"backend_errors_by_class.other", "attempts", "backend attempts that failed for any other reason"},
 	{"backend_proxy_connections", "connections", "connections through the balancer-server link (0 when it has no rtt or jitter)"},
-	{"server_idle_closes", "connections", "connections the server closed first after an idle period, as the proxy saw them on its upstream side (any server, real ones included)"},
+	{"server_idle_closes", "connections", "connections the server closed first after an idle period: the embedded server's own count, or, for a real server, as the proxy saw them on its upstream side"},
 	{"server_idle_close_ms.min", "ms", "shortest idle time before such a close (0 when there was none)"},
 	{"server_idle_close_ms.p50", "ms", "median idle time before such a close, from the last byte the server sent"},
 	{"server_idle_close_ms.max", "ms", "longest idle time before such a close"},

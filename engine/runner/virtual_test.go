@@ -395,3 +395,31 @@ variants:
 		}
 	}
 }
+
+// TestServerIdleClosesBehindTheBalancer: behind the balancer the server's idle closes are
+// the server's own count, not the client-side link's (which faces the balancer and saw
+// none). In file 12 every backend connection but the last ends by the server's 6 s idle
+// close (the 5 that raced and the 5 whose pause outlasted it), so the count is the
+// predicted backend connections less one: 10.
+func TestServerIdleClosesBehindTheBalancer(t *testing.T) {
+	out, err := Execute(context.Background(), bundled(t, "12-alb-backend-race.yaml"), virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Variant != "alb-node" {
+			continue
+		}
+		var backends int
+		for _, c := range r.Predicted.Counts {
+			if c.Metric == "backend_connections" && c.Predicted {
+				backends = c.Value
+			}
+		}
+		if backends != 11 || r.Metrics.ServerIdleCloses != float64(backends-1) {
+			t.Errorf("server_idle_closes %v with %d predicted backend connections; want %d", r.Metrics.ServerIdleCloses, backends, backends-1)
+		}
+		return
+	}
+	t.Fatal("no alb-node run")
+}

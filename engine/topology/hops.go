@@ -43,12 +43,21 @@ type endpoint struct {
 }
 
 // serverStats are a server's counters.
-type serverStats struct{ Connections, TLSHandshakes, TLSResumed int64 }
+type serverStats struct {
+	Connections, TLSHandshakes, TLSResumed int64
+	// IdleCloses are the connections the embedded server closed at its idle timeout, from
+	// its own records; own says it kept them (a real server's come from the link in front).
+	IdleCloses int64
+	own        bool
+}
 
 func (s serverStats) Flatten(into map[string]float64) {
 	into["server_connections"] = float64(s.Connections)
 	into["tls_handshakes"] = float64(s.TLSHandshakes)
 	into["tls_resumed"] = float64(s.TLSResumed)
+	if s.own {
+		into["server_idle_closes"] = float64(s.IdleCloses)
+	}
 }
 
 // embeddedServer is kalab's own HTTP server.
@@ -89,7 +98,13 @@ func (e *embeddedServer) Timing() map[string]*lag.Recorder {
 
 func (e *embeddedServer) Stats() Stats {
 	ss := e.srv.Stats()
-	return serverStats{Connections: ss.Connections, TLSHandshakes: ss.TLSHandshakes, TLSResumed: ss.TLSResumed}
+	out := serverStats{Connections: ss.Connections, TLSHandshakes: ss.TLSHandshakes, TLSResumed: ss.TLSResumed, own: true}
+	for _, c := range e.srv.Conns() {
+		if c.ClosedBy == server.CloseByServer && c.Reason == server.ReasonIdle {
+			out.IdleCloses++
+		}
+	}
+	return out
 }
 
 func (e *embeddedServer) Close() error {
@@ -250,7 +265,7 @@ func (l *link) Timing() map[string]*lag.Recorder {
 func (l *link) Stats() Stats {
 	s := linkStats{backend: l.role == roleBackendLink, Stats: l.p.Stats(), scale: l.scale}
 	if l.log != nil {
-		s.records = l.log.all()
+		s.front, s.records = true, l.log.all()
 	}
 	return s
 }
@@ -293,6 +308,7 @@ func (l *link) finish() {
 type linkStats struct {
 	netsim.Stats
 	backend bool
+	front   bool // in front of the server: its records are the server's connections
 	records []netsim.ConnRecord
 	scale   float64
 }
@@ -306,7 +322,11 @@ func (s linkStats) Flatten(into map[string]float64) {
 	into["bytes_up"] = float64(s.BytesUp)
 	into["bytes_down"] = float64(s.BytesDown)
 	into["listen_overflows"] = float64(s.Overflows)
-	idleCloseMetrics(into, s.records, s.scale)
+	if s.front {
+		// Behind a balancer this link faces the balancer, not the server: the server's
+		// own records count its idle closes (serverStats).
+		idleCloseMetrics(into, s.records, s.scale)
+	}
 }
 
 // balancerPart is the balancer in the middle of a two-hop topology.
