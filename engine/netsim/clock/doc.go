@@ -1,4 +1,4 @@
 // Package clock is the process-wide precise clock that releases the links' delayed chunks on
-// their instant (Precise, Waiter), the grid that coalesces nearby deadlines, and the
+// their instant (Clock, Waiter), the grid that coalesces nearby deadlines (FireAt, Quantum), and the
 // Sleeper the run's own timers use on the real clock.
 package clock
