@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/kalab-dev/kalab/engine/buildinfo"
 )
@@ -56,7 +55,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kalab init: %v\n", err)
 			return exitEngine
 		}
-		data = bytes.ReplaceAll(data, []byte("KALAB_REF"), []byte(initRef(buildinfo.Read(version, commit))))
+		data = bytes.ReplaceAll(data, []byte("KALAB_REF"), []byte(buildinfo.Read(version, commit).Ref()))
 		path := filepath.Join(dir, f.path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			fmt.Fprintf(stderr, "kalab init: %v\n", err)
@@ -70,17 +69,4 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "next: kalab run %s\n", filepath.Join(dir, "scenarios"))
 	return exitOK
-}
-
-// initRef is the kalab the written workflow builds: this kalab's release tag, else its
-// commit, so the workflow runs the kalab that was tried; main only when this kalab does not
-// know its origin (built from a tree with changes, or without version control information).
-func initRef(v buildinfo.Info) string {
-	switch {
-	case strings.HasPrefix(v.Stamped, "v"):
-		return v.Stamped
-	case v.Revision != "" && !v.Modified:
-		return v.Revision
-	}
-	return "main"
 }

@@ -21,7 +21,7 @@ func TestInitPinsTheWorkflow(t *testing.T) {
 		{buildinfo.Info{Revision: "0123456789abcdef0123456789abcdef01234567", Modified: true}, "main"},
 		{buildinfo.Info{}, "main"},
 	} {
-		if got := initRef(c.info); got != c.want {
+		if got := c.info.Ref(); got != c.want {
 			t.Errorf("%+v: ref %s, want %s", c.info, got, c.want)
 		}
 	}
@@ -34,7 +34,7 @@ func TestInitPinsTheWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "          ref: " + initRef(buildinfo.Read(version, commit)) + "\n"
+	want := "          ref: " + buildinfo.Read(version, commit).Ref() + "\n"
 	if !strings.Contains(string(wf), want) || strings.Contains(string(wf), "KALAB_REF") {
 		t.Errorf("the workflow does not pin its ref (%q):\n%s", want, wf)
 	}

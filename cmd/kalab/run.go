@@ -338,7 +338,7 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 		return exitEngine
 	}
 	noVerdict := noVerdicts(f, outcome, stderr)
-	failed := checkFailed(outcome)
+	failed := outcome.CheckFailed()
 	if f.failMissing && len(missing) > 0 {
 		fmt.Fprintf(stderr, "kalab %s: %d run%s of the baseline did not run (--fail-missing)\n", f.name, len(missing), plural(len(missing)))
 		failed = true
@@ -353,22 +353,6 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 		return exitEngine
 	}
 	return exitOK
-}
-
-// checkFailed reports whether a check gave the verdict "fail": a run's expect check or
-// baseline gate, or a compare check.
-func checkFailed(o *runner.Outcome) bool {
-	for _, r := range o.Runs {
-		if r.Status == report.StatusFail {
-			return true
-		}
-	}
-	for _, s := range o.Scenarios {
-		if s.Status == report.StatusFail {
-			return true
-		}
-	}
-	return false
 }
 
 // noVerdicts reports whether some run or check has no verdict, naming why on stderr: a run

@@ -5,6 +5,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Info is what the binary knows about its origin.
@@ -85,4 +86,17 @@ func (v Info) Long() string {
 		s += "(no module version or commit recorded: build with `go build` or `go install` in a git checkout, without -buildvcs=false)\n"
 	}
 	return s
+}
+
+// Ref is the kalab a workflow this binary writes should build: its release tag, else its
+// commit, so the workflow runs the kalab that was tried; main only when the binary does not
+// know its origin (built from a tree with changes, or without version control information).
+func (v Info) Ref() string {
+	switch {
+	case strings.HasPrefix(v.Stamped, "v"):
+		return v.Stamped
+	case v.Revision != "" && !v.Modified:
+		return v.Revision
+	}
+	return "main"
 }

@@ -195,6 +195,22 @@ func markNotRun(rec *report.Run, reason string, expect []scenario.Assertion) {
 	}
 }
 
+// CheckFailed reports whether a check gave the verdict "fail": a run's expect check or
+// baseline gate, or a compare check. Unlike Failed, a run without a verdict is not one.
+func (o *Outcome) CheckFailed() bool {
+	for _, r := range o.Runs {
+		if r.Status == report.StatusFail {
+			return true
+		}
+	}
+	for _, s := range o.Scenarios {
+		if s.Status == report.StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
 // Errored reports whether a run could not complete (status error).
 func (o *Outcome) Errored() bool {
 	for _, r := range o.Runs {
