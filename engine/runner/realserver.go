@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/kalab-dev/kalab/engine/configure"
 
@@ -44,28 +43,12 @@ type CheckOptions struct {
 // nothing; an empty result means the plan can start.
 func Check(plan *scenario.Plan, opt CheckOptions) scenario.Diagnostics {
 	var diags scenario.Diagnostics
-	seen := map[string]bool{}
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
-			for _, d := range checkRun(sc.File, r, opt) {
-				if key := d.String(); !seen[key] {
-					seen[key] = true
-					diags = append(diags, d)
-				}
-			}
+			diags = append(diags, checkRun(sc.File, r, opt)...)
 		}
 	}
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i], diags[j]
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Col < b.Col
-	})
-	return diags
+	return diags.Sorted() // a problem of the file's shared part is found once per run
 }
 
 // configDiags turns what realserver.Check found into diagnostics, each at the scenario
