@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/plantest"
+
 	"github.com/kalab-dev/kalab/engine/admit"
 
 	"github.com/rs/zerolog"
@@ -24,24 +26,10 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-func plan(t *testing.T, src string) *scenario.Plan {
-	t.Helper()
-	return planIn(t, t.TempDir(), src)
-}
+func plan(t *testing.T, src string) *scenario.Plan { return plantest.Load(t, src) }
 
 // planIn writes src as dir/s.yaml (beside the files a test put there) and loads it.
-func planIn(t *testing.T, dir, src string) *scenario.Plan {
-	t.Helper()
-	f := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := scenario.LoadFiles([]string{f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func planIn(t *testing.T, dir, src string) *scenario.Plan { return plantest.LoadIn(t, dir, src) }
 
 // skipIfNoisy skips a test whose runs the machine could not time: their records carry no
 // verdict, which is the engine working as designed, not the behaviour under test failing.

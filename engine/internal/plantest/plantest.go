@@ -14,7 +14,14 @@ import (
 // error fails the test.
 func Load(t testing.TB, src string) *scenario.Plan {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "s.yaml")
+	return LoadIn(t, t.TempDir(), src)
+}
+
+// LoadIn writes src as dir/s.yaml, beside the files a test put there (a recording, a
+// script), and loads it; a load error fails the test.
+func LoadIn(t testing.TB, dir, src string) *scenario.Plan {
+	t.Helper()
+	f := filepath.Join(dir, "s.yaml")
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
