@@ -1,46 +1,19 @@
 package diff
 
 import (
-	"encoding/json"
 	"regexp"
 	"testing"
-	"time"
 
-	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/internal/reporttest"
+
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
-func baseRun(sc, variant string) *report.Run {
-	return &report.Run{
-		KalabVersion: "test", RunID: "base", Scenario: sc, File: sc + ".yaml", Variant: variant,
-		Params:    json.RawMessage(`{"network":{},"server":{},"client":{},"load":{},"time_scale":1}`),
-		TimeScale: 1, Seed: 7, StartedAt: time.Unix(0, 0).UTC(), WallMs: 1000, Status: report.StatusPass,
-		Metrics: check.Metrics{Requests: 200, OK: 200, Connections: 1, ReusedRequests: 199, ReuseRatio: 0.995,
-			LatencyMs: check.Latency{Min: 150, P50: 155, P90: 160, P95: 170, P99: 200, Max: 400, Mean: 156},
-			TotalMs:   31000, RPS: 6.45},
-		Checks: []report.Check{},
-	}
-}
+func baseRun(sc, variant string) *report.Run { return reporttest.Run(sc, variant) }
 
 func loadBase(t *testing.T, runs ...*report.Run) *report.Baseline {
 	t.Helper()
-	w, err := report.Create(t.TempDir(), "base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runs {
-		if err := w.WriteRun(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := report.LoadBaseline(w.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return reporttest.Baseline(t, runs...)
 }
 
 func matches(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
