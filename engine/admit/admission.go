@@ -6,10 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/netsim"
 )
 
 // Window is how long the scheduler watches the runs in flight before it starts
@@ -219,7 +220,7 @@ func WaitHeadroom(ctx context.Context, tol judge.Tolerance, budget time.Duration
 // probe fires probeTimers timers on the precise clock in turn and returns their lateness.
 func probe(ctx context.Context) lag.Summary {
 	var r lag.Recorder
-	var s netsim.Sleeper
+	var s clock.Sleeper
 	due := time.Now()
 	for range probeTimers {
 		due = due.Add(probeGap)

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
+
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
 )
@@ -189,11 +190,11 @@ func FileBudget(holds []Hold, parallel int) (total int, tooBig func(h Hold) stri
 		sum += h.FDs
 	}
 	open := OpenDescriptors()
-	if err := netsim.RaiseFileLimit(uint64(sum + Reserve + open)); err != nil {
+	if err := kernel.RaiseFileLimit(uint64(sum + Reserve + open)); err != nil {
 		// As far as it goes: the largest run alone may still fit.
-		_ = netsim.RaiseFileLimit(uint64(largest.FDs + Reserve + open))
+		_ = kernel.RaiseFileLimit(uint64(largest.FDs + Reserve + open))
 	}
-	cur, err := netsim.FileLimit()
+	cur, err := kernel.FileLimit()
 	if err != nil {
 		return 0, nil, err
 	}

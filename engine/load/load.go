@@ -43,7 +43,7 @@ type Spec struct {
 	// slept for fired against its planned instant.
 	Lag *lag.Recorder
 	// Sleep, when set, waits until at or returns false as soon as done closes; the runner
-	// passes a precise clock (netsim.Sleeper) here. When nil the schedule sleeps on a Go
+	// passes a precise clock (engine/netsim/clock's Sleeper) here. When nil the schedule sleeps on a Go
 	// timer, which on Linux fires up to about a millisecond late.
 	Sleep func(at time.Time, done <-chan struct{}) bool
 }

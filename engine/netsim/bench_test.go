@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
+
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 )
 
@@ -110,7 +112,7 @@ func cpuTime(testing.TB) time.Duration { return lag.ProcessCPU() }
 // connection instead of four.
 func BenchmarkIdleConns(b *testing.B) {
 	const n = 5000
-	if err := RaiseFileLimit(2*n + 256); err != nil {
+	if err := kernel.RaiseFileLimit(2*n + 256); err != nil {
 		b.Fatal(err)
 	}
 	for range b.N {
@@ -227,7 +229,7 @@ func TestIdleHelper(t *testing.T) {
 	if err != nil {
 		return // not the helper process: nothing to do (a skip would be one CI has to allow)
 	}
-	if err := RaiseFileLimit(uint64(2*n + 256)); err != nil {
+	if err := kernel.RaiseFileLimit(uint64(2*n + 256)); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})

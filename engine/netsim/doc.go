@@ -110,7 +110,7 @@
 // scheduled.
 //
 // A simulated connection needs DescriptorsPerConn (4) file descriptors when
-// client, proxy and server share a process; RaiseFileLimit raises the soft
+// client, proxy and server share a process; kernel.RaiseFileLimit raises the soft
 // limit and says how many are needed when the hard limit is too low.
 //
 // # Performance

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 )
 
 // perfGateEnv turns TestPerfGate on; .ci/perfgate sets it. The gate loads
@@ -84,7 +86,7 @@ func TestPerfGate(t *testing.T) {
 // measurePerf takes every figure the gate judges.
 func measurePerf(t *testing.T) map[string]float64 {
 	const idle = 2000
-	if err := RaiseFileLimit(2*idle + 256); err != nil {
+	if err := kernel.RaiseFileLimit(2*idle + 256); err != nil {
 		t.Fatal(err)
 	}
 	f := measureIdle(t, idle)

@@ -120,7 +120,7 @@ type Config struct {
 	// (its netpoller waits in whole milliseconds); at a time scale of 0.02 that is 50 ms of
 	// scenario time. With Sleep the server closes a connection still idle at exactly
 	// IdleTimeout itself; net/http's deadline stays as the backstop. The runner passes
-	// the precise clock of the simulated link (netsim.Sleeper).
+	// the precise clock of the simulated link (engine/netsim/clock's Sleeper).
 	Sleep func(at time.Time, done <-chan struct{}) bool
 }
 

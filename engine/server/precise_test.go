@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/testci"
-	"github.com/kalab-dev/kalab/engine/netsim"
 )
 
 // TestPreciseIdleClose checks that with Config.Sleep the HTTP/1.1 idle close lands on its
@@ -21,7 +22,7 @@ import (
 func TestPreciseIdleClose(t *testing.T) {
 	const idle, n = 20 * time.Millisecond, 20
 	var precise, deadline lag.Recorder
-	sp := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &precise, Sleep: netsim.Sleep})
+	sp := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &precise, Sleep: clock.Sleep})
 	sd := start(t, Config{TLS: true, IdleTimeout: idle, Lag: &deadline})
 	var seenPrecise, seenDeadline []time.Duration
 	probe := lag.StartProbe(time.Millisecond)

@@ -5,8 +5,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
@@ -72,7 +73,7 @@ func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	if t.net != nil {
 		return timerSleep
 	}
-	return new(netsim.Sleeper).Until
+	return new(clock.Sleeper).Until
 }
 
 // start starts the path from the server to the client's side, then the client; a hop that

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
+
 	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/judge"
@@ -11,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
@@ -109,7 +110,7 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 	}
 	scfg := configure.Server(st, scale)
 	scfg.Lag = &tm.Idle
-	scfg.Sleep = netsim.Sleep // idle closes land on their instant, not up to 1 ms late
+	scfg.Sleep = clock.Sleep // idle closes land on their instant, not up to 1 ms late
 	// The connection id on every response ties the server's close records to the client's
 	// connections (the proxy between them gives each side its own ports).
 	scfg.Stamp = true
