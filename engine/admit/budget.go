@@ -147,7 +147,7 @@ func HoldOf(st scenario.Settings) Hold {
 		}
 	}
 	server := 0
-	if !shape.Real(st.Server) {
+	if !st.Server.Real() {
 		server = 1
 	}
 	h := Hold{Conns: conns}

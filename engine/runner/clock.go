@@ -81,7 +81,7 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if opt.NewClient != nil {
 		off = append(off, "the caller's own Go client (go-func) dials real sockets")
 	}
-	if configure.RealKind(st.Server) != "" {
+	if st.Server.Real() {
 		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
 	}
 	if len(opt.middleboxes) > 0 {

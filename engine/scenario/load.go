@@ -652,7 +652,7 @@ func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string)
 // keepalive_requests sends one since 1.19.7; kalab's server does not yet).
 func (l *loader) checkHTTP2Caps(r *Run, at func(string) *yaml.Node, where string) {
 	s, c := r.Settings.Server, r.Settings.Client
-	h2 := s.HTTP == "2" && c.Exec == nil && s.Exec == "" && s.Command == "" && s.URL == "" &&
+	h2 := s.HTTP == "2" && c.Exec == nil && !s.Real() &&
 		c.HTTP2 != "never" && (c.HTTP2 != "tls" || s.TLS)
 	if !h2 {
 		return

@@ -174,6 +174,10 @@ type Server struct {
 	URL     string `yaml:"url" json:"url,omitempty"`         // a server the user runs
 }
 
+// Real reports whether the server is a real program or address (exec, command, url) rather
+// than the embedded server.
+func (s Server) Real() bool { return s.Exec != "" || s.Command != "" || s.URL != "" }
+
 // Response is what the server answers to every request.
 type Response struct {
 	Status    int      `yaml:"status" json:"status"`

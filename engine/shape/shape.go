@@ -35,17 +35,13 @@ func SatDuration(ns float64) time.Duration {
 // client can dial the server without the proxy.
 func Direct(st scenario.Settings) bool {
 	return st.Network.RTT == 0 && st.Network.Jitter == 0 && st.Network.Bandwidth == 0 &&
-		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && !Real(st.Server)
+		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && !st.Server.Real()
 }
 
 // DirectBackend reports whether the balancer-server hop has no link to simulate.
 func DirectBackend(st scenario.Settings) bool {
 	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 && st.Balancer.BackendNetwork.Bandwidth == 0)
 }
-
-// Real reports whether the server is a real program or address rather than the embedded
-// server.
-func Real(s scenario.Server) bool { return s.Exec != "" || s.Command != "" || s.URL != "" }
 
 // HTTP2 says whether the run's requests go over HTTP/2: the server must offer it and
 // the client must take it on this transport (an HTTP/1.1-only client offers only http/1.1 in
