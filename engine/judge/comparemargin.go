@@ -38,14 +38,17 @@ type latenessRange map[string]map[string]float64
 func compareRange(a scenario.Assertion, runs map[string]*report.Run) latenessRange {
 	out := latenessRange{}
 	for _, ref := range a.Refs() {
-		if !strings.HasPrefix(ref.Metric, "latency_ms.") {
-			continue
-		}
 		r := runs[ref.Variant]
 		if r == nil || r.Timing == nil || r.Clock == scenario.ClockVirtual {
 			continue // a virtual run's latencies are the model's own, exactly
 		}
-		d := linkRange(r, ref.Metric) + neighbourShift(r)
+		var d float64
+		switch {
+		case strings.HasPrefix(ref.Metric, "latency_ms."):
+			d = linkRange(r, ref.Metric) + neighbourShift(r)
+		case isWall(ref.Metric):
+			d = neighbourWall(r)
+		}
 		if d <= 0 {
 			continue
 		}
@@ -123,9 +126,9 @@ func CompareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool
 		for _, m := range slices.Sorted(maps.Keys(rng[v])) {
 			parts = append(parts, fmt.Sprintf("%s %s up to %.2f ms", v, m, rng[v][m]))
 		}
-		if neighbourShift(runs[v]) > 0 {
+		if why := cpuStolenWhy(runs[v], rng[v]); why != "" {
 			cpu = true
-			parts = append(parts, fmt.Sprintf("in %s %s", v, cpuWhy(runs[v])))
+			parts = append(parts, fmt.Sprintf("in %s %s", v, why))
 		}
 	}
 	what := TimingUnjudged
@@ -152,7 +155,7 @@ func evalShifted(a scenario.Assertion, runs map[string]*report.Run, rng lateness
 		f := r.Metrics.Flat()
 		floor := latencyFloor(r)
 		for m, d := range rng[name] {
-			f[m] = lowered(f[m], shift[name]*d, floor)
+			lowerMetric(f, m, shift[name]*d, floor)
 		}
 		return check.FromFlat(f), true
 	}
