@@ -110,6 +110,8 @@ type Timers struct {
 	Link, Schedule, Idle, Queue lag.Recorder
 	Sched                       lag.Recorder // filled at the run's end (lag.Sched.Into)
 	Program                     lag.Recorder // an exec client's own lateness, filled at its end
+	// Spans are the run's requests, kept for the edge rule (WatchEdges); nil: not kept.
+	Spans *SpanLog
 }
 
 // NewTimers makes a run's recorders; tests replace it to inject lateness.

@@ -72,10 +72,21 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 	return st, notes, ex, cc.refused
 }
 
+// watchEdges makes a real-clock run whose checks read a count keep what the edge rule
+// (judge.EdgeFlip) needs: its late timer events and its requests.
+func watchEdges(tm *judge.Timers, st scenario.Settings, jg *judge.Judge) {
+	if st.Clock != scenario.ClockVirtual && jg.ReadsCounts() {
+		tm.WatchEdges()
+	}
+}
+
 // runTiming is the run's account of its own timing: its timers judged against tol, and
 // what the machine says about CPU pressure and waiting.
-func runTiming(tm *judge.Timers, tol judge.Tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
+func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
 	t := judge.Assess(tm, tol)
+	if why := jg.EdgeFlip(tm, st); why != "" && !t.Noisy {
+		t.Noisy, t.Reason = true, why
+	}
 	if share, ok := pressure.Share(); ok {
 		v := math.Round(share*1000) / 1000
 		t.CPUPressure = &v
@@ -167,6 +178,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if opt.Observer != nil {
 		opt.Observer.RunStarted(r, st.Load.Requests)
 	}
+	watchEdges(tm, st, jg)
 	start := time.Now()
 	pressure, cpuWait, sched, queue := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched(), lag.StartRunQueue()
 	var m check.Metrics
@@ -197,7 +209,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if !virtual {
 		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
 	}
-	rec.Timing = runTiming(tm, jg.After(st, m), st, pressure, cpuWait)
+	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
 	if d, ok := queue.Mean(); ok {
 		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
 		rec.Timing.RunQueueMs = &v

@@ -368,7 +368,8 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
 				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
 				s.idleCloses.Add(1)
-				s.cfg.Lag.Add(now.Sub(time.Unix(0, since)) - s.cfg.IdleTimeout)
+				due := time.Unix(0, since).Add(s.cfg.IdleTimeout)
+				s.cfg.Lag.AddAt(due, now.Sub(due))
 				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
 			} else {
 				// net/http does not say whether the peer sent a FIN or a reset, or why.

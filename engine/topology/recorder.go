@@ -67,6 +67,9 @@ func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) 
 		rc.sawConn.Store(true)
 	}
 	rc.agg.Add(ev)
+	if rc.tm != nil {
+		rc.tm.Spans.Add(judge.Span{Start: ev.Start, End: ev.Start.Add(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Client: from})
+	}
 	rc.mu.Lock()
 	rc.reuse.add(ev)
 	if !ev.OK() {

@@ -34,6 +34,7 @@ type Recorder struct {
 	over  atomic.Uint64
 	// hold is lateness a test adds on purpose (see Hold).
 	hold atomic.Int64
+	ev   events
 }
 
 // Add records one timer that fired late by d; an early or on-time timer counts as 0.
@@ -72,15 +73,25 @@ func (r *Recorder) Since(due time.Time) {
 	if r == nil {
 		return
 	}
-	if h := r.hold.Load(); h > 0 {
+	if h := time.Duration(r.hold.Load()) + r.heldOnce(due); h > 0 {
 		// Every caller acts on the timer after Since returns (the link delivers its chunk,
 		// the schedule starts its burst), so this wait makes the timer really late.
-		until := due.Add(time.Duration(h))
+		until := due.Add(h)
 		for time.Now().Before(until) {
 			runtime.Gosched()
 		}
 	}
-	r.Add(time.Since(due))
+	r.AddAt(due, time.Since(due))
+}
+
+// AddAt records one timer due at due that fired d late: Add, and the event when the
+// recorder keeps events (KeepEvents).
+func (r *Recorder) AddAt(due time.Time, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.Add(d)
+	r.keep(due, d)
 }
 
 // Hold makes every later Since wait until d after its timer was due before it returns and
