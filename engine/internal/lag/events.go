@@ -24,10 +24,12 @@ type events struct {
 	mu      sync.Mutex
 	list    []Event
 	dropped uint64
-	// holdAt and holdFor inject one late timer (HoldAt): the first Since due at or after
-	// holdAt waits holdFor; holdDone marks it spent.
-	holdAt, holdFor atomic.Int64
-	holdDone        atomic.Bool
+	// holdQuiet, holdSkip and holdFor inject one late timer (HoldAfterQuiet); last is the
+	// previous due (unix ns), quietSeen whether a quiet spell has passed, skipped how many
+	// timers went by since, holdDone marks the hold spent.
+	holdQuiet, holdSkip, holdFor, last atomic.Int64
+	quietSeen, holdDone                atomic.Bool
+	skipped                            atomic.Int64
 }
 
 // KeepEvents makes the recorder keep every timer at least min late, with when it was due
@@ -64,22 +66,38 @@ func (r *Recorder) keep(due time.Time, d time.Duration) {
 	r.ev.mu.Unlock()
 }
 
-// HoldAt makes the first Since whose timer is due at or after at wait d past its due time
-// before it returns and records, once: one late timer injected at a chosen instant, for
-// tests that prove where lateness matters.
-func (r *Recorder) HoldAt(at time.Time, d time.Duration) {
+// HoldAfterQuiet makes one Since wait d past its due time before it returns and records:
+// the one due skip timers after the first that follows a spell of quiet (no timer due for
+// at least quiet). A test injects one late timer where the plan puts it, the request that
+// ends a pause (skip 0) or one further into the burst, whatever instant the run began.
+func (r *Recorder) HoldAfterQuiet(quiet time.Duration, skip int, d time.Duration) {
 	if r != nil {
-		r.ev.holdAt.Store(at.UnixNano())
+		r.ev.holdQuiet.Store(int64(quiet))
+		r.ev.holdSkip.Store(int64(skip))
 		r.ev.holdFor.Store(int64(d))
+		r.ev.last.Store(0)
+		r.ev.skipped.Store(0)
+		r.ev.quietSeen.Store(false)
 		r.ev.holdDone.Store(false)
 	}
 }
 
-// heldOnce is how long a Since due at due waits for HoldAt: its d the first time a due at
-// or after the chosen instant comes, 0 otherwise.
+// heldOnce is how long a Since due at due waits for HoldAfterQuiet: its d for the chosen
+// timer, 0 otherwise. Timers due at once may race here; a test holds one in a quiet run.
 func (r *Recorder) heldOnce(due time.Time) time.Duration {
 	d := r.ev.holdFor.Load()
-	if d <= 0 || due.UnixNano() < r.ev.holdAt.Load() || !r.ev.holdDone.CompareAndSwap(false, true) {
+	if d <= 0 || r.ev.holdDone.Load() {
+		return 0
+	}
+	at := due.UnixNano()
+	prev := r.ev.last.Swap(at)
+	if !r.ev.quietSeen.Load() {
+		if prev == 0 || at-prev < r.ev.holdQuiet.Load() {
+			return 0
+		}
+		r.ev.quietSeen.Store(true)
+	}
+	if r.ev.skipped.Add(1)-1 < r.ev.holdSkip.Load() || !r.ev.holdDone.CompareAndSwap(false, true) {
 		return 0
 	}
 	return time.Duration(d)
