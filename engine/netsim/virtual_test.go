@@ -205,6 +205,35 @@ func TestVirtualFINFollowsData(t *testing.T) {
 	})
 }
 
+// TestVirtualFINAlone: a server that closes without writing anything sends a FIN with no
+// data ahead of it, and the client reads EOF exactly RTT/2 after the close. A FIN behind
+// data waits for that data whatever its own delay; this one has only its own.
+func TestVirtualFINAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		n := newVNet(t)
+		closed := make(chan time.Duration, 1)
+		up := vServer(t, n, func(c *vnet.Conn) {
+			if _, err := c.Read(make([]byte, 1)); err != nil {
+				return
+			}
+			closed <- time.Since(start)
+			_ = c.Close()
+		})
+		p := startVirtual(t, n, Config{Upstream: up, RTT: vRTT})
+		c := vDial(t, n, p, start)
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := c.Read(make([]byte, 8)); k != 0 || err != io.EOF {
+			t.Fatalf("read %d bytes, %v; want EOF and no data", k, err)
+		}
+		at := <-closed
+		exactly(t, "server's close", at, vRTT+vRTT/2)
+		exactly(t, "EOF at the client", time.Since(start), at+vRTT/2)
+	})
+}
+
 // TestVirtualStaleReset: the server closes after its answer; the client writes after the
 // FIN arrived, and reads the reset exactly one RTT after its write (RTT/2 to the closed
 // end, RTT/2 back). The record says the server closed first and the write was a failed
