@@ -58,9 +58,9 @@ Usage:
 Run 'kalab COMMAND --help' for a command's flags.
 
 Exit codes: 0 every planned run ran and every check passed; 1 a check failed or a baseline
-regressed; 2 the input is invalid (nothing ran); 3 a run has no verdict (the engine failed,
-its timing was too noisy, or a program it needs is not installed: --allow-missing accepts
-that); 130 interrupted. A check not evaluated is never a pass (kalab help verdicts).
+regressed; 2 the input is invalid (nothing ran); 3 no verdict (the engine failed, a run's
+timing was too noisy, a program it needs is not installed: --allow-missing accepts that, or
+kalab could not start: too few file descriptors); 130 interrupted. A check not evaluated is never a pass (kalab help verdicts).
 `
 
 // commands lists the commands Main knows, for did-you-mean.

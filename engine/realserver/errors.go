@@ -17,3 +17,15 @@ func (e *FieldError) Error() string {
 func unsupported(k Kind, field, format string, args ...any) error {
 	return &FieldError{Kind: k, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
+
+// IdentityError says that what answered on the server's port is not the program kalab
+// started: its answer is not the one that program gives.
+type IdentityError struct {
+	Kind Kind
+	Addr string
+	Msg  string // what answered, and what was expected
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("what answers on %s is not %s: %s", e.Addr, e.Kind, e.Msg)
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/proc"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 // standIn starts a real python3 http.server on a free loopback port, as a process that took
@@ -104,4 +107,44 @@ func TestOwnedServerPasses(t *testing.T) {
 			t.Error("the identity does not say the socket's owner was verified")
 		}
 	}
+}
+
+// TestAnswerNamesTheServer: a program in the server's own process group that answers on its
+// port passes the socket owner check; what it answers must still be nginx's. A stand-in
+// "nginx" that answers -v as nginx does and serves with python3's http.server is refused,
+// naming what answered.
+func TestAnswerNamesTheServer(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		testci.SkipOrFail(t, "python3 is not installed: %v", err)
+	}
+	// The interpreter itself, not a version manager's shim that needs its own environment.
+	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	script := filepath.Join(t.TempDir(), "nginx")
+	fake := "#!/bin/sh\n" +
+		"case \"$1\" in -v) echo 'nginx version: nginx/1.22.1' >&2; exit 0;; esac\n" +
+		"port=$(sed -n 's/.*listen 127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$4\" | head -n 1)\n" + // -p DIR -c CONF
+		"exec " + strings.TrimSpace(string(out)) + " -m http.server \"$port\" --bind 127.0.0.1\n"
+	if err := os.WriteFile(script, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, Config{Kind: Nginx, Program: script, IdleTimeout: time.Second, LogDir: t.TempDir()})
+	if err == nil {
+		id := s.Identity()
+		s.Close()
+		t.Fatalf("a python3 http.server passed as nginx: recorded as %s %s (verified %v), Server header %q", id.Name, id.Version, id.Verified, id.ServerHeader)
+	}
+	var ie *IdentityError
+	if !errors.As(err, &ie) {
+		t.Fatalf("want an *IdentityError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), `answered with "Server: SimpleHTTP/`) || !strings.Contains(err.Error(), "not nginx") {
+		t.Fatalf("error %q does not name what answered", err)
+	}
+	t.Log(err)
 }

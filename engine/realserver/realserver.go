@@ -584,6 +584,9 @@ func (s *Server) probe(ctx context.Context) error {
 		return fmt.Errorf("the probe request to %s was answered %s with a redirect to %q; kalab follows no redirect: give the URL the server answers itself", s.addr, resp.Status, loc)
 	}
 	s.ident.ServerHeader = resp.Header.Get("Server")
+	if msg := answerMismatch(s.cfg.Kind, resp.Header); msg != "" {
+		return &IdentityError{Kind: s.cfg.Kind, Addr: s.addr, Msg: msg}
+	}
 	if s.ident.Kind == URL || s.ident.Kind == Command {
 		if name, version, ok := strings.Cut(s.ident.ServerHeader, "/"); ok {
 			s.ident.Name, s.ident.Version = name, strings.Fields(version + " ")[0]
@@ -592,6 +595,38 @@ func (s *Server) probe(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// plainText is the Content-Type kalab configures the Node and HAProxy servers to answer with.
+const plainText = "text/plain; charset=utf-8"
+
+// answerMismatch says how the probe's answer differs from the one the program of kind gives,
+// "" when it does not. The socket owner check (owned) cannot tell the program from another
+// in its process group (a wrapper's helper, a script named nginx) holding the port; the
+// answer can. nginx names itself in its Server header. Node's http module and HAProxy's
+// "http-request return" send no Server header, and kalab configures both to answer with
+// plainText. A command and a URL can be any server: nothing is checked, and the Server
+// header names it in the run record.
+func answerMismatch(kind Kind, h http.Header) string {
+	server, ctype := h.Get("Server"), h.Get("Content-Type")
+	answered := "it answered with no Server header"
+	if server != "" {
+		answered = fmt.Sprintf("it answered with %q", "Server: "+server)
+	}
+	switch kind {
+	case Nginx:
+		if !strings.HasPrefix(server, "nginx") {
+			return answered + `; nginx's answer has a Server header starting with "nginx"`
+		}
+	case Node, HAProxy:
+		if server != "" {
+			return fmt.Sprintf("%s; %s's answer has no Server header", answered, kind)
+		}
+		if ctype != plainText {
+			return fmt.Sprintf("it answered with %q; kalab's %s server answers %q", "Content-Type: "+ctype, kind, plainText)
+		}
+	}
+	return ""
 }
 
 // Addr is the host:port the proxy forwards to.

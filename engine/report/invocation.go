@@ -51,14 +51,20 @@ type Invocation struct {
 
 // Tally counts the runs recorded, interrupted and errored.
 func (inv *Invocation) Tally(runs []Run) {
-	inv.Recorded, inv.Interrupted, inv.Errored = len(runs), 0, 0
+	inv.Recorded, inv.Interrupted, inv.Errored = 0, 0, 0
 	for _, r := range runs {
-		switch r.Status {
-		case StatusInterrupted:
-			inv.Interrupted++
-		case StatusError:
-			inv.Errored++
-		}
+		inv.count(r.Status)
+	}
+}
+
+// count adds one run record of the status to the counts.
+func (inv *Invocation) count(status string) {
+	inv.Recorded++
+	switch status {
+	case StatusInterrupted:
+		inv.Interrupted++
+	case StatusError:
+		inv.Errored++
 	}
 }
 

@@ -200,6 +200,49 @@ func TestWriteErrorLeavesWholeLinesAndSticks(t *testing.T) {
 	ValidateDir(t, filepath.Join(out, "r1"))
 }
 
+// After a write error the closing record counts the run records that reached the file, not
+// the runs the caller tallied (runs that ended but could not be written are not in it), and
+// says the results are incomplete.
+func TestRecordedCountsWhatReachedTheFile(t *testing.T) {
+	out := t.TempDir()
+	w, err := Create(out, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := sampleRun()
+	r.Record, r.RecordVersion = "run", RecordVersion
+	line, _ := json.Marshal(r)
+	// Room for two records and part of the third; the disk is not under test.
+	w.f = &failingFile{File: w.f.(*os.File), limit: 2*(len(line)+1) + 40}
+	runs := []Run{*sampleRun(), *sampleRun(), *sampleRun(), *sampleRun()}
+	runs[1].Status, runs[2].Status, runs[3].Status = StatusError, StatusError, StatusInterrupted
+	for i := range runs {
+		_ = w.WriteRun(&runs[i])
+	}
+	inv := &Invocation{RunID: "r1", State: InvocationEnded, PlanHash: strings.Repeat("0", 64), Planned: 5}
+	inv.Tally(runs)                    // what the caller saw end: four runs
+	w.f.(*failingFile).limit = 1 << 20 // room again for the closing record
+	if ferr := w.Finish(inv); ferr == nil {
+		t.Fatal("Finish after a write error returned nil")
+	}
+	res, err := ReadFile(w.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Invocation
+	if len(res.Runs) != 2 || got == nil {
+		t.Fatalf("read back %d run records, invocation %+v; want 2 and a closing record", len(res.Runs), got)
+	}
+	if got.Recorded != len(res.Runs) || got.Errored != 1 || got.Interrupted != 0 {
+		t.Errorf("closing record: runs_recorded %d, runs_errored %d, runs_interrupted %d; want %d, 1, 0 (the records in the file)",
+			got.Recorded, got.Errored, got.Interrupted, len(res.Runs))
+	}
+	if got.Completed || !strings.Contains(got.Describe(), "2 of 5 runs recorded") || !strings.Contains(got.Describe(), "no space left") {
+		t.Errorf("closing record completed %v, described %q; want incomplete, 2 of 5 recorded, and the error", got.Completed, got.Describe())
+	}
+}
+
 func TestDeletedDirectoryIsAWriteError(t *testing.T) {
 	out := t.TempDir()
 	w, err := Create(out, "r1")

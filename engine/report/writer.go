@@ -47,6 +47,8 @@ type Writer struct {
 	size       int64 // bytes of whole lines written
 	err        error
 	claimed    map[string]string // request file -> the run that wrote it
+	// written counts the run records that reached the file (Recorded, Interrupted, Errored).
+	written Invocation
 }
 
 // file is what the Writer needs of results.jsonl; tests put a failing one in its place.
@@ -123,7 +125,13 @@ func pointLatest(out, runID string) error {
 // WriteRun appends a run record.
 func (w *Writer) WriteRun(r *Run) error {
 	r.Record, r.RecordVersion = "run", RecordVersion
-	return w.writeLine(r)
+	if err := w.writeLine(r); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.written.count(r.Status)
+	w.mu.Unlock()
+	return nil
 }
 
 // WriteScenario appends a scenario record.
@@ -139,10 +147,13 @@ func (w *Writer) WriteInvocation(inv *Invocation) error {
 }
 
 // Finish writes the invocation's closing record and then points <out>/latest at the run, so
-// that latest never names a run whose record of completion is missing. After a write error
-// it still tries the record (the error may have been transient), marked not completed.
+// that latest never names a run whose record of completion is missing. Its counts are the
+// run records that reached the file, whatever the caller tallied: after a write error, runs
+// that ended but could not be written are not in it. After a write error it still tries the
+// record (the error may have been transient), marked not completed.
 func (w *Writer) Finish(inv *Invocation) error {
 	w.mu.Lock()
+	inv.Recorded, inv.Interrupted, inv.Errored = w.written.Recorded, w.written.Interrupted, w.written.Errored
 	prev := w.err
 	if prev != nil {
 		inv.Completed = false

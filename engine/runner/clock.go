@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/engine/admit"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/internal/vclock"
 	"github.com/kalab-dev/kalab/engine/metrics"
@@ -173,8 +176,19 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 type Host = vclock.Host
 
 // HostMain runs main with a Host, inside the harness that gives this process a virtual
-// clock, and exits with main's code: the kalab binary's entry.
-func HostMain(main func(h *Host) int) { vclock.Main(main) }
+// clock, and exits with main's code: the kalab binary's entry. A process that cannot start
+// for lack of file descriptors exits 3 (no verdict) with a message first (admit.CheckStart).
+func HostMain(main func(h *Host) int) {
+	if err := admit.CheckStart(); err != nil {
+		// Written with a plain system call: os.Stderr could open the runtime's poller.
+		_, _ = syscall.Write(2, []byte("kalab: "+err.Error()+"\n"))
+		os.Exit(exitNoVerdict)
+	}
+	vclock.Main(main)
+}
+
+// exitNoVerdict is kalab's exit code for "could not run: no verdict" (README, "Exit codes").
+const exitNoVerdict = 3
 
 // TestHost is a Host for a Go test: each virtual run is a subtest of t.
 func TestHost(t *testing.T) *Host { return vclock.FromTest(t) }
