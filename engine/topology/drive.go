@@ -268,11 +268,13 @@ func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, clientWhy
 	return out
 }
 
-// closeCounts counts the server's closed connections by who closed them and why.
+// closeCounts counts the server's closed connections by who closed them and why. One that
+// neither end closed (the proxy in front of a real server closed it at the run's end, with
+// the balancer's pool still holding it) counts as still open, as the embedded server's do.
 func closeCounts(conns []report.Conn) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for _, c := range conns {
-		if c.ClosedMs == nil || c.Side == report.SideBalancer {
+		if c.ClosedMs == nil || c.ClosedBy == "" || c.Side == report.SideBalancer {
 			continue
 		}
 		if out[c.ClosedBy] == nil {

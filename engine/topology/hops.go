@@ -316,6 +316,10 @@ type linkStats struct {
 func (s linkStats) Flatten(into map[string]float64) {
 	if s.backend {
 		into["backend_proxy_connections"] = float64(s.Accepted)
+		if s.front {
+			// In front of a real server: its records are the server's idle closes.
+			idleCloseMetrics(into, s.records, s.scale)
+		}
 		return
 	}
 	into["proxy_connections"] = float64(s.Accepted)
