@@ -58,6 +58,12 @@ func TestExplainBalancerIdleClose(t *testing.T) {
 	if want := []int{2, 4, 6, 8, 10}; !slices.Equal(run.Notable(), want) || out.Runs[0].Metrics.Errors != 5 {
 		t.Fatalf("explain lists requests %v and the run measured %v errors; the plan predicts %v, 5 errors", run.Notable(), out.Runs[0].Metrics.Errors, want)
 	}
+	// The oracle predicts the same counts: after each failure the next request reaches the
+	// balancer 60 s and two round trips after its backend connection's last response, past
+	// the pool's 60 s, so every burst opens a backend connection too.
+	if p := out.Runs[0].Predicted; p == nil || p.Disagreement {
+		t.Errorf("the oracle's prediction %+v disagrees with the run", p)
+	}
 	closes := map[uint64]report.Conn{}
 	for _, c := range run.Conns {
 		if c.Side == report.SideBalancer {
