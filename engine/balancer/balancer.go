@@ -106,6 +106,8 @@ type Balancer struct {
 
 	connections, open, requests, errorResponses, clientCloses, retries, backendReused, seq atomic.Int64
 
+	book connBook
+
 	serveDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -164,22 +166,23 @@ func Start(cfg Config) (*Balancer, error) {
 			return nil, fmt.Errorf("starting balancer: listening on %s: %w", cfg.Listen, err)
 		}
 	}
-	b := &Balancer{cfg: cfg, ln: ln, pool: pool, serveDone: make(chan struct{})}
+	b := &Balancer{cfg: cfg, pool: pool, serveDone: make(chan struct{})}
+	b.ln = trackListener{Listener: ln, book: &b.book}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	b.srv = &http.Server{
 		Handler:     http.HandlerFunc(b.handle),
 		IdleTimeout: cfg.IdleTimeout,
 		Protocols:   &protos,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, new(atomic.Int64))
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
 		},
 		ConnState: b.connState,
 		ErrorLog:  log.New(io.Discard, "", 0),
 	}
 	go func() {
 		defer close(b.serveDone)
-		_ = b.srv.Serve(ln)
+		_ = b.srv.Serve(b.ln)
 	}()
 	return b, nil
 }
@@ -203,9 +206,14 @@ func (b *Balancer) Stats() Stats {
 	}
 }
 
+// Conns returns the records of the client-facing connections, in accept order: when each
+// opened and closed, who closed it and why.
+func (b *Balancer) Conns() []ConnRecord { return b.book.all() }
+
 // Close stops accepting, closes client-facing connections and the backend pool.
 func (b *Balancer) Close() error {
 	b.closeOnce.Do(func() {
+		b.book.closing.Store(true)
 		err := b.srv.Close()
 		<-b.serveDone
 		b.pool.Close()
@@ -216,7 +224,10 @@ func (b *Balancer) Close() error {
 	return b.closeErr
 }
 
-func (b *Balancer) connState(_ net.Conn, st http.ConnState) {
+func (b *Balancer) connState(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*trackedConn); ok {
+		tc.idle.Store(st == http.StateIdle)
+	}
 	switch st {
 	case http.StateNew:
 		b.connections.Add(1)
@@ -241,8 +252,9 @@ var filler = func() []byte {
 func (b *Balancer) handle(w http.ResponseWriter, r *http.Request) {
 	b.requests.Add(1)
 	n := int64(1)
-	if c, ok := r.Context().Value(connKey{}).(*atomic.Int64); ok {
-		n = c.Add(1)
+	tc, _ := r.Context().Value(connKey{}).(*trackedConn)
+	if tc != nil {
+		n = tc.requests.Add(1)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
@@ -262,6 +274,9 @@ func (b *Balancer) handle(w http.ResponseWriter, r *http.Request) {
 	if !ev.OK() && b.cfg.OnError == PolicyClose && ev.Reused && n > 1 {
 		// Nothing has been written: aborting makes net/http close the connection.
 		b.clientCloses.Add(1)
+		if tc != nil {
+			tc.aborted.Store(true)
+		}
 		panic(http.ErrAbortHandler)
 	}
 	h := w.Header()

@@ -12,10 +12,7 @@ import (
 func (r *Run) backendStory(i int) string {
 	q := r.Requests[i]
 	var b strings.Builder
-	bal := "the balancer"
-	if r.params.Balancer != nil && r.params.Balancer.Preset != "" {
-		bal = "the balancer (" + r.params.Balancer.Preset + ")"
-	}
+	bal := r.balancerName()
 	if q.Status >= 500 {
 		fmt.Fprintf(&b, "Request %d, sent at %s on client connection %d, was answered %d by %s after %s; the client saw a response, not an error.",
 			q.Seq, ms(q.StartMs), q.Conn, q.Status, bal, ms(q.LatencyMs))

@@ -65,6 +65,7 @@ type params struct {
 	} `json:"middlebox"`
 	Balancer *struct {
 		Preset         string `json:"preset"`
+		IdleTimeout    string `json:"idle_timeout"`
 		OnBackendError string `json:"on_backend_error"`
 		BackendNetwork struct {
 			RTT string `json:"rtt"`
@@ -122,7 +123,7 @@ func Request(r *Run, seq int) (text string, ok bool) {
 	}
 	q := r.Requests[i]
 	switch {
-	case q.Status >= 500 && r.params.Balancer != nil, q.BackendAttempts > 1:
+	case r.backendFailure(i):
 		return r.backendStory(i), true
 	case q.Class != "" && q.Conn == 0:
 		return r.dialStory(i), true
@@ -160,6 +161,34 @@ func All(r *Run) string {
 		return "Nothing to explain: no request failed, was retried, re-sent or answered 5xx, and every new connection follows from the run's rules."
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// backendFailure reports whether request i met its trouble on the balancer's backend
+// side: the balancer answered it with an error status or re-sent it to the server.
+func (r *Run) backendFailure(i int) bool {
+	q := r.Requests[i]
+	return (q.Status >= 500 && r.params.Balancer != nil) || q.BackendAttempts > 1
+}
+
+// balancerName is the balancer as the text names it, with its preset.
+func (r *Run) balancerName() string {
+	if r.params.Balancer != nil && r.params.Balancer.Preset != "" {
+		return "the balancer (" + r.params.Balancer.Preset + ")"
+	}
+	return "the balancer"
+}
+
+// balancerConn is the balancer's record of client connection conn. The balancer numbers
+// the client's connections in the order it accepts them, the order the client dialled
+// them, so its connection n is the client's connection n; it must have opened before the
+// request started.
+func (r *Run) balancerConn(conn uint64, q report.Request) *report.Conn {
+	for k := range r.Conns {
+		if c := &r.Conns[k]; c.Side == report.SideBalancer && c.ID == conn && c.OpenedMs <= q.StartMs {
+			return c
+		}
+	}
+	return nil
 }
 
 func (r *Run) index(seq int) int {

@@ -29,9 +29,13 @@ func (r *Run) staleStory(i int) string {
 	last := r.Requests[j]
 	arrived := last.StartMs + last.LatencyMs
 	owd := msD(r.oneWay())
-	fmt.Fprintf(&b, " Its connection %d last carried a response at %s (request %d's, written by the server at about %s).",
-		conn, ms(arrived), last.Seq, ms(arrived-owd))
-	sc := r.serverConn(serverID, conn)
+	peer, sc := "the server", r.serverConn(serverID, conn)
+	if r.params.Balancer != nil {
+		// The client's connections end at the balancer: it wrote the response and closes them.
+		peer, sc = "the balancer", r.balancerConn(conn, q)
+	}
+	fmt.Fprintf(&b, " Its connection %d last carried a response at %s (request %d's, written by %s at about %s).",
+		conn, ms(arrived), last.Seq, peer, ms(arrived-owd))
 	if (sc == nil || sc.ClosedMs == nil || *sc.ClosedMs > q.StartMs) && r.middleboxFacts(&b, q, arrived) {
 		b.WriteString(" " + r.rule(q))
 		return b.String()
@@ -41,7 +45,7 @@ func (r *Run) staleStory(i int) string {
 		b.WriteString(" " + r.rule(q))
 		return b.String()
 	}
-	r.closeFacts(&b, q, sc, arrived-owd, owd)
+	r.closeFacts(&b, q, sc, arrived-owd, owd, peer)
 	b.WriteString(" " + r.rule(q))
 	return b.String()
 }
@@ -96,11 +100,16 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 		fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
 	}
 	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
+	hop := ""
+	if bal := r.params.Balancer; bal != nil && !r.backendFailure(i) {
+		// The client's connection ends at the balancer: its idle timeout makes the window.
+		idle, hop = msD(dur(bal.IdleTimeout)), " of the client's hop to "+r.balancerName()
+	}
 	if idle <= 0 {
 		b.WriteString(".")
 		return
 	}
-	if r.params.Balancer != nil {
+	if r.params.Balancer != nil && hop == "" {
 		// At the balancer's backend pool the gap is the pause plus the client's round trip,
 		// and the window is one backend round trip wide.
 		back := 2 * msD(r.backOneWay())
@@ -116,7 +125,7 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	}
 	switch {
 	case pause > lo && pause < hi:
-		fmt.Fprintf(b, ", inside the race window (idle − RTT, idle) = (%s, %s).", ms(lo), ms(hi))
+		fmt.Fprintf(b, ", inside the race window (idle − RTT, idle) = (%s, %s)%s.", ms(lo), ms(hi), hop)
 	case pause <= lo:
 		fmt.Fprintf(b, ", %s below the race window (%s, %s): timer lateness moved it in.", ms(lo-pause), ms(lo), ms(hi))
 	default:
@@ -125,14 +134,18 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 }
 
 // closeFacts tells when and why the connection was closed, when its FIN reached the
-// client, and where the request was then.
-func (r *Run) closeFacts(b *strings.Builder, q report.Request, sc *report.Conn, lastWrite, owd float64) {
+// client, and where the request was then; peer is the client's end of the hop ("the
+// server", or "the balancer" in front of it).
+func (r *Run) closeFacts(b *strings.Builder, q report.Request, sc *report.Conn, lastWrite, owd float64, peer string) {
 	closed := *sc.ClosedMs
-	who := sc.ClosedBy
-	if who == "" {
-		who = "the server"
-	} else {
-		who = "the " + who
+	var who string
+	switch sc.ClosedBy {
+	case "":
+		who = peer
+	case report.ClosedByBalancer:
+		who = r.balancerName()
+	default:
+		who = "the " + sc.ClosedBy
 	}
 	fmt.Fprintf(b, " %s closed it at %s (%s), %s after its last write.", capital(who), ms(closed), r.reasonText(sc.ClosedBy, sc.Reason), ms(closed-lastWrite))
 	if sc.ClosedBy == report.ClosedByClient {
@@ -149,9 +162,9 @@ func (r *Run) closeFacts(b *strings.Builder, q report.Request, sc *report.Conn, 
 			ms(q.StartMs), relative(q.StartMs, fin, "that FIN arrived"))
 	}
 	if at > closed {
-		fmt.Fprintf(b, " the request reached the server at about %s, %s, and met a closed socket (the kernel answers with a reset).", ms(at), relative(at, closed, "the close"))
+		fmt.Fprintf(b, " the request reached %s at about %s, %s, and met a closed socket (the kernel answers with a reset).", peer, ms(at), relative(at, closed, "the close"))
 	} else {
-		fmt.Fprintf(b, " the request reached the server at about %s, %s, as the server was closing it.", ms(at), relative(at, closed, "the close"))
+		fmt.Fprintf(b, " the request reached %s at about %s, %s, as %s was closing it.", peer, ms(at), relative(at, closed, "the close"), peer)
 	}
 }
 
@@ -165,8 +178,11 @@ func capital(s string) string {
 // reasonText names why a connection was closed, with the setting that made it: by the
 // server (who "server" or ""), or by the client's own pool (who "client").
 func (r *Run) reasonText(who, reason string) string {
-	if who == report.ClosedByClient {
+	switch who {
+	case report.ClosedByClient:
 		return r.clientReasonText(reason)
+	case report.ClosedByBalancer:
+		return r.balancerReasonText(reason)
 	}
 	switch reason {
 	case "idle":
@@ -214,6 +230,24 @@ func (r *Run) clientReasonText(reason string) string {
 		return text
 	}
 	return reason
+}
+
+// balancerReasonText is reasonText for the balancer's close of a client connection.
+func (r *Run) balancerReasonText(reason string) string {
+	switch reason {
+	case "idle":
+		if b := r.params.Balancer; b != nil && b.IdleTimeout != "" && b.IdleTimeout != "0s" {
+			return "its idle timeout: balancer.idle_timeout " + b.IdleTimeout
+		}
+		return "its idle timeout"
+	case "error":
+		return "a backend attempt had failed: on_backend_error close"
+	case "after_response":
+		return "after a response: the request asked for Connection: close"
+	case "end":
+		return "the run ended"
+	}
+	return "reason not recorded"
 }
 
 // rule names the client rule that turned the stale connection into what the caller saw.

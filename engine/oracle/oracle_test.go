@@ -194,6 +194,29 @@ func TestBalancerByHand(t *testing.T) {
 	check(t, "nginx POST", Predict(p, 0), want{Status5xx: 1, BalancerRetries: 0, BackendConnections: 3})
 }
 
+// The client's own hop races the balancer's 60 s idle close (100 ms RTT: window (59.9 s,
+// 60 s)); the balancer's backend pool keeps a connection 60.15 s. The failure arrives with
+// the balancer's FIN, 60 s after the last response; the next request (or the client's
+// re-send) opens a connection (100 ms) and reaches the balancer 50 ms later: its backend
+// connection has then waited 60 s + 2 × 100 ms = 60.2 s since the last response, past the
+// pool's 60.15 s, so it opens a new one. The pause alone (+ RTT) would say 60.05 s: reuse.
+func TestBalancerAfterAFailureOnTheClientHop(t *testing.T) {
+	t.Parallel()
+	p := Plan{
+		Requests: 4, Burst: 2, RTT: 100 * ms1,
+		Pauses: []time.Duration{59950 * ms1},
+		Server: Server{IdleTimeout: 120 * time.Second},
+		Client: Client{KeepAlive: true, LivenessCheck: true, Method: "GET"},
+		Balancer: &Balancer{IdleTimeout: 60 * time.Second, BackendKeepAlive: true,
+			BackendIdle: 60150 * ms1, BackendLiveness: true, OnBackendError: "error", ErrorStatus: 502, Reuse: "always"},
+	}
+	check(t, "no retry", Predict(p, 0), want{Errors: 1, Connections: 2, BackendConnections: 2})
+	p.Client.Retry = Retry{Attempts: 1, On: []string{"reset", "eof"}}
+	check(t, "retry", Predict(p, 0), want{Errors: 0, Connections: 2, BackendConnections: 2})
+	p.Balancer.BackendIdle = 60250 * ms1 // the 60.2 s wait is under it: one backend connection
+	check(t, "pool keeps it", Predict(p, 0), want{Errors: 0, Connections: 2, BackendConnections: 1})
+}
+
 func TestNotPredicted(t *testing.T) {
 	t.Parallel()
 	for name, mut := range map[string]func(*Plan){

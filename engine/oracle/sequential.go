@@ -27,6 +27,11 @@ type pools struct {
 	front, back     bool
 	frontN, backN   int
 	frontOK, backOK bool // the connection was pooled after its last response
+	// backLate is how much longer than usual the balancer's backend connection waits for
+	// the next request after the client's request failed on its own hop: the failure
+	// arrives with the balancer's FIN, its idle timeout after the last response, and the
+	// next request then opens a connection first (one round trip).
+	backLate time.Duration
 }
 
 // seqModel walks a sequential run request by request.
@@ -138,6 +143,7 @@ func (m seqModel) predict(lateness time.Duration) Prediction {
 		fo, bo := []outcome{fresh}, []outcome{fresh}
 		if b > 0 && b-1 < len(m.p.Pauses) {
 			gf, gb := m.burstGaps(m.p.Pauses[b-1])
+			gb += st.backLate
 			fo, bo = m.front.alternatives(gf, lateness), m.back.alternatives(gb, lateness)
 			fo = m.boxAlternatives(fo, gf, lateness)
 		}
@@ -182,7 +188,7 @@ func (m seqModel) burst(st pools, start, size int, fo, bo outcome) (pools, tally
 		if i == 0 {
 			f, o = fo, bo
 		} else if m.p.Balancer != nil {
-			o = m.back.classify(m.p.RTT) // the next request reaches the balancer one client round trip later
+			o = m.back.classify(m.p.RTT + st.backLate) // the next request reaches the balancer one client round trip later
 		}
 		st = m.request(st, start+i, f, o, t)
 	}
@@ -205,11 +211,19 @@ func (m seqModel) request(st pools, seq int, f, o outcome, t tally) pools {
 				t.add(ReusedRequests, seq)
 			}
 			st.front = false
+			st.backLate += m.front.close + m.p.RTT
 			return st
 		}
 		t.add(m.clientRetry.metric, seq)
 		t.add(Connections, seq)
 		st.frontN = 0
+		if m.p.Balancer != nil {
+			// The re-sent request reaches the balancer when the failure arrived (the
+			// balancer's FIN, its idle timeout after the last response) and a connection
+			// was opened: the balancer's idle timeout and two client round trips after its
+			// backend connection carried the last response.
+			o = m.back.classify(m.front.close + 2*m.p.RTT + st.backLate)
+		}
 	case void:
 		// No client retry covers the hang (middleboxUnmodelled refuses one that would).
 		t.add(Errors, seq)
@@ -258,6 +272,7 @@ func (m seqModel) backend(st pools, seq int, o outcome, t tally) pools {
 		return st
 	}
 	st.backN++
+	st.backLate = 0
 	st.back = true
 	st.backOK = b.BackendKeepAlive && (m.p.Server.MaxRequests == 0 || st.backN < m.p.Server.MaxRequests)
 	return st

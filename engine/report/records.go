@@ -431,8 +431,16 @@ type Request struct {
 
 // Who closed a connection (Conn.ClosedBy).
 const (
-	ClosedByServer = "server"
-	ClosedByClient = "client"
+	ClosedByServer   = "server"
+	ClosedByClient   = "client"
+	ClosedByBalancer = "balancer" // the balancer closed a client connection (side "balancer")
+)
+
+// Where a connection was observed (Conn.Side).
+const (
+	SideServer   = "server"
+	SideProxy    = "proxy"
+	SideBalancer = "balancer"
 )
 
 // Conn is one line of connections/<scenario>/<variant>.jsonl: one connection as one side
@@ -442,7 +450,8 @@ const (
 type Conn struct {
 	Record string `json:"record"` // "conn"
 	// Side is where the connection was observed: "server" (the embedded server),
-	// "proxy" (the latency proxy's upstream side) or "client".
+	// "proxy" (the latency proxy's upstream side), "balancer" (the balancer's side of the
+	// client's connections; IDs in accept order) or "client".
 	Side string `json:"side"`
 	// ID is the observer's id of the connection (for the embedded server, the value of
 	// its Kalab-Conn response header).
@@ -452,7 +461,7 @@ type Conn struct {
 	ClientConn uint64   `json:"client_conn,omitempty"`
 	OpenedMs   float64  `json:"opened_at_ms"`
 	ClosedMs   *float64 `json:"closed_at_ms,omitempty"` // nil: still open when the run's records were written
-	ClosedBy   string   `json:"closed_by,omitempty"`    // server | client
+	ClosedBy   string   `json:"closed_by,omitempty"`    // server | client | balancer
 	// Reason: idle, max_requests, close_every, requested (the request asked for
 	// Connection: close), error, end (the run ended) or unknown (the peer closed it and
 	// the observer cannot tell why).

@@ -115,8 +115,8 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 	if set > 1 {
 		return append(diags, at(kindPath, "server", "server.exec, server.command and server.url are three ways to name the server: give one"))
 	}
-	if st.Balancer != nil {
-		diags = append(diags, at("balancer", kindPath, "a real server behind the balancer is not supported yet: the balancer-server link would have to carry its connection truth; use the embedded server there"))
+	if st.Balancer != nil && kind == realserver.URL {
+		diags = append(diags, at("balancer", kindPath, "behind the balancer the server must be one kalab starts on loopback (server.exec or server.command), not a server.url; remove the balancer or start the server with server.command"))
 	}
 	if st.Client.Exec != nil {
 		diags = append(diags, at("client.exec", kindPath, "a real client (client.exec) needs kalab's embedded server, which stamps the connection ids it reports; it cannot run against %s", kindPath))

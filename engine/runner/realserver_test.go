@@ -367,3 +367,58 @@ expect: ["errors == 0", "connections == 1", "server_connections == 1"]
 		}
 	}
 }
+
+// TestRealServerBehindTheBalancer: real nginx as the balancer's backend. The balancer's
+// pool dials nginx through the backend link, whose records are nginx's connections. What
+// the plan decides, far from any timer's edge: every pause (300 ms) is well inside the
+// balancer's 60 s client idle and nginx's 2 s keepalive_timeout, so one client connection
+// and one backend connection carry all 6 requests (5 reused at the backend) and nginx
+// closes nothing idle; every pause of 2.6 s outlasts nginx's close by 600 ms, so nginx's FIN
+// is at the balancer long before the next burst, its pool drops that connection and opens
+// one per burst (3), and each of the first two ends by nginx's idle close (the last one by
+// the run's end), while the client keeps its one connection to the balancer.
+func TestRealServerBehindTheBalancer(t *testing.T) {
+	t.Parallel()
+	need(t, "nginx")
+	src := `
+name: lb-nginx
+network: {rtt: 20ms}
+server: {exec: nginx, idle_timeout: 2s}
+client: {preset: node-agent}
+balancer: {preset: aws-alb}
+load: {requests: 6, burst: 2, pause: 300ms}
+variants:
+  - name: reuse
+  - name: nginx-closes
+    load: {pause: 2.6s}
+`
+	out, err := Execute(context.Background(), plan(t, src), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	want := map[string]struct{ backends, reused, idleCloses float64 }{
+		"reuse":        {1, 5, 0},
+		"nginx-closes": {3, 3, 2},
+	}
+	for _, r := range out.Runs {
+		m, w := r.Metrics, want[r.Variant]
+		t.Logf("%s: %s; errors %v, connections %v, balancer requests %v, backend connections %v (reused requests %v), server connections %v, server idle closes %v",
+			r.Variant, r.Status, m.Errors, m.Connections, m.BalancerRequests, m.BackendConnections, m.BackendReusedRequests, m.ServerConnections, m.ServerIdleCloses)
+		if r.Error != "" {
+			t.Fatalf("%s: %s", r.Variant, r.Error)
+		}
+		if m.Requests != 6 || m.Errors != 0 || m.Connections != 1 || m.BalancerRequests != 6 ||
+			m.BackendConnections != w.backends || m.BackendReusedRequests != w.reused ||
+			m.ServerConnections != w.backends || m.ServerIdleCloses != w.idleCloses {
+			t.Errorf("%s: want 6 requests, 0 errors, 1 client connection, 6 balancer requests, %v backend and server connections, %v reused at the backend, %v nginx idle closes",
+				r.Variant, w.backends, w.reused, w.idleCloses)
+		}
+		if r.Server == nil || r.Server.Kind != "nginx" || r.Server.Version == "" {
+			t.Errorf("%s: server %+v: want nginx with its version", r.Variant, r.Server)
+		}
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Error(err)
+	}
+}

@@ -38,9 +38,12 @@ func Direct(st scenario.Settings) bool {
 		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && !st.Server.Real()
 }
 
-// DirectBackend reports whether the balancer-server hop has no link to simulate.
+// DirectBackend reports whether the balancer dials the server without the backend link's
+// proxy: the hop has nothing to simulate and the server is the embedded one (a real
+// server's connections are seen only at the proxy in front of it).
 func DirectBackend(st scenario.Settings) bool {
-	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 && st.Balancer.BackendNetwork.Bandwidth == 0)
+	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 &&
+		st.Balancer.BackendNetwork.Bandwidth == 0 && !st.Server.Real())
 }
 
 // HTTP2 says whether the run's requests go over HTTP/2: the server must offer it and

@@ -450,6 +450,9 @@ func topology(st scenario.Settings, param string) string {
 		parts = append(parts, "RTT "+st.Network.RTT.String())
 	}
 	if b := st.Balancer; b != nil {
+		if b.IdleTimeout > 0 && param != "balancer.idle_timeout" {
+			parts = append(parts, fmt.Sprintf("balancer closes idle client connections at %s", b.IdleTimeout))
+		}
 		parts = append(parts, fmt.Sprintf("balancer pool idle %s, backend RTT %s", b.Backend.IdleTimeout, b.BackendNetwork.RTT))
 	}
 	parts = append(parts, fmt.Sprintf("pauses %s", st.Load.Pause))

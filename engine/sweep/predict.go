@@ -30,9 +30,11 @@ type Prediction struct {
 // last response reaches the client, the server (which wrote it RTT/2 earlier) closes at
 // idle - RTT/2 and its FIN is back at the client at idle; the next request, sent after a
 // pause p, reaches the server at p + RTT/2. It races when it leaves before the FIN arrives
-// and lands after the close: idle - RTT < p < idle. Behind a balancer the same holds for
-// the balancer's pool, with the backend link's RTT and the pause lengthened by the client
-// link's round trip.
+// and lands after the close: idle - RTT < p < idle. Behind a balancer the client's
+// connections end at the balancer, so for the client's idle timeout the same holds with
+// the balancer's client-side idle timeout in place of the server's; for the server's idle
+// timeout it holds for the balancer's pool, with the backend link's RTT and the pause
+// lengthened by the client link's round trip.
 func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 	if st.Load.Burst <= 0 || st.Load.Concurrency > 1 || st.Client.Retry.Attempts > 0 || st.Load.Rate > 0 {
 		return nil
@@ -48,9 +50,10 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 	sec := func(d scenario.Duration) float64 { return time.Duration(d).Seconds() }
 	pmax := sec(st.Load.Pause.Max)
 	switch {
-	case param == "client.idle_timeout" && st.Balancer == nil && st.Server.IdleTimeout > 0:
-		idle, rtt := sec(st.Server.IdleTimeout), sec(st.Network.RTT)
-		if pmax <= idle-rtt || sec(st.Load.Pause.Min) >= idle {
+	case param == "client.idle_timeout":
+		who, idle := frontIdle(st)
+		rtt := sec(st.Network.RTT)
+		if idle <= 0 || pmax <= idle-rtt || sec(st.Load.Pause.Min) >= idle {
 			return nil // no pause of the range can race: the geometry says nothing here
 		}
 		first := math.Inf(1)
@@ -61,8 +64,8 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 				}
 			}
 		}
-		pr := &Prediction{Bound: idle - rtt, Rule: fmt.Sprintf("server idle − RTT = %s − %s = %s: the server's FIN takes RTT/2 back, the request RTT/2 out, so a client idle timeout at or below it never sends into a close",
-			fmtSec(idle), fmtSec(rtt), fmtSec(idle-rtt))}
+		pr := &Prediction{Bound: idle - rtt, Rule: fmt.Sprintf("%s idle − RTT = %s − %s = %s: the %s's FIN takes RTT/2 back, the request RTT/2 out, so a client idle timeout at or below it never sends into a close",
+			who, fmtSec(idle), fmtSec(rtt), fmtSec(idle-rtt), who)}
 		if !math.IsInf(first, 1) {
 			pr.Edges = []float64{first}
 			pr.Rule += fmt.Sprintf("; with these seeds' pauses the first race is a pause of %s", fmtSec(first))
@@ -76,6 +79,17 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 		return windows(pauses, 0, sec(st.Network.RTT), sec(st.Client.IdleTimeout), pmax, "client")
 	}
 	return nil
+}
+
+// frontIdle is the idle timeout that closes the client's own connections, and whose it is:
+// the server's, or behind a balancer the balancer's client-side one (the client's
+// connections end there; the server's timeout governs the balancer's backend pool). In
+// seconds; 0 when nothing closes them.
+func frontIdle(st scenario.Settings) (who string, idle float64) {
+	if b := st.Balancer; b != nil {
+		return "balancer", time.Duration(b.IdleTimeout).Seconds()
+	}
+	return "server", time.Duration(st.Server.IdleTimeout).Seconds()
 }
 
 // windows predicts a server idle timeout S: a gap g (pause plus offset) races when

@@ -3,6 +3,11 @@ package sweep
 import (
 	"math"
 	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/load"
 )
 
 func baseRun(t *testing.T, file, run, param string) *Target {
@@ -61,5 +66,46 @@ func TestPredictBalancer(t *testing.T) {
 	}
 	if last := p.Edges[len(p.Edges)-1]; last > p.Bound {
 		t.Errorf("the last unsafe value %v is beyond the bound %v", last, p.Bound)
+	}
+}
+
+// Behind an ALB the client's connections end at the balancer, which closes them idle at
+// 60 s: the geometry of a client idle timeout is the balancer's idle less the client
+// link's RTT, 60 s − 100 ms = 59.9 s, not the server's (120 s here, which governs only the
+// balancer's backend pool), and its first race is the shortest pause of the seed inside
+// (59.9 s, 60 s).
+const lbClientIdle = `
+name: lb-client-idle
+network: {rtt: 100ms}
+server: {idle_timeout: 120s}
+client: {preset: node-agent}
+balancer: {preset: aws-alb}
+load: {requests: 40, burst: 4, pause: 59.8s..60.1s, seed: 7}
+`
+
+func TestPredictClientIdleBehindTheBalancer(t *testing.T) {
+	t.Parallel()
+	st := onlyRun(t, plantest.Load(t, lbClientIdle)).Settings
+	idle, rtt := time.Duration(st.Balancer.IdleTimeout), time.Duration(st.Network.RTT)
+	first := time.Duration(math.MaxInt64)
+	for _, p := range load.Pauses(configure.Load(st, 1)) {
+		if p > idle-rtt && p < idle && p < first {
+			first = p
+		}
+	}
+	if first == time.Duration(math.MaxInt64) {
+		t.Fatal("seed 7 draws no pause inside (59.9 s, 60 s): pick another seed")
+	}
+	p := Predict("client.idle_timeout", st, []int64{7})
+	if p == nil {
+		t.Fatal("no geometry for a client idle timeout behind the balancer")
+	}
+	want := "balancer idle − RTT = 1m0s − 100ms = 59.9s: the balancer's FIN takes RTT/2 back, the request RTT/2 out, " +
+		"so a client idle timeout at or below it never sends into a close; with these seeds' pauses the first race is a pause of " + fmtSec(first.Seconds())
+	if p.Rule != want || p.Bound != (idle-rtt).Seconds() || len(p.Edges) != 1 || p.Edges[0] != first.Seconds() {
+		t.Errorf("geometry %q, bound %v, edges %v;\nwant %q, bound %v, edges [%v]", p.Rule, p.Bound, p.Edges, want, (idle - rtt).Seconds(), first.Seconds())
+	}
+	if got, want := topology(st, "client.idle_timeout"), "server closes idle connections at 2m0s, RTT 100ms, balancer closes idle client connections at 1m0s, balancer pool idle 1m0s, backend RTT 0s, pauses 59.8s..1m0.1s"; got != want {
+		t.Errorf("context %q; want %q", got, want)
 	}
 }

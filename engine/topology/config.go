@@ -10,13 +10,14 @@ import (
 
 // balancerHop is what the runner needs from the balancer in the middle of a two-hop
 // topology. The embedded proxy is the only one today; a real nginx or HAProxy taking its
-// place (once real servers can run in the topology) implements the same three methods:
-// started on a loopback port with a generated configuration, Stats filled from what kalab
-// controls (the links on both sides and the embedded server's counters), never from the
-// program's own report.
+// place implements the same methods: started on a loopback port with a generated
+// configuration, Stats and Conns filled from what kalab controls (the links on both sides
+// and the server's records), never from the program's own report.
 type balancerHop interface {
 	Addr() string
 	Stats() balancer.Stats
+	// Conns are the client-facing connections: when the balancer closed them, and why.
+	Conns() []balancer.ConnRecord
 	Close() error
 }
 

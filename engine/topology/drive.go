@@ -150,6 +150,9 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 	}
 	topo.finish()
 	conns := topo.server.conns(rc, fig.loadEnd)
+	if b := topo.balancer(); b != nil {
+		conns = append(conns, b.conns(rc.start, fig.loadEnd, float64(scale))...)
+	}
 	summary := rc.agg.Summary(fig.total, float64(scale))
 	rc.requests = int(summary.Requests)
 	stats := topo.stats()
@@ -265,11 +268,13 @@ func serverConns(recs []server.ConnRecord, serverOf map[uint64]uint64, clientWhy
 	return out
 }
 
-// closeCounts counts closed connections by who closed them and why.
+// closeCounts counts the server's closed connections by who closed them and why. One that
+// neither end closed (the proxy in front of a real server closed it at the run's end, with
+// the balancer's pool still holding it) counts as still open, as the embedded server's do.
 func closeCounts(conns []report.Conn) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for _, c := range conns {
-		if c.ClosedMs == nil {
+		if c.ClosedMs == nil || c.ClosedBy == "" || c.Side == report.SideBalancer {
 			continue
 		}
 		if out[c.ClosedBy] == nil {

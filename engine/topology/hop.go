@@ -145,10 +145,8 @@ func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reus
 	f := reuseFacts{requests: int64(flat["requests"]), reused: int64(flat["reused_requests"]),
 		connections: int64(flat["connections"]), serverConnections: int64(flat["server_connections"]),
 		proxyConnections: -1, perConn: true}
-	for _, h := range t.path {
-		if _, ok := h.(*balancerPart); ok {
-			f.perConn = false // the client's connections end at the balancer
-		}
+	if t.balancer() != nil {
+		f.perConn = false // the client's connections end at the balancer
 	}
 	if l := t.frontLink(); l != nil && f.perConn {
 		f.proxyConnections = l.accepted()
@@ -159,6 +157,16 @@ func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reus
 		}
 	}
 	return f
+}
+
+// balancer is the run's balancer, nil when it has none.
+func (t *topology) balancer() *balancerPart {
+	for _, h := range t.path {
+		if b, ok := h.(*balancerPart); ok {
+			return b
+		}
+	}
+	return nil
 }
 
 // frontLink is the client's link: the first hop, or the one behind a middlebox (which

@@ -316,6 +316,10 @@ type linkStats struct {
 func (s linkStats) Flatten(into map[string]float64) {
 	if s.backend {
 		into["backend_proxy_connections"] = float64(s.Accepted)
+		if s.front {
+			// In front of a real server: its records are the server's idle closes.
+			idleCloseMetrics(into, s.records, s.scale)
+		}
 		return
 	}
 	into["proxy_connections"] = float64(s.Accepted)
@@ -360,6 +364,29 @@ func (b *balancerPart) Close() error {
 		return nil
 	}
 	return b.b.Close()
+}
+
+// conns are the balancer's records of the client's connections (side "balancer") in
+// scenario time. A close by the client after the load ended is the client closing its pool:
+// reason end, as the server's records say it.
+func (b *balancerPart) conns(start, loadEnd time.Time, scale float64) []report.Conn {
+	if b.b == nil {
+		return nil
+	}
+	ms := func(t time.Time) float64 { return max(float64(t.Sub(start))/float64(time.Millisecond)/scale, 0) }
+	var out []report.Conn
+	for _, c := range b.b.Conns() {
+		rc := report.Conn{Side: report.SideBalancer, ID: c.ID, OpenedMs: ms(c.Opened), Requests: c.Requests}
+		if !c.Closed.IsZero() {
+			at := ms(c.Closed)
+			rc.ClosedMs, rc.ClosedBy, rc.Reason = &at, c.ClosedBy, c.Reason
+			if c.ClosedBy == balancer.ClosedByClient && c.Reason == balancer.ReasonUnknown && !c.Closed.Before(loadEnd) {
+				rc.Reason = balancer.ReasonEnd
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
 }
 
 // balancerStats are the balancer's own counters.

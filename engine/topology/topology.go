@@ -51,11 +51,13 @@ type Observer interface {
 // Nothing starts here.
 func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
 	t := &topology{net: opt.Network}
-	var links *connLog
+	// The link in front of the server (the client's, or behind a balancer the backend
+	// link) keeps its connection records: its upstream side is the server's, its closes are
+	// the server's, and for a real server the only connection truth.
+	links := &connLog{}
+	var frontLog *connLog
 	if st.Balancer == nil {
-		// The link's upstream side is the server's: its closes are the server's, and for a
-		// real server the only connection truth.
-		links = &connLog{}
+		frontLog = links
 	}
 	srvLog, err := t.buildServer(w, sc, r, st, scale, opt, ex, tm, links)
 	if err != nil {
@@ -74,9 +76,9 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	// what lets a 5,000-connection burst fit under a 20,000-descriptor limit. A real server
 	// always has the proxy: it is where its connections are seen.
 	if !shape.Direct(st) {
-		front := &link{role: roleLink, cfg: configure.Link(st, scale, ""), log: links, scale: float64(scale), version: opt.KalabVersion, net: t.net}
+		front := &link{role: roleLink, cfg: configure.Link(st, scale, ""), log: frontLog, scale: float64(scale), version: opt.KalabVersion, net: t.net}
 		front.cfg.Lag = &tm.Link
-		if links != nil {
+		if frontLog != nil {
 			front.cfg.AllowRemoteUpstream = opt.AllowRemote
 		}
 		if box != nil && t.net != nil {
@@ -84,7 +86,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 		}
 		t.path = append(t.path, front)
 	}
-	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion, t.net)...)
+	t.path = append(t.path, balancerHops(st, scale, tm, opt.KalabVersion, t.net, links)...)
 	for _, mb := range opt.Middleboxes {
 		t.path = append(t.path, mb())
 	}
@@ -97,9 +99,9 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 // puts in front of. It returns the server's request log for a real client program.
 func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, tm *judge.Timers, links *connLog) (*serverLog, error) {
 	if rc, ok := configure.RealServer(st, scale, opt.AllowRemote); ok {
-		if ex != nil || st.Balancer != nil {
-			// Check refuses these at load time; kept here so no path reaches a nil server.
-			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients and no balancer")
+		if ex != nil {
+			// Check refuses this at load time; kept here so no path reaches a nil server.
+			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients")
 		}
 		var err error
 		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
@@ -124,14 +126,18 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 	return srvLog, nil
 }
 
-// balancerHops are the balancer and its backend link (when it has something to simulate).
-func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, version string, n *vnet.Network) []Hop {
+// balancerHops are the balancer and its backend link (when it has something to simulate,
+// or a real server's connections to see: then it keeps them in links).
+func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, version string, n *vnet.Network, links *connLog) []Hop {
 	if st.Balancer == nil {
 		return nil
 	}
 	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next, n) }}}
 	if !shape.DirectBackend(st) {
 		back := &link{role: roleBackendLink, cfg: configure.BackendLink(st, scale, ""), scale: float64(scale), version: version, net: n}
+		if st.Server.Real() {
+			back.log = links
+		}
 		back.cfg.Lag = &tm.Link
 		hops = append(hops, back)
 	}
