@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -15,6 +16,10 @@ import (
 // every bundled file on the real clock beside it.
 type data struct {
 	RunID      string // the baseline's run id
+	Started    string // when it started ("2026-12-05 at 00:57 UTC")
+	Took       string // how long it took ("30 s", "5 min 5 s")
+	Runs       int    // its run records
+	Passed     int    // those that passed
 	ClocksReal string // the real-clock run's id
 	runs       map[string]*report.Run
 	real       *report.Results
@@ -33,11 +38,29 @@ func load(root string) (*data, error) {
 		return nil, fmt.Errorf("%s and %s must each hold an invocation record (its run id)", BaselineFile, ClocksRealFile)
 	}
 	d := &data{RunID: base.Invocation.RunID, ClocksReal: real.Invocation.RunID, runs: map[string]*report.Run{}, real: real}
+	inv := base.Invocation
+	d.Started = inv.StartedAt.UTC().Format("2006-01-02 at 15:04 UTC")
+	if inv.EndedAt != nil {
+		d.Took = took(inv.EndedAt.Sub(inv.StartedAt))
+	}
 	for i := range base.Runs {
 		r := &base.Runs[i]
 		d.runs[r.Scenario+"/"+r.Variant] = r
+		d.Runs++
+		if r.Status == report.StatusPass {
+			d.Passed++
+		}
 	}
 	return d, nil
+}
+
+// took writes a duration as the pages do: "30 s", "5 min 5 s".
+func took(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	if s < 60 {
+		return fmt.Sprintf("%d s", s)
+	}
+	return fmt.Sprintf("%d min %d s", s/60, s%60)
 }
 
 // funcs are the template's figures. A run is named "scenario/variant" (the scenario's
@@ -65,6 +88,16 @@ func (d *data) funcs() template.FuncMap {
 			v, err := d.metric(run, metric)
 			return Thousands(v), err
 		},
+		// msd: milliseconds with the given decimals and thousands separators ("1,149.8").
+		"msd": func(run, metric string, decimals int) (string, error) {
+			v, err := d.metric(run, metric)
+			return Grouped(v, decimals), err
+		},
+		// per: a metric over a figure, rounded to a whole number (a latency in round trips).
+		"per": func(run, metric string, by float64) (string, error) {
+			v, err := d.metric(run, metric)
+			return Thousands(v / by), err
+		},
 		// sec: milliseconds as seconds with the given decimals ("0.29").
 		"sec": func(run, metric string, decimals int) (string, error) {
 			v, err := d.metric(run, metric)
@@ -79,6 +112,8 @@ func (d *data) funcs() template.FuncMap {
 		"ratios": d.ratios,
 		// same: a count several runs share ("0 with either fix"); an error when they differ.
 		"same": d.same,
+		// list: its arguments, to range over ("150" "380" "50").
+		"list": func(s ...string) []string { return s },
 		// predicted: the count the plan predicts for the run (engine/oracle).
 		"predicted": d.predicted,
 		// clockRows: the virtual runs of the baseline beside the same runs on the real clock.
@@ -180,19 +215,30 @@ func (d *data) predicted(run, metric string) (int, error) {
 }
 
 // Thousands writes v rounded to a whole number, with a comma between each three digits.
-func Thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(v)+0, 'f', 0, 64) // +0: no "-0"
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
+func Thousands(v float64) string { return Grouped(v, 0) }
+
+// Grouped writes v with the given decimals and a comma between each three digits of its
+// whole part ("1,149.8").
+func Grouped(v float64, decimals int) string {
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.Trim(s, "-0.") == "" {
+		s = strings.TrimPrefix(s, "-") // no "-0"
+	}
+	sign, s := "", s
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
 	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
+	b.WriteString(sign)
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
 			b.WriteByte(',')
 		}
 		b.WriteRune(c)
 	}
-	if neg {
-		return "-" + b.String()
+	if frac != "" {
+		b.WriteString("." + frac)
 	}
 	return b.String()
 }

@@ -35,6 +35,18 @@ func TestFindings(t *testing.T) {
 	}
 }
 
+func TestGrouped(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		d    int
+		want string
+	}{{1149.84, 1, "1,149.8"}, {-0.04, 1, "0.0"}, {-1234.5, 2, "-1,234.50"}, {12, 3, "12.000"}, {999.96, 1, "1,000.0"}} {
+		if got := Grouped(c.v, c.d); got != c.want {
+			t.Errorf("Grouped(%v, %d) = %q, want %q", c.v, c.d, got, c.want)
+		}
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", -0.3: "0", 999: "999", 1000: "1,000", 4971: "4,971", 1234567.5: "1,234,568", -2500: "-2,500"} {
 		if got := Thousands(v); got != want {
