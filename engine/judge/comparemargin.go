@@ -91,6 +91,16 @@ func sourceStat(s report.TimingSource, stat string) float64 {
 	return 0
 }
 
+// CPUUnjudged begins the reason of a compare of wall times alone (total_ms, rps) left
+// without a verdict because the CPU other processes took could have changed it.
+const CPUUnjudged = "the CPU other processes took"
+
+// Unjudged reports whether a compare check's not-evaluated reason is the machine's timing
+// (TimingUnjudged or CPUUnjudged), not the scenario's.
+func Unjudged(reason string) bool {
+	return strings.HasPrefix(reason, TimingUnjudged) || strings.HasPrefix(reason, CPUUnjudged)
+}
+
 // TimingUnjudged begins the reason of every compare check left without a verdict because
 // the machine's timing could have changed it (compareFlip); Outcome.Unjudged finds them by it.
 const TimingUnjudged = "the link's measured lateness"
@@ -135,6 +145,9 @@ func CompareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool
 	if cpu {
 		what += " and the CPU other processes took"
 	}
+	if !readsLatency(rng) {
+		what = CPUUnjudged
+	}
 	return what + " could change this check's verdict (" + strings.Join(parts, "; ") +
 		" of the observed values may be lateness, not the scenario): run it with fewer runs at once (--parallel 1), " +
 		"a larger --time-scale, or on a less busy machine"
@@ -161,4 +174,17 @@ func evalShifted(a scenario.Assertion, runs map[string]*report.Run, rng lateness
 	}
 	ok, err := a.EvalCompare(lookup)
 	return ok && err == nil
+}
+
+// readsLatency reports whether any operand range is a latency's (the link's lateness can
+// move it); a compare of wall times alone turns on the CPU other processes took.
+func readsLatency(rng latenessRange) bool {
+	for _, ms := range rng {
+		for m := range ms {
+			if strings.HasPrefix(m, "latency_ms.") {
+				return true
+			}
+		}
+	}
+	return false
 }

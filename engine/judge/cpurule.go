@@ -168,7 +168,11 @@ func cpuShiftWhy(rec *report.Run, shifts map[string]float64) string {
 // wall-time metrics.
 func cpuStolenWhy(rec *report.Run, shifts map[string]float64) string {
 	var why []string
-	if neighbourShift(rec) > 0 {
+	latency := false
+	for m := range shifts {
+		latency = latency || strings.HasPrefix(m, "latency_ms.")
+	}
+	if latency && neighbourShift(rec) > 0 {
 		why = append(why, cpuWhy(rec))
 	}
 	if shifts["total_ms"] > 0 || shifts["rps"] > 0 {

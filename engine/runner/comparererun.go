@@ -45,7 +45,7 @@ func compareReruns(sc *scenario.Scenario, srec *report.Scenario, jobs map[string
 	}
 	var variants []string
 	for i, c := range srec.Checks {
-		if !strings.HasPrefix(c.NotEvaluated, judge.TimingUnjudged) {
+		if !judge.Unjudged(c.NotEvaluated) {
 			continue
 		}
 		for _, ref := range sc.Compare[i].Refs() {

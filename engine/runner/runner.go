@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -156,7 +155,7 @@ func (o *Outcome) Unjudged() []report.Check {
 	var out []report.Check
 	for _, s := range o.Scenarios {
 		for _, c := range s.Checks {
-			if strings.HasPrefix(c.NotEvaluated, judge.TimingUnjudged) {
+			if judge.Unjudged(c.NotEvaluated) {
 				out = append(out, c)
 			}
 		}
