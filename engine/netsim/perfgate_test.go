@@ -98,7 +98,11 @@ func measurePerf(t *testing.T) map[string]float64 {
 	}
 	addr, _ := httpServer(t, false)
 	got["proxy_allocs_per_request"] = proxyAllocsPerRequest(t, addr)
-	got["cpu_proxied_over_direct_64"] = cpuRatio(t, addr, 64)
+	overDirect, overRelay := cpuRatio(t, addr, 64)
+	// Over direct requests the ratio is what this machine's sockets cost as much as what the
+	// proxy adds (2.75 on a quiet 16-core machine against 2.0 here): logged, not gated.
+	t.Logf("CPU per request through the proxy: %.2fx straight to the server, %.2fx an io.Copy relay", overDirect, overRelay)
+	got["cpu_proxied_over_relay_64"] = overRelay
 	got["empty_reads_per_chunk_64"] = emptyReadsPerChunk(t, addr, 64)
 	return got
 }
@@ -152,29 +156,37 @@ func proxyAllocsPerRequest(t *testing.T, upstream string) float64 {
 }
 
 // cpuRatio is the process's CPU per request through a 1 ms RTT proxy over the
-// CPU per request sent straight to the server, inFlight connections busy at
-// once, the median of 5 alternating rounds (BenchmarkSmallRTT's load).
-func cpuRatio(t *testing.T, upstream string, inFlight int) float64 {
-	var ratios []float64
+// CPU per request sent straight to the server, and over the CPU per request through
+// an io.Copy relay, inFlight connections busy at once, each the median of 5
+// alternating rounds (BenchmarkSmallRTT's load).
+func cpuRatio(t *testing.T, upstream string, inFlight int) (overDirect, overRelay float64) {
+	var direct, relay []float64
 	n := 1920 / inFlight
-	for range 5 {
+	perRequest := func(target string) float64 {
 		before := cpuTime(t)
-		direct := rawLoad(t, upstream, inFlight, n)
-		cpuDirect := cpuTime(t) - before
+		done := rawLoad(t, target, inFlight, n)
+		return float64(cpuTime(t)-before) / float64(len(done))
+	}
+	for range 5 {
+		perDirect := perRequest(upstream)
+		// The plainest relay this process can run (two goroutines a connection, io.Copy
+		// each way, no delay), in the same rounds: the proxy is judged on what it adds over
+		// any read-and-write relay, which means the same on 2 and on 16 cores.
+		r := startCopyRelay(t, upstream)
+		perRelay := perRequest(r.addr)
+		r.close()
 		p, err := Start(Config{Upstream: upstream, RTT: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		before = cpuTime(t)
-		proxied := rawLoad(t, p.Addr(), inFlight, n)
-		cpu := cpuTime(t) - before
+		perProxied := perRequest(p.Addr())
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
-		perDirect := float64(cpuDirect) / float64(len(direct))
-		perProxied := float64(cpu) / float64(len(proxied))
-		ratios = append(ratios, perProxied/perDirect)
+		direct = append(direct, perProxied/perDirect)
+		relay = append(relay, perProxied/perRelay)
 	}
-	slices.Sort(ratios)
-	return ratios[len(ratios)/2]
+	slices.Sort(direct)
+	slices.Sort(relay)
+	return direct[len(direct)/2], relay[len(relay)/2]
 }
