@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"io"
 	"math/big"
 	"net"
@@ -18,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 // startProxy starts a proxy in front of upstream and closes it at cleanup.
@@ -199,7 +201,7 @@ func withinTrips(tb testing.TB, p *Proxy, what string, got, lo, hi time.Duration
 	machine := probe.(*lag.Probe).Summary().Max
 	hi += time.Duration(trips) * machine
 	if got < lo || got > hi {
-		tb.Errorf("%s = %v, want between %v and %v (widened by %d trips x %v, how late an independent goroutine woke); the link recorded its timers up to %v late",
+		testci.TimingMiss(tb, "%s = %v, want between %v and %v (widened by %d trips x %v, how late an independent goroutine woke); the link recorded its timers up to %v late",
 			what, got, lo, hi, trips, machine, p.cfg.Lag.Summary().Max)
 	}
 }
@@ -207,7 +209,7 @@ func withinTrips(tb testing.TB, p *Proxy, what string, got, lo, hi time.Duration
 func within(tb testing.TB, what string, got, lo, hi time.Duration) {
 	tb.Helper()
 	if got < lo || got > hi {
-		tb.Errorf("%s = %v, want between %v and %v", what, got, lo, hi)
+		testci.TimingMiss(tb, "%s = %v, want between %v and %v", what, got, lo, hi)
 	}
 }
 
