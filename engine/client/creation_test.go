@@ -130,6 +130,69 @@ func TestCreationOrderFailureFreesAtOnce(t *testing.T) {
 	}
 }
 
+// A response with Connection: close holds its client for the request that follows straight
+// on, as a kept connection does (the drain comes with the socket's 'close' event, after the
+// caller's continuations), and the client reconnects in place when a later request reaches
+// it. A server that closes after n requests against 40 awaited requests: request i goes to
+// client A when i is even and to B when odd, each connection carries n requests, so
+// connection k+1 serves A's requests 2nk, 2nk+2, ... and k+2 B's: 40/n connections.
+func TestCreationOrderResponseCloseHolds(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{5, 4} {
+		synctest.Test(t, func(t *testing.T) {
+			vn := newVNet(t)
+			srv := newVRawServer(t, vn, 0, func(s *serverConn) bool {
+				if s.req == n-1 {
+					s.reply("Connection: close\r\n", "hello")
+					return false
+				}
+				return s.reply("", "hello") == nil
+			})
+			c := mustNew(t, Config{Addr: srv.addr, Dial: vn.DialContext, KeepAlive: true, LivenessCheck: true, Scheduling: Creation})
+			follows := make([]bool, 40)
+			for i := 1; i < len(follows); i++ {
+				follows[i] = true
+			}
+			evs := creationRun(t, c, follows, nil, 0)
+			want := make([]uint64, len(evs))
+			for i := range want {
+				want[i] = uint64(2*(i/(2*n)) + 1 + i%2)
+			}
+			for _, ev := range evs {
+				wantOK(t, ev)
+			}
+			if got := connIDs(evs); !slices.Equal(got, want) {
+				t.Errorf("close after %d: connections %v, want %v", n, got, want)
+			}
+			if st := c.Stats(); st.Connections != int64(40/n) {
+				t.Errorf("close after %d: %d connections opened, want %d", n, st.Connections, 40/n)
+			}
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		vn := newVNet(t)
+		// Connection 0 answers its second request with Connection: close.
+		srv := newVRawServer(t, vn, 0, func(s *serverConn) bool {
+			if s.conn == 0 && s.req == 1 {
+				s.reply("Connection: close\r\n", "hello")
+				return false
+			}
+			return s.reply("", "hello") == nil
+		})
+		// r0 A (1); r1 follows: B (2); r2 follows: A (1, closed); r3 follows: A held, B (2);
+		// r4, sent after a pause: A, first in creation order, reconnects in place (3) while
+		// B's connection 2 idles alive.
+		c := mustNew(t, Config{Addr: srv.addr, Dial: vn.DialContext, KeepAlive: true, LivenessCheck: true, Scheduling: Creation})
+		evs := creationRun(t, c, []bool{false, true, true, true, false}, map[int]bool{4: true}, 100*time.Millisecond)
+		for _, ev := range evs {
+			wantOK(t, ev)
+		}
+		if got, want := connIDs(evs), []uint64{1, 2, 1, 2, 3}; !slices.Equal(got, want) {
+			t.Errorf("in place: connections %v, want %v", got, want)
+		}
+	})
+}
+
 func TestCreationOrderRejects(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []Config{
