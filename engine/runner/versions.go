@@ -9,30 +9,41 @@ import (
 // serverPresets maps a real server's kind to the server preset that models it.
 var serverPresets = map[string]string{"nginx": "nginx", "node": "node"}
 
-// versionNotes are the notes of a run whose real program, client or server, is one a
-// preset models, at a version that preset was not verified against: what the run measured
-// is that version's behaviour, which the preset may not share.
-func versionNotes(rec *report.Run) []string {
-	var out []string
+// Modelled is a run's real program, client or server, that a preset models.
+type Modelled struct {
+	Preset  *scenario.Preset
+	Program string // its name in the version line: undici for node-fetch
+	Version string // its own version, read from the line; "" when the line names none
+}
+
+// ModelledPrograms lists the run's real programs that a preset models: a bundled adapter
+// (its Preset) and a real nginx or Node server (the server preset of the same name).
+func ModelledPrograms(rec *report.Run) []Modelled {
+	var out []Modelled
 	if c := rec.Client; c != nil && c.Adapter != "" {
-		if a, ok := execclient.Lookup(c.Adapter); ok && a.Preset != "" {
-			out = append(out, versionNote(scenario.ClientPresets[a.Preset], a.Program, c.Version)...)
+		if a, ok := execclient.Lookup(c.Adapter); ok {
+			if p, ok := scenario.ClientPresets[a.Preset]; ok {
+				out = append(out, Modelled{p, a.Program, scenario.VersionOf(a.Program, c.Version)})
+			}
 		}
 	}
 	if s := rec.Server; s != nil {
-		if name, ok := serverPresets[s.Kind]; ok {
-			out = append(out, versionNote(scenario.ServerPresets[name], s.Kind, s.Version)...)
+		if p, ok := scenario.ServerPresets[serverPresets[s.Kind]]; ok {
+			out = append(out, Modelled{p, s.Kind, scenario.VersionOf(s.Kind, s.Version)})
 		}
 	}
 	return out
 }
 
-// versionNote is the note for program's version line against preset p; none when the
-// line names no version of it or p was verified against that version.
-func versionNote(p *scenario.Preset, program, line string) []string {
-	v := scenario.VersionOf(program, line)
-	if p == nil || v == "" || p.Verifies(program, v) {
-		return nil
+// versionNotes are the notes of a run whose real program is one a preset models, at a
+// version that preset was not verified against: what the run measured is that version's
+// behaviour, which the preset may not share.
+func versionNotes(rec *report.Run) []string {
+	var out []string
+	for _, m := range ModelledPrograms(rec) {
+		if m.Version != "" && !m.Preset.Verifies(m.Program, m.Version) {
+			out = append(out, report.UnverifiedVersionNote(m.Program, m.Version, m.Preset.Name, m.Preset.VersionsOf(m.Program)))
+		}
 	}
-	return []string{report.UnverifiedVersionNote(program, v, p.Name, p.VersionsOf(program))}
+	return out
 }
