@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/supervise"
+	"github.com/kalab-dev/kalab/engine/truth"
 	"github.com/kalab-dev/kalab/engine/validate"
 	"github.com/kalab-dev/kalab/scenarios"
 	"github.com/kalab-dev/kalab/schema"
@@ -39,6 +41,8 @@ const usage = `kalab - declarative HTTP connection-reuse scenarios
 Usage:
   kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
   kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
+  kalab truth [run flags]               run the bundled truth files: does each preset hold for the
+                                        programs installed here? (kalab run with --allow-exec=bundled)
   kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
   kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
   kalab explain [RESULTS_DIR] [flags]   why each failed, retried, re-sent or 502
@@ -64,7 +68,7 @@ kalab could not start: too few file descriptors); 130 interrupted. A check not e
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
+var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
 
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
@@ -92,6 +96,13 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdRun(rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "truth": // kalab run over the embedded truth files, then a verdict per preset
+		runArgs := truth.RunArgs(rest)
+		code := cmdRun(runArgs, stdout, stderr)
+		if f, _, ok := parseRunFlags(runArgs, io.Discard, io.Discard); ok {
+			return truth.Report(stdout, stderr, filepath.Join(f.out, "latest"), code)
+		}
+		return code
 	case "diff":
 		return cmdDiff(rest, stdout, stderr)
 	case "report":

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
@@ -151,7 +152,8 @@ func TestUsageAligned(t *testing.T) {
 }
 
 // `kalab help presets` names, for every preset, what it models and whether a truth file
-// checked it: "verified against PROGRAM on DATE by scenarios/truth/FILE" or "not verified".
+// checked it: "verified against PROGRAM on DATE by scenarios/truth/FILE" or "not verified",
+// and one line per version verified.
 func TestHelpPresetsSaysWhatEachWasVerifiedAgainst(t *testing.T) {
 	var out, errb strings.Builder
 	if code := Main([]string{"help", "presets"}, &out, &errb); code != exitOK {
@@ -174,6 +176,11 @@ func TestHelpPresetsSaysWhatEachWasVerifiedAgainst(t *testing.T) {
 				t.Errorf("%s: verified by %q, but the help does not say against what, when and by which truth file:\n%s", name, p.Verified, b)
 			case p.Verified == "" && !strings.Contains(b, "\n    not verified"):
 				t.Errorf("%s: not verified, but the help does not say so:\n%s", name, b)
+			}
+			for _, c := range p.Checked {
+				if line := fmt.Sprintf("\n    version verified: %s %s on %s by %s\n", c.Program, c.Version, c.On, c.By); !strings.Contains(b, line) {
+					t.Errorf("%s: verified against %s %s, but the help has no line %q:\n%s", name, c.Program, c.Version, strings.TrimSpace(line), b)
+				}
 			}
 		}
 	}

@@ -94,6 +94,9 @@ func presetsReference() (string, error) {
 			if p.Verified != "" {
 				verified = "verified against " + p.Verified
 			}
+			for _, c := range p.Checked {
+				verified += fmt.Sprintf("\n- version verified: %s %s on %s by %s", c.Program, c.Version, c.On, c.By)
+			}
 			fmt.Fprintf(&b, "\n### %s\n\n%s.\n\n- source: %s\n- %s\n\n```yaml\n%s\n```\n", p.Name, p.Models, p.Source, verified, strings.TrimSpace(p.YAML))
 		}
 	}

@@ -36,6 +36,10 @@ type Adapter struct {
 	// Sequential: it runs one request at a time.
 	Sequential bool
 	Probe      []string // Runtime's arguments that print its versions
+	// Preset is the client preset that models what the adapter drives, and Program the
+	// name in Probe's line whose version that preset lists as verified (undici for
+	// node-fetch); a run of another version says so in its record.
+	Preset, Program string
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -57,7 +61,7 @@ var nodeProbe = []string{"-p", `"node " + process.versions.node + " undici " + p
 
 var adapters = map[string]*Adapter{
 	"node-agent": {
-		Name: "node-agent", Runtime: "node", Interpreter: "node", Script: "node-agent.mjs",
+		Name: "node-agent", Preset: "node-agent", Program: "node", Runtime: "node", Interpreter: "node", Script: "node-agent.mjs",
 		Models: "Node's http(s).request with one http(s).Agent",
 		Knobs: map[string]string{
 			"keepalive":          "Agent keepAlive",
@@ -80,7 +84,7 @@ var adapters = map[string]*Adapter{
 		Probe: nodeProbe,
 	},
 	"node-fetch": {
-		Name: "node-fetch", Runtime: "node", Interpreter: "node", Script: "node-fetch.mjs",
+		Name: "node-fetch", Preset: "undici", Program: "undici", Runtime: "node", Interpreter: "node", Script: "node-fetch.mjs",
 		Models: "Node's global fetch (the bundled undici)",
 		Knobs: map[string]string{
 			"keepalive":          "undici Agent pipelining (0 when false)",
@@ -104,7 +108,7 @@ var adapters = map[string]*Adapter{
 		Probe: nodeProbe,
 	},
 	"python-requests": {
-		Name: "python-requests", Runtime: "python3", Interpreter: "python3", Script: "python-requests.py",
+		Name: "python-requests", Preset: "python-requests", Program: "requests", Runtime: "python3", Interpreter: "python3", Script: "python-requests.py",
 		Models: "a requests.Session (urllib3's connection pool)",
 		Knobs: map[string]string{
 			"keepalive": "Connection: close on every request when false",
@@ -124,7 +128,7 @@ var adapters = map[string]*Adapter{
 		Probe: []string{"-c", "import sys, requests, urllib3, ssl; print('python', sys.version.split()[0], 'requests', requests.__version__, 'urllib3', urllib3.__version__, 'openssl', ssl.OPENSSL_VERSION.split()[1])"},
 	},
 	"go-http": {
-		Name: "go-http", Runtime: "go", Interpreter: "go", Script: "go-http.go",
+		Name: "go-http", Preset: "go-default", Program: "go", Runtime: "go", Interpreter: "go", Script: "go-http.go",
 		Models: "Go's net/http: one http.Client over a Transport cloned from http.DefaultTransport (built with the go command on PATH)",
 		Knobs: map[string]string{
 			"keepalive":          "Transport.DisableKeepAlives (true when false)",
@@ -147,7 +151,7 @@ var adapters = map[string]*Adapter{
 		Probe:   []string{"version"},
 	},
 	"curl": {
-		Name: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl.sh",
+		Name: "curl", Preset: "curl-multi", Program: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl.sh",
 		Models: "one curl process given every URL (curl URL URL ...), its connection cache",
 		Knobs: map[string]string{
 			"keepalive":          "Connection: close on every request when false",
@@ -165,7 +169,7 @@ var adapters = map[string]*Adapter{
 		Probe: []string{"--version"},
 	},
 	"libcurl": {
-		Name: "libcurl", Runtime: "python3", Interpreter: "python3", Script: "libcurl.py",
+		Name: "libcurl", Preset: "curl-multi", Program: "libcurl", Runtime: "python3", Interpreter: "python3", Script: "libcurl.py",
 		Models: "libcurl (the library under the curl command) through Python's ctypes: one easy handle, its connection cache, pausing as the plan says",
 		Knobs: map[string]string{
 			"keepalive":          "Connection: close on every request when false",
@@ -184,7 +188,7 @@ var adapters = map[string]*Adapter{
 			"l.curl_version.restype = ctypes.c_char_p; print('python', sys.version.split()[0], l.curl_version().decode())"},
 	},
 	"curl-loop": {
-		Name: "curl-loop", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",
+		Name: "curl-loop", Preset: "curl-loop", Program: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",
 		Models: "a new curl process per request (a shell loop)",
 		Knobs: map[string]string{
 			"timeout": "--max-time",

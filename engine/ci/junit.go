@@ -95,7 +95,7 @@ func JUnit(w io.Writer, in JUnitInput) error {
 	}
 	for _, sc := range in.Scenarios {
 		if len(sc.Checks) > 0 {
-			b.add(sc.Scenario, sc.File, compareCase(sc))
+			b.add(sc.Scenario, sc.File, compareCase(sc, versionNotes(in.Runs, sc.Scenario)))
 		}
 	}
 	for _, m := range in.Missing {
@@ -183,7 +183,7 @@ func (b *junitBuilder) root() junitSuites {
 // runCase is a run's test case; missingFails says the run did not run, the baseline has
 // it and missing runs fail.
 func runCase(r *report.Run, missingFails bool) junitCase {
-	c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runMetrics(r))}}
+	c := junitCase{Name: r.Variant, Classname: r.Scenario, Time: seconds(r.WallMs), File: r.File, SystemOut: &junitText{Text: xmlSafe(runNotes(r) + runMetrics(r))}}
 	var failed []report.Check
 	for _, ch := range r.Checks {
 		if ch.Failed() {
@@ -201,13 +201,52 @@ func runCase(r *report.Run, missingFails bool) junitCase {
 	case len(failed) > 0:
 		c.Line = strconv.Itoa(failed[0].Line)
 		c.Failure = failure(failed)
+		c.Failure.Text += noteLines(r.VersionNotes())
 	}
 	return c
 }
 
-// compareCase is the "compare" test case of a scenario's compare checks.
-func compareCase(sc *report.Scenario) junitCase {
+// runNotes lists a run's notes, one "note: ..." a line, for the test case's output.
+func runNotes(r *report.Run) string {
+	var b strings.Builder
+	for _, n := range r.Notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	return b.String()
+}
+
+// versionNotes are the version notes of a scenario's runs, each led by its variant: a
+// compare check between a preset and a real program at a version the preset was not
+// verified against says what that version does.
+func versionNotes(runs []*report.Run, scenario string) []string {
+	var out []string
+	for _, r := range runs {
+		if r.Scenario != scenario {
+			continue
+		}
+		for _, n := range r.VersionNotes() {
+			out = append(out, r.Variant+": "+n)
+		}
+	}
+	return out
+}
+
+// noteLines is notes as lines after a failure's text, each "note: ...".
+func noteLines(notes []string) string {
+	s := ""
+	for _, n := range notes {
+		s += "\nnote: " + xmlSafe(n)
+	}
+	return s
+}
+
+// compareCase is the "compare" test case of a scenario's compare checks; notes are the
+// version notes of its runs, shown in its output and beside a failure.
+func compareCase(sc *report.Scenario, notes []string) junitCase {
 	c := junitCase{Name: "compare", Classname: sc.Scenario, Time: "0", File: sc.File}
+	if len(notes) > 0 {
+		c.SystemOut = &junitText{Text: xmlSafe(strings.TrimPrefix(noteLines(notes), "\n") + "\n")}
+	}
 	var failed, unevaluated []report.Check
 	for _, ch := range sc.Checks {
 		switch ch.Verdict() {
@@ -221,6 +260,7 @@ func compareCase(sc *report.Scenario) junitCase {
 	case len(failed) > 0:
 		c.Line = strconv.Itoa(failed[0].Line)
 		c.Failure = failure(failed)
+		c.Failure.Text += noteLines(notes)
 	case len(unevaluated) > 0:
 		// A case is one verdict: with any check not evaluated the case is not a pass.
 		c.Skipped = &junitProblem{Message: xmlSafe(notEvaluatedText(unevaluated, len(sc.Checks)))}

@@ -148,3 +148,37 @@ func TestJUnitReportsWriteErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A run whose real program ran at a version its preset was not verified against carries the
+// note in its case's output, and the scenario's compare case shows it beside its verdict.
+func TestJUnitShowsVersionNotes(t *testing.T) {
+	t.Parallel()
+	in := failingInput()
+	note := report.UnverifiedVersionNote("undici", "6.99.0", "undici", "6.24.1 on 2026-12-01")
+	in.Runs[0].Notes = []string{"exec client: ran at time scale 1, not 0.5", note}
+	var buf bytes.Buffer
+	if err := JUnit(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	cases := got.Suites[0].Cases
+	if c := cases[0]; c.SystemOut == nil || !strings.Contains(c.SystemOut.Text, "note: "+note+"\n") || !strings.Contains(c.SystemOut.Text, "note: exec client") {
+		t.Errorf("the run's case does not carry its notes: %+v", c.SystemOut)
+	}
+	cmp := cases[2]
+	if cmp.Name != "compare" || cmp.Failure == nil {
+		t.Fatalf("compare case %+v", cmp)
+	}
+	if !strings.Contains(cmp.Failure.Text, "\nnote: keepalive: "+note) {
+		t.Errorf("the compare failure does not show the version note: %q", cmp.Failure.Text)
+	}
+	if cmp.SystemOut == nil || !strings.Contains(cmp.SystemOut.Text, "note: keepalive: "+note) {
+		t.Errorf("the compare case's output does not show the version note: %+v", cmp.SystemOut)
+	}
+	if strings.Contains(cmp.Failure.Text, "time scale") {
+		t.Errorf("the compare failure shows a note that is not about a version: %q", cmp.Failure.Text)
+	}
+}

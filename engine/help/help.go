@@ -55,7 +55,7 @@ func metrics(w io.Writer) {
 }
 
 // presets lists every preset: what it models, its source, what it was verified and compared
-// against, and its settings.
+// against, each version verified (one a line) and its settings.
 func presets(w io.Writer) {
 	for _, sec := range []struct {
 		title string
@@ -71,6 +71,9 @@ func presets(w io.Writer) {
 				verified = "verified against " + p.Verified
 			}
 			verified += "\n    " + comparedLine(p.Name, p.Verified, strings.HasPrefix(sec.title, "Server"))
+			for _, c := range p.Checked {
+				verified += fmt.Sprintf("\n    version verified: %s %s on %s by %s", c.Program, c.Version, c.On, c.By)
+			}
 			fmt.Fprintf(w, "\n  %s: %s\n    source: %s\n    %s\n", p.Name, p.Models, p.Source, verified)
 			for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
 				fmt.Fprintf(w, "    | %s\n", line)

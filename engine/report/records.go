@@ -170,7 +170,7 @@ type Run struct {
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
 	Reason        string            `json:"reason,omitempty"` // why a run did not run (not-run), and how to install what it needs
-	Notes         []string          `json:"notes,omitempty"`  // how the run differs from what the file asked, and why
+	Notes         []string          `json:"notes,omitempty"`  // how the run differs from what the file asked, and why; a program version its preset was not verified against
 	// Client identifies the real client program of an exec run; nil for kalab's own clients.
 	Client       *ClientRuntime `json:"client,omitempty"`
 	Metrics      check.Metrics  `json:"metrics"`

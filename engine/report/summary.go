@@ -38,6 +38,7 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 	timingSummary(w, runs)
 	replaySummary(w, runs)
 	modelSummary(w, runs)
+	versionSummary(w, runs)
 	var failed []string
 	for _, r := range runs {
 		for _, c := range r.Checks {

@@ -231,6 +231,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			notAResult(rec)
 		}
 	}
+	rec.Notes = append(rec.Notes, versionNotes(rec)...)
 	logEnd(log, rec, m)
 	if opt.Observer != nil {
 		opt.Observer.RunEnded(r, rec)

@@ -20,6 +20,10 @@ var (
 // PresetNames returns the names in a registry, sorted.
 func PresetNames(reg map[string]*Preset) []string { return presets.Names(reg) }
 
+// VersionOf finds program's version in the version line a runtime or server printed ("" when
+// the line names none): presets.VersionOf.
+func VersionOf(program, line string) string { return presets.VersionOf(program, line) }
+
 var (
 	defaults          = builtin[Settings](presets.Defaults)
 	balancerDefaults  = builtin[Balancer](presets.BalancerDefaults)

@@ -17,11 +17,24 @@ type Preset struct {
 	Name   string
 	Models string // the real thing and the version modelled
 	Source string // where each default is written
-	// Verified names the real program and version the preset was checked against, the
-	// date, and the truth file that checks it (scenarios/truth/); "" when nothing checks it.
+	// Checked are the versions of real programs a truth file found the preset agrees with;
+	// none when nothing checks it.
+	Checked []Check
+	// Verified is Checked in words, "PROGRAM VERSION WHAT on DATE by FILE" for each, joined
+	// by "; "; written from Checked when the registry is built, "" when nothing checks it.
 	Verified string
 	YAML     string // the fields it sets, in scenario syntax
 	node     *yaml.Node
+}
+
+// Check is one version of a real program that a truth file ran beside the preset and found
+// in agreement with it.
+type Check struct {
+	Program string // the program as its version line names it: node, undici, go, requests, curl, libcurl, nginx
+	Version string // exactly as the program reports it: 6.24.1
+	On      string // the date the truth file agreed, YYYY-MM-DD
+	By      string // the truth file: scenarios/truth/NAME.yaml
+	What    string // what was compared, written after PROGRAM VERSION with its own leading separator
 }
 
 // Decode decodes the preset's fields into dst, over what dst holds already.
@@ -85,18 +98,22 @@ load: {requests: 100, concurrency: 1, burst: 0, pause: 0, rate: 0, arrival: unif
 // Server presets model real servers. Values: docs/presets.md, from each project's source.
 var Server = registry([]Preset{
 	{
-		Name:     "node",
-		Models:   "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
-		Source:   "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (socket.setTimeout(keepAliveTimeout + HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER), 1000, nodejs/node PR #54863, the same line in Node 20.20.2's own copy; measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
-		Verified: "Node 20.20.2 http.Server (closes at 6,000.6 ms against 6,001.2 modelled on 2026-12-01 with keepAliveTimeout set to 5000; left at its own default, which its log reports as 5000, it closed at 6,013.8 ms against 6,000.3 modelled; no Keep-Alive header of kalab's, Node's own) on 2026-12-02 by scenarios/truth/servers.yaml",
-		YAML:     "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
+		Name:   "node",
+		Models: "Node.js http.Server defaults (keepAliveTimeout 5000 ms) since nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
+		Source: "node lib/_http_server.js; the idle socket really closes about 1 s after keepAliveTimeout (socket.setTimeout(keepAliveTimeout + HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER), 1000, nodejs/node PR #54863, the same line in Node 20.20.2's own copy; measured 6,003 ms in keepalive-node-rtt-and-stale-race)",
+		Checked: []Check{
+			{Program: "node", Version: "20.20.2", On: "2026-12-02", By: "scenarios/truth/servers.yaml", What: " http.Server (closes at 6,000.6 ms against 6,001.2 modelled on 2026-12-01 with keepAliveTimeout set to 5000; left at its own default, which its log reports as 5000, it closed at 6,013.8 ms against 6,000.3 modelled; no Keep-Alive header of kalab's, Node's own)"},
+		},
+		YAML: "idle_timeout: 6s\nkeepalive_hint: 5s\nmax_requests: 0",
 	},
 	{
-		Name:     "nginx",
-		Models:   "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
-		Source:   "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
-		Verified: "nginx 1.22.1: the idle close with keepalive_timeout 2s (2,002.3 ms against 2,001.0 modelled) on 2026-12-01; at its own defaults (kalab writes neither keepalive_timeout nor keepalive_requests for the preset's values, and sets keepalive_time to a week) the close after the 1,000th request on a connection (2 connections for 1,001 back-to-back requests) and the absence of a Keep-Alive header (a client that drops any hint of 80 s or less keeps 1 connection); not compared: the 75 s idle close at the default (too slow for the bundled suite; the 2 s case compares the same directive), keepalive_time; on 2026-12-02 by scenarios/truth/servers.yaml",
-		YAML:     "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
+		Name:   "nginx",
+		Models: "nginx 1.26 (keepalive_timeout 75s, keepalive_requests 1000 since 1.19.10)",
+		Source: "nginx src/http/ngx_http_core_module.c; no Keep-Alive header unless keepalive_timeout has a second parameter",
+		Checked: []Check{
+			{Program: "nginx", Version: "1.22.1", On: "2026-12-02", By: "scenarios/truth/servers.yaml", What: ": the idle close with keepalive_timeout 2s (2,002.3 ms against 2,001.0 modelled) on 2026-12-01; at its own defaults (kalab writes neither keepalive_timeout nor keepalive_requests for the preset's values, and sets keepalive_time to a week) the close after the 1,000th request on a connection (2 connections for 1,001 back-to-back requests) and the absence of a Keep-Alive header (a client that drops any hint of 80 s or less keeps 1 connection); not compared: the 75 s idle close at the default (too slow for the bundled suite; the 2 s case compares the same directive), keepalive_time;"},
+		},
+		YAML: "idle_timeout: 75s\nkeepalive_hint: false\nmax_requests: 1000",
 	},
 	{
 		Name:   "go",
@@ -121,11 +138,14 @@ var Server = registry([]Preset{
 // Client presets model real clients. Values: docs/presets.md, from each project's source.
 var Client = registry([]Preset{
 	{
-		Name:     "node-agent",
-		Models:   "Node.js new https.Agent({keepAlive: true}) since the hint rule of nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
-		Source:   "node lib/_http_agent.js keepSocketAlive, the same in Node 20.20.2's own copy and in nodejs/node main (where the 1,000 ms became the agentKeepAliveTimeoutBuffer option, default 1000, nodejs/node#59315); releases before #54863 used the hint whole and never refused a socket for it, which no preset models: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time; TCP keepalive: lib/_http_agent.js keepSocketAlive calls socket.setKeepAlive(true, this.keepAliveMsecs) when a socket goes back to the pool (keepAliveMsecs defaults to 1000, doc/api/http.md new Agent), and libuv's uv__tcp_keepalive (src/unix/tcp.c, libuv 1.46.0 in Node 20.20.2) sets TCP_KEEPIDLE to that delay in seconds, 'int intvl = 1; /* 1 second; same as default on Win32 */' and 'int cnt = 10'; measured here: Node 20.20.2's agent probed about once a second behind a middlebox (scenarios/truth/middlebox-keepalive.yaml)",
-		Verified: "Node 20.20.2 https.Agent({keepAlive: true}) on 2026-12-01 by scenarios/truth/node-agent.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 1s, interval: 1s, count: 10}",
+		Name:   "node-agent",
+		Models: "Node.js new https.Agent({keepAlive: true}) since the hint rule of nodejs/node#54863 (2024-09): Node 20.20.2 (read and run here) through nodejs/node main; no 20 vs 22 split",
+		Source: "node lib/_http_agent.js keepSocketAlive, the same in Node 20.20.2's own copy and in nodejs/node main (where the 1,000 ms became the agentKeepAliveTimeoutBuffer option, default 1000, nodejs/node#59315); releases before #54863 used the hint whole and never refused a socket for it, which no preset models: agent timeout 0 (no idle timeout), hint read by ^timeout=(\\d+) minus 1000 ms (PR #54863) and used only when shorter than the agent timeout, so without one only a hint of 1 s or less matters (it stops pooling); lib/_http_client.js sends Connection: keep-alive; https.Agent offers only http/1.1 in ALPN; scheduling lifo, maxSockets Infinity, no retry; a free socket that gets the server's FIN leaves the pool at once (its 'close' handler), which the liveness check reproduces at reuse time; TCP keepalive: lib/_http_agent.js keepSocketAlive calls socket.setKeepAlive(true, this.keepAliveMsecs) when a socket goes back to the pool (keepAliveMsecs defaults to 1000, doc/api/http.md new Agent), and libuv's uv__tcp_keepalive (src/unix/tcp.c, libuv 1.46.0 in Node 20.20.2) sets TCP_KEEPIDLE to that delay in seconds, 'int intvl = 1; /* 1 second; same as default on Win32 */' and 'int cnt = 10'; measured here: Node 20.20.2's agent probed about once a second behind a middlebox (scenarios/truth/middlebox-keepalive.yaml)",
+		Checked: []Check{
+			{Program: "node", Version: "20.20.2", On: "2026-12-01", By: "scenarios/truth/node-agent.yaml", What: " https.Agent({keepAlive: true})"},
+			{Program: "node", Version: "20.20.2", On: "2026-12-01", By: "scenarios/truth/middlebox-keepalive.yaml", What: " https.Agent({keepAlive: true}) behind a box that drops flows idle for 2.5 s: its TCP keepalive probes keep the flow (errors, connections and flows expired)"},
+		},
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nmax_conns: 0\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 1s, interval: 1s, count: 10}",
 	},
 	{
 		Name:   "node-agent-default",
@@ -140,39 +160,52 @@ var Client = registry([]Preset{
 		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 5s\nhonor_hint: true\nhint_parser: node\nhint_buffer: 1s\nscheduling: lifo\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 1s, interval: 1s, count: 10}",
 	},
 	{
-		Name:     "undici",
-		Models:   "undici 6.14.1 through 7.30.2 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
-		Source:   "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); scheduling creation-order is its Pool, read in 6.24.1: kGetDispatcher takes the first client in creation order whose needDrain is unset, else appends a new one (lib/dispatcher/pool.js); a client whose socket closed keeps its place and reconnects when a request reaches it (lib/dispatcher/client.js _resume calls connect; only a failed connect removes it, pool.js 'connectionError'); after a response, pipelining 1 makes onMessageComplete call setImmediate(() => client[kResume]()) (client-h1.js), so the client drains one tick later and the next request of an awaited loop goes to another client (caller_yields: true models a caller that yields that tick), while a failed request frees it at once (the socket's 'close' listener resumes it synchronously); a response that closes its socket (Connection: close, or a hint that leaves nothing to pool) makes onMessageComplete call util.destroy(socket, InformationalError('reset')) without resuming (client-h1.js), so the client drains only when the socket's 'close' listener resumes it, and Node emits 'close' from the handle's close callback (lib/net.js Socket.prototype._destroy, closeSocketHandle; Node 20.20.2), a later event-loop phase than the read: the next awaited request again goes to another client, and the one after reconnects in place; TCP keepalive: lib/core/connect.js buildConnector: socket.setNoDelay(true).setKeepAlive(true, keepAliveInitialDelay), keepAliveInitialDelay default 60e3 (from memory of undici 6/7, not re-read here); interval 1 s and count 10 from libuv as node-agent",
-		Verified: "Node 20.20.2 fetch (undici 6.24.1), comparing the connections of 8 awaited back-to-back requests (2) and of a caller that yields a tick between them (1); in the stale race (bursts of 5 awaited requests, seeded pauses) at 50 and 150 ms RTT the connections (within 10% or 2), the errors (within 1) and, in at least one of the two, the failing bursts from the third burst on; the connections when a Keep-Alive hint minus the 2 s threshold leaves nothing to pool; the connections and errors of 40 awaited requests against a server that closes after 5 requests (8) and after 4 (10); not compared: the 4 s keepAliveTimeout and keepAliveMaxTimeout (no case idles that long), hints longer than the threshold, concurrency above 1, request bodies, TLS resumption, the failing bursts of every race exactly (a burst whose pause lands a few ms from the race's edge flips from run to run, in the real program too); by hand with examples/undici-race.yaml (300 requests, bursts of 10, pauses 1.5-2.5 s; 2026-12-02): connections, errors and failing bursts equal in every race at 50 ms RTT (seeds 1-6) and in 5 of 6 seeds at 150 ms, the other differing where the preset's pauses came within 5 ms of the race's edge; the pool was read in 6.24.1 only, not re-read in 7.x; the rest compared on 2026-12-01, the server's closes after N requests on 2026-12-05 by scenarios/truth/undici.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
+		Name:   "undici",
+		Models: "undici 6.14.1 through 7.30.2 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
+		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); scheduling creation-order is its Pool, read in 6.24.1: kGetDispatcher takes the first client in creation order whose needDrain is unset, else appends a new one (lib/dispatcher/pool.js); a client whose socket closed keeps its place and reconnects when a request reaches it (lib/dispatcher/client.js _resume calls connect; only a failed connect removes it, pool.js 'connectionError'); after a response, pipelining 1 makes onMessageComplete call setImmediate(() => client[kResume]()) (client-h1.js), so the client drains one tick later and the next request of an awaited loop goes to another client (caller_yields: true models a caller that yields that tick), while a failed request frees it at once (the socket's 'close' listener resumes it synchronously); a response that closes its socket (Connection: close, or a hint that leaves nothing to pool) makes onMessageComplete call util.destroy(socket, InformationalError('reset')) without resuming (client-h1.js), so the client drains only when the socket's 'close' listener resumes it, and Node emits 'close' from the handle's close callback (lib/net.js Socket.prototype._destroy, closeSocketHandle; Node 20.20.2), a later event-loop phase than the read: the next awaited request again goes to another client, and the one after reconnects in place; TCP keepalive: lib/core/connect.js buildConnector: socket.setNoDelay(true).setKeepAlive(true, keepAliveInitialDelay), keepAliveInitialDelay default 60e3 (from memory of undici 6/7, not re-read here); interval 1 s and count 10 from libuv as node-agent",
+		Checked: []Check{
+			{Program: "undici", Version: "6.24.1", On: "2026-12-01", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch), comparing the connections of 8 awaited back-to-back requests (2) and of a caller that yields a tick between them (1); in the stale race (bursts of 5 awaited requests, seeded pauses) at 50 and 150 ms RTT the connections (within 10% or 2), the errors (within 1) and, in at least one of the two, the failing bursts from the third burst on; the connections when a Keep-Alive hint minus the 2 s threshold leaves nothing to pool; not compared: the 4 s keepAliveTimeout and keepAliveMaxTimeout (no case idles that long), hints longer than the threshold, concurrency above 1, request bodies, TLS resumption, the failing bursts of every race exactly (a burst whose pause lands a few ms from the race's edge flips from run to run, in the real program too); by hand with examples/undici-race.yaml (300 requests, bursts of 10, pauses 1.5-2.5 s; 2026-12-02): connections, errors and failing bursts equal in every race at 50 ms RTT (seeds 1-6) and in 5 of 6 seeds at 150 ms, the other differing where the preset's pauses came within 5 ms of the race's edge; the pool was read in 6.24.1 only, not re-read in 7.x,"},
+			{Program: "undici", Version: "6.24.1", On: "2026-12-05", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch), the connections of 40 awaited requests when the server closes after N requests (max_requests 5: 8, 4: 10)"},
+		},
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
 	},
 	{
-		Name:     "go-default",
-		Models:   "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
-		Verified: "Go 1.26.8 net/http (the go-http adapter: an http.Client over a Transport cloned from DefaultTransport, nothing else set): reuse, the stale race (4 hidden re-sends and 4 failed attempts of 5 requests, no error), a FIN first, TLS resumption (0 of 4 at the defaults, 4 of 4 with a ClientSessionCache), the ignored Keep-Alive hint, MaxIdleConnsPerHost 2 under 4 concurrent requests (8 connections for 3 bursts) and a re-sent request's latency; not compared: the 90 s IdleConnTimeout (no case idles that long), TCP keepalive, HTTP/2, request bodies and non-idempotent methods, which requests reuse under the dial race (reused_requests varies from run to run in both), on 2026-12-02 by scenarios/truth/go.yaml",
-		Source:   "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption; TCP keepalive: DefaultTransport dials with net.Dialer{KeepAlive: 30 * time.Second} (src/net/http/transport.go), and net.newTCPConn turns that into KeepAliveConfig{Enable: true, Idle: 30s}, whose zero Interval and Count mean 15 s and 9 (src/net/tcpsock.go KeepAliveConfig; src/net/dial.go defaultTCPKeepAliveInterval, defaultTCPKeepAliveCount), read in Go 1.26.8 here; a plain net.Dialer{} uses 15 s idle (defaultTCPKeepAliveIdle)",
-		YAML:     "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 30s, interval: 15s, count: 9}",
+		Name:   "go-default",
+		Models: "Go 1.26 net/http.DefaultTransport (IdleConnTimeout 90 s, MaxIdleConnsPerHost 2)",
+		Checked: []Check{
+			{Program: "go", Version: "1.26.8", On: "2026-12-02", By: "scenarios/truth/go.yaml", What: " net/http (the go-http adapter: an http.Client over a Transport cloned from DefaultTransport, nothing else set): reuse, the stale race (4 hidden re-sends and 4 failed attempts of 5 requests, no error), a FIN first, TLS resumption (0 of 4 at the defaults, 4 of 4 with a ClientSessionCache), the ignored Keep-Alive hint, MaxIdleConnsPerHost 2 under 4 concurrent requests (8 connections for 3 bursts) and a re-sent request's latency; not compared: the 90 s IdleConnTimeout (no case idles that long), TCP keepalive, HTTP/2, request bodies and non-idempotent methods, which requests reuse under the dial race (reused_requests varies from run to run in both),"},
+		},
+		Source: "go src/net/http/transport.go DefaultTransport; the hint is not read (golang/go#15508); hidden re-sends come from shouldRetryRequest; h2 by ALPN over TLS only (h2c needs Protocols.SetUnencryptedHTTP2); no ClientSessionCache in the default TLS config, so no resumption; TCP keepalive: DefaultTransport dials with net.Dialer{KeepAlive: 30 * time.Second} (src/net/http/transport.go), and net.newTCPConn turns that into KeepAliveConfig{Enable: true, Idle: 30s}, whose zero Interval and Count mean 15 s and 9 (src/net/tcpsock.go KeepAliveConfig; src/net/dial.go defaultTCPKeepAliveInterval, defaultTCPKeepAliveCount), read in Go 1.26.8 here; a plain net.Dialer{} uses 15 s idle (defaultTCPKeepAliveIdle)",
+		YAML:   "implementation: go-net-http\nkeepalive: true\nidle_timeout: 90s\nmax_idle: 2\nhonor_hint: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 30s, interval: 15s, count: 9}",
 	},
 	{
-		Name:     "python-requests",
-		Models:   "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
-		Source:   "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions; no TCP keepalive: urllib3 HTTPConnection.default_socket_options is [(IPPROTO_TCP, TCP_NODELAY, 1)] only (printed from urllib3 2.7.0 here)",
-		Verified: "requests 2.34.2, urllib3 2.7.0 (Python 3.11): reuse, the stale race, a FIN first and the hint on 2026-12-01, TLS resumption (0 of 8) on 2026-12-02 by scenarios/truth/python-requests.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
+		Name:   "python-requests",
+		Models: "requests 2.32 on urllib3 2.x: no idle timeout, pool of 10 per host, drops connections seen dead before reuse",
+		Source: "requests adapters.py (max_retries Retry(0, read=False)), utils.py default_headers (Connection: keep-alive); urllib3 connectionpool.py is_connection_dropped; HTTP/1.1 only; requests 2.34.2 measured here resumed 0 TLS sessions; no TCP keepalive: urllib3 HTTPConnection.default_socket_options is [(IPPROTO_TCP, TCP_NODELAY, 1)] only (printed from urllib3 2.7.0 here)",
+		Checked: []Check{
+			{Program: "requests", Version: "2.34.2", On: "2026-12-01", By: "scenarios/truth/python-requests.yaml", What: " with urllib3 2.7.0 (Python 3.11): reuse, the stale race, a FIN first and the hint"},
+			{Program: "requests", Version: "2.34.2", On: "2026-12-02", By: "scenarios/truth/python-requests.yaml", What: " with urllib3 2.7.0 (Python 3.11): TLS resumption (0 of 8)"},
+		},
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: none\nhonor_hint: false\nmax_idle: 10\nliveness_check: true\nscheduling: lifo\nhttp2: never\nkeepalive_header: true\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{
-		Name:     "curl-loop",
-		Models:   "curl 7.88-8.x, one process per request (a shell loop): never reuses",
-		Source:   "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62; TCP keepalive: the curl tool sets CURLOPT_TCP_KEEPALIVE unless --no-keepalive, with --keepalive-time (default 60) as TCP_KEEPIDLE and TCP_KEEPINTVL (docs/cmdline-opts/keepalive-time.md; CURLOPT_TCP_KEEPIDLE and CURLOPT_TCP_KEEPINTVL default 60); count is Linux's tcp_keepalive_probes 9 before curl 8.9's --keepalive-cnt",
-		Verified: "curl 7.88.1 on 2026-12-01 by scenarios/truth/curl.yaml",
-		YAML:     "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
+		Name:   "curl-loop",
+		Models: "curl 7.88-8.x, one process per request (a shell loop): never reuses",
+		Source: "curl docs/cmdline-opts/_URL.md: connections and TLS sessions are reused only within one invocation; h2 by ALPN over TLS by default since 7.62; TCP keepalive: the curl tool sets CURLOPT_TCP_KEEPALIVE unless --no-keepalive, with --keepalive-time (default 60) as TCP_KEEPIDLE and TCP_KEEPINTVL (docs/cmdline-opts/keepalive-time.md; CURLOPT_TCP_KEEPIDLE and CURLOPT_TCP_KEEPINTVL default 60); count is Linux's tcp_keepalive_probes 9 before curl 8.9's --keepalive-cnt",
+		Checked: []Check{
+			{Program: "curl", Version: "7.88.1", On: "2026-12-01", By: "scenarios/truth/curl.yaml", What: ""},
+		},
+		YAML: "implementation: model\nkeepalive: false\nhttp2: tls\nsession_resumption: false\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 	},
 	{
-		Name:     "curl-multi",
-		Models:   "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source:   "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
-		Verified: "curl 7.88.1 (one process, no pauses: errors and connections) on 2026-12-01 by scenarios/truth/curl.yaml; libcurl 7.88.1 through the libcurl adapter (the stale race with pauses, over TLS: hidden re-sends, errors, connections and latency) on 2026-12-02 by scenarios/truth/libcurl.yaml",
-		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
+		Name:   "curl-multi",
+		Models: "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
+		Checked: []Check{
+			{Program: "curl", Version: "7.88.1", On: "2026-12-01", By: "scenarios/truth/curl.yaml", What: " (one process, no pauses: errors and connections)"},
+			{Program: "libcurl", Version: "7.88.1", On: "2026-12-02", By: "scenarios/truth/libcurl.yaml", What: " through the libcurl adapter (the stale race with pauses, over TLS: hidden re-sends, errors, connections and latency)"},
+		},
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 	},
 })
 
@@ -222,6 +255,7 @@ func registry(list []Preset) map[string]*Preset {
 	for i := range list {
 		p := list[i]
 		p.node = mustNode(p.Name, p.YAML)
+		p.Verified = verifiedText(p.Checked)
 		m[p.Name] = &p
 	}
 	return m

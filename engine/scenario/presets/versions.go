@@ -1,0 +1,82 @@
+package presets
+
+import (
+	"fmt"
+	"strings"
+)
+
+// verifiedText is a preset's checks in words, one "PROGRAM VERSION WHAT on DATE by FILE"
+// for each, joined by "; ".
+func verifiedText(checks []Check) string {
+	parts := make([]string, len(checks))
+	for i, c := range checks {
+		parts[i] = fmt.Sprintf("%s %s%s on %s by %s", c.Program, c.Version, c.What, c.On, c.By)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// VersionOf finds program's version in a version line as a runtime prints it: the word
+// after the program's name ("node 20.20.2 undici 6.24.1": undici's is 6.24.1), the text
+// after its name and a slash ("libcurl/7.88.1"), the digits after its name ("go1.26.8"), or
+// the whole line when it is a version alone ("1.22.1", "v20.20.2"). "" when the line does
+// not name the program's version.
+func VersionOf(program, line string) string {
+	words := strings.Fields(line)
+	if len(words) == 1 && isVersion(words[0]) {
+		return strings.TrimPrefix(words[0], "v")
+	}
+	for i, w := range words {
+		var v string
+		switch {
+		case w == program && i+1 < len(words):
+			v = words[i+1]
+		case strings.HasPrefix(w, program+"/"):
+			v = w[len(program)+1:]
+		case strings.HasPrefix(w, program):
+			v = w[len(program):]
+		}
+		v = strings.TrimRight(v, ",;:)")
+		if isVersion(v) {
+			return strings.TrimPrefix(v, "v")
+		}
+	}
+	return ""
+}
+
+// isVersion: a word that starts with a digit, or v and a digit.
+func isVersion(w string) bool {
+	w = strings.TrimPrefix(w, "v")
+	return w != "" && w[0] >= '0' && w[0] <= '9'
+}
+
+// Verifies says whether a truth file found the preset in agreement with program at
+// exactly version.
+func (p *Preset) Verifies(program, version string) bool {
+	for _, c := range p.Checked {
+		if c.Program == program && c.Version == version {
+			return true
+		}
+	}
+	return false
+}
+
+// VersionsOf lists the versions of program the preset was verified against, each with the
+// last date it agreed: "6.24.1 on 2026-12-01"; "" when none was.
+func (p *Preset) VersionsOf(program string) string {
+	var order []string
+	last := map[string]string{}
+	for _, c := range p.Checked {
+		if c.Program != program {
+			continue
+		}
+		if _, ok := last[c.Version]; !ok {
+			order = append(order, c.Version)
+		}
+		last[c.Version] = max(last[c.Version], c.On)
+	}
+	parts := make([]string, len(order))
+	for i, v := range order {
+		parts[i] = v + " on " + last[v]
+	}
+	return strings.Join(parts, ", ")
+}
