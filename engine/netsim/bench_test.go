@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,6 +137,29 @@ func benchIdle(b *testing.B, n int) {
 // process, per connection.
 type idleFigures struct {
 	rssPerConn, restPerConn, peakPerConn, stackPerConn, heapPerConn, goroutinesPerConn float64
+	// rssPerGoroutine is what one parked goroutine adds to this process's resident memory,
+	// measured right after the links (goroutineRSS): the runtime's own unit of memory on
+	// this machine, which the links' figures are judged against.
+	rssPerGoroutine float64
+}
+
+// goroutineRSS is the resident memory one parked goroutine adds to this process: n
+// goroutines blocked on a channel, after a GC and with freed memory returned, so the
+// same kernel, page size and runtime that hold the links hold them too.
+func goroutineRSS(tb testing.TB, n int) float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	base := procStatusKiB(tb, "VmRSS")
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	for range n {
+		go func() { started.Done(); <-stop }()
+	}
+	started.Wait()
+	grown := procStatusKiB(tb, "VmRSS")
+	close(stop)
+	return float64(grown-base) * 1024 / float64(n)
 }
 
 // measureIdle opens n connections through a fresh proxy, with both ends in a
@@ -210,13 +234,16 @@ func measureIdle(tb testing.TB, n int) idleFigures {
 	var msRest runtime.MemStats
 	runtime.ReadMemStats(&msRest)
 	per := func(v float64) float64 { return v / float64(n) }
+	goroutines := runtime.NumGoroutine() - g0
+	perG := goroutineRSS(tb, n) // after every count above: its goroutines are not the links'
 	return idleFigures{
+		rssPerGoroutine:   perG,
 		rssPerConn:        per(float64(rss-base) * 1024),
 		restPerConn:       per(float64(rest-base) * 1024),
 		peakPerConn:       per(float64(peak-base) * 1024),
 		stackPerConn:      per(float64(int64(msRest.StackInuse) - int64(ms0.StackInuse))),
 		heapPerConn:       per(float64(ms.HeapInuse)),
-		goroutinesPerConn: per(float64(runtime.NumGoroutine() - g0)),
+		goroutinesPerConn: per(float64(goroutines)),
 	}
 }
 
