@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -230,6 +231,132 @@ func TestNotPredicted(t *testing.T) {
 		},
 	} {
 		p := staleRace()
+		mut(&p)
+		for _, c := range Predict(p, 0).Counts {
+			if c.Predicted || c.Reason == "" {
+				t.Errorf("%s: %s predicted=%v reason %q; want not predicted, with a reason", name, c.Metric, c.Predicted, c.Reason)
+			}
+		}
+	}
+}
+
+// undici is the undici preset's client driven by an awaited loop (no caller_yields).
+func undici() Client {
+	return Client{KeepAlive: true, IdleTimeout: 4 * time.Second, HonorHint: true, HintParser: "undici", HintBuffer: 2 * time.Second,
+		HintMax: 600 * time.Second, LivenessCheck: true, AwaitedCreationOrder: true, Method: "GET"}
+}
+
+// An awaited loop alternates between two clients of undici's pool: the client whose
+// response just arrived is busy for the next request, which opens a second connection;
+// the first is free again for the one after.
+func TestAwaitedCreationOrderByHand(t *testing.T) {
+	t.Parallel()
+	p := Plan{Requests: 8, RTT: 50 * ms1, Server: Server{IdleTimeout: 5 * time.Second, TLS: "1.3"}, Client: undici()}
+	got := Predict(p, 0)
+	check(t, "8 back to back", got, want{Errors: 0, Connections: 2, ReusedRequests: 6, Retries: 0, HiddenRetries: 0})
+	if got.Rule != "creation-order" {
+		t.Errorf("rule %q, want creation-order", got.Rule)
+	}
+
+	// The server closes after n requests with Connection: close: the closing client is held
+	// for the next request all the same, so the two clients keep alternating and each
+	// connection carries n requests (A: 0, 2, ..., 2n-2; B: 1, 3, ..., 2n-1), then both
+	// reconnect in place.
+	p.Requests = 40
+	for n, conns := range map[int]int{5: 8, 4: 10, 3: 14} {
+		p.Server.MaxRequests = n
+		check(t, fmt.Sprintf("max_requests %d", n), Predict(p, 0), want{Errors: 0, Connections: conns, ReusedRequests: 40 - conns})
+	}
+
+	// A hint that leaves nothing to pool (1 s − undici's 2 s): a connection per request.
+	p.Server.MaxRequests, p.Server.Hint, p.Server.HasHint = 0, time.Second, true
+	check(t, "hint 1 s", Predict(p, 0), want{Errors: 0, Connections: 40, ReusedRequests: 0})
+}
+
+// awaitedRace is a stale race over undici's pool: 150 ms RTT over plain TCP (a reused
+// request takes 150 ms, a new connection 300), a 2 s idle close (race window (1,850,
+// 2,000)), bursts of 5 and three pauses.
+func awaitedRace() Plan {
+	return Plan{Requests: 20, Burst: 5, RTT: 150 * ms1,
+		Pauses: []time.Duration{1600 * ms1, 1900 * ms1, 1750 * ms1},
+		Server: Server{IdleTimeout: 2 * time.Second}, Client: undici()}
+}
+
+// Each client's idle gap is the pause plus the time since its own last response. Times in
+// ms from the start; A and B are the pool's two clients.
+//
+// Burst 0: r0 A dials (0-300), r1 B dials (300-600), r2 A, r3 B, r4 A reuse: A's last
+// response at 1,050, B's at 900. Ends on A.
+// Pause 1,600: r5 A, gap 1,600: reuses (2,650-2,800). r6 B, gap 2,800 − 900 = 1,900 (the
+// pause and two requests): races and fails with the FIN at 2,900, freeing B at once. r7
+// goes to A, first free (gap 100, reused, 3,050); r8 to B, which reconnects in place (c3,
+// 3,350); r9 A reuses (3,500). Ends on A.
+// Pause 1,900: r10 A, gap 1,900: races, fails at 5,500. r11 A reconnects (c4, 5,800); r12
+// B, gap 5,800 − 3,350 = 2,450: its FIN is in, it reconnects (c5, 6,100); r13 A, r14 B
+// reuse (6,250, 6,400). Ends on B.
+// Pause 1,750: r15 A, gap 1,750 + 150 (B's last request) = 1,900: races, fails at 8,250;
+// r16 A reconnects (c6, 8,550); r17 B, gap 8,550 − 6,400 = 2,150: FIN, reconnects (c7);
+// r18, r19 reuse.
+// Errors 3 (r6, r10, r15), 7 connections, 13 reused (3 + 4 + 3 + 3, the races included).
+// A pool that reuses the connection the last request used (node-agent) races only the
+// 1,900 ms pause.
+func TestAwaitedCreationOrderStaleRaceByHand(t *testing.T) {
+	t.Parallel()
+	got := Predict(awaitedRace(), 0)
+	check(t, "undici", got, want{Errors: 3, Connections: 7, ReusedRequests: 13, Retries: 0, HiddenRetries: 0})
+	if c, _ := got.Count(Errors); !slices.Equal(c.Requests, []int{6, 10, 15}) || c.Window == "" {
+		t.Errorf("errors name requests %v, window %q; want [6 10 15] and a window", c.Requests, c.Window)
+	}
+	p := awaitedRace()
+	p.Client.AwaitedCreationOrder = false
+	check(t, "one connection reused", Predict(p, 0), want{Errors: 1, Connections: 2})
+
+	// At 60 ms lateness each 1,900 ms gap (50 ms inside 1,850) may reuse; the others lie
+	// 100 ms or more from an edge. At 40 ms none moves.
+	c, _ := Predict(awaitedRace(), 60*ms1).Count(Errors)
+	if c.Value != 3 || c.Lo != 0 || c.Hi != 3 || !slices.Equal(c.Uncertain, []int{5, 10, 15}) {
+		t.Errorf("errors at 60 ms lateness: %d in %d..%d, uncertain bursts %v; want 3 in 0..3, [5 10 15]", c.Value, c.Lo, c.Hi, c.Uncertain)
+	}
+	if c, _ := Predict(awaitedRace(), 40*ms1).Count(Errors); c.Lo != 3 || c.Hi != 3 || len(c.Uncertain) != 0 {
+		t.Errorf("errors at 40 ms lateness: %d..%d, uncertain %v; want 3..3", c.Lo, c.Hi, c.Uncertain)
+	}
+}
+
+// A new connection's handshake lengthens the other client's gap: connect 1 RTT, TLS 1.3
+// one more, TLS 1.2 two (one once a session can be resumed).
+func TestAwaitedCreationOrderHandshakes(t *testing.T) {
+	t.Parallel()
+	// Two bursts of 2, 100 ms RTT, a 1 s close (window (900, 1,000)), a 650 ms pause. Burst
+	// 0: r0 A dials, r1 B dials, so A's gap before r2 is the pause plus r1's time.
+	// Plain: r1 takes 200 ms, A's gap 850: reused, and B's (650 + 100) too.
+	// TLS 1.3: 300 ms, A's gap 950: races; r3 goes to A, freed at once, which reconnects.
+	// TLS 1.2: 400 ms, A's gap 1,050: its FIN is in, a new connection (400 ms), and B's gap
+	// is 1,050 too. With tickets r1 resumes the session r0 got (300 ms): as TLS 1.3.
+	p := Plan{Requests: 4, Burst: 2, RTT: 100 * ms1, Pauses: []time.Duration{650 * ms1},
+		Server: Server{IdleTimeout: time.Second}, Client: undici()}
+	check(t, "plain", Predict(p, 0), want{Errors: 0, Connections: 2})
+	p.Server.TLS = "1.3"
+	check(t, "tls 1.3", Predict(p, 0), want{Errors: 1, Connections: 3})
+	p.Server.TLS = "1.2"
+	check(t, "tls 1.2", Predict(p, 0), want{Errors: 0, Connections: 4})
+	p.Server.SessionTickets, p.Client.SessionResumption = true, true
+	check(t, "tls 1.2 resumed", Predict(p, 0), want{Errors: 1, Connections: 3})
+}
+
+func TestAwaitedCreationOrderNotPredicted(t *testing.T) {
+	t.Parallel()
+	for name, mut := range map[string]func(*Plan){
+		"concurrency 2": func(p *Plan) { p.Concurrency = 2 },
+		"jitter":        func(p *Plan) { p.Jitter = ms1 },
+		"retry":         func(p *Plan) { p.Client.Retry = Retry{Attempts: 1, On: []string{"reset", "eof"}} },
+		"max_idle 1":    func(p *Plan) { p.Client.MaxIdle = 1 },
+		"bandwidth":     func(p *Plan) { p.Bandwidth = 10e6 },
+		"large body":    func(p *Plan) { p.Server.BodyBytes = 100000 },
+		"balancer": func(p *Plan) {
+			p.Balancer = &Balancer{IdleTimeout: time.Minute, BackendKeepAlive: true, OnBackendError: "error", ErrorStatus: 502, Reuse: "always"}
+		},
+	} {
+		p := awaitedRace()
 		mut(&p)
 		for _, c := range Predict(p, 0).Counts {
 			if c.Predicted || c.Reason == "" {

@@ -18,8 +18,13 @@ type Plan struct {
 	OpenModel bool
 	RTT       time.Duration
 	Jitter    time.Duration
-	Server    Server
-	Client    Client
+	// InitialWindow is the link's TCP initial congestion window in segments (0: 10), and
+	// Bandwidth its limit each way in bits per second (0: none). Together with the bodies
+	// they decide whether a request takes one round trip.
+	InitialWindow int
+	Bandwidth     int64
+	Server        Server
+	Client        Client
 	// Balancer, when set, stands between client and server (RTT is then the client's link).
 	Balancer *Balancer
 	// Backlog is true when the run models a listen queue (accept delays, overflows).
@@ -60,6 +65,11 @@ type Server struct {
 	CloseEvery  int           // closes every Nth connection abruptly; 0 never
 	Status      int           // the status every response carries
 	Delay       time.Duration // how long the server waits before it answers
+	BodyBytes   int           // the response body
+	// TLS is the server's TLS version ("1.2" or "1.3"), "" for plain TCP. SessionTickets
+	// lets a client resume a session (in TLS 1.2 an abbreviated, one-round-trip handshake).
+	TLS            string
+	SessionTickets bool
 }
 
 // Client is the client profile's declared rules.
@@ -81,11 +91,13 @@ type Client struct {
 	// LivenessCheck drops a pooled connection whose peer's FIN has arrived before reusing it.
 	LivenessCheck bool
 	// AwaitedCreationOrder is undici's pool (first free client in creation order, a
-	// connection free again one tick after its response) driven by an awaited loop, which
-	// the oracle does not model: the next request takes another connection.
+	// connection free again one tick after its response) driven by an awaited loop: the
+	// next request takes another connection (engine/client creation.go).
 	AwaitedCreationOrder bool
-	Method               string
-	BodyBytes            int
+	// SessionResumption: the client offers the TLS session a server's ticket gave it.
+	SessionResumption bool
+	Method            string
+	BodyBytes         int
 	// IdempotencyKey: the requests carry an Idempotency-Key (or X-Idempotency-Key) header,
 	// which makes any method replayable for Go's Transport.
 	IdempotencyKey bool

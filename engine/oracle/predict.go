@@ -86,6 +86,9 @@ func Predict(p Plan, lateness time.Duration) Prediction {
 	if noReuse, why := neverReuses(p.Client, p.Server); noReuse && p.Balancer == nil {
 		return reuseNone(p, why, lateness)
 	}
+	if p.Client.AwaitedCreationOrder {
+		return awaited(p, lateness)
+	}
 	if p.Concurrency > 1 {
 		if fault.On(fault.OracleBatchesDropped) {
 			return notPredicted(names, "batches not modelled", lateness)
@@ -137,8 +140,6 @@ func unmodelled(p Plan) string {
 		return fmt.Sprintf("a replay of %s: each recorded client's own gaps decide its races, and the oracle predicts from a schedule's pauses only", p.Replay)
 	case p.Middlebox != nil:
 		return middleboxUnmodelled(p)
-	case p.Client.AwaitedCreationOrder:
-		return "undici's creation-order pool with an awaited loop (a connection is free again a tick after its response): the oracle does not model it"
 	case p.Requests < 1:
 		return "no requests"
 	}

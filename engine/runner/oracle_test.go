@@ -78,10 +78,10 @@ func TestOracleAgreesOnRealSockets(t *testing.T) {
 	}
 }
 
-// What the oracle does not model it does not predict (undici's awaited creation-order
-// pool), what it models it predicts (a middlebox that forgets idle flows), and curl's
-// FIN-only liveness check is blind over TLS (libcurl's fin-first case with its 5 silent
-// re-sends).
+// What the oracle does not model it does not predict (HTTP/2's multiplexing), what it
+// models it predicts (a middlebox that forgets idle flows, undici's awaited creation-order
+// pool racing the server's close and reconnecting in place), and curl's FIN-only liveness
+// check is blind over TLS (libcurl's fin-first case with its 5 silent re-sends).
 func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 	t.Parallel()
 	_, self, _, _ := runtime.Caller(0)
@@ -100,7 +100,7 @@ func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 		return scenario.Settings{}
 	}
 	for _, c := range []struct{ file, variant, why string }{
-		{"truth/undici.yaml", "model-awaited", "creation-order"},
+		{"11-http2-cold-start.yaml", "default", "HTTP/2"},
 	} {
 		got, _ := oracle.Predict(oraclePlan(run(c.file, c.variant)), 0).Count(oracle.Errors)
 		if got.Predicted || !strings.Contains(got.Reason, c.why) {
@@ -111,6 +111,17 @@ func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 	// each of its two pauses longer than the box's 350 s.
 	if got, _ := oracle.Predict(oraclePlan(run("15-nat-black-hole.yaml", "no-fix")), 0).Count(oracle.Errors); !got.Predicted || got.Value != 2 {
 		t.Errorf("nat-black-hole/no-fix: errors %+v; want 2 predicted", got)
+	}
+	// undici's pool in the stale race at 150 ms RTT: 2 requests race, 15 connections (its
+	// two clients reconnecting in place); against a server that closes after 5 requests,
+	// each connection carries 5.
+	for _, c := range []struct {
+		variant, metric string
+		want            int
+	}{{"model-race-150", oracle.Errors, 2}, {"model-race-150", oracle.Connections, 15}, {"model-max5", oracle.Connections, 8}} {
+		if got, _ := oracle.Predict(oraclePlan(run("truth/undici.yaml", c.variant)), 0).Count(c.metric); !got.Predicted || got.Value != c.want {
+			t.Errorf("truth-undici/%s: %s %+v; want %d predicted", c.variant, c.metric, got, c.want)
+		}
 	}
 	got, _ := oracle.Predict(oraclePlan(run("truth/libcurl.yaml", "model-fin-first")), 0).Count("hidden_retries")
 	if !got.Predicted || got.Value != 5 {

@@ -33,6 +33,7 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		Requests: l.Requests, Concurrency: l.Concurrency, Burst: l.Burst,
 		OpenModel: l.Rate > 0,
 		RTT:       st.Network.RTT.D(), Jitter: st.Network.Jitter.D(),
+		InitialWindow: st.Network.InitialWindow, Bandwidth: int64(st.Network.Bandwidth),
 		Backlog:  st.Server.Backlog > 0 || st.Server.AcceptDelay > 0,
 		Server:   oracleServer(st),
 		Client:   oracleClient(st),
@@ -73,6 +74,13 @@ func oracleServer(st scenario.Settings) oracle.Server {
 	out := oracle.Server{
 		HTTP2: shape.HTTP2(st), IdleTimeout: s.IdleTimeout.D(),
 		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status, Delay: s.Response.Delay.D(),
+		BodyBytes: s.Response.BodyBytes, SessionTickets: s.SessionTickets,
+	}
+	if s.TLS {
+		out.TLS = string(s.TLSVersion)
+		if out.TLS == "" {
+			out.TLS = "1.3" // the embedded server's default
+		}
 	}
 	switch {
 	case s.Exec != "":
@@ -106,6 +114,7 @@ func oracleClient(st scenario.Settings) oracle.Client {
 		// TLS close_notify, which arrives first: over TLS it never drops a closed connection.
 		LivenessCheck: c.LivenessCheck && !(c.LivenessEOFOnly && st.Server.TLS), Method: c.Method, BodyBytes: c.BodyBytes,
 		AwaitedCreationOrder: c.Scheduling == "creation-order" && !c.CallerYields,
+		SessionResumption:    c.SessionResumption,
 		Retry: oracle.Retry{Attempts: c.Retry.Attempts, On: c.Retry.On, IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly: c.Retry.ReusedOnly, ZeroBytesOnly: c.Retry.ZeroBytesOnly, Hidden: c.Retry.Hidden},
 	}
