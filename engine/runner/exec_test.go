@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,12 +25,8 @@ import (
 // holds Node to the version the adapters are documented for.
 func needRuntime(t *testing.T, rec *report.Run) {
 	t.Helper()
-	ci := os.Getenv("CI") == "true"
 	if rec.Status == report.StatusNotRun {
-		if ci {
-			t.Fatalf("CI=true and the runtime is missing: %s", rec.Reason)
-		}
-		t.Skipf("runtime missing: %s", rec.Reason) // skip: CI=true fails just above
+		testci.Missing(t, "the run's runtime", rec.Reason)
 	}
 	if rec.Client == nil {
 		t.Fatalf("exec run without a client identity: %+v", rec)
@@ -39,10 +34,7 @@ func needRuntime(t *testing.T, rec *report.Run) {
 	if f := strings.Fields(rec.Client.Version); len(f) > 1 && f[0] == "node" {
 		major, _, _ := strings.Cut(f[1], ".")
 		if n, _ := strconv.Atoi(major); n < 20 {
-			if ci {
-				t.Fatalf("CI=true needs Node 20 or later, found %s", rec.Client.Version)
-			}
-			t.Skipf("Node 20 or later needed, found %s", rec.Client.Version) // skip: CI=true fails just above
+			testci.Missing(t, "Node 20 or later (found "+rec.Client.Version+")", testci.Installing("node"))
 		}
 	}
 }
@@ -372,12 +364,7 @@ func TestExecHiddenResendCountedAtServer(t *testing.T) {
 	t.Parallel()
 	// The script is a shell loop around curl: without curl it would break the exec
 	// protocol, which is not what this test guards.
-	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and curl is missing: %v", err)
-		}
-		t.Skipf("curl is not installed: %v", err) // skip: CI=true fails just above
-	}
+	testci.Program(t, "curl")
 	dir := t.TempDir()
 	script := `#!/bin/sh
 i=0

@@ -44,6 +44,7 @@ var programs = map[string]string{
 	"node":     "Node 20 or later from nodejs.org; Debian bookworm's nodejs is 18",
 	"ps":       "Debian package procps",
 	"python3":  "Debian package python3",
+	"sh":       "Debian package dash",
 	"setsid":   "Debian package util-linux",
 	"xmllint":  "Debian package libxml2-utils",
 	"yes":      "Debian package coreutils",
@@ -63,6 +64,16 @@ func Program(tb testing.TB, name string, also ...string) string {
 			return path
 		}
 	}
-	SkipOrFail(tb, "%s is not installed (%s): this test needs it", name, how)
+	Missing(tb, name, how)
 	return ""
 }
+
+// Missing stops a test that needs what is not installed here, saying how to install it:
+// it skips, or fails under CI=true, where every program a test needs is installed.
+func Missing(tb testing.TB, what, how string) {
+	tb.Helper()
+	SkipOrFail(tb, "%s is not installed (%s): this test needs it", what, how)
+}
+
+// Installing says how to install a program a test looks up (programs).
+func Installing(name string) string { return programs[name] }
