@@ -39,6 +39,21 @@ func needRuntime(t *testing.T, rec *report.Run) {
 	}
 }
 
+// judgeRace fails a real program's stale race for what it got wrong against the plan (off),
+// unless the program's pauses or the link ran later than the margin the race window is
+// judged with: then which requests race is not the plan's on this machine, now, and a
+// result outside the plan is no evidence (one inside it still is).
+func judgeRace(t *testing.T, late, margin time.Duration, off []string) {
+	t.Helper()
+	if len(off) == 0 {
+		return
+	}
+	if late > margin {
+		testci.SkipOrFail(t, "the program's pauses or the link ran up to %v late (margin %v): the machine is too busy to judge the race: %s", late.Round(time.Millisecond), margin, strings.Join(off, "; "))
+	}
+	t.Error(strings.Join(off, "\n"))
+}
+
 func requestLines(t *testing.T, dir string, rec *report.Run) []report.Request {
 	t.Helper()
 	return readRequests(t, filepath.Join(dir, rec.RequestsFile))
@@ -300,15 +315,7 @@ variants:
 					off = append(off, fmt.Sprintf("request %d failed after a %v pause, outside the stale window (%v, %v)", j, p, idle-rtt, idle))
 				}
 			}
-			switch {
-			case len(off) > 0 && late > margin:
-				// The program's own timers ran later than the margin the window is judged
-				// with: on this machine, now, which requests race is not decided by the
-				// plan. A result inside the window is still evidence; one outside is not.
-				testci.SkipOrFail(t, "the program's pauses ran up to %v late (margin %v): the machine is too busy to judge the race: %s", late.Round(time.Millisecond), margin, strings.Join(off, "; "))
-			case len(off) > 0:
-				t.Error(strings.Join(off, "\n"))
-			}
+			judgeRace(t, late, margin, off)
 			// Each failure costs its connection.
 			if m.Connections < m.Errors+1 {
 				t.Errorf("%.0f connections for %.0f errors: want at least errors + 1", m.Connections, m.Errors)
@@ -572,10 +579,6 @@ client: {exec: libcurl}
 			prev, next := bySeq[k], bySeq[k+1]
 			late = max(late, time.Duration((next.StartMs-prev.StartMs-prev.LatencyMs)*float64(time.Millisecond))-p)
 		}
-		msg := fmt.Sprintf("libcurl logged %d re-sends; the plan's pauses predict %d (pauses %v)", logged, want, pauses)
-		if late > margin {
-			testci.SkipOrFail(t, "the program's pauses or the link ran up to %v late (margin %v): %s", late.Round(time.Millisecond), margin, msg)
-		}
-		t.Error(msg)
+		judgeRace(t, late, margin, []string{fmt.Sprintf("libcurl logged %d re-sends; the plan's pauses predict %d (pauses %v)", logged, want, pauses)})
 	}
 }
