@@ -15,15 +15,11 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
-func findProgram(t *testing.T, name, pkg string) string {
+// findProgram returns the real proxy's binary, on PATH or in /usr/sbin where Debian puts
+// it: the comparison needs the real program.
+func findProgram(t *testing.T, name string) string {
 	t.Helper()
-	for _, p := range []string{name, "/usr/sbin/" + name} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	testci.SkipOrFail(t, "%s is not installed (Debian package %s): the real-program comparison cannot run", name, pkg)
-	return ""
+	return testci.Program(t, name, "/usr/sbin/"+name)
 }
 
 // startProgram runs a real proxy with a config written for it and waits for addr.
@@ -73,7 +69,7 @@ func freeAddr(t *testing.T) string {
 // preset allows no other (its rates are in its Source, engine/scenario/presets/presets.go).
 func TestHAProxyPolicyMatchesRealHAProxy(t *testing.T) {
 	t.Parallel()
-	bin := findProgram(t, "haproxy", "haproxy")
+	bin := findProgram(t, "haproxy")
 	for _, tc := range []struct {
 		method string
 		fresh  bool

@@ -12,21 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
-
-// findNginx returns the nginx binary, or skips: the comparison needs the real program
-// (Debian package nginx; .ci/preamble installs it).
-func findNginx(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	testci.SkipOrFail(t, "nginx is not installed (Debian package nginx): the real-program comparison cannot run")
-	return ""
-}
 
 // startNginx runs a real nginx as a reverse proxy to backend with an upstream keepalive
 // pool and its default proxy_next_upstream, on a loopback port; it returns the address.
@@ -103,7 +89,7 @@ http {
 // policy; both must give the same answers and open the same backend connections.
 func TestNginxPolicyMatchesRealNginx(t *testing.T) {
 	t.Parallel()
-	bin := findNginx(t)
+	bin := findProgram(t, "nginx")
 	for _, method := range []string{"GET", "PUT", "POST"} {
 		t.Run(method, func(t *testing.T) {
 			t.Parallel()
@@ -144,7 +130,7 @@ func TestNginxPolicyMatchesRealNginx(t *testing.T) {
 // goes out on a new connection without an error.
 func TestNginxDropsClosedCachedConnection(t *testing.T) {
 	t.Parallel()
-	bin := findNginx(t)
+	bin := findProgram(t, "nginx")
 	const idle = 100 * time.Millisecond
 	outcome := func(addr string, be *backend) (int, int64) {
 		c := modelClient(t, addr, "POST")

@@ -58,10 +58,7 @@ func TestTimeWaitCountsActiveCloses(t *testing.T) {
 		if len(notTW) > 0 {
 			t.Fatalf("after 30 s, sockets of ours are not in TIME_WAIT: %s; the kernel's lines for port %d:\n%s", strings.Join(notTW, ", "), port, socketLines(port))
 		}
-		if listed < 16 {
-			testci.SkipOrFail(t, "only %d of our 20 sockets are still listed by the kernel; its lines for port %d:\n%s", listed, port, socketLines(port))
-			return
-		}
+		needListed(t, port, listing{"our", listed, 20, 16})
 		t.Logf("the kernel lists %d of our 20 sockets (the rest left no line in any state)", listed)
 		want = listed
 	}
@@ -158,16 +155,36 @@ func TestTimeWaitOwnCountsOnlyTheRunsPeers(t *testing.T) {
 	// sockets the kernel still lists.
 	listed := peers(port)
 	wantOwn, wantOthers := countIn(mine, listed), countIn(theirs, listed)
-	if wantOwn < 8 || wantOthers < 3 {
-		testci.SkipOrFail(t, "only %d of our 10 and %d of the other 5 sockets are still listed by the kernel; its lines for the port:\n%s", wantOwn, wantOthers, socketLines(port))
-		return
-	}
+	needListed(t, port, listing{"our", wantOwn, 10, 8}, listing{"the other", wantOthers, 5, 3})
 	if wantOwn+wantOthers < 15 {
 		t.Logf("the kernel lists %d of our 10 and %d of the other 5 sockets (the rest left no line in any state)", wantOwn, wantOthers)
 	}
 	if got != wantOwn || others != wantOthers || all < wantOwn+wantOthers {
 		t.Fatalf("own TIME_WAIT %d (want %d), the other peers' %d (want %d), all on the port %d (want >= %d); the kernel's lines for the port:\n%s",
 			got, wantOwn, others, wantOthers, all, wantOwn+wantOthers, socketLines(port))
+	}
+}
+
+// listing is how many of a group of a test's sockets the kernel still lists (in any state),
+// of how many, and the least that lets the test judge a count of them.
+type listing struct {
+	whose             string
+	listed, of, least int
+}
+
+// needListed gives no verdict when the kernel no longer lists enough of a test's sockets: a
+// socket it lists in no state is not the count's to find, and with most of them gone the
+// count says nothing.
+func needListed(t *testing.T, port int, groups ...listing) {
+	t.Helper()
+	short := false
+	var said []string
+	for _, g := range groups {
+		short = short || g.listed < g.least
+		said = append(said, fmt.Sprintf("%d of %s %d", g.listed, g.whose, g.of))
+	}
+	if short {
+		testci.SkipOrFail(t, "only %s sockets are still listed by the kernel; its lines for port %d:\n%s", strings.Join(said, " and "), port, socketLines(port))
 	}
 }
 

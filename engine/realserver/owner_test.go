@@ -114,10 +114,7 @@ func TestOwnedServerPasses(t *testing.T) {
 // "nginx" that answers -v as nginx does and serves with python3's http.server is refused,
 // naming what answered.
 func TestAnswerNamesTheServer(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		testci.SkipOrFail(t, "python3 is not installed: %v", err)
-	}
+	py := testci.Program(t, "python3")
 	// The interpreter itself, not a version manager's shim that needs its own environment.
 	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {

@@ -9,26 +9,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/netsim"
 )
 
-// need skips a test when a program is missing, except in CI (CI=true), where the
-// preamble installs it and a missing program is a failure.
+// need stops a test when a program it runs is missing (testci.Program).
 func need(t *testing.T, prog string) {
 	t.Helper()
-	if _, err := exec.LookPath(prog); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (CI installs it in .ci/preamble)", prog)
-		}
-		t.Skipf("%s is not installed", prog) // skip: CI=true fails just above
-	}
+	testci.Program(t, prog)
 }
 
 // startBehindProxy starts a real server and a proxy in front of it that records each

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/report"
@@ -28,11 +29,8 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 // program source of the run's timing record.
 func TestExecProgramLatenessIsNoisy(t *testing.T) {
 	t.Parallel()
-	if err := exec.Command("python3", "-c", "import requests").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with requests is missing: %v", err)
-		}
-		t.Skipf("python3 with requests is missing: %v", err)
+	if err := exec.Command(testci.Program(t, "python3"), "-c", "import requests").Run(); err != nil {
+		testci.Missing(t, "python3's requests module", "Debian package python3-requests")
 	}
 	dir := t.TempDir()
 	adapter, err := os.ReadFile("../execclient/adapters/python-requests.py")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,12 +25,8 @@ import (
 // holds Node to the version the adapters are documented for.
 func needRuntime(t *testing.T, rec *report.Run) {
 	t.Helper()
-	ci := os.Getenv("CI") == "true"
 	if rec.Status == report.StatusNotRun {
-		if ci {
-			t.Fatalf("CI=true and the runtime is missing: %s", rec.Reason)
-		}
-		t.Skipf("runtime missing: %s", rec.Reason) // skip: CI=true fails just above
+		testci.Missing(t, "the run's runtime", rec.Reason)
 	}
 	if rec.Client == nil {
 		t.Fatalf("exec run without a client identity: %+v", rec)
@@ -39,12 +34,24 @@ func needRuntime(t *testing.T, rec *report.Run) {
 	if f := strings.Fields(rec.Client.Version); len(f) > 1 && f[0] == "node" {
 		major, _, _ := strings.Cut(f[1], ".")
 		if n, _ := strconv.Atoi(major); n < 20 {
-			if ci {
-				t.Fatalf("CI=true needs Node 20 or later, found %s", rec.Client.Version)
-			}
-			t.Skipf("Node 20 or later needed, found %s", rec.Client.Version) // skip: CI=true fails just above
+			testci.Missing(t, "Node 20 or later (found "+rec.Client.Version+")", testci.Installing("node"))
 		}
 	}
+}
+
+// judgeRace fails a real program's stale race for what it got wrong against the plan (off),
+// unless the program's pauses or the link ran later than the margin the race window is
+// judged with: then which requests race is not the plan's on this machine, now, and a
+// result outside the plan is no evidence (one inside it still is).
+func judgeRace(t *testing.T, late, margin time.Duration, off []string) {
+	t.Helper()
+	if len(off) == 0 {
+		return
+	}
+	if late > margin {
+		testci.SkipOrFail(t, "the program's pauses or the link ran up to %v late (margin %v): the machine is too busy to judge the race: %s", late.Round(time.Millisecond), margin, strings.Join(off, "; "))
+	}
+	t.Error(strings.Join(off, "\n"))
 }
 
 func requestLines(t *testing.T, dir string, rec *report.Run) []report.Request {
@@ -308,15 +315,7 @@ variants:
 					off = append(off, fmt.Sprintf("request %d failed after a %v pause, outside the stale window (%v, %v)", j, p, idle-rtt, idle))
 				}
 			}
-			switch {
-			case len(off) > 0 && late > margin:
-				// The program's own timers ran later than the margin the window is judged
-				// with: on this machine, now, which requests race is not decided by the
-				// plan. A result inside the window is still evidence; one outside is not.
-				testci.SkipOrFail(t, "the program's pauses ran up to %v late (margin %v): the machine is too busy to judge the race: %s", late.Round(time.Millisecond), margin, strings.Join(off, "; "))
-			case len(off) > 0:
-				t.Error(strings.Join(off, "\n"))
-			}
+			judgeRace(t, late, margin, off)
 			// Each failure costs its connection.
 			if m.Connections < m.Errors+1 {
 				t.Errorf("%.0f connections for %.0f errors: want at least errors + 1", m.Connections, m.Errors)
@@ -372,12 +371,7 @@ func TestExecHiddenResendCountedAtServer(t *testing.T) {
 	t.Parallel()
 	// The script is a shell loop around curl: without curl it would break the exec
 	// protocol, which is not what this test guards.
-	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and curl is missing: %v", err)
-		}
-		t.Skipf("curl is not installed: %v", err) // skip: CI=true fails just above
-	}
+	testci.Program(t, "curl")
 	dir := t.TempDir()
 	script := `#!/bin/sh
 i=0
@@ -585,10 +579,6 @@ client: {exec: libcurl}
 			prev, next := bySeq[k], bySeq[k+1]
 			late = max(late, time.Duration((next.StartMs-prev.StartMs-prev.LatencyMs)*float64(time.Millisecond))-p)
 		}
-		msg := fmt.Sprintf("libcurl logged %d re-sends; the plan's pauses predict %d (pauses %v)", logged, want, pauses)
-		if late > margin {
-			testci.SkipOrFail(t, "the program's pauses or the link ran up to %v late (margin %v): %s", late.Round(time.Millisecond), margin, msg)
-		}
-		t.Error(msg)
+		judgeRace(t, late, margin, []string{fmt.Sprintf("libcurl logged %d re-sends; the plan's pauses predict %d (pauses %v)", logged, want, pauses)})
 	}
 }

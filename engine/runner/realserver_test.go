@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,17 +21,11 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// need skips a test when a program is missing, except in CI (CI=true), where the
-// preamble installs it and a missing program is a failure.
+// need stops a test when a program it runs is missing (testci.Program).
 func need(t *testing.T, progs ...string) {
 	t.Helper()
 	for _, prog := range progs {
-		if _, err := exec.LookPath(prog); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (CI installs it in .ci/preamble)", prog)
-			}
-			t.Skipf("%s is not installed", prog) // CI=true fails just above
-		}
+		testci.Program(t, prog)
 	}
 }
 

@@ -6,10 +6,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 )
 
 // Chromium finds a headless-capable Chromium. Where there is none the browser test says
@@ -17,17 +18,7 @@ import (
 // installs Debian's chromium.
 func Chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const msg = "no Chromium on PATH: the browser test did not run (install Debian's chromium; .ci/preamble does)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg) // skip: CI=true fails just above
-	return ""
+	return testci.Program(t, "chromium", "chromium-browser", "google-chrome")
 }
 
 // crashTries is how many times Headless starts Chromium when it dies by a signal: on a

@@ -65,11 +65,8 @@ func TestMutateJudgesEachTest(t *testing.T) {
 	if testci.Race() {
 		t.Skip("the harness builds its own test binaries, without the race detector; the plain test pass runs this")
 	}
-	for _, prog := range []string{"bash", "go"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			testci.SkipOrFail(t, "%s is not on PATH: %v", prog, err)
-		}
-	}
+	testci.Program(t, "bash")
+	testci.Program(t, "go")
 	const netsim, self = "./engine/netsim", "./engine/internal/fault"
 	out, ok := mutate(t, "close-undelayed test "+netsim+" ^(TestVirtualFINAlone|TestVirtualFINFollowsData)$\n"+
 		"hint-ignored test "+self+" ^TestMutateChild$\n", "KALAB_MUTATE_CHILD=noverdict")

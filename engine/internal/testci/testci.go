@@ -8,6 +8,7 @@ package testci
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -44,3 +45,49 @@ func TimingMiss(tb testing.TB, format string, args ...any) {
 	}
 	tb.Errorf(format, args...)
 }
+
+// programs names, for each program a test looks up, how to install it: the Debian package
+// (.ci/preamble installs those CI needs), or, for Node, where it comes from.
+var programs = map[string]string{
+	"bash":     "Debian package bash",
+	"chromium": "Debian package chromium",
+	"curl":     "Debian package curl",
+	"go":       "the Go toolchain named in go.mod",
+	"haproxy":  "Debian package haproxy",
+	"nginx":    "Debian package nginx",
+	"node":     "Node 20 or later from nodejs.org; Debian bookworm's nodejs is 18",
+	"ps":       "Debian package procps",
+	"python3":  "Debian package python3",
+	"sh":       "Debian package dash",
+	"setsid":   "Debian package util-linux",
+	"xmllint":  "Debian package libxml2-utils",
+	"yes":      "Debian package coreutils",
+}
+
+// Program returns the path of the program name, or SkipOrFails tb saying how to install
+// it when it is not installed. also lists other places or names it may have, tried after
+// name (Debian's servers live in /usr/sbin, off a user's PATH; Chromium has other names).
+func Program(tb testing.TB, name string, also ...string) string {
+	tb.Helper()
+	how, ok := programs[name]
+	if !ok {
+		tb.Fatalf("testci: no way to install %s is known; add it to testci.programs", name)
+	}
+	for _, p := range append([]string{name}, also...) {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	Missing(tb, name, how)
+	return ""
+}
+
+// Missing stops a test that needs what is not installed here, saying how to install it:
+// it skips, or fails under CI=true, where every program a test needs is installed.
+func Missing(tb testing.TB, what, how string) {
+	tb.Helper()
+	SkipOrFail(tb, "%s is not installed (%s): this test needs it", what, how)
+}
+
+// Installing says how to install a program a test looks up (programs).
+func Installing(name string) string { return programs[name] }
