@@ -13,9 +13,11 @@ import (
 )
 
 // Exec names a real client program for client.exec: a bundled adapter (written as its
-// name) or the user's own command ({command: [program, args...]}).
+// name, or as {adapter: NAME, version: V} to run another release of its library) or the
+// user's own command ({command: [program, args...]}).
 type Exec struct {
 	Adapter string   `yaml:"adapter" json:"adapter,omitempty"`
+	Version string   `yaml:"version" json:"version,omitempty"`
 	Command []string `yaml:"command" json:"command,omitempty"`
 	// Dir is the directory of the scenario file, where a command runs and a relative
 	// program path is found.
@@ -140,6 +142,9 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 		return
 	}
 	if e.Adapter == "" {
+		if e.Version != "" && len(e.Command) > 0 {
+			l.add(at("client.exec.version"), "client.exec.version", "a version goes with a bundled adapter ({adapter: go-http, version: go1.22.12}); your own command runs what it runs%s", where)
+		}
 		if len(e.Command) == 0 {
 			l.add(at("client.exec"), "client.exec", "name a bundled adapter (%s) or give {command: [program, args...]}%s", strings.Join(adapter.Names(), ", "), where)
 		}
@@ -149,6 +154,11 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	if !ok {
 		l.add(at("client.exec"), "client.exec", "unknown adapter %q (bundled: %s)%s", e.Adapter, strings.Join(adapter.Names(), ", "), where)
 		return
+	}
+	if e.Version != "" {
+		if why := a.RefuseVersion(e.Version); why != "" {
+			l.add(at("client.exec.version"), "client.exec.version", "%s%s", why, where)
+		}
 	}
 	for _, f := range fields {
 		_, canon, _, _ := r.Settings.Client.ClientField(f.path)
