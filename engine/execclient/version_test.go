@@ -160,3 +160,36 @@ module.exports = {
 		t.Errorf("events %+v; want the stand-in's error, its Agent given connections 3", evs)
 	}
 }
+
+// client.http2 reaches Transport.Protocols, which the adapter sets by reflection so that it
+// still builds with Go 1.22: tls speaks HTTP/2 to a TLS server that offers it, never does not.
+func TestGoHTTPAdapterSetsProtocols(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not on PATH") // the go command runs this test: never in CI
+	}
+	protos := make(chan int, 8)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { protos <- r.ProtoMajor }))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	a, _ := Lookup("go-http")
+	for _, c := range []struct {
+		http2 string
+		want  int
+	}{{"tls", 2}, {"never", 1}} {
+		cfg := Config{Adapter: a, URL: srv.URL + "/", CAPEM: pemOf(srv.Certificate().Raw),
+			Plan: Plan{Method: "GET", Requests: 1, Concurrency: 1, Client: map[string]any{"keepalive": true, "http2": c.http2}}}
+		id, err := Identify(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), cfg, id, func(client.Event) {})
+		if err != nil {
+			t.Fatalf("http2 %s: %v\n%s", c.http2, err, rep.Stderr)
+		}
+		if got := <-protos; got != c.want {
+			t.Errorf("http2 %s: the server saw HTTP/%d; want HTTP/%d", c.http2, got, c.want)
+		}
+	}
+}
