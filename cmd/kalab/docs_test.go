@@ -160,7 +160,7 @@ func TestHelpPresetsSaysWhatEachWasVerifiedAgainst(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	blocks := strings.Split(out.String(), "\n\n")
-	verified := regexp.MustCompile(`(?m)^    verified against .+ on \d{4}-\d{2}-\d{2} by scenarios/truth/[a-z0-9-]+\.yaml$`)
+	verified := regexp.MustCompile(`(?m)^    verified against .+ on \d{4}-\d{2}-\d{2} by scenarios/truth/[a-z0-9.-]+\.yaml$`)
 	for _, reg := range []map[string]*scenario.Preset{scenario.ServerPresets, scenario.ClientPresets, scenario.BalancerPresets, scenario.MiddleboxPresets} {
 		for name, p := range reg {
 			i := slices.IndexFunc(blocks, func(b string) bool {

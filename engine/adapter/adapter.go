@@ -5,6 +5,7 @@ package adapter
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 )
 
@@ -40,6 +41,11 @@ type Adapter struct {
 	// name in Probe's line whose version that preset lists as verified (undici for
 	// node-fetch); a run of another version says so in its record.
 	Preset, Program string
+	// Versions, when set, says what client.exec's version names for this adapter: the
+	// release of the library it runs, where it can run another than its runtime's own.
+	Versions string
+	// versionForm is the form of a version it takes.
+	versionForm *regexp.Regexp
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -106,6 +112,9 @@ var adapters = map[string]*Adapter{
 			"retry.attempts":   {"0", "fetch does not re-send a failed request"},
 		},
 		Probe: nodeProbe,
+		Versions: "an undici release (7, 7.30 or 7.30.3): fetch and Agent come from the first undici package of that version found in " +
+			"the directories $KALAB_UNDICI_PATH lists (npm install --prefix DIR undici@7), instead of the undici bundled with Node",
+		versionForm: regexp.MustCompile(`^[0-9]+(\.[0-9]+){0,2}$`),
 	},
 	"python-requests": {
 		Name: "python-requests", Preset: "python-requests", Program: "requests", Runtime: "python3", Interpreter: "python3", Script: "python-requests.py",
@@ -147,8 +156,11 @@ var adapters = map[string]*Adapter{
 			"retry.attempts":   {"0", "http.Client re-sends nothing the caller sees; the Transport's own re-send of a replayable request on a reused connection (transport.go shouldRetryRequest) is hidden, and kalab counts it at the proxy (hidden_retries)"},
 		},
 		Build:   []string{"build", "-o"},
-		Inherit: []string{"GOROOT", "GOPATH", "GOCACHE", "GOENV", "GOTOOLCHAIN", "GOMODCACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"},
+		Inherit: []string{"GOROOT", "GOPATH", "GOCACHE", "GOENV", "GOTOOLCHAIN", "GOMODCACHE", "GOPROXY", "GOSUMDB", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"},
 		Probe:   []string{"version"},
+		Versions: "a Go toolchain (go1.22.12): the go command on PATH (Go 1.21 or later) builds the adapter with it (GOTOOLCHAIN), " +
+			"taking it from the Go module proxy the first time as it takes a module",
+		versionForm: regexp.MustCompile(`^go1\.(2[1-9]|[3-9][0-9])\.[0-9]+$`),
 	},
 	"curl": {
 		Name: "curl", Preset: "curl-multi", Program: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl.sh",
@@ -217,6 +229,18 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RefuseVersion says why the adapter cannot run version v (client.exec's version); "" when
+// it can.
+func (a *Adapter) RefuseVersion(v string) string {
+	if a.Versions == "" {
+		return fmt.Sprintf("the %s adapter runs one version, its runtime's own (the run record names it); only go-http and node-fetch take a version", a.Name)
+	}
+	if !a.versionForm.MatchString(v) {
+		return fmt.Sprintf("%q is not a version the %s adapter takes: %s", v, a.Name, a.Versions)
+	}
+	return ""
 }
 
 // Refuse says why the adapter cannot run with client field field (a dotted path under

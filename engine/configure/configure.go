@@ -243,7 +243,7 @@ func Deadline(st scenario.Settings, sc shape.Scale) time.Duration {
 // set reach the program (Exec.Fields); keepalive is always said.
 func ExecConfig(st scenario.Settings) execclient.Config {
 	c, l := st.Client, st.Load
-	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir, Env: st.Env}
+	cfg := execclient.Config{Command: c.Exec.Command, Dir: c.Exec.Dir, Env: st.Env, Version: c.Exec.Version}
 	if c.Exec.Adapter != "" {
 		cfg.Adapter, _ = execclient.Lookup(c.Exec.Adapter)
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	URL     string   // the target, through the run's link
 	CAPEM   []byte   // the server's certificate; nil for plain HTTP
 	Plan    Plan     // URL, CAFile and the protocol fields are filled in by Run
+	// Version is client.exec's version: the release of its library a bundled adapter
+	// runs instead of its runtime's own; "" for the runtime's own.
+	Version string
 	// Env is the scenario's env: entries (NAME=value, or NAME to pass kalab's own value);
 	// the program gets only these, an allowlist and the protocol's (engine/internal/childenv).
 	Env []string
@@ -56,6 +59,7 @@ type Identity struct {
 	Executable string   `json:"executable"`        // the runtime's resolved path
 	Version    string   `json:"version,omitempty"` // the runtime's own version line(s)
 	program    string   // the program an adapter with a build step was built into
+	undici     string   // the undici package node-fetch imports fetch from; "" for Node's own
 }
 
 // Report is what Run learned besides the events.
@@ -93,14 +97,14 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		probe := exec.CommandContext(pctx, path, a.probe...)
-		probe.Env = a.childEnv(cfg.Env, nil)
+		probe.Env = a.childEnv(cfg.Env, versionEnv(cfg))
 		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
 			// Slow is not missing: this is an error, not a skip.
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
 		}
 		if err != nil {
-			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, firstLine(string(out)), InstallHint(a.Name))
+			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, probeError(cfg, string(out)), versionHint(cfg))
 		}
 		id.Version = firstLine(string(out))
 		if a.Runtime == "node" && a.Name == "node-fetch" {
@@ -108,8 +112,11 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 				return id, fmt.Errorf("%w: node-fetch needs Node 18 or later (global fetch), found %s (%s)", ErrMissing, id.Version, InstallHint("node"))
 			}
 		}
+		if err := useVersion(cfg, &id); err != nil {
+			return id, err
+		}
 		if len(a.Build) > 0 {
-			prog, err := a.built(ctx, path, id.Version, a.childEnv(cfg.Env, nil))
+			prog, err := a.built(ctx, path, id.Version, a.childEnv(cfg.Env, versionEnv(cfg)))
 			if err != nil {
 				return id, err
 			}
@@ -343,6 +350,9 @@ func commandLine(cfg Config, id Identity, dir string, plan Plan, env []string) (
 	}
 	if a.Runtime == "node" && plan.CAFile != "" {
 		env = append(env, "NODE_EXTRA_CA_CERTS="+plan.CAFile) // fetch has no per-call CA option
+	}
+	if id.undici != "" {
+		env = append(env, "KALAB_UNDICI="+id.undici)
 	}
 	if id.program != "" {
 		return []string{id.program}, dir, env, nil // built before the run (Identify)

@@ -93,6 +93,9 @@ func clients(w io.Writer) {
 	for _, name := range execclient.Names() {
 		a, _ := execclient.Lookup(name)
 		fmt.Fprintf(w, "\n  %s: %s (needs %s)\n", a.Name, a.Models, a.Runtime)
+		if a.Versions != "" {
+			fmt.Fprintf(w, "    client.exec: {adapter: %s, version: V} -> %s\n", a.Name, a.Versions)
+		}
 		keys := make([]string, 0, len(a.Knobs))
 		for k := range a.Knobs {
 			keys = append(keys, k)

@@ -112,7 +112,11 @@ func runPrograms(file string, r *scenario.Run) []Program {
 	}
 	if e := r.Settings.Client.Exec; e != nil {
 		if e.Adapter != "" {
-			add("client.exec", "client.exec", true, e.Adapter+" (bundled adapter)")
+			what := e.Adapter
+			if e.Version != "" {
+				what += " " + e.Version
+			}
+			add("client.exec", "client.exec", true, what+" (bundled adapter)")
 		} else {
 			add("client.exec", "client.exec.command", false, quoteArgs(e.Command))
 		}

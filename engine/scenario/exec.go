@@ -13,9 +13,11 @@ import (
 )
 
 // Exec names a real client program for client.exec: a bundled adapter (written as its
-// name) or the user's own command ({command: [program, args...]}).
+// name, or as {adapter: NAME, version: V} to run another release of its library) or the
+// user's own command ({command: [program, args...]}).
 type Exec struct {
 	Adapter string   `yaml:"adapter" json:"adapter,omitempty"`
+	Version string   `yaml:"version" json:"version,omitempty"`
 	Command []string `yaml:"command" json:"command,omitempty"`
 	// Dir is the directory of the scenario file, where a command runs and a relative
 	// program path is found.
@@ -139,6 +141,7 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 		l.add(at("client.exec"), "client.exec", "give either a bundled adapter or a command, not both%s", where)
 		return
 	}
+	l.checkExecVersion(e, at, where)
 	if e.Adapter == "" {
 		if len(e.Command) == 0 {
 			l.add(at("client.exec"), "client.exec", "name a bundled adapter (%s) or give {command: [program, args...]}%s", strings.Join(adapter.Names(), ", "), where)
@@ -161,6 +164,23 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 	}
 	if a.NoPause && ld.Pause.Max > 0 {
 		l.add(at("load.pause"), "load.pause", "the %s adapter cannot pause between requests (%s); use curl-loop, or no pause%s", a.Name, a.Models, where)
+	}
+}
+
+// checkExecVersion refuses client.exec's version where the program cannot take it: with a
+// command, or an adapter that runs only its runtime's own release or not in that form.
+func (l *loader) checkExecVersion(e *Exec, at func(string) *yaml.Node, where string) {
+	if e.Version == "" {
+		return
+	}
+	why := "a version goes with a bundled adapter ({adapter: go-http, version: go1.22.12}); your own command runs what it runs"
+	if a, ok := adapter.Lookup(e.Adapter); ok {
+		why = a.RefuseVersion(e.Version)
+	} else if e.Adapter != "" || len(e.Command) == 0 {
+		return // no program named, or an unknown one: said at client.exec
+	}
+	if why != "" {
+		l.add(at("client.exec.version"), "client.exec.version", "%s%s", why, where)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // paused in one curl). Verified, the words, is written from those versions.
 func TestVerifiedPresetsNameTheirTruthFile(t *testing.T) {
 	t.Parallel()
-	ref := regexp.MustCompile(`^scenarios/truth/[a-z0-9-]+\.yaml$`)
+	ref := regexp.MustCompile(`^scenarios/truth/[a-z0-9.-]+\.yaml$`)
 	date := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 	for _, reg := range []map[string]*Preset{ServerPresets, ClientPresets, BalancerPresets, MiddleboxPresets} {
 		for name, p := range reg {
@@ -29,19 +29,26 @@ func TestVerifiedPresetsNameTheirTruthFile(t *testing.T) {
 				if !strings.Contains(p.Verified, c.Program+" "+c.Version+c.What+" on "+c.On+" by "+c.By) {
 					t.Errorf("%s: Verified %q does not say %s %s on %s by %s", name, p.Verified, c.Program, c.Version, c.On, c.By)
 				}
-				path := filepath.Join("..", "..", c.By)
-				src, err := os.ReadFile(path)
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-					continue
-				}
-				if !strings.Contains(string(src), "preset: "+name) || !strings.Contains(string(src), "exec: ") {
-					t.Errorf("%s: %s does not pair preset %s with a real program", name, c.By, name)
-				}
-				if _, err := LoadFiles([]string{path}); err != nil {
-					t.Errorf("%s: %s: %v", name, c.By, err)
-				}
+				verifiedBy(t, name, c.By)
 			}
 		}
+	}
+}
+
+// verifiedBy checks that the truth file rel (relative to the module) loads and pairs preset
+// name with a real program.
+func verifiedBy(t *testing.T, name, rel string) {
+	t.Helper()
+	path := filepath.Join("..", "..", rel)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if !strings.Contains(string(src), "preset: "+name) || !strings.Contains(string(src), "exec: ") {
+		t.Errorf("%s: %s does not pair preset %s with a real program", name, rel, name)
+	}
+	if _, err := LoadFiles([]string{path}); err != nil {
+		t.Errorf("%s: %s: %v", name, rel, err)
 	}
 }

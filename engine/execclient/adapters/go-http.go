@@ -4,7 +4,8 @@
 // http.DefaultTransport, driving the plan of a run (kalab's exec protocol v1,
 // docs/real-programs.md "Bring your own client"). Standard library only: kalab builds it
 // with the go command on PATH (go build go-http.go; the ignore constraint keeps it out of
-// kalab's own packages) and runs the program it built.
+// kalab's own packages), with the toolchain client.exec's version names (Go 1.21 or
+// later), and runs the program it built.
 package main
 
 import (
@@ -18,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,20 +109,35 @@ func newClient(p *plan) (*http.Client, error) {
 		case "timeout_ms":
 			cl.Timeout = ms(v)
 		case "http2":
-			var pr http.Protocols
-			pr.SetHTTP1(true)
-			switch v {
-			case "tls":
-				pr.SetHTTP2(true)
-			case "always":
-				pr.SetHTTP2(true)
-				pr.SetUnencryptedHTTP2(true)
+			if err := setProtocols(tr, v); err != nil {
+				return nil, err
 			}
-			tr.Protocols = &pr
 		}
 	}
 	tr.TLSClientConfig = tc
 	return cl, nil
+}
+
+// setProtocols sets Transport.Protocols for kalab's http2: HTTP/1.1 always, HTTP/2 over
+// TLS for tls, and h2c too for always. The field came in Go 1.24; reflection keeps the
+// adapter building with an older toolchain (client.exec's version), which refuses http2.
+func setProtocols(tr *http.Transport, v any) error {
+	f := reflect.ValueOf(tr).Elem().FieldByName("Protocols")
+	if !f.IsValid() {
+		return fmt.Errorf("client.http2 needs Transport.Protocols (Go 1.24 or later); this is %s", runtime.Version())
+	}
+	pr := reflect.New(f.Type().Elem())
+	set := func(name string) { pr.MethodByName(name).Call([]reflect.Value{reflect.ValueOf(true)}) }
+	set("SetHTTP1")
+	switch v {
+	case "tls":
+		set("SetHTTP2")
+	case "always":
+		set("SetHTTP2")
+		set("SetUnencryptedHTTP2")
+	}
+	f.Set(pr)
+	return nil
 }
 
 func ms(v any) time.Duration {

@@ -1,7 +1,9 @@
-// kalab adapter node-fetch: Node's global fetch (the undici bundled with Node), driving the
-// plan of a run (kalab's exec protocol v1, docs/real-programs.md "Bring your own client"). The CA comes
-// from NODE_EXTRA_CA_CERTS, which kalab sets.
+// kalab adapter node-fetch: Node's global fetch (the undici bundled with Node, or the undici
+// release client.exec's version names), driving the plan of a run (kalab's exec protocol
+// v1, docs/real-programs.md "Bring your own client"). The CA comes from
+// NODE_EXTRA_CA_CERTS, which kalab sets.
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises';
 
 const plan = JSON.parse(fs.readFileSync(process.env.KALAB_PLAN, 'utf8'));
@@ -17,7 +19,15 @@ if (c.hint_buffer_ms !== undefined) opts.keepAliveTimeoutThreshold = c.hint_buff
 if (c.hint_max_ms !== undefined) opts.keepAliveMaxTimeout = c.hint_max_ms;
 if (c.max_conns > 0) opts.connections = c.max_conns;
 if (c.session_resumption === false) opts.connect = { maxCachedSessions: 0 };
-if (Object.keys(opts).length > 0) {
+// KALAB_UNDICI: client.exec's version named an undici release, found in this package
+// directory. Its own fetch runs over its own Agent, set as its global dispatcher with the
+// scenario's options (none: undici's defaults); Node's bundled undici is not used.
+let fetchFn = globalThis.fetch;
+if (process.env.KALAB_UNDICI) {
+  const undici = createRequire(import.meta.url)(process.env.KALAB_UNDICI);
+  undici.setGlobalDispatcher(new undici.Agent(opts));
+  fetchFn = undici.fetch;
+} else if (Object.keys(opts).length > 0) {
   const sym = Symbol.for('undici.globalDispatcher.1');
   await fetch('data:,').then((r) => r.arrayBuffer());
   const Agent = globalThis[sym]?.constructor;
@@ -39,7 +49,7 @@ async function one(i, planned) {
   const init = { method: plan.method, headers: { ...plan.headers, [plan.request_header]: String(i) }, redirect: 'manual' };
   if (c.timeout_ms > 0) init.signal = AbortSignal.timeout(c.timeout_ms);
   try {
-    const res = await fetch(plan.url, init);
+    const res = await fetchFn(plan.url, init);
     const body = await res.arrayBuffer();
     Object.assign(line, {
       status: res.status, bytes: body.byteLength,

@@ -18,13 +18,16 @@ func verifiedText(checks []Check) string {
 // VersionOf finds program's version in a version line as a runtime prints it: the word
 // after the program's name ("node 20.20.2 undici 6.24.1": undici's is 6.24.1), the text
 // after its name and a slash ("libcurl/7.88.1"), the digits after its name ("go1.26.8"), or
-// the whole line when it is a version alone ("1.22.1", "v20.20.2"). "" when the line does
-// not name the program's version.
+// the whole line when it is a version alone ("1.22.1", "v20.20.2"). When the line names the
+// program twice, the last wins: an adapter that ran another release than its runtime's own
+// says so after it ("node 20.20.2 undici 6.24.1 ...; fetch from undici 7.30.3": 7.30.3).
+// "" when the line does not name the program's version.
 func VersionOf(program, line string) string {
 	words := strings.Fields(line)
 	if len(words) == 1 && isVersion(words[0]) {
 		return strings.TrimPrefix(words[0], "v")
 	}
+	found := ""
 	for i, w := range words {
 		var v string
 		switch {
@@ -37,10 +40,10 @@ func VersionOf(program, line string) string {
 		}
 		v = strings.TrimRight(v, ",;:)")
 		if isVersion(v) {
-			return strings.TrimPrefix(v, "v")
+			found = strings.TrimPrefix(v, "v")
 		}
 	}
-	return ""
+	return found
 }
 
 // isVersion: a word that starts with a digit, or v and a digit.

@@ -18,6 +18,8 @@ func TestVersionOf(t *testing.T) {
 		{"nginx", "1.22.1", "1.22.1"},
 		{"node", "v20.20.2", "20.20.2"},
 		{"undici", "node 16.20.0 openssl 1.1.1", ""},
+		{"undici", "node 20.20.2 undici 6.24.1 openssl 3.0.19; fetch from undici 7.30.3 (/opt/kalab/undici7/node_modules/undici)", "7.30.3"},
+		{"libcurl", "python 3.11.7 libcurl/8.14.1 OpenSSL/3.0.19 (/opt/kalab/libcurl-8.14.1/usr/lib/x86_64-linux-gnu/libcurl.so.4)", "8.14.1"},
 		{"requests", "", ""},
 	}
 	for _, c := range cases {
