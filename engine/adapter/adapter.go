@@ -36,6 +36,10 @@ type Adapter struct {
 	// Sequential: it runs one request at a time.
 	Sequential bool
 	Probe      []string // Runtime's arguments that print its versions
+	// ProbeScript: the probe runs Script itself, read on standard input, with Probe's
+	// arguments and then client.version when the file set it; it fails when it cannot run
+	// that version.
+	ProbeScript bool
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -172,6 +176,7 @@ var adapters = map[string]*Adapter{
 			"idle_timeout":       "CURLOPT_MAXAGE_CONN (whole seconds)",
 			"timeout":            "CURLOPT_TIMEOUT_MS",
 			"session_resumption": "CURLOPT_SSL_SESSIONID_CACHE 0 when false",
+			"version":            "the libcurl it loads: the first that reports this version among the files KALAB_LIBCURL lists, /opt/kalab/libcurl-VERSION/ and the system's (none: not run)",
 		},
 		Fixed: map[string]Fixed{
 			"http2":            {"tls", "libcurl negotiates h2 by ALPN over TLS (CURL_HTTP_VERSION_2TLS), and HTTP/1.1 over plain TCP"},
@@ -179,9 +184,8 @@ var adapters = map[string]*Adapter{
 			"honor_hint":       {"false", "libcurl ignores the Keep-Alive header"},
 			"liveness_check":   {"true", "libcurl checks a cached connection before reusing it"},
 		},
-		Sequential: true,
-		Probe: []string{"-c", "import ctypes, ctypes.util, sys; l = ctypes.CDLL(ctypes.util.find_library('curl') or 'libcurl.so.4'); " +
-			"l.curl_version.restype = ctypes.c_char_p; print('python', sys.version.split()[0], l.curl_version().decode())"},
+		Sequential: true, Inherit: []string{"KALAB_LIBCURL"},
+		Probe: []string{"-", "--probe"}, ProbeScript: true,
 	},
 	"curl-loop": {
 		Name: "curl-loop", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",

@@ -92,7 +92,10 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		// Generous: a loaded machine can take seconds to start an interpreter.
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
-		probe := exec.CommandContext(pctx, path, a.probe...)
+		probe, err := a.probeCommand(pctx, path, cfg.Plan)
+		if err != nil {
+			return id, err
+		}
 		probe.Env = a.childEnv(cfg.Env, nil)
 		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
@@ -100,7 +103,7 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
 		}
 		if err != nil {
-			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, firstLine(string(out)), InstallHint(a.Name))
+			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(probe.Args[1:], " "), err, firstLine(string(out)), InstallHint(a.Name))
 		}
 		id.Version = firstLine(string(out))
 		if a.Runtime == "node" && a.Name == "node-fetch" {
@@ -140,7 +143,7 @@ var installHints = map[string]string{
 	"python3":         "install it: apt-get install python3 python3-requests, or https://python.org and pip install requests",
 	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
 	"bash":            "install it: apt-get install bash",
-	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl",
+	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl; another release: name its libcurl.so.4 in KALAB_LIBCURL (docs/real-programs.md)",
 	"go":              "install Go 1.24 or later from https://go.dev/dl (the go-http adapter is built with it)",
 }
 
