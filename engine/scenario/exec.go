@@ -76,6 +76,8 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return b(c.KeepAliveHeader)
 	case "liveness_eof_only":
 		return b(c.LivenessEOFOnly)
+	case "version":
+		return s(c.ProgramVersion)
 	case "method":
 		return s(c.Method)
 	case "path":
