@@ -143,7 +143,7 @@ var installHints = map[string]string{
 	"python3":         "install it: apt-get install python3 python3-requests, or https://python.org and pip install requests",
 	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
 	"bash":            "install it: apt-get install bash",
-	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl; another release: name its libcurl.so.4 in KALAB_LIBCURL (docs/real-programs.md)",
+	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl; another release: unpack it under /opt/kalab/libcurl-VERSION/ or name its libcurl.so.4 in KALAB_LIBCURL (docs/real-programs.md)",
 	"go":              "install Go 1.24 or later from https://go.dev/dl (the go-http adapter is built with it)",
 }
 

@@ -80,8 +80,8 @@ func TestOracleAgreesOnRealSockets(t *testing.T) {
 
 // What the oracle does not model it does not predict (undici's awaited creation-order
 // pool), what it models it predicts (a middlebox that forgets idle flows), and curl's
-// FIN-only liveness check is blind over TLS (libcurl's fin-first case with its 5 silent
-// re-sends).
+// FIN-only liveness check of libcurl 7.88.x is blind over TLS (libcurl's fin-first case
+// with its 5 silent re-sends).
 func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 	t.Parallel()
 	_, self, _, _ := runtime.Caller(0)

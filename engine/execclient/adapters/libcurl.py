@@ -47,7 +47,7 @@ def load(want):
         if not want or line.split()[0] == "libcurl/" + want:
             return found, line, path
         seen.append("%s: %s" % (path, line.split()[0]))
-    sys.exit("no libcurl %s here (%s); name its libcurl.so.4 in KALAB_LIBCURL" % (want, "; ".join(seen)))
+    sys.exit("no libcurl %s here (%s)" % (want, "; ".join(seen)))
 
 
 if sys.argv[1:2] == ["--probe"]:
