@@ -13,10 +13,10 @@
 # text (what `curl -v` prints as "* " lines: CURLINFO_TEXT through CURLOPT_DEBUGFUNCTION)
 # goes to stderr, which kalab keeps beside the run, so those re-sends can be counted there.
 #
-# Which libcurl: the system's, unless client.version names a release. Then the first
-# library that reports that version (curl_version()) among the files KALAB_LIBCURL lists
-# (colon-separated), the private copies under /opt/kalab/libcurl-VERSION/ (.ci/preamble
-# unpacks Debian's there) and the system's. `--probe [VERSION]` prints what would run, or
+# Which libcurl: the first that loads of the files KALAB_LIBCURL lists (colon-separated)
+# and the system's. When client.version names a release, the first that reports it
+# (curl_version()) among those files, the private copies under /opt/kalab/libcurl-VERSION/
+# (.ci/preamble unpacks Debian's there) and the system's. `--probe [VERSION]` prints what would run, or
 # fails naming what it found, before any plan exists.
 import ctypes
 import ctypes.util
