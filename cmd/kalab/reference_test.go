@@ -98,6 +98,9 @@ func presetsReference() (string, error) {
 				verified += fmt.Sprintf("\n- version verified: %s %s on %s by %s", c.Program, c.Version, c.On, c.By)
 			}
 			fmt.Fprintf(&b, "\n### %s\n\n%s.\n\n- source: %s\n- %s\n\n```yaml\n%s\n```\n", p.Name, p.Models, p.Source, verified, strings.TrimSpace(p.YAML))
+			for _, r := range p.Releases {
+				fmt.Fprintf(&b, "\nWith `client.version` %s up to (not including) %s:\n\n```yaml\n%s\n```\n", r.From, r.Before, strings.TrimSpace(r.YAML))
+			}
 		}
 	}
 	return b.String(), nil

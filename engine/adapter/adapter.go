@@ -46,6 +46,10 @@ type Adapter struct {
 	Versions string
 	// versionForm is the form of a version it takes.
 	versionForm *regexp.Regexp
+	// ProbeScript: the probe runs Script itself, read on standard input, with Probe's
+	// arguments and then client.version when the file set it; it fails when it cannot run
+	// that version.
+	ProbeScript bool
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -195,9 +199,11 @@ var adapters = map[string]*Adapter{
 			"honor_hint":       {"false", "libcurl ignores the Keep-Alive header"},
 			"liveness_check":   {"true", "libcurl checks a cached connection before reusing it"},
 		},
-		Sequential: true,
-		Probe: []string{"-c", "import ctypes, ctypes.util, sys; l = ctypes.CDLL(ctypes.util.find_library('curl') or 'libcurl.so.4'); " +
-			"l.curl_version.restype = ctypes.c_char_p; print('python', sys.version.split()[0], l.curl_version().decode())"},
+		Sequential: true, Inherit: []string{"KALAB_LIBCURL"},
+		Probe: []string{"-", "--probe"}, ProbeScript: true,
+		Versions: "a libcurl release (8.14.1): the first library that reports it among the files KALAB_LIBCURL lists, " +
+			"/opt/kalab/libcurl-VERSION/usr/lib/*/libcurl.so.4 and the system's; none is not run, never another release",
+		versionForm: regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`),
 	},
 	"curl-loop": {
 		Name: "curl-loop", Preset: "curl-loop", Program: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",
@@ -235,7 +241,7 @@ func Names() []string {
 // it can.
 func (a *Adapter) RefuseVersion(v string) string {
 	if a.Versions == "" {
-		return fmt.Sprintf("the %s adapter runs one version, its runtime's own (the run record names it); only go-http and node-fetch take a version", a.Name)
+		return fmt.Sprintf("the %s adapter runs one version, its runtime's own (the run record names it); go-http, node-fetch and libcurl take a version", a.Name)
 	}
 	if !a.versionForm.MatchString(v) {
 		return fmt.Sprintf("%q is not a version the %s adapter takes: %s", v, a.Name, a.Versions)

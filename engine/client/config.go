@@ -79,7 +79,7 @@ type Config struct {
 	Scheduling      string        // "lifo" (default), "fifo" or "creation-order"
 	CallerYields    bool          // with creation-order: the caller yields an event-loop tick between requests, so the connection its previous request used is free again
 	LivenessCheck   bool          // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
-	LivenessEOFOnly bool          // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl + OpenSSL)
+	LivenessEOFOnly bool          // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl 7.88.x)
 	Timeout         time.Duration // per attempt, from its start to the response's last byte; 0 = none
 	// TCPKeepAlive is the kernel's keepalive on each connection the client dials; Enable
 	// false sends no probes (not Go's 15 s default: a client models its runtime's).

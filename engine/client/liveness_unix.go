@@ -7,9 +7,9 @@ import "syscall"
 // alive peeks at an idle socket without blocking, as urllib3 and curl do before reuse.
 // Nothing to read means alive; a FIN (0 bytes) or an error such as ECONNRESET means the
 // connection must not be reused. Stray bytes (a TLS close_notify, a late response) mean it
-// is gone too, unless eofOnly: libcurl's OpenSSL check (ossl_check_cxn in
-// lib/vtls/openssl.c: recv(MSG_PEEK) of 1 byte returns "connection still in place") takes
-// waiting bytes for a live connection, so a server's close_notify hides its close.
+// is gone too, unless eofOnly: the check of libcurl 7.88.0 and 7.88.1 (their connection
+// filters, lib/cfilters.c Curl_conn_is_alive, with any TLS library) takes waiting bytes
+// for a live connection, so a server's close_notify hides its close.
 func alive(rc syscall.RawConn, eofOnly bool) bool {
 	if rc == nil {
 		return true

@@ -1,7 +1,11 @@
 package execclient
 
 import (
+	"bytes"
+	"context"
 	"embed"
+	"os/exec"
+	"slices"
 
 	"github.com/kalab-dev/kalab/engine/adapter"
 )
@@ -42,4 +46,24 @@ func Names() []string { return adapter.Names() }
 
 func (a *Adapter) script() ([]byte, error) {
 	return adapterFiles.ReadFile("adapters/" + a.Script)
+}
+
+// probeCommand is the command that asks the runtime at path for its versions: Probe's
+// arguments, then for a ProbeScript adapter the release client.exec.version asks for (the
+// script itself on standard input), so a version that is not here fails the probe.
+func (a *Adapter) probeCommand(ctx context.Context, path string, version string) (*exec.Cmd, error) {
+	args := slices.Clone(a.probe)
+	if !a.ProbeScript {
+		return exec.CommandContext(ctx, path, args...), nil
+	}
+	src, err := a.script()
+	if err != nil {
+		return nil, err
+	}
+	if version != "" {
+		args = append(args, version)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin = bytes.NewReader(src)
+	return cmd, nil
 }

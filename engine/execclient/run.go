@@ -60,6 +60,7 @@ type Identity struct {
 	Version    string   `json:"version,omitempty"` // the runtime's own version line(s)
 	program    string   // the program an adapter with a build step was built into
 	undici     string   // the undici package node-fetch imports fetch from; "" for Node's own
+	libcurl    string   // the libcurl release the libcurl adapter loads; "" for the first it finds
 }
 
 // Report is what Run learned besides the events.
@@ -96,7 +97,10 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		// Generous: a loaded machine can take seconds to start an interpreter.
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
-		probe := exec.CommandContext(pctx, path, a.probe...)
+		probe, err := a.probeCommand(pctx, path, cfg.Version)
+		if err != nil {
+			return id, err
+		}
 		probe.Env = a.childEnv(cfg.Env, versionEnv(cfg))
 		out, err := probe.CombinedOutput()
 		if pctx.Err() != nil {
@@ -104,7 +108,7 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 			return id, fmt.Errorf("%s did not say its version within %v", a.Runtime, probeTimeout)
 		}
 		if err != nil {
-			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(a.probe, " "), err, probeError(cfg, string(out)), versionHint(cfg))
+			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(probe.Args[1:], " "), err, probeError(cfg, string(out)), versionHint(cfg))
 		}
 		id.Version = firstLine(string(out))
 		if a.Runtime == "node" && a.Name == "node-fetch" {
@@ -147,7 +151,7 @@ var installHints = map[string]string{
 	"python3":         "install it: apt-get install python3 python3-requests, or https://python.org and pip install requests",
 	"python-requests": "install the requests module: apt-get install python3-requests, or pip install requests",
 	"bash":            "install it: apt-get install bash",
-	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl",
+	"libcurl":         "install it: apt-get install libcurl4 (the library under the curl command), or brew install curl; another release: unpack it under /opt/kalab/libcurl-VERSION/ or name its libcurl.so.4 in KALAB_LIBCURL (docs/real-programs.md)",
 	"go":              "install Go 1.24 or later from https://go.dev/dl (the go-http adapter is built with it)",
 }
 
@@ -353,6 +357,9 @@ func commandLine(cfg Config, id Identity, dir string, plan Plan, env []string) (
 	}
 	if id.undici != "" {
 		env = append(env, "KALAB_UNDICI="+id.undici)
+	}
+	if id.libcurl != "" {
+		env = append(env, "KALAB_LIBCURL_VERSION="+id.libcurl)
 	}
 	if id.program != "" {
 		return []string{id.program}, dir, env, nil // built before the run (Identify)

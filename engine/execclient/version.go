@@ -65,6 +65,11 @@ func useVersion(cfg Config, id *Identity) error {
 		id.undici = dir
 		id.Version += "; fetch from undici " + v + " (" + dir + ")"
 		return nil
+	case a.Name == "libcurl":
+		// The probe loaded the release asked for or failed (probeCommand); the run loads it
+		// again by the same rule (libcurl.py, KALAB_LIBCURL_VERSION).
+		id.libcurl = cfg.Version
+		return nil
 	}
 	return fmt.Errorf("the %s adapter takes no version", a.Name)
 }

@@ -78,6 +78,12 @@ func presets(w io.Writer) {
 			for _, line := range strings.Split(strings.TrimSpace(p.YAML), "\n") {
 				fmt.Fprintf(w, "    | %s\n", line)
 			}
+			for _, r := range p.Releases {
+				fmt.Fprintf(w, "    with client.version %s up to (not including) %s:\n", r.From, r.Before)
+				for _, line := range strings.Split(strings.TrimSpace(r.YAML), "\n") {
+					fmt.Fprintf(w, "    | %s\n", line)
+				}
+			}
 		}
 		fmt.Fprintln(w)
 	}

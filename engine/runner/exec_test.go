@@ -491,9 +491,9 @@ expect: ["errors == 0"]
 // silentWindow counts the pauses after which libcurl over TLS writes its request into a
 // connection the server has closed: every pause longer than idle-rtt (the request reaches
 // the server after its idle close), narrowed by margin (lo) and widened by it (hi). Beyond
-// idle the close has reached the client, but libcurl's liveness check with OpenSSL
-// (lib/vtls/openssl.c ossl_check_cxn) peeks one byte, takes the server's close_notify for
-// data and reuses the connection anyway. A re-send opens a fresh connection that the next
+// idle the close has reached the client, but the liveness check of libcurl 7.88.0 and
+// 7.88.1 (their connection filters, any TLS library) takes the server's close_notify for
+// data and reuses the connection anyway; 8.0.0 and later drop it. A re-send opens a fresh connection that the next
 // pause finds pooled, so unlike staleWindow every such pause races, one after another.
 func silentWindow(pauses []time.Duration, idle, rtt, margin time.Duration) (lo, hi int) {
 	for _, p := range pauses {
@@ -516,7 +516,7 @@ const libcurlResend = "Connection died, retrying a fresh connect"
 // pauses): libcurl re-sends each request whose reused connection the server had closed,
 // and the application never hears of it. kalab counts those re-sends from the proxy's
 // failed attempts: they equal the re-sends libcurl itself logs, and the pauses of the plan
-// longer than idle-rtt (silentWindow); no request fails.
+// longer than idle-rtt (silentWindow, libcurl 7.88.1's rule); no request fails.
 func TestExecLibcurlSilentResends(t *testing.T) {
 	t.Parallel()
 	const (
@@ -539,7 +539,7 @@ name: exec-libcurl-resend
 network: {rtt: 100ms}
 server: {tls: true, idle_timeout: 500ms, keepalive_hint: false}
 load: {requests: %d, burst: 1, pause: 350ms..550ms, seed: %d}
-client: {exec: libcurl}
+client: {exec: {adapter: libcurl, version: 7.88.1}}
 `, requests, spec.Seed)
 	out, err := Execute(context.Background(), plan(t, src), opts(t))
 	if err != nil {

@@ -57,7 +57,8 @@ func TestOracleAgreesOnUpperHalfRace(t *testing.T) {
 // What the oracle does not model it does not predict (HTTP/2's multiplexing), what it
 // models it predicts (a middlebox that forgets idle flows, undici's awaited creation-order
 // pool racing the server's close and reconnecting in place), and curl's FIN-only liveness
-// check is blind over TLS (libcurl's fin-first case with its 5 silent re-sends).
+// check of libcurl 7.88.x is blind over TLS (libcurl's fin-first case with its 5 silent
+// re-sends).
 func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 	t.Parallel()
 	_, self, _, _ := runtime.Caller(0)

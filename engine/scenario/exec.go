@@ -78,6 +78,8 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return b(c.KeepAliveHeader)
 	case "liveness_eof_only":
 		return b(c.LivenessEOFOnly)
+	case "version":
+		return s(c.ProgramVersion)
 	case "method":
 		return s(c.Method)
 	case "path":
@@ -154,6 +156,9 @@ func (l *loader) checkExec(r *Run, node *yaml.Node, at func(string) *yaml.Node, 
 		return
 	}
 	for _, f := range fields {
+		if f.path == "version" {
+			continue // checkVersion says where a program's release goes
+		}
 		_, canon, _, _ := r.Settings.Client.ClientField(f.path)
 		if why := a.Refuse(f.path, canon); why != "" {
 			l.add(f.key, "client."+f.path, "%s%s", why, where)

@@ -538,7 +538,11 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 				l.add(p, sec.key+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(sec.reg), ", "))
 				return s, false
 			}
-			if err := preset.Decode(sec.dst); err != nil {
+			version := "" // client.version chooses among the releases a client preset models
+			if _, v := yamldoc.Lookup(section, "version"); v != nil && sec.key == "client" {
+				version = v.Value
+			}
+			if err := preset.DecodeVersion(version, sec.dst); err != nil {
 				l.add(p, sec.key+".preset", "built-in preset %s: %v", p.Value, err)
 				return s, false
 			}
@@ -584,6 +588,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	l.checkEnv(node, where)
 	l.checkReplay(r, node, at, where)
 	l.checkHTTP2Caps(r, at, where)
+	l.checkVersion(r.Settings.Client, at, where)
 	if r.Settings.Client.Exec != nil {
 		l.checkExec(r, node, at, where)
 		return // implementation is ignored for an exec run
@@ -676,6 +681,32 @@ func (l *loader) checkImplementation(c Client, at func(string) *yaml.Node, where
 	}
 	if c.CallerYields && c.Scheduling != "creation-order" {
 		l.add(at("client.caller_yields"), "client.caller_yields", "only scheduling creation-order gives a connection back a tick late; the other schedulings give it back at once%s", where)
+	}
+}
+
+// checkVersion refuses a client.version nothing reads: no preset, a preset that models
+// every release it names alike, or a real program (whose release is client.exec's version:
+// client.version is the release a preset models).
+func (l *loader) checkVersion(c Client, at func(string) *yaml.Node, where string) {
+	if c.ProgramVersion == "" {
+		return
+	}
+	if c.Exec != nil {
+		l.add(at("client.version"), "client.version", "names the release a preset models; a real program's release is named in client.exec ({adapter: libcurl, version: 8.14.1}) by the adapters that can load another (go-http, node-fetch, libcurl)%s", where)
+		return
+	}
+	var versioned []string
+	for _, name := range PresetNames(ClientPresets) {
+		if len(ClientPresets[name].Releases) > 0 {
+			versioned = append(versioned, name)
+		}
+	}
+	p, ok := ClientPresets[c.Preset]
+	switch {
+	case !ok:
+		l.add(at("client.version"), "client.version", "names the release a preset models: set client.preset (%s)%s", strings.Join(versioned, ", "), where)
+	case len(p.Releases) == 0:
+		l.add(at("client.version"), "client.version", "the %s preset models every release it names alike (%s); client.version chooses among the releases of %s%s", p.Name, p.Models, strings.Join(versioned, ", "), where)
 	}
 }
 

@@ -188,6 +188,7 @@ type Response struct {
 // Client is the client profile.
 type Client struct {
 	Preset            string            `yaml:"preset" json:"preset,omitempty"`
+	ProgramVersion    string            `yaml:"version" json:"version,omitempty"` // the release the preset models (a real program's is client.exec's version)
 	Implementation    string            `yaml:"implementation" json:"implementation"`
 	KeepAlive         bool              `yaml:"keepalive" json:"keepalive"`
 	IdleTimeout       Duration          `yaml:"idle_timeout" json:"idle_timeout"`

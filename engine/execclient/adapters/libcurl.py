@@ -12,17 +12,53 @@
 # connect", up to 5 times); the application never hears of it. The library's informational
 # text (what `curl -v` prints as "* " lines: CURLINFO_TEXT through CURLOPT_DEBUGFUNCTION)
 # goes to stderr, which kalab keeps beside the run, so those re-sends can be counted there.
+#
+# Which libcurl: the first that loads of the files KALAB_LIBCURL lists (colon-separated)
+# and the system's. When client.exec.version names a release, the first that reports it
+# (curl_version()) among those files, the private copies under /opt/kalab/libcurl-VERSION/
+# (.ci/preamble unpacks Debian's there) and the system's. `--probe [VERSION]` prints what would run, or
+# fails naming what it found, before any plan exists.
 import ctypes
 import ctypes.util
+import glob
 import json
 import os
 import sys
 import time
 
+
+def candidates(want):
+    listed = [p for p in os.environ.get("KALAB_LIBCURL", "").split(":") if p]
+    private = sorted(glob.glob("/opt/kalab/libcurl-%s/usr/lib/*/libcurl.so.4" % want)) if want else []
+    return listed + private + [ctypes.util.find_library("curl") or "libcurl.so.4"]
+
+
+def load(want):
+    """The libcurl to drive and its curl_version() line; exits when none is version want."""
+    seen = []
+    for path in candidates(want):
+        try:
+            found = ctypes.CDLL(path)
+        except OSError as e:
+            seen.append("%s: %s" % (path, e))
+            continue
+        found.curl_version.restype = ctypes.c_char_p
+        line = found.curl_version().decode()
+        if not want or line.split()[0] == "libcurl/" + want:
+            return found, line, path
+        seen.append("%s: %s" % (path, line.split()[0]))
+    sys.exit("no libcurl %s here (%s)" % (want, "; ".join(seen)))
+
+
+if sys.argv[1:2] == ["--probe"]:
+    _, line, path = load(sys.argv[2] if len(sys.argv) > 2 else "")
+    print("python", sys.version.split()[0], line, "(%s)" % path)
+    sys.exit(0)
+
 plan = json.load(open(os.environ["KALAB_PLAN"]))
 c = plan["client"]
 
-lib = ctypes.CDLL(ctypes.util.find_library("curl") or "libcurl.so.4")
+lib, _, _ = load(os.environ.get("KALAB_LIBCURL_VERSION", ""))
 lib.curl_easy_init.restype = ctypes.c_void_p
 lib.curl_easy_setopt.restype = ctypes.c_int
 lib.curl_easy_perform.restype = ctypes.c_int
@@ -33,7 +69,6 @@ lib.curl_easy_strerror.argtypes = [ctypes.c_int]
 lib.curl_slist_append.restype = ctypes.c_void_p
 lib.curl_slist_append.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 lib.curl_slist_free_all.argtypes = [ctypes.c_void_p]
-lib.curl_version.restype = ctypes.c_char_p
 
 lib.curl_share_init.restype = ctypes.c_void_p
 lib.curl_easy_cleanup.argtypes = [ctypes.c_void_p]

@@ -5,8 +5,12 @@
 package presets
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,6 +28,9 @@ type Preset struct {
 	// by "; "; written from Checked when the registry is built, "" when nothing checks it.
 	Verified string
 	YAML     string // the fields it sets, in scenario syntax
+	// Releases are the releases that behave unlike YAML (which models the current upstream
+	// release), chosen by client.version; none when every release it models behaves alike.
+	Releases []Release
 	node     *yaml.Node
 }
 
@@ -37,8 +44,49 @@ type Check struct {
 	What    string // what was compared, written after PROGRAM VERSION with its own leading separator
 }
 
+// Release is a range of a program's releases, From up to but not including Before, whose
+// behaviour differs from the preset's YAML, and the fields that differ.
+type Release struct {
+	From, Before string
+	YAML         string // the fields that differ, decoded over the preset's
+	node         *yaml.Node
+}
+
 // Decode decodes the preset's fields into dst, over what dst holds already.
 func (p *Preset) Decode(dst any) error { return p.node.Decode(dst) }
+
+// DecodeVersion decodes the preset's fields into dst and then those of the release range
+// version lies in, if any.
+func (p *Preset) DecodeVersion(version string, dst any) error {
+	if err := p.Decode(dst); err != nil {
+		return err
+	}
+	for _, r := range p.Releases {
+		if CompareVersions(version, r.From) >= 0 && CompareVersions(version, r.Before) < 0 {
+			return r.node.Decode(dst)
+		}
+	}
+	return nil
+}
+
+// CompareVersions orders dotted release numbers (7.88.1 < 8.0.0, 8.9 < 8.14; a missing
+// part is 0): -1, 0 or +1. A part that is not a number counts as 0.
+func CompareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		x, y := 0, 0
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	return 0
+}
 
 // Defaults is what a scenario gets when neither it nor a preset sets a field.
 var Defaults = builtin("defaults", defaultsYAML)
@@ -201,13 +249,15 @@ var Client = registry([]Preset{
 	},
 	{
 		Name:   "curl-multi",
-		Models: "curl 7.88-8.x (OpenSSL), one process with many URLs: reuse, max idle age 118 s, liveness check blind to a TLS close_notify, silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
-		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, connection liveness check), lib/vtls/openssl.c ossl_check_cxn (a peeked byte means alive, so a TLS close_notify hides the close), lib/transfer.c (retry on a dead reused connection, invisible to the caller); real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
+		Models: "curl 7.88-8.x, one process with many URLs: reuse, max idle age 118 s, a pooled connection with unread input (a TLS close_notify) dropped before reuse as in curl 8.0.0 and later (client.version 7.88.0 or 7.88.1: taken for alive and reused), silent re-send on a fresh connection when a reused one died with 0 bytes received (up to 5 times, any method)",
+		Source: "curl lib/url.c (CURLOPT_MAXAGE_CONN default 118 s, the liveness check before reuse), lib/transfer.c Curl_retry_request (a re-send on a dead reused connection, invisible to the caller); the liveness check by release: up to 7.87.0 lib/url.c SocketIsDead called a pooled connection dead whenever its socket was readable; 7.88.0 moved the check into the connection filters (commit 71b7e01, lib/cfilters.c Curl_conn_is_alive), which take a readable connection whose peek finds bytes, such as the server's TLS close_notify, for alive, whatever the TLS library (OpenSSL and GnuTLS builds of 7.88.1 measured alike here), so 7.88.0 and 7.88.1 reuse a connection the server closed and re-send into it; 8.0.0 (2023-03-20) drops a pooled connection with input pending (commit 7c5637b, curl/curl#10690 'url: fix logic in connection reuse to deny reuse on \"unclean\" connections', 2023-03-07: Curl_conn_is_alive reports input_pending and lib/url.c treats it as dead; OpenSSL's check_cxn removed), as lib/url.c Curl_conn_seems_dead still does; real curl 7.88.1 here re-sent 15-21 times per 300 stale-race requests over TLS and 0 over plain HTTP; TCP keepalive as curl-loop",
 		Checked: []Check{
 			{Program: "curl", Version: "7.88.1", On: "2026-12-01", By: "scenarios/truth/curl.yaml", What: " (one process, no pauses: errors and connections)"},
-			{Program: "libcurl", Version: "7.88.1", On: "2026-12-02", By: "scenarios/truth/libcurl.yaml", What: " through the libcurl adapter (the stale race with pauses, over TLS: hidden re-sends, errors, connections and latency)"},
+			{Program: "libcurl", Version: "7.88.1", On: "2026-12-05", By: "scenarios/truth/libcurl.yaml", What: " through the libcurl adapter at client.version 7.88.1 (the stale race with pauses, over TLS, before and after the close_notify arrived: hidden re-sends, errors, connections and latency)"},
+			{Program: "libcurl", Version: "8.14.1", On: "2026-12-05", By: "scenarios/truth/libcurl.yaml", What: " through the libcurl adapter at the default (the same cases: no re-send once the close_notify arrived)"},
 		},
-		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: true\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
+		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: false\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
+		Releases: []Release{{From: "7.88.0", Before: "8.0.0", YAML: "liveness_eof_only: true"}},
 	},
 })
 
@@ -258,6 +308,11 @@ func registry(list []Preset) map[string]*Preset {
 		p := list[i]
 		p.node = mustNode(p.Name, p.YAML)
 		p.Verified = verifiedText(p.Checked)
+		p.Releases = slices.Clone(p.Releases)
+		for j := range p.Releases {
+			r := &p.Releases[j]
+			r.node = mustNode(p.Name+" "+r.From, r.YAML)
+		}
 		m[p.Name] = &p
 	}
 	return m
