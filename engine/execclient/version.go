@@ -11,7 +11,8 @@ import (
 
 // EnvUndiciPath lists the directories (separated as PATH is) where the node-fetch adapter
 // looks for the undici release client.exec's version names: each an npm prefix holding
-// node_modules/undici (npm install --prefix DIR undici@7), or an undici package itself.
+// node_modules/undici (npm install --prefix DIR undici@7), or an undici package itself;
+// unset, the prefixes /opt/kalab/undici* (undiciDirs).
 const EnvUndiciPath = "KALAB_UNDICI_PATH"
 
 // versionEnv is what the runtime's probe and build need to run cfg.Version: the Go
@@ -58,7 +59,7 @@ func useVersion(cfg Config, id *Identity) error {
 		}
 		return nil
 	case a.Name == "node-fetch":
-		dir, v, err := findUndici(cfg.Version, filepath.SplitList(os.Getenv(EnvUndiciPath)))
+		dir, v, err := findUndici(cfg.Version, undiciDirs())
 		if err != nil {
 			return err
 		}
@@ -121,4 +122,16 @@ func undiciVersion(dir string) (string, error) {
 		return "", errors.New("not an undici package")
 	}
 	return pkg.Version, nil
+}
+
+// undiciDirs are where node-fetch looks for an undici release: the directories
+// $KALAB_UNDICI_PATH lists, or when it is unset the npm prefixes under /opt/kalab
+// (/opt/kalab/undici7, where .ci/preamble installs undici 7), as the libcurl adapter looks in
+// /opt/kalab/libcurl-VERSION.
+func undiciDirs() []string {
+	if v, ok := os.LookupEnv(EnvUndiciPath); ok {
+		return filepath.SplitList(v)
+	}
+	dirs, _ := filepath.Glob("/opt/kalab/undici*")
+	return dirs
 }
