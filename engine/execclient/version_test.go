@@ -3,6 +3,7 @@ package execclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,7 +92,7 @@ func TestGoHTTPAdapterBuildsWithGo122(t *testing.T) {
 		Plan: Plan{Method: "GET", Requests: 2, Concurrency: 1, Client: map[string]any{"keepalive": true}}}
 	id, err := Identify(context.Background(), cfg)
 	if errors.Is(err, ErrMissing) {
-		testci.SkipOrFail(t, "the go1.22.12 toolchain cannot be had here: %v", err)
+		testci.Missing(t, "the go1.22.12 toolchain", fmt.Sprintf("GOTOOLCHAIN=go1.22.12 go version fetches it from the Go module proxy; the probe said: %v", err))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +121,7 @@ func TestGoHTTPAdapterBuildsWithGo122(t *testing.T) {
 // over an Agent of that package given the scenario's options, never through Node's bundled
 // fetch: here a stand-in package whose fetch fails, saying what it was given.
 func TestNodeFetchImportsTheUndiciFound(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		testci.SkipOrFail(t, "node is not on PATH")
-	}
+	testci.Program(t, "node")
 	prefix := t.TempDir()
 	pkg := filepath.Join(prefix, "node_modules", "undici")
 	fakeUndici(t, pkg, "7.99.0")

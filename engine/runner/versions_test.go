@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,10 +86,7 @@ func TestAdaptersNameTheirPreset(t *testing.T) {
 // summary kalab run prints; the same run on a Node that says 6.24.1, the version the undici
 // preset was verified against, gets none. Not parallel: the stand-in is on PATH.
 func TestUnverifiedVersionIsSaid(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testci.SkipOrFail(t, "node is not on PATH: the stand-in runs the node-fetch adapter on it")
-	}
+	node := testci.Program(t, "node") // the stand-in runs the node-fetch adapter on it
 	src := `
 name: versions
 server: {idle_timeout: 5s}
