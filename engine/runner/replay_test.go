@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -183,6 +184,50 @@ func TestReplayThreeClientsRace(t *testing.T) {
 	if rp.Requests != len(reqs) || rp.Clients != 3 || rp.Lines != len(reqs)+1 || rp.BadLines != 1 ||
 		len(rp.FirstBad) != 1 || rp.FirstBad[0].Line != 2 || rp.FirstBad[0].Reason == "" {
 		t.Errorf("replay block %+v; want %d requests, 3 clients, bad line 2 with a reason", rp, len(reqs))
+	}
+}
+
+// The same recording on the real clock: the replay's own timers send each request, so a
+// pause is the recording's gap plus what the machine added, judged like any run's timing
+// (a run whose lateness could carry a gap across the window's edge is noisy, and says so).
+// The same 3 requests fail, and kalab explain tells each from its own client's requests:
+// the right client, a pause within the gap's 25 ms margin of the recording's gap, inside
+// the race window.
+func TestReplayThreeClientsRaceRealClock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	reqs := writeRecording(t, dir, threeClients)
+	wantFails, _, gaps := expectedGaps(t, reqs)
+	out, err := Execute(context.Background(), planIn(t, dir, replayScenario(dir)+"clock: real\n"), opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	rec := out.Runs[0]
+	if rec.Status != report.StatusPass || rec.Clock != scenario.ClockReal {
+		t.Fatalf("run %s on the %s clock: %s", rec.Status, rec.Clock, rec.Error)
+	}
+	if got := failedSeqs(t, out.Dir); fmt.Sprint(got) != fmt.Sprint(wantFails) {
+		t.Fatalf("failed requests %v; the gaps predict %v", got, wantFails)
+	}
+	run, err := explain.Load(out.Dir, "replay-three/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range wantFails {
+		text, ok := explain.Request(run, seq)
+		prefix := fmt.Sprintf("Client %s sent it after a pause of ", reqs[seq].client)
+		i := strings.Index(text, prefix)
+		var pause float64
+		if i >= 0 {
+			_, _ = fmt.Sscanf(text[i+len(prefix):], "%f", &pause)
+		}
+		// The pause runs from the response's arrival, which a real round trip may delay or a
+		// late timer stretch: within the 25 ms the gap keeps from either edge of the window.
+		if !ok || i < 0 || pause <= 500 || pause >= 600 || math.Abs(pause-float64(gaps[seq])) >= 25 ||
+			!strings.Contains(text, "inside the race window (idle − RTT, idle) = (500.0 ms, 600.0 ms)") {
+			t.Errorf("request %d (%s at %d ms, gap %d ms):\n%s\nwant its own client, a pause within 25 ms of %d ms inside the window (500, 600) ms", seq, reqs[seq].client, reqs[seq].at, gaps[seq], text, gaps[seq])
+		}
 	}
 }
 
