@@ -20,10 +20,16 @@ func TimeWait(port int) (int, error) {
 // listener accepted), whichever end closed first and so holds the TIME_WAIT. A socket left
 // on the same port by an earlier run, or by a parallel run whose ephemeral port happens to
 // equal it, is not counted. A nil own counts every socket with port at either end.
+//
+// Each socket counts once by its address pair: the kernel writes /proc/net/tcp a page at a
+// time from a table that changes meanwhile, and on a machine closing many connections a
+// socket can appear twice in one read (20 active closes once counted 36 TIME_WAIT sockets,
+// and 5 other peers' 11, beside two busy cores and go test).
 func TimeWaitOwn(port int, own func(peer int) bool) (int, error) {
 	n := 0
+	seen := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		c, err := countTimeWait(f, port, own)
+		c, err := countTimeWait(f, port, own, seen)
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue
@@ -37,7 +43,7 @@ func TimeWaitOwn(port int, own func(peer int) bool) (int, error) {
 
 const tcpTimeWait = "06" // include/net/tcp_states.h: TCP_TIME_WAIT
 
-func countTimeWait(path string, port int, own func(int) bool) (int, error) {
+func countTimeWait(path string, port int, own func(int) bool, seen map[string]bool) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -51,6 +57,11 @@ func countTimeWait(path string, port int, own func(int) bool) (int, error) {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 4 || fields[3] != tcpTimeWait {
 			continue
+		}
+		if pair := fields[1] + " " + fields[2]; seen[pair] {
+			continue
+		} else {
+			seen[pair] = true
 		}
 		local, remote := hexPort(fields[1]), hexPort(fields[2])
 		switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +246,29 @@ func socketLines(port int) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A socket the kernel lists twice in one read of /proc/net/tcp (its table changed between
+// two pages) counts once: the count is of address pairs, not of lines.
+func TestTimeWaitCountsEachSocketOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tcp")
+	lines := "  sl  local_address rem_address   st\n" +
+		"   0: 0100007F:99B7 00000000:0000 0A\n" +
+		"   1: 0100007F:A06C 0100007F:99B7 06\n" +
+		"   2: 0100007F:A07A 0100007F:99B7 06\n" +
+		"   3: 0100007F:A06C 0100007F:99B7 06\n" + // the first again
+		"   4: 0100007F:99B7 0100007F:A090 06\n" + // the server's end of another
+		"   5: 0100007F:A0AA 0100007F:1F90 06\n" // another port
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := countTimeWait(path, 0x99B7, nil, map[string]bool{})
+	if err != nil || n != 3 {
+		t.Fatalf("countTimeWait = %d, %v; want 3 (A06C once, A07A, A090)", n, err)
+	}
+	own := func(p int) bool { return p == 0xA06C }
+	if n, _ := countTimeWait(path, 0x99B7, own, map[string]bool{}); n != 1 {
+		t.Fatalf("own count %d; want 1", n)
+	}
 }
