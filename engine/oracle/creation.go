@@ -255,14 +255,7 @@ func (t tally) clone() tally {
 }
 
 func (m creationModel) result(nominal, lo, hi tally, uncertain map[string][]int, lateness time.Duration) Prediction {
-	out := Prediction{Rule: "creation-order", LatenessMs: ms(lateness)}
-	for _, n := range singleHop {
-		c := Count{Metric: n, Predicted: true, Value: nominal.n[n], Lo: lo.n[n], Hi: hi.n[n],
-			Requests: nominal.seqs[n], Uncertain: uncertain[n]}
-		c.Reason, c.Window = m.explain(n)
-		out.Counts = append(out.Counts, c)
-	}
-	return out
+	return walked("creation-order", singleHop, nominal, lo, hi, uncertain, lateness, m.explain)
 }
 
 // explain is the rule behind an awaited creation-order count and the window it depends on.

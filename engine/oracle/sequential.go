@@ -306,15 +306,22 @@ func pick(a, b tally, keep func(x, y int) bool) tally {
 }
 
 func (m seqModel) result(nominal, lo, hi tally, uncertain map[string][]int, lateness time.Duration) Prediction {
-	out := Prediction{Rule: "sequential", LatenessMs: ms(lateness)}
 	names := singleHop
 	if m.p.Balancer != nil {
 		names = twoHop
 	}
+	return walked("sequential", names, nominal, lo, hi, uncertain, lateness, m.explain)
+}
+
+// walked is a request walk's prediction: each count's nominal value, its bracket across the
+// lateness, the requests it names and the rule behind it (explain).
+func walked(rule string, names []string, nominal, lo, hi tally, uncertain map[string][]int, lateness time.Duration,
+	explain func(metric string) (reason, window string)) Prediction {
+	out := Prediction{Rule: rule, LatenessMs: ms(lateness)}
 	for _, n := range names {
 		c := Count{Metric: n, Predicted: true, Value: nominal.n[n], Lo: lo.n[n], Hi: hi.n[n],
 			Requests: nominal.seqs[n], Uncertain: uncertain[n]}
-		c.Reason, c.Window = m.explain(n)
+		c.Reason, c.Window = explain(n)
 		out.Counts = append(out.Counts, c)
 	}
 	return out
