@@ -160,21 +160,29 @@ func (f *failingFile) Write(p []byte) (int, error) {
 	return n, syscall.ENOSPC
 }
 
-func TestWriteErrorLeavesWholeLinesAndSticks(t *testing.T) {
-	out := t.TempDir()
+// fullAfter creates run r1 under out with a results file whose disk fills after lines
+// sample run records and 40 bytes more, and returns its writer and one record's line.
+func fullAfter(t *testing.T, out string, lines int) (*Writer, []byte) {
+	t.Helper()
 	w, err := Create(out, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
 	r := sampleRun()
 	r.Record, r.RecordVersion = "run", RecordVersion
-	first, _ := json.Marshal(r)
-	w.f = &failingFile{File: w.f.(*os.File), limit: len(first) + 1 + 40}
+	line, _ := json.Marshal(r)
+	w.f = &failingFile{File: w.f.(*os.File), limit: lines*(len(line)+1) + 40}
+	return w, line
+}
+
+func TestWriteErrorLeavesWholeLinesAndSticks(t *testing.T) {
+	out := t.TempDir()
+	w, first := fullAfter(t, out, 1)
 	if err := w.WriteRun(sampleRun()); err != nil {
 		t.Fatal(err)
 	}
-	err = w.WriteRun(sampleRun())
+	err := w.WriteRun(sampleRun())
 	if err == nil || !strings.Contains(err.Error(), "results.jsonl: no space left on device") {
 		t.Fatalf("second write = %v; want the file and ENOSPC", err)
 	}
@@ -205,16 +213,8 @@ func TestWriteErrorLeavesWholeLinesAndSticks(t *testing.T) {
 // says the results are incomplete.
 func TestRecordedCountsWhatReachedTheFile(t *testing.T) {
 	out := t.TempDir()
-	w, err := Create(out, "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	r := sampleRun()
-	r.Record, r.RecordVersion = "run", RecordVersion
-	line, _ := json.Marshal(r)
 	// Room for two records and part of the third; the disk is not under test.
-	w.f = &failingFile{File: w.f.(*os.File), limit: 2*(len(line)+1) + 40}
+	w, _ := fullAfter(t, out, 2)
 	runs := []Run{*sampleRun(), *sampleRun(), *sampleRun(), *sampleRun()}
 	runs[1].Status, runs[2].Status, runs[3].Status = StatusError, StatusError, StatusInterrupted
 	for i := range runs {
