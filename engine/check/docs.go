@@ -96,6 +96,18 @@ var Docs = []MetricDoc{
 	{"server_idle_close_ms.min", "ms", "shortest idle time before such a close (0 when there was none)"},
 	{"server_idle_close_ms.p50", "ms", "median idle time before such a close, from the last byte the server sent"},
 	{"server_idle_close_ms.max", "ms", "longest idle time before such a close"},
+	// HTTP/3 (server.http: "3"); all 0 over TCP.
+	{"client_idle_timeouts", "connections", "HTTP/3: connections the client closed silently because the negotiated idle timeout passed (min of both ends' max_idle_timeout)"},
+	{"server_requests", "requests", "HTTP/3: requests the server handled, replayed ones included (a replayed 0-RTT request is handled once more than the client sent it)"},
+	{"zero_rtt_accepted", "connections", "HTTP/3: resumed connections on which the server accepted the client's 0-RTT data"},
+	{"zero_rtt_rejected", "connections", "HTTP/3: connections whose 0-RTT data the server refused; the client sent it again after the handshake"},
+	{"zero_rtt_requests", "requests", "HTTP/3: requests the server handled from 0-RTT data, before the handshake completed: the ones anyone on the path can replay"},
+	{"path_migrations", "migrations", "HTTP/3: times the server moved a connection to a new client address and port (a NAT rebinding) after validating the new path"},
+	{"pings_sent", "frames", "HTTP/3: PING frames the client sent (keep-alive PINGs, and probes of loss recovery)"},
+	{"datagrams_lost", "datagrams", "HTTP/3: datagrams the link dropped (network.loss), both directions"},
+	{"middlebox_rebinds", "flows", "HTTP/3: new flows the middlebox made for a client whose flow it had forgotten: a new address and port toward the server"},
+	{"middlebox_dropped_datagrams", "datagrams", "HTTP/3: datagrams that reached the middlebox on a forgotten flow and went no further"},
+	{"middlebox_replays", "flights", "HTTP/3: 0-RTT first flights the middlebox copied and sent to the server again (middlebox.replay_first_flight)"},
 }
 
 // Doc returns the description of the metric name.

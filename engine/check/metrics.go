@@ -112,6 +112,18 @@ type Metrics struct {
 	// FailedAttempts counts requests the client wrote into a connection the server had
 	// already closed, so they never reached it (netsim.ConnRecord.FailedAttempt).
 	FailedAttempts float64 `expr:"failed_attempts" json:"failed_attempts"`
+	// HTTP/3 (server.http: "3"); all 0 over TCP.
+	ClientIdleTimeouts        float64 `expr:"client_idle_timeouts" json:"client_idle_timeouts"`
+	ServerRequests            float64 `expr:"server_requests" json:"server_requests"`
+	ZeroRTTAccepted           float64 `expr:"zero_rtt_accepted" json:"zero_rtt_accepted"`
+	ZeroRTTRejected           float64 `expr:"zero_rtt_rejected" json:"zero_rtt_rejected"`
+	ZeroRTTRequests           float64 `expr:"zero_rtt_requests" json:"zero_rtt_requests"`
+	PathMigrations            float64 `expr:"path_migrations" json:"path_migrations"`
+	PingsSent                 float64 `expr:"pings_sent" json:"pings_sent"`
+	DatagramsLost             float64 `expr:"datagrams_lost" json:"datagrams_lost"`
+	MiddleboxRebinds          float64 `expr:"middlebox_rebinds" json:"middlebox_rebinds"`
+	MiddleboxDroppedDatagrams float64 `expr:"middlebox_dropped_datagrams" json:"middlebox_dropped_datagrams"`
+	MiddleboxReplays          float64 `expr:"middlebox_replays" json:"middlebox_replays"`
 }
 
 // IdleClose summarises idle times before a close, in milliseconds (scenario time).

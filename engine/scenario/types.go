@@ -57,6 +57,10 @@ type Middlebox struct {
 	OnExpiry string `yaml:"on_expiry" json:"on_expiry"`
 	ResetAt  string `yaml:"reset_at" json:"reset_at"` // expiry | next-segment
 	ResetTo  string `yaml:"reset_to" json:"reset_to"` // client | server | both
+	// ReplayFirstFlight, over HTTP/3, makes the box an attacker on the path too: it copies
+	// the client's first flight of every new flow that carries 0-RTT data and sends the
+	// copy again this long after, from another address; 0 never does.
+	ReplayFirstFlight Duration `yaml:"replay_first_flight" json:"replay_first_flight,omitempty"`
 }
 
 // TCPKeepalive is the kernel's keepalive on the client's sockets (SO_KEEPALIVE with
@@ -91,6 +95,9 @@ type Network struct {
 	Bandwidth Bandwidth `yaml:"bandwidth" json:"bandwidth"`
 	// BandwidthShared makes the limit one bottleneck for all connections of the run.
 	BandwidthShared bool `yaml:"bandwidth_shared" json:"bandwidth_shared"`
+	// Loss is the share of datagrams the link drops, each direction, drawn with the load
+	// seed: HTTP/3 only (a TCP link does not lose what it carries).
+	Loss float64 `yaml:"loss" json:"loss,omitempty"`
 }
 
 // Bandwidth is a rate in bits per second, written as 10Mbit, 1Gbit, 512kbit or none.
@@ -163,6 +170,8 @@ type Server struct {
 	MaxRequests     int      `yaml:"max_requests" json:"max_requests"`
 	CloseEvery      int      `yaml:"close_every" json:"close_every"`
 	HTTP2MaxStreams int      `yaml:"http2_max_streams" json:"http2_max_streams"`
+	// ZeroRTT, over HTTP/3, accepts 0-RTT data on a resumed connection.
+	ZeroRTT bool `yaml:"zero_rtt" json:"zero_rtt,omitempty"`
 	// Backlog, AcceptDelay and BacklogOverflow are the listen queue at the link's edge.
 	Backlog         int      `yaml:"backlog" json:"backlog"`
 	AcceptDelay     Duration `yaml:"accept_delay" json:"accept_delay"`
@@ -177,6 +186,9 @@ type Server struct {
 // Real reports whether the server is a real program or address (exec, command, url) rather
 // than the embedded server.
 func (s Server) Real() bool { return s.Exec != "" || s.Command != "" || s.URL != "" }
+
+// HTTP3 reports whether the run speaks HTTP/3 over QUIC (server.http: "3").
+func (s Server) HTTP3() bool { return s.HTTP == "3" }
 
 // Response is what the server answers to every request.
 type Response struct {
@@ -212,9 +224,18 @@ type Client struct {
 	Path              string            `yaml:"path" json:"path"`
 	Headers           map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Retry             Retry             `yaml:"retry" json:"retry"`
+	// QUIC is what the client does over HTTP/3 (server.http: "3").
+	QUIC QUIC `yaml:"quic" json:"quic,omitzero"`
 	// Exec, when set, makes the run's client a real program (client.exec); the model's
 	// fields then apply only where the program has the knob (see engine/execclient).
 	Exec *Exec `yaml:"exec" json:"exec,omitempty"`
+}
+
+// QUIC is a client's HTTP/3 transport: its keep-alive PINGs and what it sends as 0-RTT.
+// Its max_idle_timeout is client.idle_timeout.
+type QUIC struct {
+	KeepAlivePeriod Duration `yaml:"keepalive_period" json:"keepalive_period,omitempty"`
+	ZeroRTT         string   `yaml:"zero_rtt" json:"zero_rtt,omitempty"` // off | safe (GET, HEAD) | all
 }
 
 // Retry is the client's visible retry policy.

@@ -43,9 +43,21 @@ var Middlebox = registry([]Preset{
 		YAML:   "idle_timeout: 1200s\non_expiry: drop",
 	},
 	{
+		Name:   "gcp-cloud-nat-udp",
+		Models: "Google Cloud NAT's UDP mappings (HTTP/3): a mapping idle for 30 s (udpIdleTimeoutSec) is forgotten; the client's next datagram gets a new mapping, a new source port the server sees",
+		Source: "Compute Engine API, RouterNat.udpIdleTimeoutSec: 'Timeout (in seconds) for UDP connections. Defaults to 30s if not set.' (Compute Engine API v1, RouterNat); the new mapping's port is the NAT's choice: modelled as a different one",
+		YAML:   "idle_timeout: 30s\non_expiry: rebind",
+	},
+	{
 		Name:   "linux-conntrack",
 		Models: "Linux netfilter connection tracking (a Linux NAT or stateful firewall): nf_conntrack_tcp_timeout_established 432,000 s (5 days); also EC2 security-group connection tracking's default",
 		Source: "Linux Documentation/networking/nf_conntrack-sysctl.rst: 'nf_conntrack_tcp_timeout_established - INTEGER (seconds) default 432000 (5 days)' (from memory of the kernel document); EC2 ConnectionTrackingSpecification (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_ConnectionTrackingSpecificationResponse.html): 'tcpEstablishedTimeout ... Default: 432000 seconds'. After expiry a NAT's mapping is gone, modelled as a drop; with nf_conntrack_tcp_loose=1 (Linux's default) a plain stateful firewall may pick a mid-stream packet up as a new flow instead, which this preset does not model",
 		YAML:   "idle_timeout: 432000s\non_expiry: drop",
+	},
+	{
+		Name:   "linux-conntrack-udp",
+		Models: "a Linux NAT's UDP flows (HTTP/3): a flow that has seen replies both ways (a stream) is forgotten after 120 s idle (nf_conntrack_udp_timeout_stream); the next datagram is masqueraded anew, possibly from another port",
+		Source: "Linux Documentation/networking/nf_conntrack-sysctl.rst: 'nf_conntrack_udp_timeout_stream - INTEGER (seconds) default 120 This extended timeout will be used in case there is an UDP stream detected.' (nf_conntrack_udp_timeout, 30 s, is for a flow that has seen no reply, never a QUIC connection's)",
+		YAML:   "idle_timeout: 120s\non_expiry: rebind",
 	},
 })

@@ -100,7 +100,7 @@ var MiddleboxDefaults = builtin("middlebox defaults", middleboxDefaultsYAML)
 // defaultsYAML is what a scenario gets when neither it nor a preset sets a field.
 const defaultsYAML = `
 time_scale: 1
-network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
+network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false, loss: 0}
 server:
   tls: false
   tls_version: "1.3"
@@ -113,6 +113,7 @@ server:
   max_requests: 0
   close_every: 0
   http2_max_streams: 0
+  zero_rtt: false
   backlog: 0
   accept_delay: 0
   backlog_overflow: drop
@@ -134,6 +135,7 @@ client:
   liveness_eof_only: false
   session_resumption: true
   http2: always
+  quic: {keepalive_period: none, zero_rtt: "off"}
   keepalive_header: false
   timeout: 30s
   tcp_keepalive: {idle: none, interval: 75s, count: 9}
@@ -265,7 +267,7 @@ var Client = registry([]Preset{
 // field: a generic proxy with the ALB's 60 s on both sides and an immediate 502.
 const balancerDefaultsYAML = `
 idle_timeout: 60s
-backend_network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false}
+backend_network: {rtt: 0, jitter: 0, initial_window: 10, slow_start_after_idle: true, bandwidth: none, bandwidth_shared: false, loss: 0}
 backend: {keepalive: true, idle_timeout: 60s, max_idle: 0, max_conns: 0, scheduling: lifo, liveness_check: true, timeout: 30s}
 on_backend_error: error
 retries: 1

@@ -1,0 +1,108 @@
+package scenario
+
+import (
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// udpPresets are the middlebox presets that model a box's UDP flows: the only ones an
+// HTTP/3 run may name, and the only ones a TCP run may not.
+var udpPresets = map[string]bool{"gcp-cloud-nat-udp": true, "linux-conntrack-udp": true}
+
+// Chromium is the one real client program that speaks HTTP/3 here.
+const chromiumAdapter = "chromium"
+
+// checkHTTP3 refuses what an HTTP/3 run cannot carry and what only an HTTP/3 run can: a
+// field that would be silently ignored measures something else than the file says.
+func (l *loader) checkHTTP3(r *Run, at func(string) *yaml.Node, where string) {
+	st := r.Settings
+	if !st.Server.HTTP3() {
+		l.checkTCPOnly(st, at, where)
+		return
+	}
+	refuse := func(path, why string) { l.add(at(path), path, "%s%s", why, where) }
+	s := st.Server
+	switch {
+	case s.Real():
+		refuse("server", "over HTTP/3 the server is kalab's embedded one (quic-go); a real HTTP/3 server is not supported yet")
+	case st.Balancer != nil:
+		refuse("balancer", "the balancer speaks HTTP/1.1; remove it or set server.http: \"1.1\"")
+	}
+	for path, set := range map[string]bool{
+		"server.max_requests": s.MaxRequests > 0, "server.close_every": s.CloseEvery > 0,
+		"server.backlog": s.Backlog > 0, "server.accept_delay": s.AcceptDelay > 0,
+		"server.keepalive_hint": s.KeepaliveHint.Mode != "" && s.KeepaliveHint.Mode != HintOff,
+		"client.honor_hint":     st.Client.HonorHint,
+	} {
+		if set {
+			refuse(path, "has no HTTP/3 meaning here (QUIC has no Keep-Alive header, and the embedded HTTP/3 server has no listen queue or per-connection cap); set server.http: \"1.1\" to test it")
+		}
+	}
+	if !st.Client.KeepAlive {
+		refuse("client.keepalive", "an HTTP/3 client that closes its connection after each response is not modelled; set keepalive: true")
+	}
+	if st.Client.QUIC.ZeroRTT != "" && st.Client.QUIC.ZeroRTT != "off" && !st.Client.SessionResumption {
+		refuse("client.quic.zero_rtt", "0-RTT resumes a TLS session: set client.session_resumption: true")
+	}
+	l.checkHTTP3Middlebox(st, refuse)
+	if e := st.Client.Exec; e != nil && e.Adapter != chromiumAdapter {
+		refuse("client.exec", "the real HTTP/3 client kalab drives is Chromium ({adapter: chromium}); "+execName(e)+" speaks HTTP/1.1 and HTTP/2")
+	}
+}
+
+// checkHTTP3Middlebox refuses a TCP box on a QUIC path: its timeout is a TCP flow's.
+func (l *loader) checkHTTP3Middlebox(st Settings, refuse func(path, why string)) {
+	mb := st.Middlebox
+	if mb == nil {
+		return
+	}
+	if mb.Preset != "" && !udpPresets[mb.Preset] {
+		refuse("middlebox.preset", "models a box's TCP flows; over HTTP/3 name a UDP preset ("+strings.Join(sortedKeys(udpPresets), ", ")+") or set idle_timeout")
+	}
+	if mb.OnExpiry == "reset" {
+		refuse("middlebox.on_expiry", "a UDP flow has no reset to send; use rebind (a NAT) or drop (a firewall)")
+	}
+}
+
+// checkTCPOnly refuses the HTTP/3-only fields on a TCP run.
+func (l *loader) checkTCPOnly(st Settings, at func(string) *yaml.Node, where string) {
+	refuse := func(path, why string) { l.add(at(path), path, "%s%s", why, where) }
+	if st.Network.Loss > 0 {
+		refuse("network.loss", "only HTTP/3's datagrams are lost on kalab's link (TCP would retransmit what a lossy link drops, which the TCP link does not model); set server.http: \"3\"")
+	}
+	if st.Server.ZeroRTT {
+		refuse("server.zero_rtt", "0-RTT is modelled over HTTP/3 only; set server.http: \"3\"")
+	}
+	if mb := st.Middlebox; mb != nil {
+		switch {
+		case udpPresets[mb.Preset]:
+			refuse("middlebox.preset", "models a box's UDP flows, which only HTTP/3 uses; name a TCP preset or set server.http: \"3\"")
+		case mb.OnExpiry == "rebind":
+			refuse("middlebox.on_expiry", "a NAT rebinding is modelled for UDP flows (HTTP/3); a TCP connection cannot move to a new port")
+		case mb.ReplayFirstFlight > 0:
+			refuse("middlebox.replay_first_flight", "replays QUIC's 0-RTT first flight; set server.http: \"3\"")
+		}
+	}
+	if e := st.Client.Exec; e != nil && e.Adapter == chromiumAdapter {
+		refuse("client.exec", "kalab drives Chromium as an HTTP/3 client only; set server.http: \"3\"")
+	}
+}
+
+// execName names a client.exec for a message.
+func execName(e *Exec) string {
+	if e.Adapter != "" {
+		return e.Adapter
+	}
+	return "a command"
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
