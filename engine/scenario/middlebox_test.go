@@ -48,7 +48,9 @@ variants:
 // Each client preset says what its runtime does with TCP keepalive.
 func TestClientPresetsKeepalive(t *testing.T) {
 	want := map[string]time.Duration{"node-agent": time.Second, "node-global-agent": time.Second, "node-agent-default": 0,
-		"undici": time.Minute, "go-default": 30 * time.Second, "python-requests": 0, "curl-loop": time.Minute, "curl-multi": time.Minute}
+		"undici": time.Minute, "go-default": 30 * time.Second, "python-requests": 0, "curl-loop": time.Minute, "curl-multi": time.Minute,
+		// QUIC runs on UDP: no TCP keepalive; its PINGs are client.quic.keepalive_period.
+		"chromium": 0, "quic-go-http3": 0}
 	for name := range ClientPresets {
 		w, ok := want[name]
 		if !ok {

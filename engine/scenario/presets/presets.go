@@ -261,6 +261,18 @@ var Client = registry([]Preset{
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: false\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 		Releases: []Release{{From: "7.88.0", Before: "8.0.0", YAML: "liveness_eof_only: true"}},
 	},
+	{
+		Name:   "chromium",
+		Models: "Chromium's HTTP/3 (QUIC) client, Chromium 156: max_idle_timeout 30 s, no PING while the connection is idle, 0-RTT on a resumed connection for safe methods (GET, HEAD) only, one connection per origin; not modelled: Chromium's PING every 15 s while a request is outstanding (the model sends none, so a long poll behind a NAT is where the two part)",
+		Source: "chromium net/quic/quic_context.h: kIdleConnectionTimeout = base::Seconds(30), advertised by quic_context.cc SetIdleNetworkTimeout; google/quiche quic_constants.h kPingTimeoutSecs = 15, and quic_ping_manager.cc sends it only when the application says so ('Don't send a ping unless the application (ie: HTTP/3) says to'), which HTTP/3 does while streams are open (quic_spdy_session.cc); net/http/http_network_transaction.cc sets can_send_early_data_ from HttpUtil::IsMethodSafe, passed on by quic_http_stream.cc; QuicParams: migrate_idle_sessions false; no TCP keepalive: QUIC runs on UDP",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: true\nquic: {keepalive_period: none, zero_rtt: safe}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
+	},
+	{
+		Name:   "quic-go-http3",
+		Models: "quic-go v0.65.0's http3.Transport with no QUIC config and no TLS session cache: max_idle_timeout 30 s, a keep-alive PING after 10 s without a packet (at most half the idle timeout), no session resumption and so no 0-RTT (it sends 0-RTT only for the GET_0RTT method)",
+		Source: "quic-go v0.65.0 internal/protocol/params.go DefaultIdleTimeout = 30 * time.Second; http3/client.go defaultQuicConfig KeepAlivePeriod: 10 * time.Second, applied by http3/transport.go when QUICConfig is nil; connection.go keepAliveInterval = min(KeepAlivePeriod, idleTimeout/2); http3/client.go MethodGet0RTT; no TCP keepalive: QUIC runs on UDP",
+		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: false\nquic: {keepalive_period: 10s, zero_rtt: \"off\"}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
+	},
 })
 
 // balancerDefaultsYAML is what a balancer section gets when neither it nor a preset sets a

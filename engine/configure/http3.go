@@ -1,0 +1,93 @@
+package configure
+
+import (
+	"net"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/h3"
+	"github.com/kalab-dev/kalab/engine/quicnet"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
+)
+
+// noIdleTimeout stands for "none" over QUIC, where a max_idle_timeout of 0 means quic-go's
+// default of 30 s rather than no limit: a day outlasts every run's deadline.
+const noIdleTimeout = 24 * time.Hour
+
+// quicIdle is a max_idle_timeout from a scenario's idle timeout.
+func quicIdle(d scenario.Duration, sc shape.Scale) time.Duration {
+	if d == 0 {
+		return noIdleTimeout
+	}
+	return sc.D(d)
+}
+
+// H3Server is the embedded HTTP/3 server's config: the server section over QUIC.
+func H3Server(st scenario.Settings, sc shape.Scale) h3.ServerConfig {
+	s := st.Server
+	return h3.ServerConfig{
+		IdleTimeout: quicIdle(s.IdleTimeout, sc),
+		ZeroRTT:     s.ZeroRTT,
+		Status:      s.Response.Status,
+		BodyBytes:   s.Response.BodyBytes,
+		Delay:       sc.D(s.Response.Delay),
+		Stamp:       true,
+	}
+}
+
+// H3Client is the HTTP/3 client's config: the request and retry rules the TCP clients
+// take (base, from Client), over QUIC with the client's own idle timeout, PINGs and 0-RTT.
+// listen opens the socket of each new connection.
+func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen func() (net.PacketConn, error)) h3.ClientConfig {
+	q := st.Client.QUIC
+	zero := q.ZeroRTT
+	if zero == "" {
+		zero = "off"
+	}
+	return h3.ClientConfig{
+		Addr:              base.Addr,
+		ListenPacket:      listen,
+		ServerName:        base.ServerName,
+		RootCAs:           base.RootCAs,
+		IdleTimeout:       quicIdle(st.Client.IdleTimeout, sc),
+		KeepAlivePeriod:   sc.D(q.KeepAlivePeriod),
+		ZeroRTT:           zero,
+		SessionResumption: base.SessionResumption,
+		Method:            base.Method,
+		Path:              base.Path,
+		BodyBytes:         base.BodyBytes,
+		Headers:           base.Headers,
+		Timeout:           base.Timeout,
+		Retry:             base.Retry,
+		ConnIDs:           base.ConnIDs,
+	}
+}
+
+// DatagramLink is the HTTP/3 run's link: the network section per datagram.
+func DatagramLink(st scenario.Settings, sc shape.Scale, upstream string) quicnet.Config {
+	n := st.Network
+	c := quicnet.Config{Upstream: upstream, RTT: sc.D(n.RTT), Jitter: sc.D(n.Jitter), Seed: st.Load.Seed, Loss: n.Loss}
+	if n.Bandwidth > 0 {
+		c.Bandwidth = max(int64(float64(n.Bandwidth)/float64(sc)), 1)
+	}
+	return c
+}
+
+// NAT is the HTTP/3 run's middlebox: a box that forgets a UDP flow idle for its timeout,
+// and with replay_first_flight an attacker that replays 0-RTT.
+func NAT(m *scenario.Middlebox, sc shape.Scale, upstream string) quicnet.Config {
+	c := quicnet.Config{Upstream: upstream, FlowTimeout: sc.D(m.IdleTimeout), OnExpiry: m.OnExpiry,
+		ReplayFirstFlight: sc.D(m.ReplayFirstFlight)}
+	if c.OnExpiry != "drop" {
+		c.OnExpiry = "rebind"
+	}
+	return c
+}
+
+// DatagramDirect reports whether an HTTP/3 run's client reaches the server without a link:
+// nothing to delay, pace or lose.
+func DatagramDirect(st scenario.Settings) bool {
+	n := st.Network
+	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && n.Loss == 0
+}
