@@ -41,6 +41,10 @@ type Config struct {
 	// forgets it; OnExpiry ("rebind" by default, or "drop") says what comes after.
 	FlowTimeout time.Duration
 	OnExpiry    string
+	// ReplayFirstFlight, when positive, makes the link an on-path attacker that replays
+	// each new flow's 0-RTT first flight this long after its first 0-RTT datagram, from
+	// a socket of its own (see replay.go).
+	ReplayFirstFlight time.Duration
 	// Sleep waits until at, or returns false once done closes; a Go timer when nil. The
 	// real clock passes its precise clock (engine/netsim/clock), whose Go timers would
 	// otherwise fire up to a millisecond late.
@@ -66,7 +70,7 @@ func (c Config) check() (Config, error) {
 	switch {
 	case c.Upstream == "":
 		err = errors.New("no upstream")
-	case c.RTT < 0, c.Jitter < 0, c.FlowTimeout < 0:
+	case c.RTT < 0, c.Jitter < 0, c.FlowTimeout < 0, c.ReplayFirstFlight < 0:
 		err = errors.New("a negative duration")
 	case c.Bandwidth < 0:
 		err = fmt.Errorf("bandwidth %d bit/s is negative", c.Bandwidth)

@@ -19,6 +19,7 @@ type flow struct {
 	up       net.PacketConn
 	upLane   *lane // client to server, out of up
 	downLane *lane // server to client, out of the relay's listening socket
+	flight   *flight
 
 	// Under Relay.mu.
 	last time.Time // the last datagram either way
@@ -48,6 +49,9 @@ func (r *Relay) clientFlow(ap netip.AddrPort, now time.Time) (*flow, error) {
 	caddr := net.UDPAddrFromAddrPort(ap)
 	f.upLane = r.newLane(r.paceUp, func(b []byte) { _, _ = up.WriteTo(b, r.upstream) })
 	f.downLane = r.newLane(r.paceDown, func(b []byte) { _, _ = r.ln.WriteTo(b, caddr) })
+	if r.cfg.ReplayFirstFlight > 0 {
+		f.flight = &flight{open: true}
+	}
 	r.wg.Add(1)
 	go r.readServer(f)
 	r.flows[ap] = f

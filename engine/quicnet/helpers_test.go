@@ -1,6 +1,7 @@
 package quicnet
 
 import (
+	"encoding/binary"
 	"net"
 	"sync"
 	"testing"
@@ -97,5 +98,29 @@ func (s *sink) all() []arrival {
 }
 
 func echo(s string) string { return "re:" + s }
+
+// longPacket builds a QUIC long-header packet of the given type bits and version, with
+// an 8-byte destination connection ID, no source connection ID, no token and payload
+// bytes of payload: enough for the parser to walk coalesced packets.
+func longPacket(typeBits byte, version uint32, payload int) []byte {
+	b := []byte{0xc0 | typeBits<<4}
+	b = binary.BigEndian.AppendUint32(b, version)
+	b = append(b, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0)
+	if (version == quicV1 && typeBits == 0) || (version == quicV2 && typeBits == 1) {
+		b = append(b, 0) // an Initial's empty token
+	}
+	b = append(b, 0x40|byte(payload>>8), byte(payload))
+	return append(b, make([]byte, payload)...)
+}
+
+func shortPacket(payload int) []byte { return append([]byte{0x40}, make([]byte, payload)...) }
+
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
 
 func udpAddr(s string) *net.UDPAddr { return must(net.ResolveUDPAddr("udp", s)) }

@@ -24,7 +24,8 @@ const (
 	lossStreamDown = 0x6c6f7373646e
 )
 
-// Stats counts what a relay did.
+// Stats counts what a relay did. Datagrams the replay model sends or receives are
+// counted only in Replays and ReplayAnswers.
 type Stats struct {
 	Flows   int64 // flows created, one per client address at a time
 	Rebinds int64 // of which for a client address whose earlier flow was forgotten
@@ -35,6 +36,8 @@ type Stats struct {
 	BytesUp, BytesDown         int64
 	LostUp, LostDown           int64 // dropped by the loss model
 	DroppedExpired             int64 // dropped, either direction, because their flow was forgotten
+	Replays                    int64 // first flights replayed
+	ReplayAnswers              int64 // datagrams the server sent to a replay's socket, discarded
 }
 
 type counters struct {
@@ -42,6 +45,7 @@ type counters struct {
 	dgramsUp, dgramsDown             atomic.Int64
 	bytesUp, bytesDown               atomic.Int64
 	lostUp, lostDown, droppedExpired atomic.Int64
+	replays, replayAnswers           atomic.Int64
 }
 
 // Relay is a running datagram link. Its methods are safe for concurrent use.
@@ -148,6 +152,7 @@ func (r *Relay) Stats() Stats {
 	s.BytesUp, s.BytesDown = r.bytesUp.Load(), r.bytesDown.Load()
 	s.LostUp, s.LostDown = r.lostUp.Load(), r.lostDown.Load()
 	s.DroppedExpired = r.droppedExpired.Load()
+	s.Replays, s.ReplayAnswers = r.replays.Load(), r.replayAnswers.Load()
 	return s
 }
 
@@ -180,6 +185,7 @@ func (r *Relay) fromClient(b []byte, from net.Addr) {
 	if err != nil {
 		return
 	}
+	r.record(f, b, now)
 	if r.lossUp.drop() {
 		r.lostUp.Add(1)
 		return

@@ -168,17 +168,17 @@ func TestCloseMidFlight(t *testing.T) {
 		srvSock := must(m.ListenPacket(serverAddr))
 		g := &rig{t: t, m: m, srv: srvSock, start: time.Now()}
 		srv := g.sink(srvSock, echo)
-		r, err := Start(ctx, m, Config{Upstream: serverAddr, RTT: 100 * ms})
+		r, err := Start(ctx, m, Config{Upstream: serverAddr, RTT: 100 * ms, ReplayFirstFlight: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.r = r
 		for range 5 {
 			c := must(m.ListenPacket("127.0.0.1:0"))
-			g.sendFrom(c, []byte("x"))
+			g.sendFrom(c, longPacket(1, quicV1, 10))
 		}
 		time.Sleep(30 * ms)
-		cancel() // the relay closes with its context, datagrams in flight
+		cancel() // the relay closes with its context, datagrams and a replay in flight
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if got := srv.all(); len(got) != 0 {
@@ -187,7 +187,7 @@ func TestCloseMidFlight(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Errorf("Close after the context closed it: %v", err)
 		}
-		if st := r.Stats(); st.Flows != 5 {
+		if st := r.Stats(); st.Flows != 5 || st.Replays != 0 {
 			t.Errorf("stats %+v", st)
 		}
 		// The bubble ends only if every goroutine of the relay has.
