@@ -36,6 +36,7 @@ type Memory struct {
 	socks map[netip.AddrPort]*memConn
 
 	delivered, overflow, unbound atomic.Int64
+	onEvent                      func()
 }
 
 // MemoryStats counts what a Memory network did with the datagrams written to it.
@@ -49,6 +50,11 @@ type MemoryStats struct {
 func NewMemory() *Memory {
 	return &Memory{next: firstPort, socks: make(map[netip.AddrPort]*memConn)}
 }
+
+// SetOnEvent sets f to be called after each datagram delivered: the virtual clock's
+// watchdog takes deliveries as the sign that a run advances. Set it before the network is
+// used.
+func (m *Memory) SetOnEvent(f func()) { m.onEvent = f }
 
 // Stats returns the network's counts so far.
 func (m *Memory) Stats() MemoryStats {
@@ -136,6 +142,9 @@ func (m *Memory) deliver(to netip.AddrPort, d datagram) {
 	select {
 	case c.queue <- d:
 		m.delivered.Add(1)
+		if m.onEvent != nil {
+			m.onEvent()
+		}
 	default:
 		m.overflow.Add(1)
 	}
