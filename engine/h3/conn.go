@@ -27,8 +27,7 @@ type qconn struct {
 	tr      *quic.Transport
 	conn    *quic.Conn
 	trace   *connTrace
-	started time.Time     // when the dial began
-	ready   time.Duration // how long the dial took: to the handshake, or to 0-RTT keys
+	started time.Time // when the dial began
 
 	mu    sync.Mutex
 	cc    *http3.ClientConn // runs the control streams; replaced after a 0-RTT rejection
@@ -38,6 +37,7 @@ type qconn struct {
 	counted   atomic.Bool   // its completed handshake is in the client's stats
 	attempted atomic.Bool   // a request went out in 0-RTT
 	rejected  atomic.Bool   // the server rejected the 0-RTT data
+	broken    atomic.Bool   // a request met the connection's end
 	done      chan struct{} // closed once the transport and the socket are closed
 }
 
@@ -60,7 +60,6 @@ func (c *Client) dial(ctx context.Context, early bool) (*qconn, error) {
 		qc.closeSocket()
 		return nil, err
 	}
-	qc.ready = time.Since(qc.started)
 	qc.id = c.ids.Add(1)
 	qc.cc = c.h3.NewClientConn(qc.conn)
 	go qc.watch()
@@ -81,8 +80,10 @@ func (qc *qconn) closeSocket() {
 	qc.pc.Close()
 }
 
-// alive reports whether the connection can take a request.
-func (qc *qconn) alive() bool { return qc.conn.Context().Err() == nil }
+// alive reports whether the connection can take a request. quic-go fails the streams with
+// the connection's error before it cancels the connection's context, so a request that
+// met the end marks it broken: a retry right after must not find it alive.
+func (qc *qconn) alive() bool { return !qc.broken.Load() && qc.conn.Context().Err() == nil }
 
 // handshakeDone reports whether the handshake completed.
 func (qc *qconn) handshakeDone() bool {
@@ -149,6 +150,9 @@ func (c *Client) roundTrip(ctx context.Context, qc *qconn) (response, error) {
 	case err != nil:
 		str.CancelRead(codeRequestCanceled)
 		str.CancelWrite(codeRequestCanceled)
+	}
+	if errors.Is(err, net.ErrClosed) { // quic-go's connection errors all unwrap to it
+		qc.broken.Store(true)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ type lab struct {
 	pc   *memConn
 	srv  *Server
 	addr string
+
+	mu      sync.Mutex
+	sockets []*memConn // the clients' sockets, in the order they were opened
 }
 
 func newLab(t *testing.T, cfg ServerConfig) *lab {
@@ -64,7 +68,13 @@ func (l *lab) stop() {
 func (l *lab) client(cfg ClientConfig) *Client {
 	l.t.Helper()
 	cfg.Addr, cfg.RootCAs = l.addr, l.pool
-	cfg.ListenPacket = func() (net.PacketConn, error) { return l.net.listen("10.0.0.2", 0), nil }
+	cfg.ListenPacket = func() (net.PacketConn, error) {
+		pc := l.net.listen("10.0.0.2", 0)
+		l.mu.Lock()
+		l.sockets = append(l.sockets, pc)
+		l.mu.Unlock()
+		return pc, nil
+	}
 	c, err := NewClient(cfg)
 	if err != nil {
 		l.t.Fatal(err)

@@ -16,11 +16,12 @@ type memNet struct {
 
 	mu   sync.Mutex
 	eps  map[string]*memConn
+	dead map[string]bool // unplugged addresses: nothing reaches them or leaves them
 	port int
 }
 
 func newMemNet(delay time.Duration) *memNet {
-	return &memNet{delay: delay, eps: map[string]*memConn{}, port: 40000}
+	return &memNet{delay: delay, eps: map[string]*memConn{}, dead: map[string]bool{}, port: 40000}
 }
 
 type datagram struct {
@@ -70,10 +71,10 @@ func (n *memNet) rebind(c *memConn) {
 	n.eps[c.LocalAddr().String()] = c
 }
 
-// unplug makes addr unreachable: what is sent to it is lost, and its socket hears nothing.
+// unplug cuts addr off: what is sent to it or from it is lost, as when the host is gone.
 func (n *memNet) unplug(addr net.Addr) {
 	n.mu.Lock()
-	delete(n.eps, addr.String())
+	n.dead[addr.String()] = true
 	n.mu.Unlock()
 }
 
@@ -85,9 +86,18 @@ func (c *memConn) WriteTo(b []byte, to net.Addr) (int, error) {
 	}
 	d := datagram{b: append([]byte(nil), b...), from: c.LocalAddr()}
 	key := to.String()
+	c.n.mu.Lock()
+	cut := c.n.dead[d.from.String()]
+	c.n.mu.Unlock()
+	if cut {
+		return len(b), nil
+	}
 	time.AfterFunc(c.n.delay, func() {
 		c.n.mu.Lock()
 		dst := c.n.eps[key]
+		if c.n.dead[key] {
+			dst = nil
+		}
 		c.n.mu.Unlock()
 		if dst == nil {
 			return
@@ -171,3 +181,6 @@ func addrOf(c *memConn) string {
 	a := c.LocalAddr().(*net.UDPAddr)
 	return net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
 }
+
+// listenAny is a ClientConfig.ListenPacket.
+func (n *memNet) listenAny() (net.PacketConn, error) { return n.listen("10.0.0.9", 0), nil }

@@ -2,6 +2,7 @@ package h3
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -29,6 +30,11 @@ type ServerConfig struct {
 	Delay       time.Duration   // how long the handler waits before it answers
 	Cert        tls.Certificate // the certificate served (server.NewCertificate makes one)
 	Stamp       bool            // add server.ConnHeader and server.ConnRequestHeader to every response
+	// StatelessReset answers a packet of a connection the server no longer has with a
+	// stateless reset (RFC 9000 10.3), as production servers configured with a reset key
+	// do, so the client learns at once. Without it such packets are dropped and the client
+	// finds out only when its own idle timer fires.
+	StatelessReset bool
 	// Sleep, when set, waits out Delay instead of a timer: a precise clock's sleep.
 	Sleep func(time.Duration)
 }
@@ -55,6 +61,7 @@ type ConnRecord struct {
 	ID       uint64    // 1-based in accept order, as server.ConnHeader sends it
 	Opened   time.Time // when quic-go created it (the client's first Initial arrived)
 	Closed   time.Time // zero while open
+	Heard    time.Time // when the last packet from the client arrived: an idle close comes IdleTimeout after it
 	How      string    // how it ended (CloseIdleTimeout...); "" while open
 	Requests int64
 	ZeroRTT  bool // the server accepted 0-RTT data on it
@@ -89,6 +96,13 @@ func StartServer(pc net.PacketConn, cfg ServerConfig) (*Server, error) {
 		cfg.Status = http.StatusOK
 	}
 	s := &Server{cfg: cfg, pc: pc, tr: &quic.Transport{Conn: pc}, body: make([]byte, cfg.BodyBytes), served: make(chan struct{})}
+	if cfg.StatelessReset {
+		var key quic.StatelessResetKey
+		if _, err := rand.Read(key[:]); err != nil {
+			return nil, fmt.Errorf("h3 server: stateless reset key: %w", err)
+		}
+		s.tr.StatelessResetKey = &key
+	}
 	for i := range s.body {
 		s.body[i] = 'k'
 	}
@@ -210,7 +224,7 @@ func (s *Server) Stats() ServerStats {
 		sum.add(t)
 		t.mu.Lock()
 		if t.id != 0 {
-			st.Conns = append(st.Conns, ConnRecord{ID: t.id, Opened: t.opened, Closed: t.closedAt, How: t.closed, Requests: t.requests, ZeroRTT: t.zeroRTT})
+			st.Conns = append(st.Conns, ConnRecord{ID: t.id, Opened: t.opened, Closed: t.closedAt, Heard: t.heard, How: t.closed, Requests: t.requests, ZeroRTT: t.zeroRTT})
 		}
 		t.mu.Unlock()
 	}

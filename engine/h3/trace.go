@@ -31,9 +31,10 @@ type connTrace struct {
 	id           uint64 // the server's id (ConnRecord.ID), set when the connection is accepted
 	opened       time.Time
 	closedAt     time.Time
-	closed       string // "" while open
-	handshake    bool   // the handshake completed
-	zeroRTT      bool   // the server received and decrypted a 0-RTT packet
+	heard        time.Time // when the last packet arrived
+	closed       string    // "" while open
+	handshake    bool      // the handshake completed
+	zeroRTT      bool      // the server received and decrypted a 0-RTT packet
 	pings        int64
 	migrations   int64
 	requests     int64 // requests served on it (server)
@@ -67,9 +68,13 @@ func (t *connTrace) RecordEvent(ev qlogwriter.Event) {
 	case qlog.PacketReceived:
 		// On the server, a received 0-RTT packet is one it decrypted: it accepted 0-RTT
 		// (rejected ones are dropped undecrypted, as PacketDropped).
+		now := time.Now()
+		t.mu.Lock()
+		t.heard = now
 		if !t.client && e.Header.PacketType == qlog.PacketType0RTT {
-			t.setZeroRTT()
+			t.zeroRTT = true
 		}
+		t.mu.Unlock()
 	case qlog.ConnectionStateUpdated:
 		if e.State == qlog.ConnectionStateHandshakeComplete {
 			t.mu.Lock()
@@ -88,12 +93,6 @@ func (t *connTrace) RecordEvent(ev qlogwriter.Event) {
 	case qlog.ConnectionClosed:
 		t.close(e)
 	}
-}
-
-func (t *connTrace) setZeroRTT() {
-	t.mu.Lock()
-	t.zeroRTT = true
-	t.mu.Unlock()
 }
 
 // close records how the connection ended. quic-go gives the idle timeout and the
