@@ -77,7 +77,8 @@ type Client struct {
 	cur     *qconn
 	dialing chan struct{} // closed when the dial in progress ended
 	dialErr error         // that dial's error, for the requests that waited on it
-	conns   []*qconn      // every connection, for the stats and for Close
+	conns   []*qconn      // the connections not yet closed, for Close
+	traces  []*connTrace  // every connection's, for the stats: all a closed one leaves
 	closed  bool
 
 	connections, tlsResumed, retries   atomic.Int64
@@ -232,7 +233,8 @@ func (c *Client) conn(ctx context.Context) (qc *qconn, fresh bool, err error) {
 		c.dialing, c.dialErr = nil, err
 		if err == nil {
 			c.cur = qc
-			c.conns = append(c.conns, qc)
+			c.conns, c.traces = append(c.conns, qc), append(c.traces, qc.trace)
+			go c.watch(qc)
 		}
 		c.mu.Unlock()
 		close(done)

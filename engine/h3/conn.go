@@ -62,14 +62,25 @@ func (c *Client) dial(ctx context.Context, early bool) (*qconn, error) {
 	}
 	qc.id = c.ids.Add(1)
 	qc.cc = c.h3.NewClientConn(qc.conn)
-	go qc.watch()
 	return qc, nil
 }
 
-// watch closes the connection's socket once the connection ended, whoever ended it.
-func (qc *qconn) watch() {
+// watch closes the connection's socket once the connection ended, whoever ended it, and
+// lets go of the connection: only its trace stays, for the stats.
+func (c *Client) watch(qc *qconn) {
 	<-qc.conn.Context().Done()
 	qc.closeSocket()
+	c.mu.Lock()
+	for i, o := range c.conns {
+		if o == qc {
+			c.conns = append(c.conns[:i], c.conns[i+1:]...)
+			break
+		}
+	}
+	if c.cur == qc {
+		c.cur = nil
+	}
+	c.mu.Unlock()
 	close(qc.done)
 }
 

@@ -105,11 +105,11 @@ func (c *Client) Stats() client.Stats {
 // quic-go's events on every connection the client opened.
 func (c *Client) QUIC() ClientQUICStats {
 	c.mu.Lock()
-	conns := append([]*qconn(nil), c.conns...)
+	traces := append([]*connTrace(nil), c.traces...)
 	c.mu.Unlock()
 	var sum traceSums
-	for _, qc := range conns {
-		sum.add(qc.trace)
+	for _, t := range traces {
+		sum.add(t)
 	}
 	return ClientQUICStats{
 		ZeroRTTAttempted: c.zeroAttempted.Load(),

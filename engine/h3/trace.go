@@ -58,8 +58,9 @@ func (t *connTrace) Close() error { return nil }
 func (t *connTrace) RecordEvent(ev qlogwriter.Event) {
 	switch e := ev.(type) {
 	case qlog.PacketSent:
-		// An MTU probe carries a PING too; it is not a keep-alive. PINGs sent as loss
-		// probes (PTO) are counted: a lossless link sends none after the handshake.
+		// An MTU probe carries a PING too; it is not a keep-alive. A loss probe (PTO)
+		// with nothing to retransmit is a PING as well and counts: a lossless link whose
+		// RTT quic-go has measured sends none.
 		if !e.IsMTUProbePacket && hasPing(e.Frames) {
 			t.mu.Lock()
 			t.pings++
