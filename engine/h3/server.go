@@ -23,7 +23,7 @@ import (
 
 // ServerConfig is the embedded HTTP/3 server's settings.
 type ServerConfig struct {
-	IdleTimeout time.Duration   // the server's max_idle_timeout; 0 = quic-go's 30 s. The connection uses the smaller of both ends'
+	IdleTimeout time.Duration   // the server's max_idle_timeout; 0 = quic-go's 30 s. The connection uses the smaller of both ends' (a quic-go client reads under 5 s as 5 s)
 	ZeroRTT     bool            // accept 0-RTT data (quic.Config.Allow0RTT); its session tickets then allow it
 	Status      int             // the response status; 0 = 200
 	BodyBytes   int             // response body bytes
