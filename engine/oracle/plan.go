@@ -35,6 +35,9 @@ type Plan struct {
 	// Replay names a recording the run replays (load.replay); "" for a schedule. The
 	// oracle does not predict from a recording's gaps.
 	Replay string
+	// HTTP3 is a run over QUIC (server.http: "3"), QUIC its idle timeouts and path.
+	HTTP3 bool
+	QUIC  QUIC
 }
 
 // Middlebox is a box next to the client that forgets a flow after IdleTimeout without a

@@ -80,6 +80,9 @@ func Predict(p Plan, lateness time.Duration) Prediction {
 	if p.Balancer != nil {
 		names = twoHop
 	}
+	if p.HTTP3 {
+		return quicPredict(p, lateness)
+	}
 	if why := unpredictable(p); why != "" {
 		return notPredicted(names, why, lateness)
 	}

@@ -46,6 +46,10 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 		p.Client.KeepaliveInterval = time.Duration(float64(ka.Interval) / scale)
 	}
 	p.Replay = l.Replay
+	if st.Server.HTTP3() {
+		p.HTTP3 = true
+		p.QUIC = oracle.QUIC{ServerIdle: st.Server.IdleTimeout.D(), ClientIdle: st.Client.IdleTimeout.D(), Lossy: st.Network.Loss > 0}
+	}
 	for _, real := range load.Pauses(configure.Load(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))
 	}

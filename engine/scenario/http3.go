@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,9 +48,33 @@ func (l *loader) checkHTTP3(r *Run, at func(string) *yaml.Node, where string) {
 	if st.Client.QUIC.ZeroRTT != "" && st.Client.QUIC.ZeroRTT != "off" && !st.Client.SessionResumption {
 		refuse("client.quic.zero_rtt", "0-RTT resumes a TLS session: set client.session_resumption: true")
 	}
+	l.checkQUICIdle(st, refuse)
 	l.checkHTTP3Middlebox(st, refuse)
 	if e := st.Client.Exec; e != nil && e.Adapter != chromiumAdapter {
 		refuse("client.exec", "the real HTTP/3 client kalab drives is Chromium ({adapter: chromium}); "+execName(e)+" speaks HTTP/1.1 and HTTP/2")
+	}
+}
+
+// quicIdleFloor is the least max_idle_timeout quic-go takes from its peer: a smaller one is
+// read as this (internal/protocol/params.go MinRemoteIdleTimeout, applied by
+// internal/wire/transport_parameters.go), so below it the two ends would not agree on when
+// the connection ends.
+const quicIdleFloor = Duration(5 * time.Second)
+
+// checkQUICIdle refuses an idle timeout the two ends of kalab's HTTP/3 would read apart,
+// written or once a time scale shrinks it on the real clock.
+func (l *loader) checkQUICIdle(st Settings, refuse func(path, why string)) {
+	scale := st.TimeScale
+	if scale <= 0 || scale > 1 {
+		scale = 1
+	}
+	for path, d := range map[string]Duration{"server.idle_timeout": st.Server.IdleTimeout, "client.idle_timeout": st.Client.IdleTimeout} {
+		if d == 0 {
+			continue
+		}
+		if d < quicIdleFloor || Duration(float64(d)*scale) < quicIdleFloor {
+			refuse(path, fmt.Sprintf("%s (%s at time_scale %g) is under 5 s: quic-go, which both ends of kalab's HTTP/3 run, reads a peer's max_idle_timeout under 5 s as 5 s (MinRemoteIdleTimeout), so client and server would not agree when the connection ends; use 5 s or more after the time scale", d, Duration(float64(d)*scale), scale))
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/h3"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -39,6 +40,7 @@ type goClient struct {
 	version  string // kalab's
 	stats    client.Stats
 	why      map[uint64]string // why the client closed the connections it closed itself, once closed
+	quic     *h3.ClientQUICStats
 }
 
 func (g *goClient) Role() string { return "client" }
@@ -105,6 +107,10 @@ func (g *goClient) Close() error {
 	if r, ok := g.cl.(client.CloseReasoner); ok {
 		g.why = r.CloseReasons()
 	}
+	if q, ok := g.cl.(interface{ QUIC() h3.ClientQUICStats }); ok {
+		qs := q.QUIC()
+		g.quic = &qs
+	}
 	g.stats, g.cl = g.cl.Stats(), nil
 	return err
 }
@@ -114,7 +120,8 @@ func (g *goClient) Close() error {
 func (g *goClient) closeReasons() map[uint64]string { return g.why }
 
 func (g *goClient) Stats() Stats {
-	return clientStats{Connections: g.stats.Connections, HiddenRetries: g.stats.HiddenRetries, trusted: !g.caller}
+	return clientStats{Connections: g.stats.Connections, HiddenRetries: g.stats.HiddenRetries, trusted: !g.caller, quic: g.quic,
+		handshakes: g.stats.TLSHandshakes, resumed: g.stats.TLSResumed}
 }
 
 func (g *goClient) drive(ctx context.Context, rc *recorder) error {
@@ -141,11 +148,20 @@ func (g *goClient) drive(ctx context.Context, rc *recorder) error {
 type clientStats struct {
 	Connections, HiddenRetries int64
 	trusted                    bool
+	quic                       *h3.ClientQUICStats // an HTTP/3 client's own counters; nil over TCP
+	handshakes, resumed        int64               // an HTTP/3 client's handshakes: QUIC's are TLS's
 }
 
 func (c clientStats) Flatten(into map[string]float64) {
 	into["connections"] = float64(c.Connections)
 	into["hidden_retries"] = float64(max(c.HiddenRetries, int64(into["hidden_retries"])))
+	if q := c.quic; q != nil {
+		into["client_idle_timeouts"] = float64(q.IdleTimeouts)
+		into["pings_sent"] = float64(q.PingsSent)
+		into["zero_rtt_rejected"] = float64(q.ZeroRTTRejected)
+		into["tls_handshakes"] = float64(c.handshakes)
+		into["tls_resumed"] = float64(c.resumed)
+	}
 }
 
 // programClient is a real client program (client.exec) that keeps its own schedule.

@@ -138,7 +138,10 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 	for topo.stillOpen() > 0 && time.Now().Before(settle) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if topo.net != nil {
+	if topo.pnet != nil {
+		// QUIC leaves no TIME_WAIT: its connections are not TCP's.
+		fig.twErr = errNoTCP
+	} else if topo.net != nil {
 		// The in-memory network counts the closes that would leave TIME_WAIT behind.
 		fig.timeWait = topo.timeWait()
 	} else {
@@ -284,6 +287,9 @@ func closeCounts(conns []report.Conn) map[string]map[string]int {
 	}
 	return out
 }
+
+// errNoTCP is why an HTTP/3 run counts no TIME_WAIT.
+var errNoTCP = errors.New("an HTTP/3 run has no TCP connections")
 
 func portOf(addr string) int {
 	_, p, err := net.SplitHostPort(addr)

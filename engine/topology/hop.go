@@ -8,6 +8,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/quicnet"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
@@ -64,6 +65,7 @@ type topology struct {
 	server serverHop // the last hop, with what the client and the records need of it
 	addrs  []string
 	net    *vnet.Network // the in-memory network of a run on the virtual clock; nil on the real clock
+	pnet   quicnet.Net   // an HTTP/3 run's datagram network; nil over TCP
 }
 
 // sleep is how the run's own timers wait for an instant: the precise clock of the links on

@@ -51,6 +51,11 @@ type Observer interface {
 // Nothing starts here.
 func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
 	t := &topology{net: opt.Network}
+	if st.Server.HTTP3() {
+		t.buildH3(st, scale, opt, tm)
+		t.client = buildClient(w, sc, r, st, scale, opt, ex, log, tm, t, nil)
+		return t, nil
+	}
 	// The link in front of the server (the client's, or behind a balancer the backend
 	// link) keeps its connection records: its upstream side is the server's, its closes are
 	// the server's, and for a real server the only connection truth.
@@ -157,6 +162,9 @@ func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st sc
 	build := client.New
 	if opt.NewClient != nil {
 		build = opt.NewClient
+	}
+	if st.Server.HTTP3() && opt.NewClient == nil {
+		build = t.h3Build(st, scale)
 	}
 	g := &goClient{st: st, scale: scale, topo: t, build: build, schedule: &tm.Schedule, caller: opt.NewClient != nil, version: opt.KalabVersion}
 	if st.Load.Replay != "" {

@@ -78,6 +78,10 @@ func (n *Network) SetOnEvent(f func()) {
 	n.onEvent.Store(&f)
 }
 
+// Event counts an event of another network the run uses (an HTTP/3 run's datagrams) as
+// this one's: the virtual clock's watchdog takes events as the sign that a run advances.
+func (n *Network) Event() { n.event() }
+
 func (n *Network) event() {
 	if f := n.onEvent.Load(); f != nil {
 		(*f)()

@@ -25,6 +25,11 @@ import (
 	"sync"
 )
 
+// MaxExtraFiles is how many files of its own (cmd.ExtraFiles, descriptors 3 and up) a
+// program started by Start may be given: the guard's shell names descriptors 0 to 9 only,
+// and its own pipe takes one while it moves them into place.
+const MaxExtraFiles = 6
+
 // Group is a program started by kalab in a process group of its own.
 type Group struct {
 	cmd     *exec.Cmd
@@ -35,15 +40,21 @@ type Group struct {
 
 // Start starts cmd as the leader of a new process group under a guard (see the package
 // doc). tmpDir, if not empty, is the program's temporary directory: the guard removes it
-// when kalab dies before stopping the group (otherwise it is the caller's to remove). cmd must not be started yet; its Path and Args are rewritten to go through the
-// guard, and its SysProcAttr is replaced; a context's Cancel (exec.CommandContext) kills
-// the group instead of the leader alone. The caller still calls cmd.Wait, then Release.
+// when kalab dies before stopping the group (otherwise it is the caller's to remove). cmd
+// must not be started yet; its Path and Args are rewritten to go through the guard, and its
+// SysProcAttr is replaced; its ExtraFiles (at most MaxExtraFiles) reach the program at
+// descriptors 3, 4, ..., as exec places them; a context's Cancel (exec.CommandContext)
+// kills the group instead of the leader alone. The caller still calls cmd.Wait, then
+// Release.
 func Start(cmd *exec.Cmd, tmpDir string) (*Group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
 	if cmd.Process != nil {
 		return nil, errors.New("proc: command already started")
+	}
+	if len(cmd.ExtraFiles) > MaxExtraFiles {
+		return nil, fmt.Errorf("proc: %d extra files (at most %d)", len(cmd.ExtraFiles), MaxExtraFiles)
 	}
 	g := &Group{cmd: cmd, release: make(chan struct{})}
 	r, w, err := guardPipe()

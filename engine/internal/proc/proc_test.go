@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -114,5 +115,51 @@ func TestCheckOwner(t *testing.T) {
 	want := "port " + strconv.Itoa(port) + " on 127.0.0.1 is held by pid " + strconv.Itoa(self) + " ("
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("foreign holder: got %v, want it to say %q", err, want)
+	}
+}
+
+// A program's own files reach it at descriptors 3 and 4, as exec places them, with the
+// guard's pipe gone from its descriptors; and the watcher holds none of them, so the
+// program's output pipe ends when the program does, while the group is not yet released.
+func TestExtraFilesKeepTheirDescriptors(t *testing.T) {
+	t.Parallel()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	cmd := exec.Command("sh", "-c", `read -r line <&3; echo "got $line" >&4; [ -e /dev/fd/5 ] && echo "5 open" >&4; exit 0`)
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	g, err := Start(cmd, "")
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Release()
+	go func() { _ = cmd.Wait() }()
+	if _, err := inW.WriteString("hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	inW.Close()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+	select {
+	case s := <-got:
+		if s != "got hello\n" {
+			t.Errorf("the program wrote %q, want %q", s, "got hello\n")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the program's output pipe outlived it: the watcher holds a copy")
+	}
+	many := exec.Command("true")
+	many.ExtraFiles = make([]*os.File, MaxExtraFiles+1)
+	if g, err := Start(many, ""); err == nil {
+		g.Release()
+		t.Errorf("Start took %d extra files, more than the guard's shell can place", len(many.ExtraFiles))
 	}
 }
