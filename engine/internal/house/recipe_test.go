@@ -22,10 +22,10 @@ type step struct {
 var recipeSteps = []step{
 	// A client preset: an entry in Client, its name in client.preset's enum.
 	{"engine/scenario/presets/presets.go", "var Client = registry([]Preset{", "\t{Name: \"recipe-agent\", Models: \"a client added by following the recipe\", Source: \"the recipe test\", YAML: \"idle_timeout: 1s\"},", false, false},
-	{"schema/scenario.schema.json", `          "enum": ["node-agent", "node-agent-default", "node-global-agent", "undici", "go-default", "python-requests", "curl-loop", "curl-multi"]`, `          "enum": ["recipe-agent", "node-agent", "node-agent-default", "node-global-agent", "undici", "go-default", "python-requests", "curl-loop", "curl-multi"]`, false, true},
+	{"schema/scenario.schema.json", `          "enum": ["node-agent", "node-agent-default", "node-global-agent", "undici", "go-default", "python-requests", "curl-loop", "curl-multi", "chromium", "quic-go-http3"]`, `          "enum": ["recipe-agent", "node-agent", "node-agent-default", "node-global-agent", "undici", "go-default", "python-requests", "curl-loop", "curl-multi", "chromium", "quic-go-http3"]`, false, true},
 	// A middlebox preset: an entry in Middlebox, its name in middlebox.preset's enum.
 	{"engine/scenario/presets/middlebox.go", "var Middlebox = registry([]Preset{", "\t{Name: \"recipe-box\", Models: \"a box added by following the recipe\", Source: \"the recipe test\", YAML: \"idle_timeout: 1500ms\\non_expiry: drop\"},", false, false},
-	{"schema/scenario.schema.json", `          "enum": ["aws-nat-gateway", "aws-network-firewall", "azure-lb", "azure-lb-tcp-reset", "gcp-cloud-nat", "linux-conntrack"]`, `          "enum": ["recipe-box", "aws-nat-gateway", "aws-network-firewall", "azure-lb", "azure-lb-tcp-reset", "gcp-cloud-nat", "linux-conntrack"]`, false, true},
+	{"schema/scenario.schema.json", `          "enum": ["aws-nat-gateway", "aws-network-firewall", "azure-lb", "azure-lb-tcp-reset", "gcp-cloud-nat", "gcp-cloud-nat-udp", "linux-conntrack", "linux-conntrack-udp"]`, `          "enum": ["recipe-box", "aws-nat-gateway", "aws-network-firewall", "azure-lb", "azure-lb-tcp-reset", "gcp-cloud-nat", "gcp-cloud-nat-udp", "linux-conntrack", "linux-conntrack-udp"]`, false, true},
 	// A metric: a field of Metrics, its line in Docs, its property in the result schema,
 	// and a hop's Flatten that produces it.
 	{"engine/check/metrics.go", "\tTimeWait float64 `expr:\"time_wait\" json:\"time_wait\"`", "\tRecipeProbe float64 `expr:\"recipe_probe\" json:\"recipe_probe\"`", false, false},
