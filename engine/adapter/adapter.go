@@ -50,6 +50,9 @@ type Adapter struct {
 	// arguments and then client.version when the file set it; it fails when it cannot run
 	// that version.
 	ProbeScript bool
+	// Native: kalab drives the program itself (Chromium over its DevTools pipe) instead of
+	// running a script that speaks the exec protocol; it has no Script.
+	Native bool
 }
 
 // Fixed is a value a runtime cannot change, and why.
@@ -204,6 +207,16 @@ var adapters = map[string]*Adapter{
 		Versions: "a libcurl release (8.14.1): the first library that reports it among the files KALAB_LIBCURL lists, " +
 			"/opt/kalab/libcurl-VERSION/usr/lib/*/libcurl.so.4 and the system's; none is not run, never another release",
 		versionForm: regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`),
+	},
+	"chromium": {
+		Name: "chromium", Preset: "chromium", Program: "chromium", Runtime: "chromium", Interpreter: "chromium",
+		Models: "headless Chromium's fetch() over HTTP/3, QUIC forced on for the run's origin, driven over the DevTools pipe (HTTP/3 runs only)",
+		Fixed: map[string]Fixed{
+			"idle_timeout": {"30s", "Chromium's QUIC idle timeout is kIdleConnectionTimeout (net/quic/quic_context.h), with no switch"},
+			"keepalive":    {"true", "Chromium keeps its QUIC connection for the origin"},
+		},
+		Native: true, Sequential: true,
+		Probe: []string{"--version"},
 	},
 	"curl-loop": {
 		Name: "curl-loop", Preset: "curl-loop", Program: "curl", Runtime: "curl", Interpreter: "bash", Script: "curl-loop.sh",

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"net"
 	"time"
@@ -133,6 +134,7 @@ type h3Server struct {
 	pn      quicnet.Net
 	version string
 	roots   *x509.CertPool
+	cert    tls.Certificate
 	srv     *h3.Server
 }
 
@@ -154,7 +156,7 @@ func (e *h3Server) Start(context.Context, string) (string, error) {
 		pc.Close()
 		return "", err
 	}
-	e.srv, e.roots = srv, roots
+	e.srv, e.roots, e.cert = srv, roots, cert
 	return srv.Addr().String(), nil
 }
 

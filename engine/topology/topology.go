@@ -151,6 +151,9 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
 func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers, t *topology, srvLog *serverLog) clientHop {
+	if ex != nil && ex.Config.Adapter != nil && ex.Config.Adapter.Native {
+		return &chromiumClient{x: ex, st: st, scale: scale, topo: t}
+	}
 	if ex != nil {
 		return &programClient{x: ex, st: st, srvLog: srvLog, topo: t,
 			logFile: func() (f *os.File, rel string, err error) {

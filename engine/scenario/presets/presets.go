@@ -265,6 +265,9 @@ var Client = registry([]Preset{
 		Name:   "chromium",
 		Models: "Chromium's HTTP/3 (QUIC) client, Chromium 156: max_idle_timeout 30 s, no PING while the connection is idle, 0-RTT on a resumed connection for safe methods (GET, HEAD) only, one connection per origin; not modelled: Chromium's PING every 15 s while a request is outstanding (the model sends none, so a long poll behind a NAT is where the two part)",
 		Source: "chromium net/quic/quic_context.h: kIdleConnectionTimeout = base::Seconds(30), advertised by quic_context.cc SetIdleNetworkTimeout; google/quiche quic_constants.h kPingTimeoutSecs = 15, and quic_ping_manager.cc sends it only when the application says so ('Don't send a ping unless the application (ie: HTTP/3) says to'), which HTTP/3 does while streams are open (quic_spdy_session.cc); net/http/http_network_transaction.cc sets can_send_early_data_ from HttpUtil::IsMethodSafe, passed on by quic_http_stream.cc; QuicParams: migrate_idle_sessions false; no TCP keepalive: QUIC runs on UDP",
+		Checked: []Check{
+			{Program: "chromium", Version: "156.0.8078.114", On: "2026-12-05", By: "scenarios/truth/chromium.yaml", What: " (Debian's, headless, QUIC forced on for the origin, fetch() from a page of it): the connections and errors of requests after pauses longer than the negotiated idle timeout (server 5 s), than Chromium's own 30 s (server 60 s, a 33 s pause), and behind a NAT that forgets the flow after 10 s (a 15 s pause: one rebinding, one path migration, the same connection); not compared: 0-RTT (Chromium used it for a GET on a resumed connection, read from the server's side by hand), the PING every 15 s while a request is open"},
+		},
 		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: true\nquic: {keepalive_period: none, zero_rtt: safe}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{

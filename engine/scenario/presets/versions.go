@@ -31,7 +31,7 @@ func VersionOf(program, line string) string {
 	for i, w := range words {
 		var v string
 		switch {
-		case w == program && i+1 < len(words):
+		case strings.EqualFold(w, program) && i+1 < len(words): // Chromium prints "Chromium 156.0..."
 			v = words[i+1]
 		case strings.HasPrefix(w, program+"/"):
 			v = w[len(program)+1:]
