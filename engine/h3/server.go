@@ -251,3 +251,26 @@ func (s *Server) Close() error {
 	})
 	return err
 }
+
+// ServerConnRecords are the server's connections as the TCP server's records name their
+// closes: its own idle timer, the client's CONNECTION_CLOSE, or its own at the end of the
+// run; anything else is the client's doing, named as quic-go's trigger.
+func ServerConnRecords(recs []ConnRecord) []server.ConnRecord {
+	out := make([]server.ConnRecord, 0, len(recs))
+	for _, c := range recs {
+		r := server.ConnRecord{ID: c.ID, Opened: c.Opened, Closed: c.Closed, Requests: c.Requests}
+		switch c.How {
+		case "":
+		case CloseIdleTimeout:
+			r.ClosedBy, r.Reason = server.CloseByServer, server.ReasonIdle
+		case CloseByServer:
+			r.ClosedBy, r.Reason = server.CloseByServer, server.ReasonEnd
+		case CloseByClient:
+			r.ClosedBy, r.Reason = server.CloseByClient, server.ReasonUnknown
+		default:
+			r.ClosedBy, r.Reason = server.CloseByClient, c.How
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -2,15 +2,10 @@ package topology
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/internal/chromeh3"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
@@ -53,7 +48,7 @@ func (c *chromiumClient) drive(ctx context.Context, rc *recorder) error {
 	if !ok {
 		return errors.New("chromium: the server is not kalab's HTTP/3 server")
 	}
-	spki, err := srv.spki()
+	spki, err := chromeh3.SPKI(srv.cert)
 	if err != nil {
 		return err
 	}
@@ -64,7 +59,7 @@ func (c *chromiumClient) drive(ctx context.Context, rc *recorder) error {
 		if r.Seq == 0 {
 			continue // the page load: not a request of the plan
 		}
-		ev := chromiumEvent(r)
+		ev := r.Event()
 		// Reused by kalab's count, as its own clients report it: the connection carried an
 		// earlier request of the plan (Chromium's own flag also counts the page load).
 		ev.Reused = ev.ConnID != 0 && carried[ev.ConnID]
@@ -92,46 +87,4 @@ func chromiumSteps(st scenario.Settings, scale shape.Scale) []chromeh3.Step {
 		}
 	}
 	return steps
-}
-
-// chromiumEvent is one of Chromium's requests as kalab's clients report theirs. Chromium's
-// connection ids start at 0; kalab's 0 means none.
-func chromiumEvent(r chromeh3.Result) client.Event {
-	ev := client.Event{Seq: r.Seq - 1, Start: r.Start, Latency: r.Latency, Status: r.Status, Attempts: 1, Error: r.Err}
-	if r.Status > 0 {
-		ev.ConnID = uint64(r.ConnectionID) + 1
-	}
-	if r.Err != "" && r.Status == 0 {
-		ev.Class = chromiumClass(r.Err)
-	}
-	return ev
-}
-
-// chromiumClass reads Chromium's net error names (net/base/net_error_list.h).
-func chromiumClass(err string) client.ErrorClass {
-	switch {
-	case strings.Contains(err, "TIMED_OUT"):
-		return client.ClassTimeout
-	case strings.Contains(err, "CONNECTION_RESET"), strings.Contains(err, "QUIC_PROTOCOL_ERROR"):
-		return client.ClassReset
-	case strings.Contains(err, "CONNECTION_REFUSED"):
-		return client.ClassRefused
-	case strings.Contains(err, "CERT"), strings.Contains(err, "SSL"):
-		return client.ClassTLS
-	}
-	return client.ClassOther
-}
-
-// spki is the base64 SHA-256 of the server certificate's public key, which Chromium is told
-// to trust (--ignore-certificate-errors-spki-list: QUIC takes no other exception).
-func (e *h3Server) spki() (string, error) {
-	if len(e.cert.Certificate) == 0 {
-		return "", errors.New("chromium: the server has no certificate")
-	}
-	leaf, err := x509.ParseCertificate(e.cert.Certificate[0])
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
-	return base64.StdEncoding.EncodeToString(sum[:]), nil
 }

@@ -189,29 +189,7 @@ func (e *h3Server) endpoint() endpoint {
 func (e *h3Server) conns(rc *recorder, loadEnd time.Time) []report.Conn {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return serverConns(h3Conns(e.srv.Stats().Conns), rc.serverOf, rc.clientWhy, rc.start, loadEnd, float64(rc.scale))
-}
-
-// h3Conns are the HTTP/3 server's connections as the connection records name closes: its
-// own idle timer, the client's CONNECTION_CLOSE, or the server's at the end of the run.
-func h3Conns(recs []h3.ConnRecord) []server.ConnRecord {
-	out := make([]server.ConnRecord, 0, len(recs))
-	for _, c := range recs {
-		r := server.ConnRecord{ID: c.ID, Opened: c.Opened, Closed: c.Closed, Requests: c.Requests}
-		switch c.How {
-		case "":
-		case h3.CloseIdleTimeout:
-			r.ClosedBy, r.Reason = server.CloseByServer, server.ReasonIdle
-		case h3.CloseByServer:
-			r.ClosedBy, r.Reason = server.CloseByServer, server.ReasonEnd
-		case h3.CloseByClient:
-			r.ClosedBy, r.Reason = server.CloseByClient, server.ReasonUnknown
-		default:
-			r.ClosedBy, r.Reason = server.CloseByClient, c.How
-		}
-		out = append(out, r)
-	}
-	return out
+	return serverConns(h3.ServerConnRecords(e.srv.Stats().Conns), rc.serverOf, rc.clientWhy, rc.start, loadEnd, float64(rc.scale))
 }
 
 // h3ServerStats flattens the HTTP/3 server's counters.
