@@ -72,8 +72,12 @@ func (l *loader) checkQUICIdle(st Settings, refuse func(path, why string)) {
 		if d == 0 {
 			continue
 		}
-		if d < quicIdleFloor || Duration(float64(d)*scale) < quicIdleFloor {
-			refuse(path, fmt.Sprintf("%s (%s at time_scale %g) is under 5 s: quic-go, which both ends of kalab's HTTP/3 run, reads a peer's max_idle_timeout under 5 s as 5 s (MinRemoteIdleTimeout), so client and server would not agree when the connection ends; use 5 s or more after the time scale", d, Duration(float64(d)*scale), scale))
+		why := "quic-go, which both ends of kalab's HTTP/3 run, reads a peer's max_idle_timeout under 5 s as 5 s (MinRemoteIdleTimeout), so client and server would not agree when the connection ends"
+		switch scaled := Duration(float64(d) * scale); {
+		case d < quicIdleFloor:
+			refuse(path, fmt.Sprintf("%s is under 5 s: %s; use 5 s or more", d, why))
+		case scaled < quicIdleFloor:
+			refuse(path, fmt.Sprintf("%s is %s at time_scale %g on the real clock, under 5 s: %s; use a time_scale that keeps it at 5 s or more", d, scaled, scale, why))
 		}
 	}
 }
@@ -87,7 +91,7 @@ func (l *loader) checkHTTP3Middlebox(st Settings, refuse func(path, why string))
 	if mb.Preset != "" && !udpPresets[mb.Preset] {
 		refuse("middlebox.preset", "models a box's TCP flows; over HTTP/3 name a UDP preset ("+strings.Join(sortedKeys(udpPresets), ", ")+") or set idle_timeout")
 	}
-	if mb.OnExpiry == "reset" {
+	if mb.OnExpiry == "reset" && (mb.Preset == "" || udpPresets[mb.Preset]) {
 		refuse("middlebox.on_expiry", "a UDP flow has no reset to send; use rebind (a NAT) or drop (a firewall)")
 	}
 }

@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+)
+
+// h3Files are the bundled HTTP/3 files.
+var h3Files = []string{"17-h3-negotiated-idle.yaml", "18-h3-zero-rtt.yaml", "19-h3-zero-rtt-replay.yaml",
+	"20-h3-nat-rebinding.yaml", "21-h3-vs-h2-burst.yaml"}
+
+// The HTTP/3 files pass on both clocks: on the virtual one, with every count the oracle
+// predicts measured exactly (the negotiated idle timeout's connections among them), and in
+// real time, where quic-go's own timers run on the machine's clock.
+func TestHTTP3FilesOnBothClocks(t *testing.T) {
+	t.Parallel()
+	for _, clock := range []string{scenario.ClockVirtual, scenario.ClockReal} {
+		t.Run(clock, func(t *testing.T) {
+			t.Parallel()
+			o := opts(t)
+			if clock == scenario.ClockVirtual {
+				o = virtualOpts(t)
+			}
+			o.Clock, o.SkipRequests, o.Parallel = clock, true, 16
+			out, err := Execute(context.Background(), bundled(t, h3Files...), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if clock == scenario.ClockReal {
+				skipIfNoisy(t, out)
+			}
+			h3Outcome(t, out, clock)
+		})
+	}
+}
+
+// h3Outcome holds every run and compare of the HTTP/3 files to a pass on clock.
+func h3Outcome(t *testing.T, out *Outcome, clock string) {
+	t.Helper()
+	if len(out.Runs) != 15 {
+		t.Fatalf("%d runs, want 15", len(out.Runs))
+	}
+	for _, r := range out.Runs {
+		if r.Clock != clock || r.Status != report.StatusPass {
+			t.Errorf("%s/%s on the %s clock: %s %s %v", r.Scenario, r.Variant, r.Clock, r.Status, r.Error, failedChecks(r))
+		}
+		if clock == scenario.ClockVirtual {
+			exactPredictions(t, r)
+		}
+	}
+	for _, sc := range out.Scenarios {
+		if sc.Status != report.StatusPass {
+			t.Errorf("%s: compare %s", sc.Scenario, sc.Status)
+		}
+	}
+}
+
+// failedChecks lists a run's checks that did not pass.
+func failedChecks(r *report.Run) []string {
+	var out []string
+	for _, c := range r.Checks {
+		if !c.Pass {
+			out = append(out, c.Expr)
+		}
+	}
+	return out
+}
