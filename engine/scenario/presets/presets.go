@@ -268,7 +268,7 @@ var Client = registry([]Preset{
 		Checked: []Check{
 			{Program: "chromium", Version: "156.0.8078.114", On: "2026-12-05", By: "scenarios/truth/chromium.yaml", What: " (Debian's, headless, QUIC forced on for the origin, fetch() from a page of it): the connections and errors of requests after pauses longer than the negotiated idle timeout (server 5 s), than Chromium's own 30 s (server 60 s, a 33 s pause), and behind a NAT that forgets the flow after 10 s (a 15 s pause: one rebinding, one path migration, the same connection); not compared: 0-RTT (Chromium used it for a GET on a resumed connection, read from the server's side by hand), the PING every 15 s while a request is open"},
 		},
-		YAML:   "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: true\nquic: {keepalive_period: none, zero_rtt: safe}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: true\nquic: {keepalive_period: none, zero_rtt: safe}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
 	{
 		Name:   "quic-go-http3",
