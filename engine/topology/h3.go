@@ -12,6 +12,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/h3"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/judge"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/quicnet"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -40,7 +41,8 @@ func (t *topology) buildH3(st scenario.Settings, scale shape.Scale, opt Options,
 		link := &datagramHop{role: roleLink, cfg: configure.DatagramLink(st, scale, ""), pn: pn, version: opt.KalabVersion}
 		link.cfg.Lag = &tm.Link
 		if t.net == nil {
-			link.cfg.Sleep = t.sleep()
+			// The precise clock, a waiter per wait: every lane of every flow waits at once.
+			link.cfg.Sleep = clock.Sleep
 		}
 		t.path = append(t.path, link)
 	}
