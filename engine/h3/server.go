@@ -252,9 +252,16 @@ func (s *Server) Close() error {
 	return err
 }
 
+// The close reasons of the result schema that name what QUIC adds: a connection that ended
+// in an error of its protocol or handshake, or with a stateless reset.
+const (
+	reasonError = "error"
+	reasonReset = "reset"
+)
+
 // ServerConnRecords are the server's connections as the TCP server's records name their
 // closes: its own idle timer, the client's CONNECTION_CLOSE, or its own at the end of the
-// run; anything else is the client's doing, named as quic-go's trigger.
+// run; a handshake nobody completed, a stateless reset, a protocol error.
 func ServerConnRecords(recs []ConnRecord) []server.ConnRecord {
 	out := make([]server.ConnRecord, 0, len(recs))
 	for _, c := range recs {
@@ -267,8 +274,13 @@ func ServerConnRecords(recs []ConnRecord) []server.ConnRecord {
 			r.ClosedBy, r.Reason = server.CloseByServer, server.ReasonEnd
 		case CloseByClient:
 			r.ClosedBy, r.Reason = server.CloseByClient, server.ReasonUnknown
+		case CloseHandshakeTimeout:
+			// A handshake nobody completed: a replayed first flight, whose answers go nowhere.
+			r.ClosedBy, r.Reason = server.CloseByServer, reasonError
+		case CloseStatelessReset:
+			r.ClosedBy, r.Reason = server.CloseByClient, reasonReset
 		default:
-			r.ClosedBy, r.Reason = server.CloseByClient, c.How
+			r.ClosedBy, r.Reason = server.CloseByClient, reasonError
 		}
 		out = append(out, r)
 	}

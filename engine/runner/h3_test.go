@@ -24,13 +24,16 @@ func TestHTTP3FilesOnBothClocks(t *testing.T) {
 			if clock == scenario.ClockVirtual {
 				o = virtualOpts(t)
 			}
-			o.Clock, o.SkipRequests, o.Parallel = clock, true, 16
+			o.Clock, o.Parallel = clock, 16
 			out, err := Execute(context.Background(), bundled(t, h3Files...), o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if clock == scenario.ClockReal {
 				skipIfNoisy(t, out)
+			}
+			if err := report.ValidateRunDir(out.Dir); err != nil {
+				t.Errorf("the HTTP/3 runs' records do not match the result schema: %v", err)
 			}
 			h3Outcome(t, out, clock)
 		})

@@ -163,7 +163,7 @@ func (e *h3Server) Start(context.Context, string) (string, error) {
 }
 
 func (e *h3Server) Identity() Identity {
-	return Identity{Kind: "embedded-h3", Name: "kalab", Program: "quic-go", Version: e.version, Verified: true}
+	return Identity{Kind: "embedded", Name: "kalab", Program: "quic-go", Version: e.version, Verified: true}
 }
 
 // Timing is none of kalab's: the server's idle closes are quic-go's own timers.
