@@ -118,6 +118,8 @@ func (d *data) funcs() template.FuncMap {
 		"predicted": d.predicted,
 		// clockRows: the virtual runs of the baseline beside the same runs on the real clock.
 		"clockRows": d.clockRows,
+		// realChecks: the real-clock run's failed checks and reruns.
+		"realChecks": d.realChecks,
 	}
 }
 
