@@ -6,6 +6,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/h3"
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/quicnet"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
@@ -45,12 +46,16 @@ func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen f
 	if zero == "" {
 		zero = "off"
 	}
+	idle := quicIdle(st.Client.IdleTimeout, sc)
+	if fault.On(fault.QUICClientIdleDropped) {
+		idle = 0
+	}
 	return h3.ClientConfig{
 		Addr:              base.Addr,
 		ListenPacket:      listen,
 		ServerName:        base.ServerName,
 		RootCAs:           base.RootCAs,
-		IdleTimeout:       quicIdle(st.Client.IdleTimeout, sc),
+		IdleTimeout:       idle,
 		KeepAlivePeriod:   sc.D(q.KeepAlivePeriod),
 		ZeroRTT:           zero,
 		SessionResumption: base.SessionResumption,

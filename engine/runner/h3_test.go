@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -20,6 +21,9 @@ func TestHTTP3FilesOnBothClocks(t *testing.T) {
 	for _, clock := range []string{scenario.ClockVirtual, scenario.ClockReal} {
 		t.Run(clock, func(t *testing.T) {
 			t.Parallel()
+			if clock == scenario.ClockReal && testci.Race() {
+				t.Skip("the race detector slows quic-go's own timers several times over: a real-time verdict is the plain test pass's to judge") // skip: -race only: CI's plain pass runs it
+			}
 			o := opts(t)
 			if clock == scenario.ClockVirtual {
 				o = virtualOpts(t)

@@ -13,7 +13,8 @@ import (
 // consts maps each fault's Go name to its value, as the engine's code names it.
 var consts = map[string]string{"HintIgnored": HintIgnored, "CloseUndelayed": CloseUndelayed,
 	"HandshakeShort": HandshakeShort, "IdleCloseDouble": IdleCloseDouble, "HiddenUncounted": HiddenUncounted,
-	"ProbeBlind": ProbeBlind, "IdleReaderHeld": IdleReaderHeld, "UndiciAsNode": UndiciAsNode, "OracleBatchesDropped": OracleBatchesDropped}
+	"ProbeBlind": ProbeBlind, "IdleReaderHeld": IdleReaderHeld, "UndiciAsNode": UndiciAsNode, "OracleBatchesDropped": OracleBatchesDropped,
+	"QUICClientIdleDropped": QUICClientIdleDropped}
 
 // Every fault is in .ci/faults with a guard, and the engine's code switches on each: a
 // fault no guard runs, or no code reads, would prove nothing.

@@ -29,7 +29,10 @@ const (
 	// OracleBatchesDropped: the oracle declines to predict runs of concurrent batches, as
 	// if their prediction rule were removed.
 	OracleBatchesDropped = "oracle-batches-dropped"
+	// QUICClientIdleDropped: the HTTP/3 client advertises no max_idle_timeout of its own
+	// (quic-go's default 30 s) whatever client.idle_timeout says.
+	QUICClientIdleDropped = "quic-client-idle-dropped"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped}
