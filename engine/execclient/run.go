@@ -84,6 +84,9 @@ type Report struct {
 func Identify(ctx context.Context, cfg Config) (Identity, error) {
 	if a := cfg.Adapter; a != nil {
 		id := Identity{Adapter: a.Name, Command: []string{a.Interpreter, a.Script}}
+		if a.Native {
+			id.Command = []string{a.Runtime} // kalab drives it itself: no script
+		}
 		path, err := exec.LookPath(a.Runtime)
 		if err != nil {
 			return id, fmt.Errorf("%w: the %s adapter needs %s, which is not on PATH (%s)", ErrMissing, a.Name, a.Runtime, InstallHint(a.Runtime))
@@ -110,7 +113,7 @@ func Identify(ctx context.Context, cfg Config) (Identity, error) {
 		if err != nil {
 			return id, fmt.Errorf("%w: %s %s: %v: %s (%s)", ErrMissing, a.Runtime, strings.Join(probe.Args[1:], " "), err, probeError(cfg, string(out)), versionHint(cfg))
 		}
-		id.Version = firstLine(string(out))
+		id.Version = versionLine(string(out), a.Program)
 		if a.Runtime == "node" && a.Name == "node-fetch" {
 			if major := nodeMajor(id.Version); major > 0 && major < 18 {
 				return id, fmt.Errorf("%w: node-fetch needs Node 18 or later (global fetch), found %s (%s)", ErrMissing, id.Version, InstallHint("node"))
@@ -170,6 +173,17 @@ func unwrapExec(err error) error {
 		return ee.Err
 	}
 	return err
+}
+
+// versionLine is the line of a probe's output that names program (Debian's chromium wrapper
+// script prints a shell complaint first), else its first line.
+func versionLine(out, program string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.EqualFold(f[0], program) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return firstLine(out)
 }
 
 func firstLine(s string) string {

@@ -24,6 +24,7 @@ type chromiumClient struct {
 	scale shape.Scale
 	topo  *topology
 	front string
+	conns int64 // the connections Chromium's own ids name, the page load's included
 }
 
 func (c *chromiumClient) Role() string { return "client" }
@@ -39,7 +40,9 @@ func (c *chromiumClient) Identity() Identity {
 
 func (c *chromiumClient) Timing() map[string]*lag.Recorder { return nil }
 func (c *chromiumClient) Close() error                     { return nil }
-func (c *chromiumClient) Stats() Stats                     { return clientStats{} }
+// Stats are Chromium's own count of its connections; the run's connections metric is the
+// server's count (an untrusted client's), which flatten writes over it.
+func (c *chromiumClient) Stats() Stats { return clientStats{Connections: c.conns} }
 
 // drive loads a page of the server (which opens Chromium's first connection, as a browser's
 // first request would) and sends the plan's requests from it.
@@ -55,7 +58,12 @@ func (c *chromiumClient) drive(ctx context.Context, rc *recorder) error {
 	opt := chromeh3.Options{Origin: "https://" + c.front, CertSPKI: spki, Steps: chromiumSteps(c.st, c.scale)}
 	results, err := chromeh3.Run(ctx, c.x.ID.Executable, opt)
 	carried := map[uint64]bool{} // connections that carried a request of the plan
+	seen := map[int]bool{}
 	for _, r := range results {
+		if r.Status > 0 && !seen[r.ConnectionID] {
+			seen[r.ConnectionID] = true
+			c.conns++
+		}
 		if r.Seq == 0 {
 			continue // the page load: not a request of the plan
 		}
