@@ -40,6 +40,7 @@ func (c *chromiumClient) Identity() Identity {
 
 func (c *chromiumClient) Timing() map[string]*lag.Recorder { return nil }
 func (c *chromiumClient) Close() error                     { return nil }
+
 // Stats are Chromium's own count of its connections; the run's connections metric is the
 // server's count (an untrusted client's), which flatten writes over it.
 func (c *chromiumClient) Stats() Stats { return clientStats{Connections: c.conns} }
