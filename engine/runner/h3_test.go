@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
@@ -74,4 +75,25 @@ func failedChecks(r *report.Run) []string {
 		}
 	}
 	return out
+}
+
+// A --time-scale that takes an HTTP/3 idle timeout under quic-go's 5 s floor on the real
+// clock refuses the run instead of measuring two ends that disagree; the file's own scale
+// and the virtual clock (which ignores the scale) run.
+func TestHTTP3TimeScaleUnderTheFloorRefused(t *testing.T) {
+	r := bundled(t, "17-h3-negotiated-idle.yaml").Scenarios[0].Runs[0]
+	o := opts(t)
+	o.Clock = scenario.ClockReal
+	if _, _, _, refused := prepare(r, o); refused != "" {
+		t.Errorf("the file's own time scale refused: %s", refused)
+	}
+	o.TimeScale = 0.1
+	if _, _, _, refused := prepare(r, o); !strings.Contains(refused, "server.idle_timeout 1s") {
+		t.Errorf("time scale 0.1: refused %q, want server.idle_timeout 1s named", refused)
+	}
+	o.Clock = ""
+	o.Host = TestHost(t)
+	if _, _, _, refused := prepare(r, o); refused != "" {
+		t.Errorf("the virtual clock refused: %s", refused)
+	}
 }

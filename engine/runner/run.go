@@ -69,6 +69,9 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 	if cc.clock == scenario.ClockVirtual {
 		st.TimeScale = 1 // simulated time needs no compression
 	}
+	if why := quicScaleRefused(st); why != "" && cc.refused == "" {
+		cc.refused = why
+	}
 	return st, notes, ex, cc.refused
 }
 
@@ -237,4 +240,23 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunEnded(r, rec)
 	}
 	return rec
+}
+
+// quicScaleRefused says why an HTTP/3 run cannot take its time scale on the real clock (a
+// --time-scale the file's load check did not see): quic-go reads a peer's max_idle_timeout
+// under 5 s as 5 s, so the two ends would disagree on when a connection ends. "" when it can.
+func quicScaleRefused(st scenario.Settings) string {
+	if !st.Server.HTTP3() || st.Clock != scenario.ClockReal || st.TimeScale >= 1 || st.TimeScale <= 0 {
+		return ""
+	}
+	for _, f := range []struct {
+		name string
+		d    scenario.Duration
+	}{{"server.idle_timeout", st.Server.IdleTimeout}, {"client.idle_timeout", st.Client.IdleTimeout}} {
+		name, d := f.name, f.d
+		if scaled := time.Duration(float64(d) * st.TimeScale); d > 0 && scaled < 5*time.Second {
+			return fmt.Sprintf("time scale %g makes %s %v on the real clock: quic-go reads a peer's max_idle_timeout under 5 s as 5 s, so client and server would disagree on when a connection ends; use a larger time scale", st.TimeScale, name, scaled)
+		}
+	}
+	return ""
 }
