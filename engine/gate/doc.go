@@ -15,8 +15,7 @@
 // Defaults: counts (errors, errors_by_class.*, retries, hidden_retries, failed_attempts, connections,
 // server_connections, proxy_connections, tls_handshakes; reused_requests downward) +2
 // absolute, widened to 3*sqrt(baseline) because race counts are Poisson-like; reuse_ratio
-// -0.02, widened to the connections' slack over the requests (it is 1 - connections /
-// requests, so their noise is its: 12 connections of 50 requests allow 0.21); requests must not change; latency_ms.p50 +20% and mean +30%, with floors of 3
+// -0.02; requests must not change; latency_ms.p50 +20% and mean +30%, with floors of 3
 // and 5 ms of real time (divided by the time scale, since scheduler noise does not shrink
 // with it); total_ms +15% with a floor of 5 ms of real time per request; rps -15% with the
 // floor that follows from total_ms. Shown but off unless a file or flag sets a tolerance:

@@ -62,10 +62,6 @@ const (
 	floorPerRequest
 	// floorThroughput: the drop in requests per second that the total_ms floor allows.
 	floorThroughput
-	// floorConnShare: the share of the requests that the connections' count floor allows
-	// (reuse_ratio = 1 - connections/requests, so its noise is theirs over the requests): a
-	// race of 50 requests that opened 12 connections may well open 15 next time.
-	floorConnShare
 )
 
 // Slack is how far the metric may move in its worse direction from its baseline value:
@@ -95,10 +91,6 @@ func (r Rule) Slack(metric string, old map[string]float64, scale float64) float6
 		floor = r.Floor / scale
 	case floorPerRequest:
 		floor = r.Floor * old["requests"] / scale
-	case floorConnShare:
-		if n := old["requests"]; n > 0 {
-			floor = math.Max(countFloor, 3*math.Sqrt(math.Abs(old["connections"]))) / n
-		}
 	case floorThroughput:
 		total := old["total_ms"]
 		if total > 0 {
@@ -143,11 +135,8 @@ var defaultRules = func() map[string]Rule {
 
 // countRule is the default of a count: 2 either way is noise.
 func countRule(worse Direction) Rule {
-	return Rule{Worse: worse, Tolerance: abs(countFloor), Floor: countFloor, floor: floorCount}
+	return Rule{Worse: worse, Tolerance: abs(2), Floor: 2, floor: floorCount}
 }
-
-// countFloor is the least a count may move by default: two.
-const countFloor = 2
 
 // latRule is the default of a gated latency: relative, upward, with a floor in ms.
 func latRule(tol, floorMs float64) Rule {
@@ -169,7 +158,7 @@ func clientRules() map[string]Rule {
 		"proxy_connections":  countRule(HigherIsWorse),
 		"tls_handshakes":     countRule(HigherIsWorse),
 		"reused_requests":    countRule(LowerIsWorse),
-		"reuse_ratio":        {Worse: LowerIsWorse, Tolerance: abs(0.02), floor: floorConnShare},
+		"reuse_ratio":        {Worse: LowerIsWorse, Tolerance: abs(0.02)},
 		"tls_resumed":        {Worse: Informational},
 		"latency_ms.p50":     latRule(0.20, 3),
 		"latency_ms.mean":    latRule(0.30, 5),
