@@ -9,6 +9,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/netsim/clock"
 )
 
 // What a flow table does with a flow it forgot (Config.OnExpiry).
@@ -64,7 +65,7 @@ func (c Config) check() (Config, error) {
 		c.OnExpiry = ExpiryRebind
 	}
 	if c.Sleep == nil {
-		c.Sleep = timerSleep
+		c.Sleep = clock.TimerSleep // a Go timer: exact on the virtual clock
 	}
 	var err error
 	switch {
@@ -103,25 +104,4 @@ func (c Config) upstreamAddr() (*net.UDPAddr, string, error) {
 		local = "[::1]:0"
 	}
 	return net.UDPAddrFromAddrPort(ap), local, nil
-}
-
-// timerSleep is the default Config.Sleep: a Go timer, exact on the virtual clock.
-func timerSleep(at time.Time, done <-chan struct{}) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		select {
-		case <-done:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return false
-	}
 }

@@ -73,7 +73,7 @@ type topology struct {
 // the precise clock's spin would never end).
 func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	if t.net != nil {
-		return timerSleep
+		return clock.TimerSleep
 	}
 	return new(clock.Sleeper).Until
 }

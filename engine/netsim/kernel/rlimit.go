@@ -55,17 +55,3 @@ func FileLimit() (uint64, error) {
 	}
 	return lim.Cur, nil
 }
-
-// OpenBelow counts the descriptors open below n with fstat alone. It opens nothing, so it
-// can run before the Go runtime's poller has made its own descriptors (at the first file a
-// process opens), which the runtime cannot do without.
-func OpenBelow(n int) int {
-	var st syscall.Stat_t
-	open := 0
-	for fd := range n {
-		if syscall.Fstat(fd, &st) == nil {
-			open++
-		}
-	}
-	return open
-}

@@ -11,6 +11,3 @@ func RaiseFileLimit(need uint64) error { return nil }
 
 // FileLimit reports a limit no plan reaches where there is no RLIMIT_NOFILE.
 func FileLimit() (uint64, error) { return noFileLimit, nil }
-
-// OpenBelow counts nothing where there is no descriptor limit to count against.
-func OpenBelow(n int) int { return 0 }
