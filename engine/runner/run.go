@@ -246,17 +246,12 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 // --time-scale the file's load check did not see): quic-go reads a peer's max_idle_timeout
 // under 5 s as 5 s, so the two ends would disagree on when a connection ends. "" when it can.
 func quicScaleRefused(st scenario.Settings) string {
-	if !st.Server.HTTP3() || st.Clock != scenario.ClockReal || st.TimeScale >= 1 || st.TimeScale <= 0 {
+	if !st.Server.HTTP3() || st.Clock != scenario.ClockReal {
 		return ""
 	}
-	for _, f := range []struct {
-		name string
-		d    scenario.Duration
-	}{{"server.idle_timeout", st.Server.IdleTimeout}, {"client.idle_timeout", st.Client.IdleTimeout}} {
-		name, d := f.name, f.d
-		if scaled := time.Duration(float64(d) * st.TimeScale); d > 0 && scaled < 5*time.Second {
-			return fmt.Sprintf("time scale %g makes %s %v on the real clock: quic-go reads a peer's max_idle_timeout under 5 s as 5 s, so client and server would disagree on when a connection ends; use a larger time scale", st.TimeScale, name, scaled)
-		}
+	if short := scenario.QUICIdleUnderFloor(st, st.TimeScale); len(short) > 0 {
+		f := short[0]
+		return fmt.Sprintf("time scale %g makes %s %v on the real clock: quic-go reads a peer's max_idle_timeout under 5 s as 5 s, so client and server would disagree on when a connection ends; use a larger time scale", st.TimeScale, f.Path, f.Scaled)
 	}
 	return ""
 }

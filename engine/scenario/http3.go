@@ -61,23 +61,38 @@ func (l *loader) checkHTTP3(r *Run, at func(string) *yaml.Node, where string) {
 // the connection ends.
 const quicIdleFloor = Duration(5 * time.Second)
 
-// checkQUICIdle refuses an idle timeout the two ends of kalab's HTTP/3 would read apart,
-// written or once a time scale shrinks it on the real clock.
-func (l *loader) checkQUICIdle(st Settings, refuse func(path, why string)) {
-	scale := st.TimeScale
+// QUICIdleShort is an HTTP/3 idle timeout under quic-go's floor: as written (D), or once a
+// time scale under 1 shrinks it on the real clock (Scaled).
+type QUICIdleShort struct {
+	Path      string // server.idle_timeout or client.idle_timeout
+	D, Scaled Duration
+}
+
+// QUICIdleUnderFloor lists the HTTP/3 run's idle timeouts that the two ends of kalab's
+// HTTP/3 would read apart at time scale scale (1 when not in (0, 1)), server first.
+func QUICIdleUnderFloor(st Settings, scale float64) []QUICIdleShort {
 	if scale <= 0 || scale > 1 {
 		scale = 1
 	}
-	for path, d := range map[string]Duration{"server.idle_timeout": st.Server.IdleTimeout, "client.idle_timeout": st.Client.IdleTimeout} {
-		if d == 0 {
-			continue
+	var out []QUICIdleShort
+	for _, f := range []QUICIdleShort{{Path: "server.idle_timeout", D: st.Server.IdleTimeout}, {Path: "client.idle_timeout", D: st.Client.IdleTimeout}} {
+		f.Scaled = Duration(float64(f.D) * scale)
+		if f.D > 0 && f.Scaled < quicIdleFloor {
+			out = append(out, f)
 		}
-		why := "quic-go, which both ends of kalab's HTTP/3 run, reads a peer's max_idle_timeout under 5 s as 5 s (MinRemoteIdleTimeout), so client and server would not agree when the connection ends"
-		switch scaled := Duration(float64(d) * scale); {
-		case d < quicIdleFloor:
-			refuse(path, fmt.Sprintf("%s is under 5 s: %s; use 5 s or more", d, why))
-		case scaled < quicIdleFloor:
-			refuse(path, fmt.Sprintf("%s is %s at time_scale %g on the real clock, under 5 s: %s; use a time_scale that keeps it at 5 s or more", d, scaled, scale, why))
+	}
+	return out
+}
+
+// checkQUICIdle refuses an idle timeout the two ends of kalab's HTTP/3 would read apart,
+// written or once the file's time scale shrinks it on the real clock.
+func (l *loader) checkQUICIdle(st Settings, refuse func(path, why string)) {
+	why := "quic-go, which both ends of kalab's HTTP/3 run, reads a peer's max_idle_timeout under 5 s as 5 s (MinRemoteIdleTimeout), so client and server would not agree when the connection ends"
+	for _, f := range QUICIdleUnderFloor(st, st.TimeScale) {
+		if f.D < quicIdleFloor {
+			refuse(f.Path, fmt.Sprintf("%s is under 5 s: %s; use 5 s or more", f.D, why))
+		} else {
+			refuse(f.Path, fmt.Sprintf("%s is %s at time_scale %g on the real clock, under 5 s: %s; use a time_scale that keeps it at 5 s or more", f.D, f.Scaled, st.TimeScale, why))
 		}
 	}
 }
