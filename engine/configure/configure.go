@@ -134,9 +134,19 @@ func TCPModel(c *netsim.Config, n scenario.Network, sc shape.Scale) {
 	c.InitialWindow = n.InitialWindow
 	c.NoSlowStartAfterIdle = !n.SlowStartAfterIdle
 	if n.Bandwidth > 0 {
-		c.Bandwidth = max(int64(float64(n.Bandwidth)/float64(sc)), 1)
+		c.Bandwidth = scaledBandwidth(n.Bandwidth, sc)
 		c.BandwidthShared = n.BandwidthShared
 	}
+}
+
+// scaledBandwidth is a link's rate at the time scale, in bits per second (0: none): a time
+// scale stretches every duration, so it divides the rate, and a transfer takes the same
+// share of the run at any scale.
+func scaledBandwidth(b scenario.Bandwidth, sc shape.Scale) int64 {
+	if b <= 0 {
+		return 0
+	}
+	return max(int64(float64(b)/float64(sc)), 1)
 }
 
 // BackendLink is the balancer-server link; its jitter draws from its own stream of

@@ -42,10 +42,6 @@ func H3Server(st scenario.Settings, sc shape.Scale) h3.ServerConfig {
 // listen opens the socket of each new connection.
 func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen func() (net.PacketConn, error)) h3.ClientConfig {
 	q := st.Client.QUIC
-	zero := q.ZeroRTT
-	if zero == "" {
-		zero = "off"
-	}
 	idle := quicIdle(st.Client.IdleTimeout, sc)
 	if fault.On(fault.QUICClientIdleDropped) {
 		idle = 0
@@ -57,7 +53,7 @@ func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen f
 		RootCAs:           base.RootCAs,
 		IdleTimeout:       idle,
 		KeepAlivePeriod:   sc.D(q.KeepAlivePeriod),
-		ZeroRTT:           zero,
+		ZeroRTT:           q.ZeroRTT, // "" is h3's off
 		SessionResumption: base.SessionResumption,
 		Method:            base.Method,
 		Path:              base.Path,
@@ -72,27 +68,14 @@ func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen f
 // DatagramLink is the HTTP/3 run's link: the network section per datagram.
 func DatagramLink(st scenario.Settings, sc shape.Scale, upstream string) quicnet.Config {
 	n := st.Network
-	c := quicnet.Config{Upstream: upstream, RTT: sc.D(n.RTT), Jitter: sc.D(n.Jitter), Seed: st.Load.Seed, Loss: n.Loss}
-	if n.Bandwidth > 0 {
-		c.Bandwidth = max(int64(float64(n.Bandwidth)/float64(sc)), 1)
-	}
-	return c
+	return quicnet.Config{Upstream: upstream, RTT: sc.D(n.RTT), Jitter: sc.D(n.Jitter), Seed: st.Load.Seed, Loss: n.Loss,
+		Bandwidth: scaledBandwidth(n.Bandwidth, sc)}
 }
 
 // NAT is the HTTP/3 run's middlebox: a box that forgets a UDP flow idle for its timeout,
 // and with replay_first_flight an attacker that replays 0-RTT.
 func NAT(m *scenario.Middlebox, sc shape.Scale, upstream string) quicnet.Config {
-	c := quicnet.Config{Upstream: upstream, FlowTimeout: sc.D(m.IdleTimeout), OnExpiry: m.OnExpiry,
+	// on_expiry is drop or rebind here: the load refuses reset on a QUIC path.
+	return quicnet.Config{Upstream: upstream, FlowTimeout: sc.D(m.IdleTimeout), OnExpiry: m.OnExpiry,
 		ReplayFirstFlight: sc.D(m.ReplayFirstFlight)}
-	if c.OnExpiry != "drop" {
-		c.OnExpiry = "rebind"
-	}
-	return c
-}
-
-// DatagramDirect reports whether an HTTP/3 run's client reaches the server without a link:
-// nothing to delay, pace or lose.
-func DatagramDirect(st scenario.Settings) bool {
-	n := st.Network
-	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && n.Loss == 0
 }

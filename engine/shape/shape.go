@@ -38,6 +38,13 @@ func Direct(st scenario.Settings) bool {
 		st.Server.Backlog == 0 && st.Server.AcceptDelay == 0 && !st.Server.Real()
 }
 
+// DatagramDirect reports whether an HTTP/3 run's client reaches the server without a
+// datagram link: nothing to delay, pace or lose.
+func DatagramDirect(st scenario.Settings) bool {
+	n := st.Network
+	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && n.Loss == 0
+}
+
 // DirectBackend reports whether the balancer dials the server without the backend link's
 // proxy: the hop has nothing to simulate and the server is the embedded one (a real
 // server's connections are seen only at the proxy in front of it).

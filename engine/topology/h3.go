@@ -37,7 +37,7 @@ func (t *topology) buildH3(st scenario.Settings, scale shape.Scale, opt Options,
 		t.path = append(t.path, &datagramHop{role: "middlebox", cfg: configure.NAT(st.Middlebox, scale, ""), pn: pn,
 			version: opt.KalabVersion, preset: st.Middlebox.Preset})
 	}
-	if !configure.DatagramDirect(st) {
+	if !shape.DatagramDirect(st) {
 		link := &datagramHop{role: roleLink, cfg: configure.DatagramLink(st, scale, ""), pn: pn, version: opt.KalabVersion}
 		link.cfg.Lag = &tm.Link
 		if t.net == nil {
