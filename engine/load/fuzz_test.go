@@ -41,7 +41,7 @@ func FuzzSchedule(f *testing.F) {
 			t.Fatalf("%d arrivals, want %d", len(a), s.Requests)
 		}
 		for i, d := range a {
-			if d < 0 || (i%s.burstSize() != 0 && d < a[i-1]) {
+			if d < 0 || (i%s.BurstSize() != 0 && d < a[i-1]) {
 				t.Fatalf("arrival %d at %v after %v", i, d, a[max(i-1, 0)])
 			}
 		}

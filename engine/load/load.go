@@ -110,8 +110,8 @@ func (s Spec) bursts() int {
 	return (s.Requests + s.Burst - 1) / s.Burst
 }
 
-// burstSize returns the size of every burst but possibly the last.
-func (s Spec) burstSize() int {
+// BurstSize returns the size of every burst but possibly the last.
+func (s Spec) BurstSize() int {
 	if s.Burst <= 0 || s.Burst >= s.Requests {
 		return s.Requests
 	}
@@ -205,7 +205,7 @@ func Arrivals(s Spec) []time.Duration {
 		return nil
 	}
 	a := newArrivals(s)
-	size := s.burstSize()
+	size := s.BurstSize()
 	out := make([]time.Duration, s.Requests)
 	var at time.Duration
 	for i := range out {
@@ -274,7 +274,7 @@ func newScheduler(ctx context.Context, s Spec, do func(ctx context.Context, seq 
 	}
 	limit = min(limit, s.Requests) // more slots than requests would never be used
 	r := &scheduler{ctx: ctx, s: s, do: do, limit: limit, pauses: newPauser(s), arr: newArrivals(s),
-		size: s.burstSize(), sleep: s.Sleep, stop: func() {}}
+		size: s.BurstSize(), sleep: s.Sleep, stop: func() {}}
 	if limit > 0 {
 		r.slots = make(chan struct{}, limit)
 	}

@@ -83,11 +83,8 @@ func (c *chromiumClient) drive(ctx context.Context, rc *recorder) error {
 
 // chromiumSteps are the plan's requests: the pause before each burst's first one.
 func chromiumSteps(st scenario.Settings, scale shape.Scale) []chromeh3.Step {
-	pauses := load.Pauses(configure.Load(st, scale))
-	burst := st.Load.Burst
-	if burst <= 0 {
-		burst = st.Load.Requests
-	}
+	spec := configure.Load(st, scale)
+	pauses, burst := load.Pauses(spec), spec.BurstSize()
 	steps := make([]chromeh3.Step, st.Load.Requests)
 	for i := range steps {
 		steps[i].Method, steps[i].Path = st.Client.Method, st.Client.Path
