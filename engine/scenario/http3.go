@@ -2,7 +2,8 @@ package scenario
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func (l *loader) checkHTTP3Middlebox(st Settings, refuse func(path, why string))
 		return
 	}
 	if mb.Preset != "" && !udpPresets[mb.Preset] {
-		refuse("middlebox.preset", "models a box's TCP flows; over HTTP/3 name a UDP preset ("+strings.Join(sortedKeys(udpPresets), ", ")+") or set idle_timeout")
+		refuse("middlebox.preset", "models a box's TCP flows; over HTTP/3 name a UDP preset ("+strings.Join(slices.Sorted(maps.Keys(udpPresets)), ", ")+") or set idle_timeout")
 	}
 	if mb.OnExpiry == "reset" && (mb.Preset == "" || udpPresets[mb.Preset]) {
 		refuse("middlebox.on_expiry", "a UDP flow has no reset to send; use rebind (a NAT) or drop (a firewall)")
@@ -141,13 +142,4 @@ func execName(e *Exec) string {
 		return e.Adapter
 	}
 	return "a command"
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
