@@ -277,15 +277,19 @@ func isToken(s string) bool {
 	return true
 }
 
-// idempotent reports whether a failed request may be re-sent under RetryPolicy.IdempotentOnly:
+// idempotent reports whether a failed request may be re-sent under RetryPolicy.IdempotentOnly
+// (Idempotent).
+func (c Config) idempotent() bool { return Idempotent(c.Method, c.Headers) }
+
+// Idempotent reports whether a request may be re-sent under RetryPolicy.IdempotentOnly:
 // the RFC 9110 safe-and-idempotent methods Go's Transport replays, or an idempotency key
 // (Go accepts both spellings, so kalab does too).
-func (c Config) idempotent() bool {
-	switch c.Method {
+func Idempotent(method string, headers map[string]string) bool {
+	switch method {
 	case "GET", "HEAD", "OPTIONS", "TRACE":
 		return true
 	}
-	for k := range c.Headers {
+	for k := range headers {
 		if strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key") {
 			return true
 		}

@@ -20,6 +20,19 @@ type attemptResult struct {
 	cancelled bool // the caller's context ended: never retried
 }
 
+// Attempt is a failed attempt as the retry rule reads it, for a client outside this
+// package (the HTTP/3 client) that applies the same RetryPolicy.
+type Attempt struct {
+	Class                      ErrorClass
+	Reused, GotByte, Cancelled bool
+}
+
+// Retries reports whether the policy re-sends after attempt a, the done-th; idempotent is
+// Idempotent's answer for the request.
+func (p RetryPolicy) Retries(idempotent bool, done int, a Attempt) bool {
+	return shouldRetry(p, idempotent, done, attemptResult{class: a.Class, reused: a.Reused, gotByte: a.GotByte, cancelled: a.Cancelled})
+}
+
 // shouldRetry applies a RetryPolicy to a failed attempt. done is the number of attempts made.
 func shouldRetry(p RetryPolicy, idempotent bool, done int, r attemptResult) bool {
 	if r.class == ClassNone || r.cancelled || done > p.Attempts {

@@ -127,7 +127,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("h3 client config: request: %w", err)
 	}
-	c.idem = idempotent(cfg.Method, cfg.Headers)
+	c.idem = client.Idempotent(cfg.Method, cfg.Headers)
 	return c, nil
 }
 
@@ -168,20 +168,6 @@ func (cfg ClientConfig) normalized() (ClientConfig, error) {
 		cfg.ServerName = server.CertName
 	}
 	return cfg, nil
-}
-
-// idempotent is engine/client's rule for RetryPolicy.IdempotentOnly.
-func idempotent(method string, headers map[string]string) bool {
-	switch method {
-	case "GET", "HEAD", "OPTIONS", "TRACE":
-		return true
-	}
-	for k := range headers {
-		if strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key") {
-			return true
-		}
-	}
-	return false
 }
 
 // early reports whether the client's requests may go before the handshake completed.
@@ -249,37 +235,11 @@ func (c *Client) Do(ctx context.Context, seq int) client.Event {
 	for {
 		ev.Attempts++
 		r := c.attempt(ctx, start, &ev)
-		if !shouldRetry(c.cfg.Retry, c.idem, ev.Attempts, r) {
+		if !c.cfg.Retry.Retries(c.idem, ev.Attempts, r) {
 			break
 		}
 		c.retries.Add(1)
 	}
 	ev.Latency = time.Since(start)
 	return ev
-}
-
-// attemptResult is what the retry decision needs to know about one attempt.
-type attemptResult struct {
-	class     client.ErrorClass
-	reused    bool
-	gotByte   bool
-	cancelled bool
-}
-
-// shouldRetry is engine/client's retry rule, for the same RetryPolicy.
-func shouldRetry(p client.RetryPolicy, idem bool, done int, r attemptResult) bool {
-	if r.class == client.ClassNone || r.cancelled || done > p.Attempts {
-		return false
-	}
-	found := false
-	for _, cl := range p.On {
-		found = found || cl == r.class
-	}
-	switch {
-	case !found, p.IdempotentOnly && !idem, p.ReusedOnly && !r.reused:
-		return false
-	case p.ZeroBytesOnly && (!r.reused || r.gotByte):
-		return false
-	}
-	return true
 }

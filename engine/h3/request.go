@@ -17,7 +17,7 @@ import (
 // no separate TLS phase. A 0-RTT request the server rejected goes again on the same
 // connection once the handshake completed, inside the same attempt: the server never
 // processed it, so it is no failure and no retry, only ZeroRTTRejected.
-func (c *Client) attempt(ctx context.Context, start time.Time, ev *client.Event) attemptResult {
+func (c *Client) attempt(ctx context.Context, start time.Time, ev *client.Event) client.Attempt {
 	ev.ConnID, ev.ServerConn, ev.Reused, ev.Status, ev.BytesRead = 0, 0, false, 0, 0
 	ev.Connect, ev.TLS, ev.FirstByte, ev.Class, ev.Error = 0, 0, 0, client.ClassNone, ""
 	actx := ctx
@@ -26,10 +26,10 @@ func (c *Client) attempt(ctx context.Context, start time.Time, ev *client.Event)
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	var r attemptResult
-	fail := func(err error) attemptResult {
-		r.class, r.cancelled = Classify(err), ctx.Err() != nil
-		ev.Class, ev.Error = r.class, err.Error()
+	var r client.Attempt
+	fail := func(err error) client.Attempt {
+		r.Class, r.Cancelled = Classify(err), ctx.Err() != nil
+		ev.Class, ev.Error = r.Class, err.Error()
 		return r
 	}
 	qc, fresh, err := c.conn(actx)
@@ -38,7 +38,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, ev *client.Event)
 	}
 	ev.ConnID = qc.id
 	ev.Reused = qc.uses.Add(1) > 1
-	r.reused = ev.Reused
+	r.Reused = ev.Reused
 	early := c.early() && !qc.handshakeDone()
 	if !early {
 		if err := qc.waitHandshake(actx); err != nil {
@@ -69,7 +69,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, ev *client.Event)
 	c.observe(qc)
 	ev.Status, ev.ServerConn, ev.BytesRead = resp.status, resp.serverConn, resp.bytes
 	if !resp.firstByte.IsZero() {
-		ev.FirstByte, r.gotByte = resp.firstByte.Sub(start), true
+		ev.FirstByte, r.GotByte = resp.firstByte.Sub(start), true
 	}
 	if err != nil {
 		return fail(fmt.Errorf("request: %w", err))
