@@ -3,12 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/kalab-dev/kalab/engine/internal/startcheck" // refuses a start without descriptors, first
 
 	"github.com/kalab-dev/kalab/engine/configure"
 
@@ -18,7 +18,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/kalab-dev/kalab/engine/admit"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/internal/vclock"
 	"github.com/kalab-dev/kalab/engine/metrics"
@@ -177,18 +176,11 @@ type Host = vclock.Host
 
 // HostMain runs main with a Host, inside the harness that gives this process a virtual
 // clock, and exits with main's code: the kalab binary's entry. A process that cannot start
-// for lack of file descriptors exits 3 (no verdict) with a message first (admit.CheckStart).
+// for lack of file descriptors has already exited 3 (no verdict) with a message, in
+// startcheck's init, before any package's initialization could need a descriptor.
 func HostMain(main func(h *Host) int) {
-	if err := admit.CheckStart(); err != nil {
-		// Written with a plain system call: os.Stderr could open the runtime's poller.
-		_, _ = syscall.Write(2, []byte("kalab: "+err.Error()+"\n"))
-		os.Exit(exitNoVerdict)
-	}
 	vclock.Main(main)
 }
-
-// exitNoVerdict is kalab's exit code for "could not run: no verdict" (README, "Exit codes").
-const exitNoVerdict = 3
 
 // TestHost is a Host for a Go test: each virtual run is a subtest of t.
 func TestHost(t *testing.T) *Host { return vclock.FromTest(t) }
