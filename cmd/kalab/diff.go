@@ -17,6 +17,7 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	tolFlags := fs.StringArray("tolerance", nil, "METRIC=TOLERANCE, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	failMissing := fs.Bool("fail-missing", false, "exit 1 when a run of OLD is not in NEW")
 	noScenarios := fs.Bool("no-scenario-tolerances", false, "ignore the baseline: blocks of the scenario files NEW names")
+	twoSided := fs.Bool("two-sided", false, "exit 1 also when a metric moved past its tolerance the better way: for two runs that must agree (a run on each clock), not for a baseline")
 	allowPartial := fs.Bool("allow-partial", false, "accept an OLD whose invocation did not complete (interrupted, killed, stopped by an error)")
 	format := formatFlag(fs, "json: one document on stdout with every metric of every run and the counts")
 	if ok, code := parseFlags(fs, args); !ok {
@@ -63,7 +64,7 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 		return exitEngine
 	}
 	c := diff.Count(diffs)
-	if c.Regressed > 0 || (*failMissing && c.Missing > 0) {
+	if c.Regressed > 0 || (*twoSided && c.Improved > 0) || (*failMissing && c.Missing > 0) {
 		return exitCheckFailed
 	}
 	return exitOK
