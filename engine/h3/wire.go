@@ -104,11 +104,14 @@ func readResponse(r io.Reader, head bool) (response, error) {
 	br := bufio.NewReader(r)
 	length := int64(-1) // the Content-Length, when the headers give one
 	for {
+		// The stream may end only between frames: a frame type cut short after its first
+		// byte is an unexpected end (quicvarint.Read says io.EOF for both).
+		_, end := br.Peek(1)
 		typ, err := quicvarint.Read(br)
 		if resp.firstByte.IsZero() && err == nil {
 			resp.firstByte = time.Now()
 		}
-		if err == io.EOF && resp.status >= 200 {
+		if end == io.EOF && resp.status >= 200 {
 			bodyless := head || resp.status == http.StatusNoContent || resp.status == http.StatusNotModified
 			if length >= 0 && resp.bytes != length && !bodyless {
 				return resp, fmt.Errorf("body of %d bytes, %d promised: %w", resp.bytes, length, io.ErrUnexpectedEOF)
