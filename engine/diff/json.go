@@ -51,7 +51,7 @@ type DiffMetricJSON struct {
 func DiffJSON(w io.Writer, diffs []gate.RunDiff) error {
 	c := Count(diffs)
 	doc := DiffDocument{Runs: make([]DiffRunJSON, 0, len(diffs)),
-		Counts: DiffCountsJSON{c.Compared, c.Regressed, c.Improved, c.New, c.Missing, c.NotComparable}}
+		Counts: DiffCountsJSON(c)}
 	for _, d := range diffs {
 		r := DiffRunJSON{Scenario: d.Scenario, Variant: d.Variant, File: d.File, State: d.State, Note: d.Note, BaselineRunID: d.BaselineRunID}
 		for _, m := range d.Metrics {

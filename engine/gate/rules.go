@@ -50,6 +50,7 @@ type Rule struct {
 type floorKind int
 
 const (
+	//lint:ignore U1000 the zero value, named: a rule whose slack is its tolerance alone
 	floorNone floorKind = iota
 	// floorCount: the larger of Floor and 3 standard deviations of a Poisson count (3*sqrt
 	// of the baseline value): a race that produced 16 errors may well produce 25 next time.

@@ -78,7 +78,7 @@ func quickLite(b []byte) (r reqLite, ok bool) {
 
 func quickNum(b []byte, key string) (float64, bool) {
 	i := bytes.Index(b, []byte(key))
-	if i < 0 || bytes.Index(b[i+len(key):], []byte(key)) >= 0 { // absent, or twice: let json say
+	if i < 0 || bytes.Contains(b[i+len(key):], []byte(key)) { // absent, or twice: let json say
 		return 0, false
 	}
 	v := b[i+len(key):]

@@ -620,7 +620,7 @@ func TestVirtualResets(t *testing.T) {
 				}
 				readN(t, c, 4)
 				var err error
-				at := time.Now()
+				var at time.Time // when the reset left
 				if by == SideServer {
 					at = start.Add(vRTT + vRTT/2 + time.Second)
 					_, err = c.Read(make([]byte, 1))

@@ -225,6 +225,9 @@ func copyFile(src *os.File, to string) error {
 // RunID is the run id the supervising parent chose, or "" when not supervised.
 func RunID() string { return os.Getenv(envRunID) }
 
+// oomSink holds the "oom" fault's allocations, reachable so that none is freed.
+var oomSink [][]byte
+
 // injectFault makes the child fail as the fault tests ask: a panic in another goroutine, a
 // SIGKILL as the out-of-memory killer sends, or memory allocated until the runtime dies.
 func injectFault(kind string) {
@@ -238,13 +241,12 @@ func injectFault(kind string) {
 		select {}
 	case "oom":
 		debug.SetGCPercent(-1)
-		var keep [][]byte
 		for {
 			b := make([]byte, 64<<20)
 			for i := 0; i < len(b); i += 4096 {
 				b[i] = 1
 			}
-			keep = append(keep, b)
+			oomSink = append(oomSink, b)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/kalab-dev/kalab/engine/h3"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/load"
-	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
 )
@@ -269,6 +268,3 @@ func silentResends(into map[string]float64) float64 {
 	surfaced := into["errors_by_class.reset"] + into["errors_by_class.eof"] + into["retries"]
 	return max(0, into["failed_attempts"]-surfaced)
 }
-
-// programRecord is the run record's view of the program.
-func (p *programClient) programRecord() *report.ClientRuntime { return p.x.RuntimeRecord() }

@@ -78,7 +78,7 @@ func (c *cdp) read(r io.Reader) {
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		err = errors.New("Chromium closed the DevTools pipe")
+		err = errors.New("the DevTools pipe closed: Chromium exited")
 	}
 	c.mu.Lock()
 	c.gone = err

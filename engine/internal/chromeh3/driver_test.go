@@ -106,7 +106,7 @@ func TestCDP(t *testing.T) {
 	}
 	hangUp()
 	<-c.done
-	if err := c.call(ctx, "", "Echo", nil, nil); err == nil || !strings.Contains(err.Error(), "closed the DevTools pipe") {
+	if err := c.call(ctx, "", "Echo", nil, nil); err == nil || !strings.Contains(err.Error(), "the DevTools pipe closed") {
 		t.Errorf("a call after the browser hung up gave %v", err)
 	}
 }
