@@ -36,10 +36,10 @@ func TestCatalogue(t *testing.T) {
 func TestRefuse(t *testing.T) {
 	a, _ := Lookup("node-agent")
 	for _, c := range []struct{ field, value, want string }{
-		{"method", "POST", ""},         // the request itself goes to every adapter
-		{"preset", "node-agent", ""},   // describes kalab's own clients: ignored
-		{"idle_timeout", "5s", ""},     // a knob
-		{"retry.attempts", "0", ""},    // fixed, at its value
+		{"method", "POST", ""},       // the request itself goes to every adapter
+		{"preset", "node-agent", ""}, // describes kalab's own clients: ignored
+		{"idle_timeout", "5s", ""},   // a knob
+		{"retry.attempts", "0", ""},  // fixed, at its value
 		{"retry.attempts", "2", "cannot set it to 2: Node's http client never re-sends a request (it can only be 0)"},
 		{"no_such_field", "1", "has no setting for it (it honours idle_timeout, keepalive, max_conns, max_idle, scheduling, session_resumption, timeout)"},
 	} {
