@@ -365,3 +365,21 @@ func TestAwaitedCreationOrderNotPredicted(t *testing.T) {
 		}
 	}
 }
+
+// retry.idempotent_only re-sends what engine/client's Idempotent allows (GET, HEAD,
+// OPTIONS, TRACE, or any method with an Idempotency-Key), not RFC 9110's idempotent list:
+// a POST with a key is re-sent, a PUT without one is not.
+func TestIdempotentOnlyFollowsTheKey(t *testing.T) {
+	t.Parallel()
+	p := staleRace()
+	p.Client.Retry = Retry{Attempts: 1, On: []string{"reset", "eof"}, IdempotentOnly: true}
+	for _, c := range []struct {
+		method string
+		key    bool
+		errors int
+	}{{"POST", true, 0}, {"POST", false, 1}, {"PUT", false, 1}, {"PUT", true, 0}, {"DELETE", false, 1}, {"GET", false, 0}} {
+		p.Client.Method, p.Client.IdempotencyKey = c.method, c.key
+		name := fmt.Sprintf("%s key=%v", c.method, c.key)
+		check(t, name, Predict(p, 0), want{Errors: c.errors, Retries: 1 - c.errors, Connections: 3})
+	}
+}

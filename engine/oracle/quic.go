@@ -12,6 +12,11 @@ type QUIC struct {
 	// Lossy: the link drops datagrams (network.loss), and loss recovery's timers decide
 	// what the idle clock sees.
 	Lossy bool
+	// KeepAlivePeriod is the client's keep-alive PING period (client.quic.keepalive_period;
+	// 0: no PINGs). MaxAckDelay is the server's max_ack_delay (quic-go's default, 25 ms of
+	// real time), in scenario time: the client's PTO, which can stretch the PING interval,
+	// includes it.
+	KeepAlivePeriod, MaxAckDelay time.Duration
 }
 
 // negotiated is the idle timeout both ends apply: the smaller advertised one, or the sole
@@ -38,6 +43,9 @@ func quicPredict(p Plan, lateness time.Duration) Prediction {
 		return notPredicted(singleHop, why, lateness)
 	}
 	idle := p.QUIC.negotiated()
+	if p.QUIC.KeepAlivePeriod > 0 && idle > 0 {
+		return quicPinged(p, idle, lateness)
+	}
 	out := Prediction{Rule: "quic-idle", LatenessMs: ms(lateness)}
 	conns, lo, hi := 1, 1, 1
 	var opened, uncertain []int
@@ -63,6 +71,37 @@ func quicPredict(p Plan, lateness time.Duration) Prediction {
 	out.Counts = append(out.Counts,
 		exact(Errors, 0, "a QUIC connection that timed out idle is gone at both ends before the next request: no stale reuse to fail"),
 		c, r,
+		exact(Retries, 0, "nothing fails, nothing is retried"),
+		exact(HiddenRetries, 0, "nothing fails, nothing is re-sent"))
+	return out
+}
+
+// quicPinged predicts a run whose client sends keep-alive PINGs. quic-go (v0.65.0
+// connection.go) sends one when nothing was received for keepAliveInterval =
+// min(KeepAlivePeriod, idleTimeout/2) (applyTransportParameters, the negotiated timeout),
+// stretched to at least 1.5 PTO (nextKeepAliveTime); the PING restarts the client's idle
+// clock when sent and the server's when it arrives, and its ACK is back one round trip
+// later. So when that interval plus a round trip stays inside the idle timeout, no pause
+// ends the connection: one connection carries every request. Where the PTO could stretch
+// the interval past that, the count depends on QUIC's RTT estimate and is not predicted.
+func quicPinged(p Plan, idle, lateness time.Duration) Prediction {
+	interval := min(p.QUIC.KeepAlivePeriod, idle/2)
+	// The PTO is smoothed RTT + 4 RTT variation + max_ack_delay; after the first sample the
+	// variation is half the sample (RFC 9002 5.3), and it only shrinks on a steady link:
+	// 3 round trips (jitter counted at its widest) bounds it.
+	pto := 3*(p.RTT+2*p.Jitter) + p.QUIC.MaxAckDelay + time.Millisecond
+	stretched := max(interval, pto*3/2)
+	margin := p.RTT + 2*p.Jitter + lateness
+	why := fmt.Sprintf("the client sends a keep-alive PING after %s without a packet (min of keepalive_period %s and half the negotiated idle timeout %s), inside the idle timeout with its round trip: no pause ends the connection",
+		interval, p.QUIC.KeepAlivePeriod, fmtIdle(idle))
+	if stretched+margin >= idle {
+		return notPredicted(singleHop, fmt.Sprintf("keep-alive PINGs every %s or, stretched to 1.5 PTO, up to %s, with the round trip too close to the negotiated idle timeout %s: whether a PING keeps the connection depends on QUIC's RTT estimate", interval, stretched, fmtIdle(idle)), lateness)
+	}
+	out := Prediction{Rule: "quic-ping", LatenessMs: ms(lateness)}
+	out.Counts = append(out.Counts,
+		exact(Errors, 0, "a QUIC connection kept alive by PINGs is never closed under a request"),
+		exact(Connections, 1, why),
+		exact(ReusedRequests, p.Requests-1, "every request after the first reuses the one connection"),
 		exact(Retries, 0, "nothing fails, nothing is retried"),
 		exact(HiddenRetries, 0, "nothing fails, nothing is re-sent"))
 	return out

@@ -1,6 +1,8 @@
 package oracle
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +64,28 @@ func TestQUICNotPredicted(t *testing.T) {
 		if c, _ := Predict(p, 0).Count(Connections); c.Predicted || c.Reason == "" {
 			t.Errorf("%s: %+v, want not predicted with a reason", name, c)
 		}
+	}
+}
+
+// quic-go sends a keep-alive PING after min(keepalive_period, negotiated idle / 2) without
+// a packet: at 50 ms RTT and a negotiated 10 s it pings every 5 s (period 10 s) or 2 s, and
+// no 15 s pause ends the connection. Without PINGs the same plan opens 4.
+func TestQUICKeepAlivePings(t *testing.T) {
+	t.Parallel()
+	for _, period := range []time.Duration{2 * time.Second, 10 * time.Second, time.Minute} {
+		p := quicPlan(10*time.Second, 30*time.Second)
+		p.QUIC.KeepAlivePeriod, p.QUIC.MaxAckDelay = period, 25*time.Millisecond
+		got := Predict(p, 0)
+		check(t, fmt.Sprint("period ", period), got, want{Connections: 1, ReusedRequests: 11, Errors: 0, Retries: 0})
+		if c, _ := got.Count(Connections); c.Lo != 1 || c.Hi != 1 {
+			t.Errorf("period %s: connections %d..%d, want exactly 1", period, c.Lo, c.Hi)
+		}
+	}
+	// A negotiated 300 ms: half is 150 ms, but 1.5 PTO (up to 1.5 x (3 x 50 + 25 + 1) =
+	// 264 ms) plus the round trip reaches it: the PTO estimate decides, not predicted.
+	p := quicPlan(300*time.Millisecond, 30*time.Second)
+	p.QUIC.KeepAlivePeriod, p.QUIC.MaxAckDelay = 10*time.Second, 25*time.Millisecond
+	if c, _ := Predict(p, 0).Count(Connections); c.Predicted || !strings.Contains(c.Reason, "PTO") {
+		t.Errorf("PINGs near the idle timeout: %+v, want not predicted, naming the PTO", c)
 	}
 }

@@ -70,8 +70,10 @@ func clientRetry(c Client) (retryRule, string) {
 	if !slices.Contains(r.On, "reset") {
 		return retryRule{false, "", "retry.on names neither reset nor eof: the error reaches the caller"}, ""
 	}
-	if r.IdempotentOnly && !idempotent(c.Method) {
-		return retryRule{false, "", fmt.Sprintf("retry.idempotent_only and %s is not idempotent: the error reaches the caller", c.Method)}, ""
+	// retry.idempotent_only re-sends what engine/client's Idempotent allows: GET, HEAD,
+	// OPTIONS, TRACE, or any method with an Idempotency-Key (Go's isReplayable).
+	if r.IdempotentOnly && !replayable(c.Method, c.IdempotencyKey) {
+		return retryRule{false, "", fmt.Sprintf("retry.idempotent_only and a %s without an Idempotency-Key is not replayable: the error reaches the caller", c.Method)}, ""
 	}
 	metric := Retries
 	if r.Hidden {

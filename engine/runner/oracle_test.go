@@ -105,3 +105,71 @@ func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 		t.Errorf("libcurl fin-first: hidden re-sends %+v; want 5 (the close_notify hides the close from curl's check)", got)
 	}
 }
+
+// keyed and pinged are the oracle's two re-send and keep-alive rules run against the model on
+// the virtual clock: a POST with an Idempotency-Key under retry.idempotent_only is re-sent
+// (3 races of seed 4's 29 pauses in (1.85 s, 2 s)), a PUT without one is not; an HTTP/3
+// client sending quic-go's keep-alive PINGs keeps one connection through 15 s pauses that
+// end it without them (negotiated idle 10 s).
+const keyed = `
+name: resend-key
+network: {rtt: 150ms}
+server: {idle_timeout: 2s, keepalive_hint: false}
+client:
+  preset: node-agent
+  retry: {attempts: 1, on: [reset, eof], idempotent_only: true}
+load: {requests: 300, burst: 10, pause: 1.5s..2.5s, seed: 4}
+variants:
+  - name: post-key
+    client: {method: POST, headers: {Idempotency-Key: k-1}}
+  - name: put-no-key
+    client: {method: PUT}
+`
+
+const pinged = `
+name: h3-pings
+network: {rtt: 50ms}
+server: {http: "3", idle_timeout: 10s}
+client: {preset: quic-go-http3}
+load: {requests: 12, burst: 3, pause: 15s}
+variants:
+  - name: pings
+  - name: no-pings
+    client: {quic: {keepalive_period: none}}
+`
+
+func TestOracleFollowsKeysAndPings(t *testing.T) {
+	t.Parallel()
+	want := map[string][3]float64{ // errors, retries, connections
+		"post-key": {0, 3, 23}, "put-no-key": {3, 0, 23}, "pings": {0, 0, 1}, "no-pings": {0, 0, 4},
+	}
+	var runs []*report.Run
+	for _, src := range []string{keyed, pinged} {
+		out, err := Execute(context.Background(), plan(t, src), virtualOpts(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, out.Runs...)
+	}
+	if len(runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(runs), len(want))
+	}
+	for _, rec := range runs {
+		w, m := want[rec.Variant], rec.Metrics
+		if rec.Clock != scenario.ClockVirtual || rec.Predicted == nil {
+			t.Fatalf("%s: on the %q clock, prediction %+v", rec.Variant, rec.Clock, rec.Predicted)
+		}
+		if m.Errors != w[0] || m.Retries != w[1] || m.Connections != w[2] {
+			t.Errorf("%s: errors %v, retries %v, connections %v; want %v", rec.Variant, m.Errors, m.Retries, m.Connections, w)
+		}
+		if rec.Predicted.Disagreement {
+			t.Errorf("%s: model disagreement: %s", rec.Variant, rec.Predicted.Reason)
+		}
+		for _, c := range rec.Predicted.Counts {
+			if !c.Predicted {
+				t.Errorf("%s: %s not predicted: %s", rec.Variant, c.Metric, c.Reason)
+			}
+		}
+		exactPredictions(t, rec)
+	}
+}

@@ -48,7 +48,11 @@ func oraclePlan(st scenario.Settings) oracle.Plan {
 	p.Replay = l.Replay
 	if st.Server.HTTP3() {
 		p.HTTP3 = true
-		p.QUIC = oracle.QUIC{ServerIdle: st.Server.IdleTimeout.D(), ClientIdle: st.Client.IdleTimeout.D(), Lossy: st.Network.Loss > 0}
+		p.QUIC = oracle.QUIC{ServerIdle: st.Server.IdleTimeout.D(), ClientIdle: st.Client.IdleTimeout.D(), Lossy: st.Network.Loss > 0,
+			KeepAlivePeriod: st.Client.QUIC.KeepAlivePeriod.D(),
+			// quic-go's default max_ack_delay (internal/protocol DefaultMaxAckDelay), which the
+			// embedded server advertises: real time, so longer in scenario time at a small scale.
+			MaxAckDelay: time.Duration(float64(25*time.Millisecond) / scale)}
 	}
 	for _, real := range load.Pauses(configure.Load(st, shape.Scale(scale))) {
 		p.Pauses = append(p.Pauses, time.Duration(float64(real)/scale))

@@ -345,7 +345,8 @@ func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, 
 	defer jf.Close()
 	enc := json.NewEncoder(jf)
 	rec := o.newRecord(t)
-	cfg := Config{Lo: o.lo, Hi: o.hi, Resolution: o.res, Seeds: rec.Seeds, Budget: o.Budget, Grid: o.Grid, Integer: o.integer(), MaxTries: o.Tries}
+	cfg := Config{Lo: o.lo, Hi: o.hi, Resolution: o.res, Seeds: rec.Seeds, Budget: o.Budget, Grid: o.Grid, Integer: o.integer(), MaxTries: o.Tries,
+		Probes: rec.Prediction.probes(o.lo, o.hi, o.res)}
 	rn := &Runner{Target: t, Options: o.runOptions(out.Dir), Metric: o.Metric}
 	var werr error
 	observe := func(s Sample) {

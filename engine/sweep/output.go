@@ -113,6 +113,7 @@ func Sentences(rec *Record, res *Result, format func(float64) string) []string {
 		}
 		out = append(out, s+ctx)
 	}
+	out = append(out, unsafeBands(rec, res, format)...)
 	if geo := geometrySentence(rec, res, format); geo != "" {
 		out = append(out, geo)
 	}
@@ -205,6 +206,8 @@ func noBoundary(rec *Record, res *Result, format func(float64) string, ctx strin
 	case !res.Settled():
 		return []string{fmt.Sprintf("%s: no boundary found among the %d point%s judged, and nothing is said of the whole range %s..%s: %s",
 			rec.Param, judged, plural(judged), format(rec.Lo), format(rec.Hi), gapReason(rec, res, format))}
+	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0 && len(rec.Prediction.bands(rec.Lo, rec.Hi, rec.Resolution)) > 0:
+		return []string{bandSentence(rec, res, format, ctx)}
 	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0:
 		return []string{fmt.Sprintf("%s is safe over the whole range %s..%s (%s at every seed of %d points, the grid %s apart: a narrower unsafe band could lie between them)%s",
 			rec.Param, format(rec.Lo), format(rec.Hi), rec.Check, verdicts[Safe], spacing, ctx)}
@@ -241,29 +244,4 @@ func gapReason(rec *Record, res *Result, format func(float64) string) string {
 		return why
 	}
 	return fmt.Sprintf("%d of the %d grid points have no verdict (%s): %s", len(vals), len(res.Grid), strings.Join(vals, ", "), why)
-}
-
-// geometrySentence sets the first boundary found beside the geometry's (its first edge with
-// these seeds' pauses, else its bound): they agree when the geometry's value lies inside the
-// bracket or within one resolution of it; otherwise the sentence says by how much they
-// differ and what can make them. "" without a prediction.
-func geometrySentence(rec *Record, res *Result, format func(float64) string) string {
-	p := rec.Prediction
-	if p == nil || len(res.Brackets) == 0 {
-		return ""
-	}
-	want := p.Bound
-	if len(p.Edges) > 0 {
-		want = p.Edges[0]
-	}
-	b := res.Brackets[0]
-	lo, hi := math.Min(b.Safe, b.Unsafe), math.Max(b.Safe, b.Unsafe)
-	off := math.Max(lo-want, want-hi)
-	if off <= rec.Resolution*(1+1e-9) {
-		return fmt.Sprintf("the geometry agrees: its boundary %s lies within one resolution of the bracket %s..%s", format(want), format(lo), format(hi))
-	}
-	return fmt.Sprintf("the geometry disagrees: its boundary %s lies %s outside the bracket %s..%s, more than the resolution %s. "+
-		"On the real clock, timers the machine made late move pauses across the race window (each run's timing says by how much); "+
-		"on the virtual clock no timer is late, so the runs and the geometry's rules differ: look at the runs past the boundary with kalab explain",
-		format(want), format(off), format(lo), format(hi), format(rec.Resolution))
 }

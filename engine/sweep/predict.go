@@ -47,6 +47,9 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 			pauses[seed] = append(pauses[seed], p.Seconds())
 		}
 	}
+	if st.Server.HTTP3() {
+		return quicGeometry(param, st, pauses)
+	}
 	sec := func(d scenario.Duration) float64 { return time.Duration(d).Seconds() }
 	pmax := sec(st.Load.Pause.Max)
 	switch {
@@ -136,4 +139,41 @@ func plusOffset(o float64) string {
 // fmtSec writes seconds as a duration.
 func fmtSec(s float64) string {
 	return time.Duration(math.Round(s * 1e9)).Round(time.Microsecond).String()
+}
+
+// quicGeometry is the geometry of an idle timeout over HTTP/3, where nothing races a close:
+// both ends apply the negotiated idle timeout, the smaller of the two max_idle_timeouts (RFC
+// 9000 section 10.1; quic-go connection.go applyTransportParameters), and when it passes
+// each drops the connection without a packet, so a request after a longer pause opens a new
+// connection instead of failing. Its bound is the longest of these seeds' pauses: from there
+// one connection carries every request. The client's keep-alive PINGs (quic-go: after
+// min(keepalive_period, idle/2) without a packet) keep the connection through any pause.
+func quicGeometry(param string, st scenario.Settings, pauses map[int64][]float64) *Prediction {
+	var name, who string
+	var other scenario.Duration
+	switch param {
+	case "server.idle_timeout":
+		name, who, other = "S", "client", st.Client.IdleTimeout
+	case "client.idle_timeout":
+		name, who, other = "C", "server", st.Server.IdleTimeout
+	default:
+		return nil
+	}
+	here := fmt.Sprintf("min(%s, the %s's %s)", name, who, other)
+	if other == 0 {
+		here = fmt.Sprintf("%s alone (the %s advertises none)", name, who)
+	}
+	pr := &Prediction{Rule: fmt.Sprintf("over HTTP/3 nothing races a close: both ends apply the negotiated idle timeout, the smaller of the two ends' max_idle_timeout (RFC 9000 §10.1), here %s, "+
+		"and when it passes each drops the connection silently; a request after a longer pause opens a new connection (a handshake, not an error)", here)}
+	if ka := time.Duration(st.Client.QUIC.KeepAlivePeriod); ka > 0 {
+		pr.Rule += fmt.Sprintf("; the client's keep-alive PINGs (after %s without a packet, or half the negotiated timeout if less) keep the connection through any pause", ka)
+		return pr
+	}
+	for _, ps := range pauses {
+		for _, p := range ps {
+			pr.Bound = math.Max(pr.Bound, p)
+		}
+	}
+	pr.Rule += fmt.Sprintf("; the longest of these seeds' pauses is %s: with a negotiated timeout above it (by a round trip, %s) one connection carries every request", fmtSec(pr.Bound), st.Network.RTT)
+	return pr
 }

@@ -109,3 +109,36 @@ func TestPredictClientIdleBehindTheBalancer(t *testing.T) {
 		t.Errorf("context %q; want %q", got, want)
 	}
 }
+
+// Over HTTP/3 (file 17) the geometry is the negotiated idle timeout, never a race: no band
+// (nothing races a close), the bound at the longest pause (15 s: a negotiated timeout above
+// it keeps one connection), the other end's timeout named; with quic-go's PINGs the
+// connection outlives any pause.
+func TestPredictHTTP3SpeaksOfTheNegotiatedTimeout(t *testing.T) {
+	t.Parallel()
+	const neg = "over HTTP/3 nothing races a close: both ends apply the negotiated idle timeout, the smaller of the two ends' max_idle_timeout (RFC 9000 §10.1), here "
+	const tail = ", and when it passes each drops the connection silently; a request after a longer pause opens a new connection (a handshake, not an error)"
+	const pauses = "; the longest of these seeds' pauses is 15s: with a negotiated timeout above it (by a round trip, 50ms) one connection carries every request"
+	for _, c := range []struct{ run, param, want string }{
+		{"server-10s", "server.idle_timeout", neg + "min(S, the client's 30s)" + tail + pauses},
+		{"server-10s", "client.idle_timeout", neg + "min(C, the server's 10s)" + tail + pauses},
+	} {
+		tg := baseRun(t, "17-h3-negotiated-idle.yaml", c.run, c.param)
+		p := Predict(c.param, tg.Base.Settings, []int64{1, 2})
+		if p == nil || p.Rule != c.want || len(p.Edges) != 0 || p.Bound != 15 {
+			t.Errorf("%s: %+v;\nwant rule %q, no edges, bound 15", c.param, p, c.want)
+		}
+	}
+	st := onlyRun(t, plantest.Load(t, `
+name: h3-pings
+network: {rtt: 50ms}
+server: {http: "3", idle_timeout: 20s}
+client: {preset: quic-go-http3}
+load: {requests: 12, burst: 3, pause: 15s}
+`)).Settings
+	p := Predict("client.idle_timeout", st, []int64{1})
+	want := neg + "min(C, the server's 20s)" + tail + "; the client's keep-alive PINGs (after 10s without a packet, or half the negotiated timeout if less) keep the connection through any pause"
+	if p == nil || p.Rule != want || len(p.Edges) != 0 || p.Bound != 0 {
+		t.Errorf("PINGs: %+v;\nwant rule %q, no edges, bound 0", p, want)
+	}
+}

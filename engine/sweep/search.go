@@ -42,6 +42,11 @@ type Config struct {
 	// MaxTries is how many times one (value, seed) is run while it is noisy before the
 	// point is left unjudged; 0 means 3.
 	MaxTries int
+	// Probes are regions the caller expects a verdict of their own in (the geometry's
+	// bands and the stretches between them): after the grid, the search runs the middle of
+	// each that no point lies in yet, so a band narrower than the grid's spacing is not
+	// stepped over, and bisects from there like anywhere else.
+	Probes []Region
 }
 
 // Verdict is what a point's evidence says.
@@ -171,6 +176,13 @@ func (s *searcher) search(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, r := range s.cfg.Probes {
+		if v, ok := s.probe(r); ok {
+			if err := s.evaluate(ctx, v); err != nil {
+				return err
+			}
+		}
+	}
 	for {
 		mids := s.nextValues()
 		if len(mids) == 0 {
@@ -198,6 +210,19 @@ func (s *searcher) grid() []float64 {
 		}
 	}
 	return out
+}
+
+// probe is the value to run inside r (within the range), unless a point lies there
+// already; ok is false when none is needed or none can be placed (whole numbers).
+func (s *searcher) probe(r Region) (v float64, ok bool) {
+	lo, hi := math.Max(r.Lo, s.cfg.Lo), math.Min(r.Hi, s.cfg.Hi)
+	for _, st := range s.res.Steps {
+		if st.Value >= lo && st.Value <= hi && r.contains(st.Value) {
+			return 0, false
+		}
+	}
+	v = s.round(lo + (hi-lo)/2)
+	return v, lo <= hi && r.contains(v) && v >= s.cfg.Lo && v <= s.cfg.Hi
 }
 
 func (s *searcher) round(v float64) float64 {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -293,18 +294,104 @@ func TestShortSweepClaimsNothingOfTheRange(t *testing.T) {
 func TestGeometrySentence(t *testing.T) {
 	t.Parallel()
 	format := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	rec := &Record{Resolution: 0.05, Prediction: &Prediction{Bound: 1.85, Edges: []float64{1.85}}}
+	rec := &Record{Lo: 1, Hi: 2.5, Resolution: 0.05, Prediction: &Prediction{Bound: 1.85, Edges: []float64{1.85}}}
 	for _, c := range []struct {
 		safe, unsafe float64
 		want         string
 	}{
 		{1.84375, 1.890625, "the geometry agrees: its boundary 1.85 lies within one resolution of the bracket 1.84375..1.890625"},
 		{1.75, 1.81, "the geometry agrees"},
-		{1.19, 1.28, "the geometry disagrees: its boundary 1.85 lies 0.5700000000000001 outside the bracket 1.19..1.28, more than the resolution 0.05."},
+		{1.19, 1.28, "the geometry disagrees: its edge 1.85 has no bracket within one resolution; the bracket 1.19..1.28 has no edge of the geometry within one resolution (resolution 0.05)."},
+		{1.9, 1.84, "the geometry disagrees: its edge 1.85 has no bracket within one resolution; the bracket 1.84..1.9 has no edge"}, // the other way round
 	} {
 		res := &Result{Brackets: []Bracket{{Safe: c.safe, Unsafe: c.unsafe}}}
 		if got := geometrySentence(rec, res, format); !strings.HasPrefix(got, c.want) {
 			t.Errorf("bracket %v..%v: %q, want %q...", c.safe, c.unsafe, got, c.want)
+		}
+	}
+}
+
+// band is a fake run unsafe strictly inside (lo, hi): a server idle timeout racing the
+// pauses of one narrow window.
+func band(lo, hi float64) RunFunc {
+	return func(_ context.Context, v float64, _ int64) (Point, error) {
+		return Point{Pass: !(v > lo && v < hi)}, nil
+	}
+}
+
+// A band of 220 ms inside a grid 750 ms apart (5, 5.75, 6.5, 7.25, 8): the grid alone passes
+// everywhere, so without probes the search finds no boundary; with the geometry's band as
+// a probe it runs 6.03 (the band's middle), then bisects both edges: two brackets, each
+// holding its edge, each within the resolution.
+func TestProbesFindABandTheGridStepsOver(t *testing.T) {
+	t.Parallel()
+	c := Config{Lo: 5, Hi: 8, Resolution: 0.09375, Seeds: []int64{1}, Budget: 100, Grid: 5}
+	r, err := Search(context.Background(), c, band(5.92, 6.14), nil)
+	if err != nil || len(r.Brackets) != 0 {
+		t.Fatalf("without probes: brackets %+v (%v); the grid should step over the band", r.Brackets, err)
+	}
+	p := &Prediction{Edges: []float64{5.92, 6.14}}
+	c.Probes = p.probes(c.Lo, c.Hi, c.Resolution)
+	if len(c.Probes) != 3 || !c.Probes[1].Unsafe || c.Probes[1].Lo != 5.92 || c.Probes[1].Hi != 6.14 {
+		t.Fatalf("probes %+v; want the stretch below, the band 5.92..6.14 and the stretch above", c.Probes)
+	}
+	r, err = Search(context.Background(), c, band(5.92, 6.14), nil)
+	var mid *Step
+	for _, st := range r.Steps {
+		if math.Abs(st.Value-6.03) < 1e-9 {
+			mid = st
+		}
+	}
+	if err != nil || mid == nil || mid.Verdict != Unsafe {
+		t.Fatalf("the band's middle 6.03 was not run unsafe (%v)", err)
+	}
+	if len(r.Brackets) != 2 {
+		t.Fatalf("brackets %+v; want one at each edge", r.Brackets)
+	}
+	for i, e := range p.Edges {
+		b := r.Brackets[i]
+		if lo, hi := span(b); !b.Converged || e < lo || e >= hi || (i == 0) != (b.Safe < b.Unsafe) {
+			t.Errorf("bracket %+v does not hold the edge %v", b, e)
+		}
+	}
+	rec := &Record{Param: "server.idle_timeout", Lo: 5, Hi: 8, Resolution: c.Resolution, Check: "status_5xx == 0", Seeds: []int64{1}, Prediction: p}
+	format := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	got := strings.Join(Sentences(rec, r, format), "\n")
+	b0, b1 := r.Brackets[0], r.Brackets[1]
+	for _, want := range []string{
+		fmt.Sprintf("server.idle_timeout fails from %v to %v and passes at %v and %v: an unsafe band inside the range", b0.Unsafe, b1.Unsafe, b0.Safe, b1.Safe),
+		"the geometry agrees: its boundary 5.92 lies within one resolution", "its boundary 6.14 lies within one resolution",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sentences\n%s\nwant %q", got, want)
+		}
+	}
+}
+
+// With a band inside the range and every point passing (the runs and the geometry part, or
+// the check does not see the race), the sentence never calls the range safe; without a
+// band in the range it does.
+func TestNoSafeRangeOverABand(t *testing.T) {
+	t.Parallel()
+	pass := func(context.Context, float64, int64) (Point, error) { return Point{Pass: true}, nil }
+	format := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, c := range []struct {
+		edges []float64
+		want  string
+	}{
+		{[]float64{5.92, 6.14}, "server.idle_timeout: status_5xx == 0 at every seed of every point judged, but the range 5..8 is not called safe: the geometry puts a race in 5.92..6.14, where 1 point passed too"},
+		{[]float64{8.2, 8.6}, "server.idle_timeout is safe over the whole range 5..8"},
+		{nil, "server.idle_timeout is safe over the whole range 5..8"},
+	} {
+		p := &Prediction{Edges: c.edges}
+		cfg := Config{Lo: 5, Hi: 8, Resolution: 0.1, Seeds: []int64{1}, Budget: 100, Grid: 5, Probes: p.probes(5, 8, 0.1)}
+		r, err := Search(context.Background(), cfg, pass, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &Record{Param: "server.idle_timeout", Lo: 5, Hi: 8, Resolution: 0.1, Check: "status_5xx == 0", Seeds: []int64{1}, Prediction: p}
+		if got := Sentences(rec, r, format); len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("edges %v: %q, want %q...", c.edges, got, c.want)
 		}
 	}
 }
