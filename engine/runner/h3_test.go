@@ -97,3 +97,51 @@ func TestHTTP3TimeScaleUnderTheFloorRefused(t *testing.T) {
 		t.Errorf("the virtual clock refused: %s", refused)
 	}
 }
+
+// A chromium request still waiting at Chromium's PING on a path that forgot the connection
+// first has no verdict: the PING keeps or rebinds the connection and the answer arrives (real
+// Chromium: 0 errors for a 20 s long poll behind a NAT that forgets after 10 s), the preset
+// sends none. Where the PING changes nothing (the answer crosses before anything forgets, or
+// the connection ends before 15 s in Chromium too), the run goes on.
+func TestChromiumPingMattersHasNoVerdict(t *testing.T) {
+	p := plan(t, `name: long-poll
+network: {rtt: 50ms}
+server: {http: "3", idle_timeout: 60s, response: {delay: 20s}}
+client: {preset: chromium, timeout: 90s}
+middlebox: {idle_timeout: 10s, on_expiry: rebind}
+load: {requests: 1}
+variants:
+  - {name: nat-10s, expect: ["errors == 0"]}
+  - {name: answer-dropped, server: {response: {delay: 14s}}}
+  - {name: answered-first, server: {response: {delay: 8s}}, expect: ["errors == 0"]}
+  - {name: nat-30s, middlebox: {idle_timeout: 30s}, expect: ["errors == 0"]}
+  - {name: server-idle-18s, server: {idle_timeout: 18s}, middlebox: {idle_timeout: 30s}}
+  - {name: server-idle-12s, server: {idle_timeout: 12s}, middlebox: {idle_timeout: 30s}}
+  - {name: pings, client: {preset: quic-go-http3}}
+`)
+	o := virtualOpts(t)
+	want := map[string]string{
+		"nat-10s":         "waits 20s for its answer and the middlebox's idle_timeout (10s) forgets",
+		"answer-dropped":  "the middlebox's idle_timeout (10s)",
+		"server-idle-18s": "the idle timeout (18s)",
+	}
+	for _, r := range p.Scenarios[0].Runs {
+		_, _, _, refused := prepare(r, o)
+		if w := want[r.Variant]; (w == "") != (refused == "") || !strings.Contains(refused, w) {
+			t.Errorf("%s: refused %q, want %q", r.Variant, refused, w)
+		}
+	}
+	out, err := Execute(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		refused := want[r.Variant] != ""
+		if refused && (r.Status != report.StatusError || !strings.Contains(r.Error, "Chromium PINGs 15s into a request")) {
+			t.Errorf("%s: %s %q, want no verdict naming Chromium's PING", r.Variant, r.Status, r.Error)
+		}
+		if !refused && r.Status != report.StatusPass {
+			t.Errorf("%s: %s %q %v, want a pass", r.Variant, r.Status, r.Error, failedChecks(r))
+		}
+	}
+}

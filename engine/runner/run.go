@@ -69,8 +69,10 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 	if cc.clock == scenario.ClockVirtual {
 		st.TimeScale = 1 // simulated time needs no compression
 	}
-	if why := quicScaleRefused(st); why != "" && cc.refused == "" {
-		cc.refused = why
+	for _, why := range []string{quicScaleRefused(st), chromiumPingRefused(st)} {
+		if why != "" && cc.refused == "" {
+			cc.refused = why
+		}
 	}
 	return st, notes, ex, cc.refused
 }
