@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 )
 
 // Record is the closing line of sweep.jsonl: what was asked and what was found.
@@ -160,7 +162,7 @@ func LoadRecord(path string) (*Record, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = strings.TrimSuffix(path, "/") + "/sweep.jsonl"
 	}
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
