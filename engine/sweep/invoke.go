@@ -30,7 +30,7 @@ type Options struct {
 	Resolution, Tolerance   string
 	Baseline                string  // a previous sweep.jsonl (or its directory)
 	Base                    *Record // the baseline's record, read by Check
-	Seeds, Budget, Grid     int
+	Seeds, Budget, Grid     int     // Seeds and Budget 0: by the run's clock (byClock)
 	Tries                   int
 	TimeScale, LagTolerance float64
 	TimeScaleSet            bool
@@ -58,9 +58,9 @@ func (o *Options) Check() error {
 	case o.Range == "":
 		return errors.New("--range is required (e.g. --range 1s..2.5s)")
 	case o.Seeds < 0 || o.Seeds > 100:
-		return errors.New("--seeds must be between 1 and 100 (0: by the run's clock)")
+		return errors.New("--seeds must be between 1 and 100")
 	case o.Budget < 0:
-		return errors.New("--budget must be at least 1 (0: by the run's clock)")
+		return errors.New("--budget must be at least 1")
 	case o.Tries < 1 || o.Tries > 10:
 		return errors.New("--tries must be between 1 and 10")
 	case o.Grid < 2 || o.Grid > 1000:
