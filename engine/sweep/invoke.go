@@ -397,19 +397,27 @@ func (o *Options) runOptions(dir string) runner.Options {
 	return opt
 }
 
-// closeRecord ends a sweep or a map: interrupted, failed, or with its closing record rec
-// written to sweep.jsonl.
-func closeRecord(ctx context.Context, err error, enc *json.Encoder, rec any) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil:
+// closing is a sweep's or a map's closing record.
+type closing interface{ interrupt() }
+
+func (rec *Record) interrupt()    { rec.Interrupted = true }
+func (rec *MapRecord) interrupt() { rec.Interrupted = true }
+
+// closeRecord ends a sweep or a map: its closing record rec is written to sweep.jsonl,
+// marked interrupted when ctx ended it (its sentences then say which points have no
+// verdict, and a later --baseline refuses it), and the context's error is returned; a
+// sweep that failed otherwise writes none.
+func closeRecord(ctx context.Context, err error, enc *json.Encoder, rec closing) error {
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
-	if err := enc.Encode(rec); err != nil {
-		return fmt.Errorf("sweep.jsonl: %v", err)
+	if ctx.Err() != nil {
+		rec.interrupt()
 	}
-	return nil
+	if werr := enc.Encode(rec); werr != nil {
+		return errors.Join(ctx.Err(), fmt.Errorf("sweep.jsonl: %v", werr))
+	}
+	return ctx.Err()
 }
 
 // newRecord starts the sweep's record from the options and the file.

@@ -40,6 +40,9 @@ type Record struct {
 	Prediction   *Prediction `json:"prediction,omitempty"`
 	Sentences    []string    `json:"sentences"`
 	Context      string      `json:"context,omitempty"`
+	// Interrupted: the sweep was stopped (SIGINT, SIGTERM) before it settled; the record
+	// holds what ran and claims nothing of the range.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // StepLine is one value in the record.
@@ -187,8 +190,11 @@ func LoadRecord(path string) (*Record, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if last == nil {
-		return nil, errors.New(path + ": no sweep record (an interrupted sweep writes none)")
+	switch {
+	case last == nil:
+		return nil, errors.New(path + ": no sweep record (the sweep stopped on an error before its end)")
+	case last.Interrupted:
+		return nil, errors.New(path + ": the sweep was interrupted before it settled, so it has no safe value to compare with; use a sweep that ran to its end")
 	}
 	return last, nil
 }
