@@ -65,12 +65,6 @@ func printSweepError(stderr io.Writer, err error) {
 	}
 }
 
-// byClockDefault says what a flag left out gets, by the clock the swept run goes on.
-var byClockDefault = map[string]string{
-	"budget": fmt.Sprintf("%d runs on the virtual clock, %d on the real one", sweep.VirtualBudget, sweep.RealBudget),
-	"seeds":  fmt.Sprintf("%d on the virtual clock, %d on the real one", sweep.VirtualSeeds, sweep.RealSeeds),
-}
-
 func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, int, bool) {
 	fs, lo := flagSet("sweep", "sweep FILE --param PATH --range A..B [flags]", stdout, stderr)
 	o := &sweep.Options{KalabVersion: kalabVersion(), Host: clockHost}
@@ -111,16 +105,7 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, i
 		return invalid("give one scenario file (got %d arguments)", fs.NArg())
 	}
 	o.File = fs.Arg(0)
-	// 0 is how the options say "by the run's clock"; written on the command line it would
-	// read as "no runs" or "no limit", so it is refused rather than taken as the default.
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"budget", o.Budget}, {"seeds", o.Seeds}} {
-		if fs.Changed(f.name) && f.v == 0 {
-			return invalid("--%s 0: give a positive number, or leave --%s out for the default of the run's clock (%s)", f.name, f.name, byClockDefault[f.name])
-		}
-	}
+	o.SeedsSet, o.BudgetSet = fs.Changed("seeds"), fs.Changed("budget")
 	o.TimeScaleSet = fs.Changed("time-scale")
 	if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set && !fs.Changed("lag-tolerance") {
 		if o.LagTolerance, err = strconv.ParseFloat(v, 64); err != nil {

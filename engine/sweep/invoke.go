@@ -34,6 +34,9 @@ type Options struct {
 	Tries                   int
 	TimeScale, LagTolerance float64
 	TimeScaleSet            bool
+	// SeedsSet and BudgetSet: the flag was given. 0 is then refused: on the command line it
+	// would read as "no runs" or "no limit", not as the clock's default.
+	SeedsSet, BudgetSet bool
 	// A second parameter makes a map (heat map) over the two grids instead of a search.
 	Param2, Range2 string
 	Grid2          int
@@ -57,6 +60,10 @@ func (o *Options) Check() error {
 		return errors.New("--param is required (e.g. --param client.idle_timeout)")
 	case o.Range == "":
 		return errors.New("--range is required (e.g. --range 1s..2.5s)")
+	case o.SeedsSet && o.Seeds == 0:
+		return fmt.Errorf("--seeds 0: give a positive number, or leave --seeds out for the default of the run's clock (%d on the virtual clock, %d on the real one)", VirtualSeeds, RealSeeds)
+	case o.BudgetSet && o.Budget == 0:
+		return fmt.Errorf("--budget 0: give a positive number, or leave --budget out for the default of the run's clock (%d runs on the virtual clock, %d on the real one)", VirtualBudget, RealBudget)
 	case o.Seeds < 0 || o.Seeds > 100:
 		return errors.New("--seeds must be between 1 and 100")
 	case o.Budget < 0:
