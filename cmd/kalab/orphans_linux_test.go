@@ -19,7 +19,7 @@ import (
 // listening ports they held, and files in its TMPDIR. Every count must be zero.
 func TestNoOrphans(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts kalab and real programs 21 times")
+		t.Skip("starts kalab and real programs 24 times")
 	}
 	bin := filepath.Join(t.TempDir(), "kalab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -37,6 +37,8 @@ func TestNoOrphans(t *testing.T) {
 		{"nginx", "nginx", "nginx", "server: {exec: nginx, idle_timeout: 5s}\n"},
 		{"node-server", "node", "node", "server: {exec: node, idle_timeout: 5s}\n"},
 		{"haproxy", "haproxy", "haproxy", "server: {exec: haproxy, idle_timeout: 5s}\n"},
+		// Chromium: the browser, its zygotes and renderers all go with its group.
+		{"chromium", "chromium", "chromium", "server: {http: \"3\", idle_timeout: 30s}\nclient: {exec: {adapter: chromium}, idle_timeout: 30s}\n"},
 	}
 	for _, c := range cases {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {

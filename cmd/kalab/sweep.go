@@ -73,9 +73,9 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, i
 	fs.StringVar(&o.Run, "run", "", "the variant to sweep (needed when the file has more than one run)")
 	fs.StringVar(&o.Until, "until", "", "the check that decides a run's verdict, e.g. 'errors == 0' (default: the run's own checks all pass)")
 	fs.StringVar(&o.Metric, "metric", "", "the metric shown in the table and the plot (default: the first the deciding check reads)")
-	fs.IntVar(&o.Seeds, "seeds", 0, "run each point with this many seeds (the file's load.seed, then the next ones); default 20 on the virtual clock, 3 on the real one")
+	fs.IntVar(&o.Seeds, "seeds", 0, "run each point with this many seeds (the file's load.seed, then the next ones), 1 to 100; left out: 20 on the virtual clock, 3 on the real one")
 	fs.StringVar(&o.Resolution, "resolution", "", "stop when the boundary is bracketed this narrowly (default: the range / 32; 1 for whole numbers)")
-	fs.IntVar(&o.Budget, "budget", 0, "most runs in all, noisy reruns included; default 2000 on the virtual clock, 60 on the real one")
+	fs.IntVar(&o.Budget, "budget", 0, "most runs in all, noisy reruns included, at least 1; left out: 2000 on the virtual clock, 60 on the real one")
 	fs.IntVar(&o.Tries, "tries", 2, "sweep runs of one value and seed while they are noisy (each is up to 2 runner attempts) before the point is left without a verdict")
 	fs.IntVar(&o.Grid, "grid", 5, "points of the coarse grid, the range's ends included")
 	fs.StringVar(&o.Out, "out", "results", "directory that receives sweep-<id>/ (sweep.jsonl, plot.html and the runs' results)")
@@ -105,6 +105,7 @@ func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, i
 		return invalid("give one scenario file (got %d arguments)", fs.NArg())
 	}
 	o.File = fs.Arg(0)
+	o.SeedsSet, o.BudgetSet = fs.Changed("seeds"), fs.Changed("budget")
 	o.TimeScaleSet = fs.Changed("time-scale")
 	if v, set := os.LookupEnv("KALAB_LAG_TOLERANCE"); set && !fs.Changed("lag-tolerance") {
 		if o.LagTolerance, err = strconv.ParseFloat(v, 64); err != nil {

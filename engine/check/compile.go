@@ -73,6 +73,9 @@ func Compile(src string, kind Kind) (*Assertion, error) {
 	if err != nil {
 		return nil, convertError(src, kind, err)
 	}
+	if err := bounded(prog.Node()); err != nil {
+		return nil, err
+	}
 	a := &Assertion{Source: src, Kind: kind, program: prog, refs: refs(prog.Node())}
 	if kind == Compare {
 		refs, err := variantRefs(prog.Node())

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -78,7 +78,7 @@ func pick(runs []report.Run, name string) (*report.Run, error) {
 }
 
 func readLines(path string, each func([]byte) error) error {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return err
 	}

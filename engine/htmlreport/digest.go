@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -95,7 +95,7 @@ func quickNum(b []byte, key string) (float64, bool) {
 
 // countRequests returns how many request lines path holds, without decoding them.
 func countRequests(path string) (int, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return 0, err
 	}
@@ -124,7 +124,7 @@ func countRequests(path string) (int, error) {
 // eachLine calls fn with each non-blank line of path and its number, stopping at the first
 // error. The line is the reader's buffer: fn must not keep it.
 func eachLine(path string, fn func(n int, b []byte) error) error {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return err
 	}

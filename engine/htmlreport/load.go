@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -207,7 +208,7 @@ var knownMs = map[string]bool{"start_ms": true, "latency_ms": true, "connect_ms"
 	"scheduled_ms": true} // an instant, not a phase; queue_wait_ms is drawn as a phase
 
 func readRequests(path string) ([]Request, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +261,7 @@ func unknownMs(b []byte) []Field {
 }
 
 func readConns(path string) ([]report.Conn, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

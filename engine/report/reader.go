@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 )
 
 // Results is what a results.jsonl holds.
@@ -33,7 +34,7 @@ func ReadFile(path string) (*Results, error) { return readFile(path, false) }
 func ReadAny(path string) (*Results, error) { return readFile(path, true) }
 
 func readFile(path string, lenient bool) (*Results, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

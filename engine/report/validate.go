@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/schema"
 )
 
@@ -68,7 +69,7 @@ func validateConnectionsFile(path string) (lines int, err error) {
 }
 
 func validateLines(path string, s *jsonschema.Schema) (lines int, err error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return 0, err
 	}

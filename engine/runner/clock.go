@@ -109,42 +109,72 @@ const virtualStall = 30 * time.Second
 
 // inBubble runs f on the virtual clock with a fresh in-memory network, which it closes
 // when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
-// reaches f's context within a second of simulated time. A bubble that stops advancing
-// ends with the watchdog's error naming what blocked it.
+// reaches f's context within a second of simulated time of the network's last event. A
+// bubble that stops advancing ends with the watchdog's error naming what blocked it.
 func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network)) error {
 	var progress atomic.Int64
 	return host.Run(name, func() {
 		n := vnet.New()
-		n.SetOnEvent(func() { progress.Add(1) })
+		bctx, stop, wake := bubbleContext(ctx)
+		n.SetOnEvent(func() { progress.Add(1); wake() })
 		defer n.Close()
-		bctx, stop := bubbleContext(ctx)
 		defer stop()
 		f(bctx, n)
 	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall))
 }
 
+// maxCancelPoll is the longest simulated wait between two looks at the outer context while
+// the run's network is quiet: a pause of a year is then some nine thousand looks, not
+// thirty million.
+const maxCancelPoll = time.Hour
+
 // bubbleContext is a context of the bubble that follows outer's cancellation: a channel
 // made outside a bubble cannot be waited on durably inside one, so a watcher in the
-// bubble looks at outer once per simulated second.
-func bubbleContext(outer context.Context) (context.Context, func()) {
+// bubble looks at outer once per simulated second while the model has events (wake, called
+// at each one), and twice as far apart after each second without one, up to maxCancelPoll.
+// Looks that cost real time only when time jumps are what would delay an interrupt: a
+// quiet model's next event jumps the clock at once, and its first event wakes the watcher.
+func bubbleContext(outer context.Context) (ctx context.Context, stop, wake func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan struct{})
+	events := make(chan struct{}, 1) // made in the bubble: waited on durably
 	go func() {
-		t := time.NewTicker(time.Second)
+		poll := time.Second
+		t := time.NewTimer(poll)
 		defer t.Stop()
 		for {
+			var quietEnd chan struct{} // a model with events leaves them for the next look
+			if poll > time.Second {
+				quietEnd = events
+			}
 			select {
 			case <-done:
 				return
+			case <-quietEnd: // busy again: look every second
+				poll = time.Second
+				t.Reset(poll)
 			case <-t.C:
 				if outer.Err() != nil {
 					cancel(context.Cause(outer))
 					return
 				}
+				select {
+				case <-events: // the model had events since the last look
+					poll = time.Second
+				default:
+					poll = min(2*poll, maxCancelPoll)
+				}
+				t.Reset(poll)
 			}
 		}
 	}()
-	return ctx, func() { close(done); cancel(nil) }
+	wake = func() {
+		select {
+		case events <- struct{}{}:
+		default:
+		}
+	}
+	return ctx, func() { close(done); cancel(nil) }, wake
 }
 
 // driveVirtual drives the run inside a bubble on the virtual clock: the same topology

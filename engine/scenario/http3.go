@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // udpPresets are the middlebox presets that model a box's UDP flows: the only ones an
@@ -21,12 +23,17 @@ const chromiumAdapter = "chromium"
 // field that would be silently ignored measures something else than the file says.
 func (l *loader) checkHTTP3(r *Run, at func(string) *yaml.Node, where string) {
 	st := r.Settings
+	refuse := func(path, why string) { l.add(at(path), path, "%s%s", why, where) }
+	l.checkMiddleboxExpiry(st, r.node, refuse)
 	if !st.Server.HTTP3() {
-		l.checkTCPOnly(st, at, where)
+		l.checkTCPOnly(st, r.node, refuse)
 		return
 	}
-	refuse := func(path, why string) { l.add(at(path), path, "%s%s", why, where) }
 	s := st.Server
+	if written(r.node, "server.tls_version") && s.TLSVersion != "1.3" {
+		// RFC 9001 section 4.2: "Clients MUST NOT offer TLS versions older than 1.3."
+		refuse("server.tls_version", "QUIC carries TLS 1.3 only (RFC 9001 section 4.2), so an HTTP/3 run would ignore "+string(s.TLSVersion)+"; remove it or set server.http: \"1.1\" or \"2\" to test TLS "+string(s.TLSVersion))
+	}
 	switch {
 	case s.Real():
 		refuse("server", "over HTTP/3 the server is kalab's embedded one (quic-go); a real HTTP/3 server is not supported yet")
@@ -112,9 +119,34 @@ func (l *loader) checkHTTP3Middlebox(st Settings, refuse func(path, why string))
 	}
 }
 
+// written reports whether the run's own document (file, variant and matrix, before
+// presets and defaults) sets the dotted path.
+func written(node *yaml.Node, path string) bool {
+	for _, part := range strings.Split(path, ".") {
+		if _, node = yamldoc.Lookup(node, part); node == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkMiddleboxExpiry refuses what the box does at expiry on a box that never forgets a
+// flow (idle_timeout 0 or none): the run would ignore it.
+func (l *loader) checkMiddleboxExpiry(st Settings, node *yaml.Node, refuse func(path, why string)) {
+	if mb := st.Middlebox; mb != nil && mb.IdleTimeout == 0 {
+		for _, path := range []string{"middlebox.on_expiry", "middlebox.reset_at", "middlebox.reset_to"} {
+			if written(node, path) {
+				refuse(path, "never applies: middlebox.idle_timeout is 0 (none), so the box never forgets a flow; give idle_timeout a duration, or remove "+path)
+			}
+		}
+	}
+}
+
 // checkTCPOnly refuses the HTTP/3-only fields on a TCP run.
-func (l *loader) checkTCPOnly(st Settings, at func(string) *yaml.Node, where string) {
-	refuse := func(path, why string) { l.add(at(path), path, "%s%s", why, where) }
+func (l *loader) checkTCPOnly(st Settings, node *yaml.Node, refuse func(path, why string)) {
+	if written(node, "client.quic") {
+		refuse("client.quic", "is what the client does over QUIC (keep-alive PINGs, 0-RTT), and this run speaks HTTP/"+string(st.Server.HTTP)+" over TCP, where it would be ignored; remove it or set server.http: \"3\"")
+	}
 	if st.Network.Loss > 0 {
 		refuse("network.loss", "only HTTP/3's datagrams are lost on kalab's link (TCP would retransmit what a lossy link drops, which the TCP link does not model); set server.http: \"3\"")
 	}

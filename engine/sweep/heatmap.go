@@ -25,6 +25,8 @@ type MapRecord struct {
 	Metric       string       `json:"metric"`
 	Cells        [][]StepLine `json:"cells"` // [y][x]
 	Sentences    []string     `json:"sentences"`
+	// Interrupted: the map was stopped before every cell ran.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // FillMap completes the record from a map: the cells and one sentence per row.

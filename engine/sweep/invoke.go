@@ -30,10 +30,13 @@ type Options struct {
 	Resolution, Tolerance   string
 	Baseline                string  // a previous sweep.jsonl (or its directory)
 	Base                    *Record // the baseline's record, read by Check
-	Seeds, Budget, Grid     int
+	Seeds, Budget, Grid     int     // Seeds and Budget 0: by the run's clock (byClock)
 	Tries                   int
 	TimeScale, LagTolerance float64
 	TimeScaleSet            bool
+	// SeedsSet and BudgetSet: the flag was given. 0 is then refused: on the command line it
+	// would read as "no runs" or "no limit", not as the clock's default.
+	SeedsSet, BudgetSet bool
 	// A second parameter makes a map (heat map) over the two grids instead of a search.
 	Param2, Range2 string
 	Grid2          int
@@ -57,10 +60,14 @@ func (o *Options) Check() error {
 		return errors.New("--param is required (e.g. --param client.idle_timeout)")
 	case o.Range == "":
 		return errors.New("--range is required (e.g. --range 1s..2.5s)")
+	case o.SeedsSet && o.Seeds == 0:
+		return fmt.Errorf("--seeds 0: give a positive number, or leave --seeds out for the default of the run's clock (%d on the virtual clock, %d on the real one)", VirtualSeeds, RealSeeds)
+	case o.BudgetSet && o.Budget == 0:
+		return fmt.Errorf("--budget 0: give a positive number, or leave --budget out for the default of the run's clock (%d runs on the virtual clock, %d on the real one)", VirtualBudget, RealBudget)
 	case o.Seeds < 0 || o.Seeds > 100:
-		return errors.New("--seeds must be between 1 and 100 (0: by the run's clock)")
+		return errors.New("--seeds must be between 1 and 100")
 	case o.Budget < 0:
-		return errors.New("--budget must be at least 1 (0: by the run's clock)")
+		return errors.New("--budget must be at least 1")
 	case o.Tries < 1 || o.Tries > 10:
 		return errors.New("--tries must be between 1 and 10")
 	case o.Grid < 2 || o.Grid > 1000:
@@ -398,19 +405,27 @@ func (o *Options) runOptions(dir string) runner.Options {
 	return opt
 }
 
-// closeRecord ends a sweep or a map: interrupted, failed, or with its closing record rec
-// written to sweep.jsonl.
-func closeRecord(ctx context.Context, err error, enc *json.Encoder, rec any) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil:
+// closing is a sweep's or a map's closing record.
+type closing interface{ interrupt() }
+
+func (rec *Record) interrupt()    { rec.Interrupted = true }
+func (rec *MapRecord) interrupt() { rec.Interrupted = true }
+
+// closeRecord ends a sweep or a map: its closing record rec is written to sweep.jsonl,
+// marked interrupted when ctx ended it (its sentences then say which points have no
+// verdict, and a later --baseline refuses it), and the context's error is returned; a
+// sweep that failed otherwise writes none.
+func closeRecord(ctx context.Context, err error, enc *json.Encoder, rec closing) error {
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
-	if err := enc.Encode(rec); err != nil {
-		return fmt.Errorf("sweep.jsonl: %v", err)
+	if ctx.Err() != nil {
+		rec.interrupt()
 	}
-	return nil
+	if werr := enc.Encode(rec); werr != nil {
+		return errors.Join(ctx.Err(), fmt.Errorf("sweep.jsonl: %v", werr))
+	}
+	return ctx.Err()
 }
 
 // newRecord starts the sweep's record from the options and the file.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 )
 
 // Record is the closing line of sweep.jsonl: what was asked and what was found.
@@ -38,6 +40,9 @@ type Record struct {
 	Prediction   *Prediction `json:"prediction,omitempty"`
 	Sentences    []string    `json:"sentences"`
 	Context      string      `json:"context,omitempty"`
+	// Interrupted: the sweep was stopped (SIGINT, SIGTERM) before it settled; the record
+	// holds what ran and claims nothing of the range.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // StepLine is one value in the record.
@@ -161,7 +166,7 @@ func LoadRecord(path string) (*Record, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = strings.TrimSuffix(path, "/") + "/sweep.jsonl"
 	}
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +191,11 @@ func LoadRecord(path string) (*Record, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if last == nil {
-		return nil, errors.New(path + ": no sweep record (an interrupted sweep writes none)")
+	switch {
+	case last == nil:
+		return nil, errors.New(path + ": no sweep record (the sweep stopped on an error before its end)")
+	case last.Interrupted:
+		return nil, errors.New(path + ": the sweep was interrupted before it settled, so it has no safe value to compare with; use a sweep that ran to its end")
 	}
 	return last, nil
 }

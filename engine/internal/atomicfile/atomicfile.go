@@ -7,6 +7,8 @@
 // at the path is refused, so `--junit /dev/full` or `--junit /dev/stdout` is an error instead
 // of a device node replaced by a file. Check does the same tests (and proves the directory
 // writable) before a long run, so a bad path is found before the first run, not after the last.
+// Open is the readers' side of the same rule: a result file that is a FIFO or a device is
+// refused at once instead of blocking the reader.
 package atomicfile
 
 import (

@@ -54,8 +54,9 @@ type browser struct {
 }
 
 // launch starts bin with args in a guarded process group (engine/internal/proc), the two
-// DevTools pipes at its descriptors 3 and 4. onEvent receives the DevTools events.
-func launch(bin string, args []string, profile string, onEvent func(method, session string, params json.RawMessage)) (*browser, error) {
+// DevTools pipes at its descriptors 3 and 4, and tmp as its TMPDIR; root is the directory
+// the guard's cleaner removes if kalab dies. onEvent receives the DevTools events.
+func launch(bin string, args []string, root, tmp string, onEvent func(method, session string, params json.RawMessage)) (*browser, error) {
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -67,12 +68,12 @@ func launch(bin string, args []string, profile string, onEvent func(method, sess
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = childenv.For(nil, nil)
+	cmd.Env = childenv.For(nil, []string{"TMPDIR=" + tmp})
 	cmd.ExtraFiles = []*os.File{cmdR, replyW}
 	cmd.WaitDelay = 2 * time.Second // a process that escaped the group keeps no pipe open
 	b := &browser{cmd: cmd, toIt: cmdW, fromIt: replyR, waited: make(chan error, 1), stderr: &tail{max: 8 << 10}}
 	cmd.Stderr = b.stderr
-	b.group, err = proc.Start(cmd, profile)
+	b.group, err = proc.Start(cmd, root)
 	cmdR.Close() // Chromium holds its own ends now
 	replyW.Close()
 	if err != nil {

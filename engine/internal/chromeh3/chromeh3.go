@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -73,13 +74,22 @@ func Run(ctx context.Context, bin string, opt Options) ([]Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, runTimeout(opt))
 	defer cancel()
-	profile, err := os.MkdirTemp("", "kalab-chromeh3-")
+	// One directory of kalab's holds Chromium's profile and its TMPDIR (where it makes its
+	// org.chromium.Chromium.* directories and leaves them when killed): removed after the
+	// group is killed and its leader waited for, or by proc's cleaner if kalab dies first.
+	root, err := os.MkdirTemp("", "kalab-chromeh3-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(profile)
+	defer os.RemoveAll(root)
+	profile, tmp := filepath.Join(root, "profile"), filepath.Join(root, "tmp")
+	for _, d := range []string{profile, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
 	ev := newEvents()
-	b, err := launch(bin, flags(opt, profile, origin), profile, ev.record)
+	b, err := launch(bin, flags(opt, profile, origin), root, tmp, ev.record)
 	if err != nil {
 		return nil, err
 	}

@@ -53,8 +53,17 @@ func startSleeper(t *testing.T, tmp string) (*Group, *exec.Cmd, int) {
 	return g, cmd, pid
 }
 
-// When kalab dies its end of the guard's pipe closes: the watcher removes the program's
-// temporary directory and kills the whole group, the program's children included.
+// kalabDies closes kalab's ends of the group's pipes, as the kernel does when kalab dies.
+func kalabDies(g *Group) {
+	g.guard.Close()
+	if g.cleaner != nil {
+		g.cleaner.Close()
+	}
+}
+
+// When kalab dies its end of the guard's pipe closes: the watcher kills the whole group,
+// the program's children included, and the cleaner then removes the program's temporary
+// directory.
 func TestGuardKillsTheGroupWhenKalabGoes(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -64,15 +73,62 @@ func TestGuardKillsTheGroupWhenKalabGoes(t *testing.T) {
 	g, cmd, child := startSleeper(t, tmp)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	g.guard.Close() // what the kernel does to kalab's descriptors when it dies
+	kalabDies(g)
 	eventually(t, "the program's child outlived kalab's end of the guard", func() bool { return !alive(child) })
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the program outlived kalab's end of the guard")
 	}
+	eventually(t, "the program's temporary directory is left", func() bool {
+		_, err := os.Stat(tmp)
+		return os.IsNotExist(err)
+	})
+}
+
+// The temporary directory goes only once the group is dead: a program that writes into it
+// without pause would otherwise put it back after its removal (a removal before the kill
+// left Chromium's profile behind). Released normally, the directory stays the caller's.
+func TestTempDirGoesAfterTheGroup(t *testing.T) {
+	t.Parallel()
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	writer := func() (*Group, chan struct{}) {
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", `i=0; while :; do i=$((i+1)); mkdir -p "$1/d" 2>/dev/null; : > "$1/d/f$i" 2>/dev/null; done`, "writer", tmp)
+		g, err := Start(cmd, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		eventually(t, "the writer did not start", func() bool {
+			entries, _ := os.ReadDir(filepath.Join(tmp, "d"))
+			return len(entries) > 100
+		})
+		return g, done
+	}
+	g, done := writer()
+	kalabDies(g)
+	<-done
+	g.Release()
+	eventually(t, "the temporary directory is left after kalab's death", func() bool {
+		_, err := os.Stat(tmp)
+		return os.IsNotExist(err)
+	})
+	time.Sleep(200 * time.Millisecond)
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Errorf("the program's temporary directory is left: %v", err)
+		t.Fatalf("the temporary directory came back after its removal: %v", err)
+	}
+
+	g, done = writer()
+	g.Kill()
+	<-done
+	g.Release()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("Release removed the caller's temporary directory: %v", err)
 	}
 }
 
