@@ -254,7 +254,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	if format.json() {
-		doc := validate.NewDocument(scenarioArgs(fs.Args()), runner.CheckOptions{AllowRemote: *allowRemote})
+		paths, err := scenarios.ResolveArgs(fs.Args())
+		if err != nil {
+			fmt.Fprintf(stderr, "kalab: cannot start: %v\n", err)
+			return exitEngine
+		}
+		doc := validate.NewDocument(paths, runner.CheckOptions{AllowRemote: *allowRemote})
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
