@@ -42,8 +42,9 @@ preset a truth file verifies and each version of its real program that ran, it s
 the preset holds for that version, does not (the check that failed), or has no verdict (the
 run without one and why: the program is not installed, the machine was too busy to time it):
 
-  go-default: holds for go 1.26.8 (scenarios/truth/go.yaml); NO VERDICT for go 1.22.12
-    (scenarios/truth/go-1.22.yaml): 5 of 6 runs agree, 1 no verdict
+  go-default: NO VERDICT for go 1.22.12 (scenarios/truth/go-1.22.yaml): 5 of 6 runs agree,
+    1 no verdict; holds for go 1.26.8 (scenarios/truth/go.yaml)
+    go 1.22.12 no verdict: scenarios/truth/go-1.22.yaml / real-race: error: noisy: ...
 
 kalab truth takes no files: a file of yours is no truth file (kalab run --allow-exec=bundled
 FILE runs it with kalab's programs). --filter '^truth-go/' runs some of the truth files. An
