@@ -99,7 +99,8 @@ type realRun struct {
 	own               bool // the run itself has no verdict (not the checks that read it)
 }
 
-var variantRead = regexp.MustCompile(`variant\('([^']+)'\)`)
+// variantRead finds the runs a check reads: variant('x'), or both of plan_reaches('x', 'y').
+var variantRead = regexp.MustCompile(`variant\('([^']+)'\)|plan_reaches\('([^']+)',\s*'([^']+)'\)`)
 
 // truthFile names a record's file as the bundled suite does: scenarios/truth/NAME.yaml.
 func truthFile(file string) string {
@@ -240,9 +241,11 @@ func judge(c report.Check, file string, reals map[string][]*realRun, runs map[st
 	var read []*realRun
 	var variants []string
 	for _, m := range variantRead.FindAllStringSubmatch(c.Expr, -1) {
-		if !contains(variants, m[1]) {
-			variants = append(variants, m[1])
-			read = append(read, reals[m[1]]...)
+		for _, name := range m[1:] {
+			if name != "" && !contains(variants, name) {
+				variants = append(variants, name)
+				read = append(read, reals[name]...)
+			}
 		}
 	}
 	for _, rr := range read {

@@ -73,6 +73,11 @@ func TestVerdicts(t *testing.T) {
 		g.Label != "undici 7.1.0, not among the versions verified ("+scenario.ClientPresets["undici"].VersionsOf("undici")+")" {
 		t.Errorf("undici 7.1.0 failing: %+v", g)
 	}
+	race := results("6.24.1", report.StatusPass, false)
+	race.Scenarios[0].Checks[0].Expr = "plan_reaches('model-awaited', 'real-awaited')"
+	if g = one(verdictOf(t, race, "undici")); g.FailedRuns != 1 || len(g.Failed) != 1 || !strings.Contains(g.Failed[0], "undici.yaml:40: plan_reaches('model-awaited', 'real-awaited')") {
+		t.Errorf("a failed plan_reaches that weighs real fetch is not undici's failure: %+v", g)
+	}
 	g = one(verdictOf(t, results("", report.StatusNotRun, true), "undici"))
 	if g.Holds() || g.NoVerdictRuns != 1 || len(g.NoVerdict) != 1 || !strings.Contains(g.NoVerdict[0], "not on PATH") {
 		t.Errorf("undici missing: %+v", g)
