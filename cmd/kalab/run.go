@@ -370,43 +370,14 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 	none := o.Errored()
 	if nr := o.NotRun(); len(nr) > 0 && !f.allowMissing && !f.failMissing {
-		notRunHint(stderr, f.name, nr)
+		report.NotRunHint(stderr, f.name, nr)
 		none = true
 	}
 	if u := o.Unjudged(); len(u) > 0 {
-		unjudgedHint(stderr, f.name, u)
+		report.UnjudgedHint(stderr, f.name, u)
 		none = true
 	}
 	return none
-}
-
-// unjudgedHint tells why the exit code is 3 when every run passed: compare checks the
-// machine's timing left without a verdict.
-func unjudgedHint(w io.Writer, name string, checks []report.Check) {
-	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated: the machine's measured timing could change %s verdict (exit 3); run %s with fewer runs at once (--parallel 1), a larger --time-scale, or on a less busy machine:\n",
-		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1], map[bool]string{true: "it", false: "them"}[len(checks) == 1])
-	for _, c := range checks {
-		fmt.Fprintf(w, "  %s:%d:%d: %s\n", c.File, c.Line, c.Col, c.Expr)
-	}
-}
-
-// notRunHint tells, at the end, why the exit code is 3 when every run that ran passed:
-// the programs to install, or --allow-missing.
-func notRunHint(w io.Writer, name string, runs []*report.Run) {
-	fmt.Fprintf(w, "kalab %s: %d run%s not run here, because a program is not installed; the checks that read them were not evaluated (exit 3):\n",
-		name, len(runs), plural(len(runs)))
-	seen := map[string]bool{}
-	for _, r := range runs {
-		if !seen[r.Reason] {
-			seen[r.Reason] = true
-			fmt.Fprintf(w, "  %s\n", r.Reason)
-		}
-	}
-	if name != "run" {
-		fmt.Fprintf(w, "install what is named above where the shards run, and run them again (kalab help verdicts)\n")
-		return
-	}
-	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 
 // checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
