@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/supervise"
-	"github.com/kalab-dev/kalab/engine/truth"
 	"github.com/kalab-dev/kalab/engine/validate"
 	"github.com/kalab-dev/kalab/scenarios"
 	"github.com/kalab-dev/kalab/schema"
@@ -36,36 +34,8 @@ const (
 	exitInterrupted = 130
 )
 
-const usage = `kalab - declarative HTTP connection-reuse scenarios
-
-Usage:
-  kalab run [files or dirs...]          run scenarios and check their results (default: scenarios/)
-  kalab validate [files or dirs...]     check scenario files without running them (default: scenarios/)
-  kalab truth [run flags]               run the bundled truth files: does each preset hold for the
-                                        programs installed here? (kalab run with --allow-exec=bundled)
-  kalab diff OLD NEW                    compare two results files metric by metric, as --baseline does
-  kalab report [RESULTS_DIR]            write a self-contained HTML report (default: results/latest)
-  kalab explain [RESULTS_DIR] [flags]   why each failed, retried, re-sent or 502
-                                        request went that way (--run, --request N)
-  kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
-  kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
-                                        to fail (the safe setting), over seeds, with a plot
-  kalab schema                          print the scenario JSON Schema
-  kalab version                         print the version
-  kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
-                                        the real-client adapters (client.exec) and error table
-  kalab help servers                    the real servers (server.exec, command, url) and their mappings
-  kalab help verdicts                   pass, fail, not evaluated, not run, and the exit codes
-  kalab init [DIR]                      write a starter scenario and a GitHub Actions workflow
-  kalab completion bash|zsh|fish        print a shell completion script
-
-Run 'kalab COMMAND --help' for a command's flags.
-
-Exit codes: 0 every planned run ran and every check passed; 1 a check failed or a baseline
-regressed; 2 the input is invalid (nothing ran); 3 no verdict (the engine failed, a run's
-timing was too noisy, a program it needs is not installed: --allow-missing accepts that, or
-kalab could not start: too few file descriptors); 130 interrupted. A check not evaluated is never a pass (kalab help verdicts).
-`
+// usage is kalab help: the commands and the exit codes.
+var usage = help.Usage
 
 // commands lists the commands Main knows, for did-you-mean.
 var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
@@ -96,13 +66,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdRun(rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
-	case "truth": // kalab run over the embedded truth files, then a verdict per preset
-		runArgs := truth.RunArgs(rest)
-		code := cmdRun(runArgs, stdout, stderr)
-		if f, _, ok := parseRunFlags(runArgs, io.Discard, io.Discard); ok {
-			return truth.Report(stdout, stderr, filepath.Join(f.out, "latest"), code)
-		}
-		return code
+	case "truth":
+		return cmdTruth(rest, stdout, stderr)
 	case "diff":
 		return cmdDiff(rest, stdout, stderr)
 	case "report":
@@ -206,34 +171,31 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 // An argument builtin: names the scenarios embedded in the binary (scenarios.Resolve); one that
 // cannot be resolved is kept as given, and fails to load with its name.
 func scenarioArgs(args []string) []string {
-	if len(args) == 0 {
-		return []string{"scenarios"}
-	}
-	out := make([]string, len(args))
-	for i, a := range args {
-		if p, err := scenarios.Resolve(a); err == nil {
-			a = p
-		}
-		out[i] = a
-	}
-	return out
+	paths, _ := scenarios.ResolveArgs(args)
+	return paths
 }
 
-// loadPlan finds and loads scenario files, printing every diagnostic; nil means exit 2.
-// The real servers a plan names are checked too: a field nginx, Node or HAProxy cannot
-// express is a load error like any other.
-func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string) {
-	plan, files, err := validate.Load(scenarioArgs(args), chk)
+// loadPlan finds and loads scenario files, printing every diagnostic; a nil plan means
+// exit with code: 2, or 3 when the bundled scenarios cannot be written out (an unusable
+// TMPDIR). The real servers a plan names are checked too: a field nginx, Node or HAProxy
+// cannot express is a load error like any other.
+func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.CheckOptions) (*scenario.Plan, []string, int) {
+	paths, err := scenarios.ResolveArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "kalab: cannot start: %v\n", err)
+		return nil, nil, exitEngine
+	}
+	plan, files, err := validate.Load(paths, chk)
 	if files == nil && err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
-		return nil, nil
+		return nil, nil, exitInvalid
 	}
 	if err != nil {
 		printDiagnostics(stderr, err)
-		return nil, files
+		return nil, files, exitInvalid
 	}
 	log.Debug().Int("files", len(files)).Int("runs", plan.Runs()).Msg("loaded")
-	return plan, files
+	return plan, files, exitOK
 }
 
 // warnUnjudgeable prints, before anything runs, each check whose timing tolerance is below
@@ -292,7 +254,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	if format.json() {
-		doc := validate.NewDocument(scenarioArgs(fs.Args()), runner.CheckOptions{AllowRemote: *allowRemote})
+		paths, err := scenarios.ResolveArgs(fs.Args())
+		if err != nil {
+			fmt.Fprintf(stderr, "kalab: cannot start: %v\n", err)
+			return exitEngine
+		}
+		doc := validate.NewDocument(paths, runner.CheckOptions{AllowRemote: *allowRemote})
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -303,9 +270,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	plan, files := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
+	plan, files, code := loadPlan(fs.Args(), stderr, log, runner.CheckOptions{AllowRemote: *allowRemote})
 	if plan == nil {
-		return exitInvalid
+		return code
 	}
 	warnUnjudgeable(stderr, plan, runner.Options{Host: clockHost})
 	if !*quiet {

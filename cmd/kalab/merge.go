@@ -99,7 +99,7 @@ func checkMergeArgs(f *runFlags) error {
 func mergedInvocation(f *runFlags, shards []shard.Dir, stderr io.Writer) (*shard.Merge, *invocation, error) {
 	first := shards[0].Manifest
 	// Nothing runs here: the shards ran (and were checked) with their own --allow-remote.
-	plan, _ := loadPlan(first.Files, stderr, f.log, runner.CheckOptions{AllowRemote: true})
+	plan, _, _ := loadPlan(first.Files, stderr, f.log, runner.CheckOptions{AllowRemote: true})
 	if plan == nil {
 		return nil, nil, errors.New("cannot load the scenario files the shards ran (run kalab merge where kalab run --shard ran)")
 	}

@@ -105,8 +105,14 @@ type runFlags struct {
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
 // must end with code.
 func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
-	fs, lo := flagSet("run", "run [files or dirs...]  (default: scenarios/)", stdout, stderr)
-	f = &runFlags{fs: fs, name: "run"}
+	return parseRunFlagsOf("run", "run [files or dirs...]  (default: scenarios/)", args, stdout, stderr)
+}
+
+// parseRunFlagsOf is parseRunFlags for a command that takes kalab run's flags (kalab truth),
+// its name in messages and its own help.
+func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Writer) (f *runFlags, code int, ok bool) {
+	fs, lo := flagSet(name, synopsis, stdout, stderr)
+	f = &runFlags{fs: fs, name: name}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
 	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale); runs on the virtual clock ignore it")
@@ -122,6 +128,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	allowExec := defineAllowExec(fs)
+	if name == "truth" { // kalab truth puts --allow-exec=bundled before the user's flags
+		fs.Lookup("allow-exec").DefValue = "bundled"
+	}
 	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
@@ -228,9 +237,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 		return fail("%v", err)
 	}
 	var files []string
-	inv.plan, files = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
+	inv.plan, files, code = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})
 	if inv.plan == nil {
-		return nil, exitInvalid, false
+		return nil, code, false
 	}
 	if inv.opt.TimeScale > 0 {
 		// The loader checked each file's durations at its own time scale; the flag's is
@@ -361,43 +370,14 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 	none := o.Errored()
 	if nr := o.NotRun(); len(nr) > 0 && !f.allowMissing && !f.failMissing {
-		notRunHint(stderr, f.name, nr)
+		report.NotRunHint(stderr, f.name, nr)
 		none = true
 	}
 	if u := o.Unjudged(); len(u) > 0 {
-		unjudgedHint(stderr, f.name, u)
+		report.UnjudgedHint(stderr, f.name, u)
 		none = true
 	}
 	return none
-}
-
-// unjudgedHint tells why the exit code is 3 when every run passed: compare checks the
-// machine's timing left without a verdict.
-func unjudgedHint(w io.Writer, name string, checks []report.Check) {
-	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated: the machine's measured timing could change %s verdict (exit 3); run %s with fewer runs at once (--parallel 1), a larger --time-scale, or on a less busy machine:\n",
-		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1], map[bool]string{true: "it", false: "them"}[len(checks) == 1])
-	for _, c := range checks {
-		fmt.Fprintf(w, "  %s:%d:%d: %s\n", c.File, c.Line, c.Col, c.Expr)
-	}
-}
-
-// notRunHint tells, at the end, why the exit code is 3 when every run that ran passed:
-// the programs to install, or --allow-missing.
-func notRunHint(w io.Writer, name string, runs []*report.Run) {
-	fmt.Fprintf(w, "kalab %s: %d run%s not run here, because a program is not installed; the checks that read them were not evaluated (exit 3):\n",
-		name, len(runs), plural(len(runs)))
-	seen := map[string]bool{}
-	for _, r := range runs {
-		if !seen[r.Reason] {
-			seen[r.Reason] = true
-			fmt.Fprintf(w, "  %s\n", r.Reason)
-		}
-	}
-	if name != "run" {
-		fmt.Fprintf(w, "install what is named above where the shards run, and run them again (kalab help verdicts)\n")
-		return
-	}
-	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
 }
 
 // checkOutputFiles checks the --junit and --html paths (either may be empty) before anything

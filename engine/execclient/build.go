@@ -16,18 +16,28 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/childenv"
 )
 
-// buildTimeout bounds compiling an adapter: a cold Go build cache compiles net/http and
-// crypto/tls first, which takes tens of seconds on a loaded 2-core machine.
-const buildTimeout = 5 * time.Minute
+// buildTimeout bounds compiling an adapter. A cold Go build cache compiles net/http and
+// crypto/tls first (and GOTOOLCHAIN's release its own standard library), which takes
+// minutes on a 2-core machine with other work on it. kalab run builds every adapter its
+// runs need before the first run starts (Identify, from the runner), so the build is never
+// timed with a run and this limit is no verdict on the machine's timing: it only ends a
+// build that hangs.
+var buildTimeout = 30 * time.Minute
 
 // buildMu serialises builds within kalab, so that parallel runs of one adapter build it
 // once and then find it.
 var buildMu sync.Mutex
 
+// buildFailed remembers, by the program's path in the cache, each build that failed in
+// this process, so that the runs that need it fail at once with its error rather than
+// build again (up to buildTimeout each).
+var buildFailed = map[string]error{}
+
 // built returns the program compiled from a's script by the runtime that reported version,
 // building it first when no earlier build of the same script by the same runtime is in
-// the cache (os.UserCacheDir()/kalab/adapters). The build runs before the run begins, so
-// neither the run's clock nor its deadline counts it.
+// the cache (os.UserCacheDir()/kalab/adapters). kalab run asks for every adapter its runs
+// need before the first run starts (engine/runner's prebuild), so a run's own call finds
+// the program, and neither a run's clock nor its deadline counts a build.
 func (a *Adapter) built(ctx context.Context, runtimePath, version string, env []string) (string, error) {
 	src, err := a.script()
 	if err != nil {
@@ -46,14 +56,28 @@ func (a *Adapter) built(ctx context.Context, runtimePath, version string, env []
 	if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
 		return out, nil
 	}
+	if err := buildFailed[out]; err != nil {
+		return "", err
+	}
+	if err := a.build(ctx, runtimePath, src, dir, out, env); err != nil {
+		if ctx.Err() == nil { // an interrupted build says nothing of the next one
+			buildFailed[out] = err
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+// build compiles src into out, in a directory of its own under dir.
+func (a *Adapter) build(ctx context.Context, runtimePath string, src []byte, dir, out string, env []string) error {
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp)
 	script := filepath.Join(tmp, a.Script)
 	if err := os.WriteFile(script, src, 0o644); err != nil {
-		return "", err
+		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
@@ -62,18 +86,26 @@ func (a *Adapter) built(ctx context.Context, runtimePath, version string, env []
 	cmd := exec.CommandContext(bctx, runtimePath, args...)
 	cmd.Dir = tmp
 	cmd.Env = env
+	what := fmt.Sprintf("building the %s adapter (%s%s %s)", a.Name, toolchain(env), a.Runtime, strings.Join(args, " "))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		if bctx.Err() != nil {
-			return "", fmt.Errorf("building the %s adapter (%s %s) took over %v", a.Name, a.Runtime, strings.Join(args, " "), buildTimeout)
+		if bctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s did not finish within %v: it runs once, before any run starts, and its program is kept in %s once built", what, buildTimeout, dir)
 		}
-		return "", fmt.Errorf("building the %s adapter (%s %s): %v: %s", a.Name, a.Runtime, strings.Join(args, " "), err, strings.TrimSpace(string(b)))
+		return fmt.Errorf("%s: %v: %s", what, err, strings.TrimSpace(string(b)))
 	}
 	// A rename is atomic: another kalab building the same program at once leaves one
 	// whole file either way.
-	if err := os.Rename(prog, out); err != nil {
-		return "", err
+	return os.Rename(prog, out)
+}
+
+// toolchain is "GOTOOLCHAIN=go1.22.12 " when env names the Go release to build with.
+func toolchain(env []string) string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "GOTOOLCHAIN=") {
+			return e + " "
+		}
 	}
-	return out, nil
+	return ""
 }
 
 // adapterCache is where built adapters are kept between runs: the user's cache directory

@@ -62,7 +62,8 @@ Exit codes of kalab run (kalab merge gates merged results the same way, without
   3    with no check failed, a run has no verdict: the engine failed, its timing was too
        noisy, or a program it needs is not installed (not-run) - unless --allow-missing
        accepts not-run runs; or a compare check is not evaluated because the machine's
-       measured timing could change its verdict
+       measured timing could change its verdict; or kalab could not start (too few file
+       descriptors, or builtin: scenarios that TMPDIR has no room or no right to hold)
   130  interrupted (kalab's own error, such as results it could not write, is 3 before
        any verdict)
 --allow-missing: not-run runs (and the checks that read them) are reported but do not

@@ -274,6 +274,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	out := &Outcome{Dir: w.Dir}
 	col := &collector{w: w, opt: opt, out: out, recs: make([]*report.Run, len(jobs)), remaining: remaining,
 		byScenario: map[*scenario.Scenario]map[string]*report.Run{}, stop: stopPlan, jobs: map[*scenario.Scenario]map[string]job{}}
+	prebuild(ctx, jobs, opt)
 	queue := make(chan job)
 	var wg sync.WaitGroup
 	for i := 0; i < min(opt.Parallel, len(jobs)); i++ {
