@@ -99,12 +99,23 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 		floor := float64(st.Network.RTT.D()) / float64(time.Millisecond)
 		t.LatencyFloorMs = &floor
 	}
+	serverWait(t, tm.ServerWait)
 	if own, others, ok := cpuWait.Split(); ok {
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
 	}
 	return t
+}
+
+// serverWait records what a real server program's threads waited for a core (nil: the
+// run's server was not one).
+func serverWait(t *report.Timing, w *judge.ProgramWait) {
+	if w == nil {
+		return
+	}
+	ms := func(d time.Duration) *float64 { v := math.Round(float64(d)/float64(time.Microsecond)) / 1000; return &v }
+	t.ServerCPUWaitMs, t.ServerCPUWaitNeighboursMs = ms(w.Own+w.Neighbours), ms(w.Neighbours)
 }
 
 // settle gives the run its status from how it ended, before its checks.
@@ -216,6 +227,9 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if d, ok := queue.Mean(); ok {
 		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
 		rec.Timing.RunQueueMs = &v
+	}
+	if opt.LagTolerance >= 0 { // a negative tolerance judges nothing
+		rec.Timing.TimerRanges = judge.TimerRanges(st, rec)
 	}
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
