@@ -109,7 +109,7 @@ func TestAcceptCountsOverTheNeighboursCPU(t *testing.T) {
 		want     string
 	}{
 		{"errors_by_class.timeout <= requests - 34", 119, quiet, "pass"},
-		{"errors_by_class.timeout <= requests - 34", 374, quiet, "fail"},      // 374 - 6 = 368 > 366
+		{"errors_by_class.timeout <= requests - 34", 374, quiet, "fail"},       // 374 - 6 = 368 > 366
 		{"errors_by_class.timeout <= requests - 34", 372, quiet, "no verdict"}, // 372 - 6 = 366
 		{"errors_by_class.timeout <= requests - 34", 375, hogs, "no verdict"},  // the run
 		{"errors_by_class.timeout <= requests - 34", 119, hogs, "no verdict"},  // 119 + 720

@@ -114,7 +114,10 @@ func serverWait(t *report.Timing, w *judge.ProgramWait) {
 	if w == nil {
 		return
 	}
-	ms := func(d time.Duration) *float64 { v := math.Round(float64(d)/float64(time.Microsecond)) / 1000; return &v }
+	ms := func(d time.Duration) *float64 {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		return &v
+	}
 	t.ServerCPUWaitMs, t.ServerCPUWaitNeighboursMs = ms(w.Own+w.Neighbours), ms(w.Neighbours)
 }
 

@@ -48,7 +48,9 @@ func (g GroupWait) Split() (own, neighbours time.Duration, ok bool) {
 // splitGroup divides the group's delay between from and to (see Split).
 func splitGroup(from, to groupSample) (own, neighbours time.Duration, ok bool) {
 	delay := waited(from.waits, to.waits)
-	both := func(s groupSample) sysCPU { return sysCPU{busy: s.sys.busy, steal: s.sys.steal, self: s.sys.self + s.cpu} }
+	both := func(s groupSample) sysCPU {
+		return sysCPU{busy: s.sys.busy, steal: s.sys.steal, self: s.sys.self + s.cpu}
+	}
 	group := func(s groupSample) sysCPU { return sysCPU{busy: s.sys.busy, steal: s.sys.steal, self: s.cpu} }
 	own, neighbours = split(delay, both(from), both(to))
 	return own, neighbours + stolen(group(from), group(to)), true
