@@ -282,3 +282,28 @@ func rangesWhy(r *report.Run, variant string, metrics []string) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// ServerTimerLate is the reason a run whose counts turn on a real server program's idle
+// close has no verdict, "" when it has one. The count rule gives the idle close half the
+// gap between a pause and the timeout it races (the idle_close limits, timing.go), but a
+// real program's close is its own timer, which no source records; what the CPU other
+// processes took could have made it late is bounded as for its idle close metric
+// (idleCloseReach), and judged against those limits: over them, a connection the program
+// would have closed before a burst could have been reused, and the counts say so.
+func ServerTimerLate(tol Tolerance, t *report.Timing) string {
+	if t.ServerCPUWaitNeighboursMs == nil {
+		return ""
+	}
+	late := *t.ServerCPUWaitNeighboursMs
+	if s, ok := t.Sources[srcSched]; ok && t.CPUWaitMs != nil && t.CPUWaitNeighboursMs != nil && *t.CPUWaitMs > 0 {
+		late += s.Max * NeighbourShare(t)
+	}
+	for _, l := range tol.Of(SrcIdleClose) {
+		if limit := float64(l.D) / float64(time.Millisecond); late > limit {
+			return fmt.Sprintf("the real server's own idle timer could have fired %.2f ms late (its threads waited %.2f ms for a core behind other processes, "+
+				"and the proxy that sees its close up to %.2f ms) against a tolerance of %.2f ms set by %s",
+				late, *t.ServerCPUWaitNeighboursMs, late-*t.ServerCPUWaitNeighboursMs, limit, l.By)
+		}
+	}
+	return ""
+}

@@ -179,3 +179,37 @@ func TestRealTimersQualifyByWhatProducesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTimerLateAgainstTheCountRule: a real Node server closes idle connections at
+// 6 s and the bursts pause 6.3 s, so the count rule gives its idle close half the 300 ms
+// gap, 150 ms. Its lateness from the CPU is what its threads waited behind other processes
+// plus the neighbours' share of kalab's longest wait to run (the proxy stamps the close).
+// Expected by hand: 100 + 0.5 x 40 = 120 ms is inside; 140 + 0.5 x 40 = 160 ms is not.
+func TestServerTimerLateAgainstTheCountRule(t *testing.T) {
+	st := scenario.Settings{Clock: scenario.ClockReal, Network: scenario.Network{RTT: scenario.Duration(50 * time.Millisecond)},
+		Server: scenario.Server{Exec: "node", IdleTimeout: scenario.Duration(6 * time.Second)},
+		Load:   scenario.Load{Requests: 4, Burst: 2, Pause: scenario.Range{Min: scenario.Duration(6300 * time.Millisecond), Max: scenario.Duration(6300 * time.Millisecond)}}}
+	ca, err := check.Compile("connections == 2", check.Expect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := scenario.Assertion{Assertion: ca, File: "servers.yaml", Line: 22, Col: 5}
+	tol := tolerances([]read{{metric: "connections", by: "connections in the expect check at servers.yaml:22", expect: &a, check: &a}}, st, 1, nil)
+	for _, tc := range []struct {
+		server float64
+		want   bool
+	}{{100, false}, {140, true}} {
+		r := realRun(map[string]float64{"connections": 2}, 0.05, 0.5, 100, tc.server)
+		r.Timing.Sources[srcSched] = report.TimingSource{Max: 40}
+		why := ServerTimerLate(tol, r.Timing)
+		if (why != "") != tc.want {
+			t.Errorf("program wait %.0f ms: reason %q; want one: %v", tc.server, why, tc.want)
+		}
+		if tc.want && !strings.Contains(why, "160.00 ms late") || tc.want && !strings.Contains(why, "150.00 ms set by connections") {
+			t.Errorf("reason %q does not give the lateness and the limit", why)
+		}
+	}
+	if why := ServerTimerLate(tol, realRun(nil, 0.05, 0.5, 100, -1).Timing); why != "" {
+		t.Errorf("a run without a real server program: %q", why)
+	}
+}

@@ -105,6 +105,9 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
 	}
+	if why := judge.ServerTimerLate(tol, t); why != "" && !t.Noisy {
+		t.Noisy, t.Reason = true, why
+	}
 	return t
 }
 
