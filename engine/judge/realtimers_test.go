@@ -60,18 +60,22 @@ func TestIdleCloseCompareOverTheProgramsWait(t *testing.T) {
 		close, server float64 // observed close; the program's wait behind other processes (ms)
 		sched, nbrs   float64 // kalab's longest wait to run (ms) and the neighbours' share of its waits
 		want          string
+		link          float64 // the link's latest timer (ms)
 	}{
-		{"quiet: the late close fails as today", 6212.2, 0, 0.3, 0, "fail"},
-		{"the issue's run: 230 ms of the program's wait could have made 212 ms of lateness", 6212.2, 230, 0.3, 0, "no verdict"},
-		{"a breach well outside the wait fails: 6212.2 - 100 is still 112 off", 6212.2, 100, 0.3, 0, "fail"},
-		{"the proxy's wait counts too: 100 + 0.5 x 122 reaches 6051.2, not below 6050", 6212.2, 100, 122, 0.5, "fail"},
-		{"and 100 + 0.5 x 125 reaches 6049.7", 6212.2, 100, 125, 0.5, "no verdict"},
-		{"quiet and on time: passes as today", 6000.8, 3, 0.3, 0.5, "pass"},
-		{"on time, but 60 ms of wait could hide an early close at 5940.8", 6000.8, 60, 0.3, 0, "no verdict"},
+		{"quiet: the late close fails as today", 6212.2, 0, 0.3, 0, "fail", 0},
+		{"the issue's run: 230 ms of the program's wait could have made 212 ms of lateness", 6212.2, 230, 0.3, 0, "no verdict", 0},
+		{"a breach well outside the wait fails: 6212.2 - 100 is still 112 off", 6212.2, 100, 0.3, 0, "fail", 0},
+		{"the proxy's wait counts too: 100 + 0.5 x 122 reaches 6051.2, not below 6050", 6212.2, 100, 122, 0.5, "fail", 0},
+		{"and 100 + 0.5 x 125 reaches 6049.7", 6212.2, 100, 125, 0.5, "no verdict", 0},
+		{"quiet and on time: passes as today", 6000.8, 3, 0.3, 0.5, "pass", 0},
+		{"on time, but 60 ms of wait could hide an early close at 5940.8", 6000.8, 60, 0.3, 0, "no verdict", 0},
+		{"the proxy's longest wake-up is the link's when its timers were later: 100 + 70 reaches 6042.2", 6212.2, 100, 5, 1, "no verdict", 70},
+		{"but only the neighbours' share of it: 100 + 0.5 x 70 reaches 6077.2", 6212.2, 100, 5, 0.5, "fail", 70},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			real := realRun(map[string]float64{"server_idle_close_ms.p50": tc.close}, 0.05, tc.nbrs, 100, tc.server)
 			real.Timing.Sources[srcSched] = report.TimingSource{Max: tc.sched}
+			real.Timing.Sources[SrcLink] = report.TimingSource{Max: tc.link}
 			real.Timing.TimerRanges = TimerRanges(st, real)
 			runs := map[string]*report.Run{"real-node": real, "model-node": model}
 			pass, err := a.EvalCompare(func(v string) (check.Metrics, bool) { r, ok := runs[v]; return r.Metrics, ok })
