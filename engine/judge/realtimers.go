@@ -319,3 +319,13 @@ func ServerTimerLate(tol Tolerance, t *report.Timing) string {
 	}
 	return ""
 }
+
+// ReadsRealTimer reports whether metric, read of a run with settings st, is one a real
+// timer produces (realTimers) on a clock that may be real: a check on it can be left
+// without a verdict by the CPU other processes took, so its run is worth rerunning alone.
+func ReadsRealTimer(metric string, st scenario.Settings) bool {
+	if st.Clock == scenario.ClockVirtual {
+		return false
+	}
+	return slices.ContainsFunc(realTimers, func(t realTimer) bool { return t.applies(st) && producedBy(metric, t.metrics) })
+}
