@@ -197,6 +197,14 @@ can be believed, in real milliseconds:
                                       times these trips could add is noisy, not a failure
   cpu_pressure                        share of the run's wall time some task on the machine
                                       waited for a CPU (recorded, not judged)
+  server_cpu_wait_ms                  a real server program's threads' wait for a core
+  server_cpu_wait_neighbours_ms       the part of it other processes caused: how late they
+                                      could have made its own timers (its idle close)
+  timer_ranges                        per metric a timer no source watches produced (a real
+                                      server's idle close, the counts a paced accept loop
+                                      decides): how far down and up the CPU other
+                                      processes took could have moved it; a check it could
+                                      flip is noisy or not evaluated
 `
 
 // clocks is `kalab help clocks`.

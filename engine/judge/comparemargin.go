@@ -108,6 +108,9 @@ const TimingUnjudged = "the link's measured lateness"
 // CompareFlip evaluates a compare across its operands' lateness ranges and, when its
 // verdict changes inside them, says why it cannot be given; "" when the verdict holds.
 func CompareFlip(a scenario.Assertion, runs map[string]*report.Run, verdict bool) string {
+	if why := compareTimerFlip(a, runs, verdict); why != "" {
+		return why // a real timer's metric (realtimers.go)
+	}
 	rng := compareRange(a, runs)
 	if len(rng) == 0 {
 		return ""

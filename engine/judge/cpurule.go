@@ -118,6 +118,9 @@ func lowerMetric(f map[string]float64, metric string, d, floor float64) {
 // ExpectCPUFlip returns, for the first of a run's expect checks whose verdict the
 // neighbours' CPU wait could change, why the run has no verdict; "" when none.
 func ExpectCPUFlip(expect []scenario.Assertion, rec *report.Run) string {
+	if why := expectTimerFlip(expect, rec); why != "" {
+		return why // a real timer's metric (realtimers.go)
+	}
 	d, wall := neighbourShift(rec), neighbourWall(rec)
 	if d <= 0 && wall <= 0 {
 		return ""

@@ -112,6 +112,9 @@ type Timers struct {
 	Program                     lag.Recorder // an exec client's own lateness, filled at its end
 	// Spans are the run's requests, kept for the edge rule (WatchEdges); nil: not kept.
 	Spans *SpanLog
+	// ServerWait is what a real server program's threads waited for a core, told by its
+	// hop when it stops; nil for any other server (realtimers.go).
+	ServerWait *ProgramWait
 }
 
 // NewTimers makes a run's recorders; tests replace it to inject lateness.

@@ -644,6 +644,15 @@ func (s *Server) ServerName() string { return s.serverName }
 // Identity names the server.
 func (s *Server) Identity() Identity { return s.ident }
 
+// ProcessGroup is the program's process group id, for measuring what its threads waited
+// for a core (lag.GroupWait); 0 for a URL, which kalab did not start.
+func (s *Server) ProcessGroup() int {
+	if s.group == nil {
+		return 0
+	}
+	return s.group.Pid()
+}
+
 // Logs lists the files kept in LogDir: the generated configuration and the logs.
 func (s *Server) Logs() []string { return s.logs }
 

@@ -332,6 +332,28 @@ type Timing struct {
 	// times these trips are what a busier machine could add to a request: a time metric's
 	// regression inside that makes the run noisy (report.machineShift).
 	LinkTrips int `json:"link_trips,omitempty"`
+	// ServerCPUWaitMs is how long, in real milliseconds, a real server program's threads
+	// (every process of its group) were ready to run during the run but waited for a core
+	// (lag.GroupWait); ServerCPUWaitNeighboursMs the part the machine's other processes
+	// caused (neither the program's nor kalab's CPU). Absent for an embedded server, a URL,
+	// and where the system does not say.
+	ServerCPUWaitMs           *float64 `json:"server_cpu_wait_ms,omitempty"`
+	ServerCPUWaitNeighboursMs *float64 `json:"server_cpu_wait_neighbours_ms,omitempty"`
+	// TimerRanges holds, for each metric a timer that no timing source watches produced (a
+	// real server's own idle close, the counts a paced accept loop decides), how far the
+	// CPU other processes took could have moved it, in the metric's unit: a check that
+	// reads it is evaluated over that range, and one whose verdict could change there has
+	// none (the CPU-pressure rule for real timers, engine/judge/realtimers.go).
+	TimerRanges map[string]TimerRange `json:"timer_ranges,omitempty"`
+}
+
+// TimerRange is how far the CPU other processes took could have moved one metric: down
+// (the timer fired later, so the model's value may be lower) and up, and the timer and
+// figures that say so.
+type TimerRange struct {
+	Down float64 `json:"down"`
+	Up   float64 `json:"up"`
+	By   string  `json:"by"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

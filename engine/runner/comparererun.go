@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/admit"
+	"github.com/kalab-dev/kalab/engine/check"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -25,19 +26,36 @@ import (
 // records until its compare is settled: results.jsonl never holds a record a rerun replaced.
 
 // holdsRuns reports whether a scenario's runs wait for its compare checks before they are
-// written: it has a compare check on a latency, which its runs' timing can leave unjudged.
+// written: it has a compare check on a latency or a real timer's metric, which its runs'
+// timing can leave unjudged.
 func holdsRuns(sc *scenario.Scenario) bool {
 	for _, a := range sc.Compare {
-		if len(judge.LatencyRefs(a)) > 0 {
+		if slices.ContainsFunc(a.Refs(), func(ref check.Ref) bool { return rerunRef(sc, ref) }) {
 			return true
 		}
 	}
 	return false
 }
 
-// compareReruns lists the runs to rerun alone: those whose latencies a compare check reads
-// when the machine's timing left that check without a verdict (its reason begins with
-// timingUnjudged), each once, in variant order. None when reruns are off (--attempts 1) or
+// rerunRef reports whether the machine can leave a compare operand without a verdict, so
+// that its run is rerun alone: a latency, or a metric a real timer produced on the real
+// clock (judge.ReadsRealTimer: a real server's own idle close, a paced accept loop's
+// counts).
+func rerunRef(sc *scenario.Scenario, ref check.Ref) bool {
+	if strings.HasPrefix(ref.Metric, "latency_ms.") {
+		return true
+	}
+	for _, r := range sc.Runs {
+		if r.Variant == ref.Variant {
+			return judge.ReadsRealTimer(ref.Metric, r.Settings)
+		}
+	}
+	return false
+}
+
+// compareReruns lists the runs to rerun alone: those whose latencies or real timers'
+// metrics (rerunRef) a compare check reads when the machine's timing left that check
+// without a verdict (judge.Unjudged), each once, in variant order. None when reruns are off (--attempts 1) or
 // timing is not judged (--lag-tolerance below 0).
 func compareReruns(sc *scenario.Scenario, srec *report.Scenario, jobs map[string]job, opt Options) []job {
 	if opt.Attempts < 2 || opt.LagTolerance < 0 || len(srec.Checks) != len(sc.Compare) {
@@ -49,7 +67,7 @@ func compareReruns(sc *scenario.Scenario, srec *report.Scenario, jobs map[string
 			continue
 		}
 		for _, ref := range sc.Compare[i].Refs() {
-			if strings.HasPrefix(ref.Metric, "latency_ms.") && !slices.Contains(variants, ref.Variant) {
+			if rerunRef(sc, ref) && !slices.Contains(variants, ref.Variant) {
 				variants = append(variants, ref.Variant)
 			}
 		}

@@ -91,3 +91,28 @@ func TestUnjudgedCompareRerunsItsRunsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestRealTimerComparesAreRerunAlone: a compare that reads a real server's idle close, or
+// a paced accept loop's counts on the real clock, holds its runs and reruns them alone
+// when the machine left it without a verdict, as a latency compare does; one that reads a
+// count of the embedded server with no paced accept loop does not.
+func TestRealTimerComparesAreRerunAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      bool
+	}{
+		{"a real server's idle close", "name: a\nnetwork: {rtt: 50ms}\nvariants:\n  - {name: real, server: {command: \"srv {port}\"}}\n  - {name: model}\n" +
+			"compare: [\"abs(variant('real').server_idle_close_ms.p50 - variant('model').server_idle_close_ms.p50) < 50\"]\n", true},
+		{"a paced accept loop's errors", "name: a\nclock: real\nnetwork: {rtt: 50ms}\nserver: {backlog: 4, accept_delay: 2ms}\nvariants:\n  - {name: x}\n  - {name: y}\n" +
+			"compare: [\"variant('x').errors > variant('y').errors\"]\n", true},
+		{"the same on the virtual clock", "name: a\nclock: virtual\nnetwork: {rtt: 50ms}\nserver: {backlog: 4, accept_delay: 2ms}\nvariants:\n  - {name: x}\n  - {name: y}\n" +
+			"compare: [\"variant('x').errors > variant('y').errors\"]\n", false},
+		{"the embedded server's counts", "name: a\nclock: real\nnetwork: {rtt: 50ms}\nvariants:\n  - {name: x}\n  - {name: y}\n" +
+			"compare: [\"variant('x').errors > variant('y').errors\"]\n", false},
+	} {
+		p := plan(t, tc.src)
+		if got := holdsRuns(p.Scenarios[0]); got != tc.want {
+			t.Errorf("%s: holds its runs for a rerun: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -246,6 +247,11 @@ variants:
 	for _, r := range out.Runs {
 		if r.Status != report.StatusPass {
 			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+		// What a program kalab started waited for a core is measured (Linux); a URL's is
+		// not kalab's to read (the CPU-pressure rule for real timers).
+		if measured := r.Timing.ServerCPUWaitMs != nil; measured != (r.Variant != "url" && runtime.GOOS == "linux") {
+			t.Errorf("%s: server_cpu_wait_ms recorded: %v", r.Variant, measured)
 		}
 		switch r.Variant {
 		case "url":

@@ -101,12 +101,42 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 		floor := float64(st.Network.RTT.D()) / float64(time.Millisecond)
 		t.LatencyFloorMs = &floor
 	}
+	serverWait(t, tm.ServerWait)
 	if own, others, ok := cpuWait.Split(); ok {
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
 	}
+	if why := judge.ServerTimerLate(tol, t); why != "" && !t.Noisy {
+		t.Noisy, t.Reason = true, why
+	}
 	return t
+}
+
+// runQueue records kalab's mean wait for a core per slice, and with it how far the CPU
+// other processes took could have moved the metrics of timers no source watches
+// (judge.TimerRanges).
+func runQueue(rec *report.Run, st scenario.Settings, opt Options, queue lag.RunQueue) {
+	if d, ok := queue.Mean(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		rec.Timing.RunQueueMs = &v
+	}
+	if opt.LagTolerance >= 0 { // a negative tolerance judges nothing
+		rec.Timing.TimerRanges = judge.TimerRanges(st, rec)
+	}
+}
+
+// serverWait records what a real server program's threads waited for a core (nil: the
+// run's server was not one).
+func serverWait(t *report.Timing, w *judge.ProgramWait) {
+	if w == nil {
+		return
+	}
+	ms := func(d time.Duration) *float64 {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		return &v
+	}
+	t.ServerCPUWaitMs, t.ServerCPUWaitNeighboursMs = ms(w.Own+w.Neighbours), ms(w.Neighbours)
 }
 
 // settle gives the run its status from how it ended, before its checks.
@@ -215,10 +245,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
 	}
 	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
-	if d, ok := queue.Mean(); ok {
-		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
-		rec.Timing.RunQueueMs = &v
-	}
+	runQueue(rec, st, opt, queue)
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)

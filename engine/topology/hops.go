@@ -141,6 +141,10 @@ type realServer struct {
 	runDir string
 	links  *connLog
 	rs     *realserver.Server
+	// wait is what the program's threads waited for a core from when it was ready until
+	// it is stopped, told to tm (judge.Timers.ServerWait) at Close.
+	wait lag.GroupWait
+	tm   *judge.Timers
 }
 
 func (r *realServer) Role() string { return "server" }
@@ -151,6 +155,7 @@ func (r *realServer) Start(ctx context.Context, _ string) (string, error) {
 		return "", err
 	}
 	r.rs = rs
+	r.wait = lag.StartGroupWait(rs.ProcessGroup())
 	return rs.Addr(), nil
 }
 
@@ -178,6 +183,9 @@ func (r *realServer) Stats() Stats {
 func (r *realServer) Close() error {
 	if r.rs == nil {
 		return nil
+	}
+	if own, others, ok := r.wait.Split(); ok && r.tm != nil {
+		r.tm.ServerWait = &judge.ProgramWait{Own: own, Neighbours: others}
 	}
 	return r.rs.Close()
 }

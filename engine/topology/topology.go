@@ -112,7 +112,7 @@ func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scena
 		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
 			return nil, err
 		}
-		t.server = &realServer{cfg: rc, runDir: w.Dir, links: links}
+		t.server = &realServer{cfg: rc, runDir: w.Dir, links: links, tm: tm}
 		return nil, nil
 	}
 	scfg := configure.Server(st, scale)
