@@ -34,7 +34,7 @@ func (r *recordingTB) Skipf(format string, args ...any) {
 }
 
 // run calls Run with a recording TB and returns what it reported.
-func run(t *testing.T, file string, opts ...Option) *recordingTB {
+func run(t *testing.T, src Source, opts ...Option) *recordingTB {
 	r := &recordingTB{TB: t, dir: t.TempDir()}
 	func() {
 		defer func() {
@@ -42,7 +42,7 @@ func run(t *testing.T, file string, opts ...Option) *recordingTB {
 				panic(p)
 			}
 		}()
-		Run(r, file, opts...)
+		Run(r, src, opts...)
 	}()
 	return r
 }
@@ -56,11 +56,11 @@ func TestNotRunFails(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, file)
+	r := run(t, File(file))
 	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "no verdict: not run:") {
 		t.Errorf("a run not run: failed %q, skipped %q; want one failure saying it did not run", r.failed, r.skipped)
 	}
-	r = run(t, file, SkipNoVerdict())
+	r = run(t, File(file), SkipNoVerdict())
 	if len(r.failed) != 0 || len(r.skipped) != 1 || !strings.Contains(r.skipped[0], "not run:") {
 		t.Errorf("with SkipNoVerdict: failed %q, skipped %q; want one skip", r.failed, r.skipped)
 	}

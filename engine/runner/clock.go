@@ -80,8 +80,8 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if st.Client.Exec != nil {
 		off = append(off, "client.exec runs a real program")
 	}
-	if opt.NewClient != nil {
-		off = append(off, "the caller's own Go client (go-func) dials real sockets")
+	if opt.NewClient != nil && opt.CallerRealClock {
+		off = append(off, "the caller's own Go client (go-func) asked for the real clock")
 	}
 	if st.Server.Real() {
 		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
@@ -107,6 +107,11 @@ func (c clockChoice) note(fileScale float64) string {
 // time, before its watchdog ends it: far beyond any CPU work between two events.
 const virtualStall = 30 * time.Second
 
+// virtualOutside is how long a virtual run may go without any event before its watchdog
+// looks for a goroutine waiting on real I/O (a caller's client with a dialer of its own, a
+// DNS lookup): nothing in the bubble can end such a wait, so the run ends at once, naming it.
+const virtualOutside = 500 * time.Millisecond
+
 // inBubble runs f on the virtual clock with a fresh in-memory network, which it closes
 // when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
 // reaches f's context within a second of simulated time. A bubble that stops advancing
@@ -120,7 +125,7 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 		bctx, stop := bubbleContext(ctx)
 		defer stop()
 		f(bctx, n)
-	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall))
+	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall), vclock.OutsideAfter(virtualOutside))
 }
 
 // bubbleContext is a context of the bubble that follows outer's cancellation: a channel

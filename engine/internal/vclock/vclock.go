@@ -42,6 +42,7 @@ type config struct {
 	progress *atomic.Int64
 	stall    time.Duration
 	limit    time.Duration
+	outside  time.Duration
 }
 
 // Progress returns an option: the watchdog reads p, a counter something in the
@@ -61,6 +62,15 @@ func Limit(d time.Duration) Option {
 	return func(c *config) { c.limit = d }
 }
 
+// OutsideAfter makes the watchdog look, once the bubble has made no progress for d of real
+// time, for a goroutine of the bubble waiting on real I/O (a socket, a pipe, a DNS lookup:
+// "IO wait", or a system call inside package net), which nothing in the bubble can end;
+// it gives up at once with a StallError whose Outside is true. It applies only together
+// with Progress.
+func OutsideAfter(d time.Duration) Option {
+	return func(c *config) { c.outside = d }
+}
+
 // StallError reports a bubble that stopped making progress in real time.
 type StallError struct {
 	// Name is the run's name.
@@ -70,6 +80,8 @@ type StallError struct {
 	After time.Duration
 	// Limit is true when the run's total real-time limit ran out.
 	Limit bool
+	// Outside is true when a goroutine of the bubble waits on real I/O (OutsideAfter).
+	Outside bool
 	// Blocked summarises the goroutines of the bubble that were not durably
 	// blocked: status and top frames, one entry per goroutine.
 	Blocked []string
@@ -79,9 +91,12 @@ type StallError struct {
 
 func (e *StallError) Error() string {
 	var b strings.Builder
-	if e.Limit {
+	switch {
+	case e.Outside:
+		fmt.Fprintf(&b, "the virtual clock stopped in %s: after %v without progress, a goroutine of the run waits on a real socket or DNS lookup outside the in-memory network", e.Name, e.After)
+	case e.Limit:
 		fmt.Fprintf(&b, "the virtual clock stopped in %s: real-time limit of %v reached", e.Name, e.After)
-	} else {
+	default:
 		fmt.Fprintf(&b, "the virtual clock stopped in %s: no progress for %v", e.Name, e.After)
 	}
 	b.WriteString("; blocked outside the model: ")
@@ -252,6 +267,7 @@ func (b *bubble) watch(cfg *config) error {
 	var tickC <-chan time.Time
 	var last int64
 	lastChange := start
+	looked := false // the bubble was searched for real I/O since its last progress
 	if cfg.progress != nil {
 		last = cfg.progress.Load()
 		iv := min(max(cfg.stall/10, time.Millisecond), 100*time.Millisecond)
@@ -267,9 +283,14 @@ func (b *bubble) watch(cfg *config) error {
 			return b.stalled(cfg.limit, true)
 		case now := <-tickC:
 			if v := cfg.progress.Load(); v != last {
-				last, lastChange = v, now
+				last, lastChange, looked = v, now, false
 			} else if now.Sub(lastChange) >= cfg.stall {
 				return b.stalled(cfg.stall, false)
+			} else if cfg.outside > 0 && !looked && now.Sub(lastChange) >= cfg.outside {
+				looked = true
+				if e := b.outside(now.Sub(lastChange)); e != nil {
+					return e
+				}
 			}
 		}
 	}
@@ -289,6 +310,33 @@ func (b *bubble) stalled(after time.Duration, limit bool) error {
 		}
 	}
 	return e
+}
+
+// outside returns a StallError naming the goroutines of the bubble that wait on real I/O,
+// or nil when none does.
+func (b *bubble) outside(after time.Duration) error {
+	id, ok := b.id()
+	if !ok {
+		return nil
+	}
+	var io []string
+	for _, g := range bubbleGoroutines(id, true) {
+		if realIO(g) {
+			io = append(io, g)
+		}
+	}
+	if len(io) == 0 {
+		return nil
+	}
+	return &StallError{Name: b.name, After: after.Round(time.Millisecond), Outside: true, Blocked: io, done: b.done}
+}
+
+// realIO reports whether a goroutine summary shows a wait only the operating system can
+// end: the network poller, or a system call made by package net (a resolver through cgo).
+func realIO(summary string) bool {
+	head, frames, _ := strings.Cut(summary, "]:")
+	return strings.Contains(head, "[IO wait") ||
+		(strings.Contains(head, "[syscall") && strings.Contains(frames, " net."))
 }
 
 // sanitize turns name into a subtest name: letters, digits, '-', '_' and '.'
