@@ -71,7 +71,7 @@ type Options struct {
 	// CallerRealClock keeps the runs of the caller's own client (NewClient) on the real
 	// clock, over loopback sockets (kalabtest.RealClock).
 	CallerRealClock bool
-	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
+	DeadlineScale   float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 	// Shard is "i/n" when the plan is one part of a split (kalab run --shard), for the
 	// invocation record; PlanHash is then the whole plan's (PlanHash of the plan before it
 	// was split), so that the shards' records share it.
