@@ -3,6 +3,7 @@ package kalabtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -79,11 +80,22 @@ func (o *options) runOne(t *testing.T, j job) *report.Run {
 		t.Fatalf("kalabtest: %s/%s: %d records, want 1", sc.Name, j.r.Variant, len(out.Runs))
 	}
 	rec := out.Runs[0]
+	if rec.Status == report.StatusError && strings.Contains(rec.Error, runner.OutsideMarker) {
+		rec.Error = o.clientName() + " reached outside the run's in-memory network: it connects by means of its own (a DialContext or DialTLSContext of its own, a proxy, a DNS lookup) instead of the dial kalab hands it; " + rec.Error
+	}
 	o.verdict(t, rec)
 	if o.transport != nil && rec.Clock == scenario.ClockVirtual && rc.dials.Load() == 0 && rec.Metrics.Requests > 0 {
 		t.Errorf("%s/%s: your RoundTripper never dialed through the dial kalabtest.Transport hands it: it connects by other means (a DialContext or DialTLSContext of its own, a proxy), outside the run's in-memory network; set http.Transport.DialContext to dial", rec.Scenario, rec.Variant)
 	}
 	return rec
+}
+
+// clientName names the run's client in a message.
+func (o *options) clientName() string {
+	if o.transport != nil {
+		return "kalabtest.Transport's RoundTripper"
+	}
+	return "kalabtest.Client's Transport"
 }
 
 // runAll runs the whole plan in one invocation (the real clock), then reports each run as a

@@ -110,7 +110,7 @@ const virtualStall = 30 * time.Second
 // virtualOutside is how long a virtual run may go without any event before its watchdog
 // looks for a goroutine waiting on real I/O (a caller's client with a dialer of its own, a
 // DNS lookup): nothing in the bubble can end such a wait, so the run ends at once, naming it.
-const virtualOutside = 500 * time.Millisecond
+const virtualOutside = 250 * time.Millisecond
 
 // inBubble runs f on the virtual clock with a fresh in-memory network, which it closes
 // when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
@@ -175,6 +175,10 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	}
 	return res.m, res.co, res.err
 }
+
+// OutsideMarker is in the error of a virtual run that ended because a goroutine of it
+// waited on real I/O (a caller's client with a dialer of its own).
+const OutsideMarker = vclock.OutsideText
 
 // Host runs runs on the virtual clock (Options.Host).
 type Host = vclock.Host

@@ -71,6 +71,9 @@ func OutsideAfter(d time.Duration) Option {
 	return func(c *config) { c.outside = d }
 }
 
+// OutsideText is what a StallError whose Outside is true says of the goroutine it names.
+const OutsideText = "waits on a real socket or DNS lookup outside the in-memory network"
+
 // StallError reports a bubble that stopped making progress in real time.
 type StallError struct {
 	// Name is the run's name.
@@ -93,7 +96,7 @@ func (e *StallError) Error() string {
 	var b strings.Builder
 	switch {
 	case e.Outside:
-		fmt.Fprintf(&b, "the virtual clock stopped in %s: after %v without progress, a goroutine of the run waits on a real socket or DNS lookup outside the in-memory network", e.Name, e.After)
+		fmt.Fprintf(&b, "the virtual clock stopped in %s: after %v without progress, a goroutine of the run %s", e.Name, e.After, OutsideText)
 	case e.Limit:
 		fmt.Fprintf(&b, "the virtual clock stopped in %s: real-time limit of %v reached", e.Name, e.After)
 	default:
