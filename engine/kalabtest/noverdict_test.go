@@ -65,3 +65,13 @@ func TestNotRunFails(t *testing.T) {
 		t.Errorf("with SkipNoVerdict: failed %q, skipped %q; want one skip", r.failed, r.skipped)
 	}
 }
+
+// TestFakeTBFailedCheck: a testing.TB that is not a *testing.T (no bubble can be opened
+// from it) runs on the real clock and still hears of a check that did not hold.
+func TestFakeTBFailedCheck(t *testing.T) {
+	sc := Scenario{Name: "fake", Load: Load{Requests: 2}, Expect: []string{"errors == 1"}}
+	r := run(t, sc)
+	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "kalabtest.Scenario(fake): fake/default: errors == 1 (errors=0)") {
+		t.Errorf("failed %q, skipped %q; want the check that did not hold", r.failed, r.skipped)
+	}
+}

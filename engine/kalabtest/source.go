@@ -103,15 +103,21 @@ type Variant struct {
 	Expect []string
 }
 
-func (s Scenario) load() (*scenario.Plan, error) {
-	name := "kalabtest.Scenario(" + s.Name + ")"
+// YAML is the scenario in kalab's file format, as kalab run would read it: to keep a case
+// as a file, or to see what a Go value sets.
+func (s Scenario) YAML() ([]byte, error) {
 	doc, err := s.document()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("kalabtest.Scenario(%s): %w", s.Name, err)
 	}
-	data, err := yaml.Marshal(doc)
+	return yaml.Marshal(doc)
+}
+
+func (s Scenario) load() (*scenario.Plan, error) {
+	name := "kalabtest.Scenario(" + s.Name + ")"
+	data, err := s.YAML()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	plan, err := parse(name, data)
 	if ds, ok := err.(scenario.Diagnostics); ok {
