@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 
 	"github.com/kalab-dev/kalab/engine/client"
@@ -69,17 +70,23 @@ func (o *options) clone(tc *tls.Config) (*http.Transport, error) {
 	default:
 		return nil, fmt.Errorf("kalabtest.Client: the client's Transport is a %T; use kalabtest.Transport to build it around the dial and TLS config kalab hands you", base)
 	}
-	// Go's Transport enables HTTP/2 by itself only when neither TLSClientConfig nor a
-	// dialer is set and TLSNextProto is nil, unless ForceAttemptHTTP2 (net/http
-	// transport.go, (*Transport).protocols). kalab sets both; the caller's choice stands.
-	if tr.Protocols == nil && tr.TLSNextProto == nil && !tr.ForceAttemptHTTP2 &&
-		tr.TLSClientConfig == nil && tr.Dial == nil && tr.DialContext == nil && tr.DialTLS == nil && tr.DialTLSContext == nil {
-		tr.ForceAttemptHTTP2 = true
+	// Clone has run the caller's Transport's HTTP/2 set-up (net/http transport.go,
+	// onceSetNextProtoDefaults): its TLS config offers "h2" by ALPN exactly when it speaks
+	// HTTP/2, whether by Go's own choice (no TLSClientConfig, no dialer, or
+	// ForceAttemptHTTP2: (*Transport).protocols) or by Protocols. The clone sets up HTTP/2
+	// of its own, never the caller's, whose connection pool lives outside the run.
+	h2 := tr.Protocols != nil && tr.Protocols.HTTP2()
+	if tr.TLSClientConfig != nil && slices.Contains(tr.TLSClientConfig.NextProtos, "h2") {
+		h2 = true
 	}
+	tr.TLSNextProto, tr.ForceAttemptHTTP2 = nil, h2
 	tr.Proxy = nil // kalab's traffic stays on loopback (or in memory)
 	if tr.TLSClientConfig != nil {
 		mine := tr.TLSClientConfig.Clone()
 		mine.RootCAs, mine.ServerName = tc.RootCAs, tc.ServerName
+		if !h2 {
+			mine.NextProtos = slices.DeleteFunc(slices.Clone(mine.NextProtos), func(p string) bool { return p == "h2" })
+		}
 		tr.TLSClientConfig = mine
 	} else {
 		tr.TLSClientConfig = tc
