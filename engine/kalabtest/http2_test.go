@@ -3,6 +3,7 @@ package kalabtest
 import (
 	"context"
 	"crypto/tls"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -69,19 +70,22 @@ func TestHTTP2OverTheRunsNetwork(t *testing.T) {
 	if h1.Metrics.BytesDown == h2.Metrics.BytesDown {
 		t.Fatalf("HTTP/1.1 and HTTP/2 runs both read %v bytes: the bytes do not tell the protocol", h1.Metrics.BytesDown)
 	}
-	// kalabtest.Client: the caller's Transport as it is configured; the same bytes as the
-	// protocol it would speak.
+	// kalabtest.Client: the caller's Transport as it is configured reads the bytes of the
+	// protocol it would speak. Which end's TLS goodbye goes first when the client closes its
+	// connection at the run's end is the scheduler's choice (one record, 22-24 bytes, either
+	// way): the protocol is the one whose run's bytes are the nearer, 356 bytes apart here.
 	for _, c := range []struct {
 		name string
 		tr   http.RoundTripper
-		want float64
+		h2   bool
 	}{
-		{"default", nil, h2.Metrics.BytesDown},
-		{"own TLS config", &http.Transport{TLSClientConfig: &tls.Config{}}, h1.Metrics.BytesDown},
+		{"default", nil, true},
+		{"own TLS config", &http.Transport{TLSClientConfig: &tls.Config{}}, false},
 	} {
 		r := Run(t, sc, Client(&http.Client{Transport: c.tr}))[0]
-		if r.Metrics.BytesDown != c.want {
-			t.Errorf("Client, %s: %v bytes down, want %v (HTTP/2 %v, HTTP/1.1 %v)", c.name, r.Metrics.BytesDown, c.want, h2.Metrics.BytesDown, h1.Metrics.BytesDown)
+		d := r.Metrics.BytesDown
+		if isH2 := math.Abs(d-h2.Metrics.BytesDown) < math.Abs(d-h1.Metrics.BytesDown); isH2 != c.h2 {
+			t.Errorf("Client, %s: %v bytes down, HTTP/2 %v; want HTTP/2 %v (an HTTP/2 run read %v, an HTTP/1.1 run %v)", c.name, d, isH2, c.h2, h2.Metrics.BytesDown, h1.Metrics.BytesDown)
 		}
 	}
 }
