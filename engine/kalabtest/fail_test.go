@@ -56,6 +56,22 @@ var failing = map[string]func(t *testing.T){
 	},
 	// A client with a dialer of its own.
 	"dialer": ownDialer,
+	// A client with a dialer of its own that is refused at once: its requests fail without
+	// any wait, and the subtest says the dial it was handed was never used.
+	"refused": func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // nothing listens there now
+		rt := func(tc *tls.Config, _ kalabtest.DialFunc) http.RoundTripper {
+			return &http.Transport{TLSClientConfig: tc, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			}}
+		}
+		kalabtest.Run(t, staleScenario(), kalabtest.Transport(rt), kalabtest.Filter("/get$"))
+	},
 	// A scenario that does not load.
 	"invalid": func(t *testing.T) {
 		sc := staleScenario()
@@ -78,6 +94,7 @@ func TestFailing(t *testing.T) {
 		"yaml":     {"y.yaml:6:10: y/default: errors == 0 (errors=2)"},
 		"error":    {"go-client-stale/get: error: client: client config: go-func needs a RoundTripper"},
 		"real":     {"errors == 1 (errors=0)"},
+		"refused":  {"your RoundTripper never dialed through the dial kalabtest.Transport hands it"},
 		"invalid":  {"kalabtest.Scenario(go-client-stale): server.idle_timout: "},
 		"dialer":   {"kalabtest.Transport's RoundTripper reached outside the run's in-memory network", "goroutine", "[IO wait]"},
 	}
