@@ -72,6 +72,17 @@ var failing = map[string]func(t *testing.T){
 		}
 		kalabtest.Run(t, staleScenario(), kalabtest.Transport(rt), kalabtest.Filter("/get$"))
 	},
+	// A RoundTripper that waits on a goroutine started outside the run.
+	"goroutine": func(t *testing.T) {
+		release := make(chan struct{}) // made outside the run's bubble
+		defer close(release)
+		rt := func(tc *tls.Config, dial kalabtest.DialFunc) http.RoundTripper {
+			return &gate{release: release, next: &http.Transport{TLSClientConfig: tc, DialContext: dial}}
+		}
+		start := time.Now()
+		kalabtest.Run(t, staleScenario(), kalabtest.Transport(rt), kalabtest.Filter("/get$"))
+		t.Logf("failed after %v", time.Since(start).Round(10*time.Millisecond))
+	},
 	// A scenario that does not load.
 	"invalid": func(t *testing.T) {
 		sc := staleScenario()
@@ -88,15 +99,16 @@ func TestFailing(t *testing.T) {
 		return
 	}
 	want := map[string][]string{
-		"check":    {"--- FAIL: TestFailing/post", "kalabtest.Scenario(go-client-stale): go-client-stale/post: errors == 0 (errors=5)"},
-		"parallel": {"--- FAIL: TestFailing/post", "errors == 0 (errors=5)"},
-		"compare":  {"kalabtest.Scenario(go-client-stale): go-client-stale (compare): variant('post').errors < variant('get').errors"},
-		"yaml":     {"y.yaml:6:10: y/default: errors == 0 (errors=2)"},
-		"error":    {"go-client-stale/get: error: client: client config: go-func needs a RoundTripper"},
-		"real":     {"errors == 1 (errors=0)"},
-		"refused":  {"your RoundTripper never dialed through the dial kalabtest.Transport hands it"},
-		"invalid":  {"kalabtest.Scenario(go-client-stale): server.idle_timout: "},
-		"dialer":   {"kalabtest.Transport's RoundTripper reached outside the run's in-memory network", "goroutine", "[IO wait]"},
+		"check":     {"--- FAIL: TestFailing/post", "kalabtest.Scenario(go-client-stale): go-client-stale/post: errors == 0 (errors=5)"},
+		"parallel":  {"--- FAIL: TestFailing/post", "errors == 0 (errors=5)"},
+		"compare":   {"kalabtest.Scenario(go-client-stale): go-client-stale (compare): variant('post').errors < variant('get').errors"},
+		"yaml":      {"y.yaml:6:10: y/default: errors == 0 (errors=2)"},
+		"error":     {"go-client-stale/get: error: client: client config: go-func needs a RoundTripper"},
+		"real":      {"errors == 1 (errors=0)"},
+		"refused":   {"your RoundTripper never dialed through the dial kalabtest.Transport hands it"},
+		"invalid":   {"kalabtest.Scenario(go-client-stale): server.idle_timout: "},
+		"dialer":    {"kalabtest.Transport's RoundTripper waits on something outside the run", "[IO wait]"},
+		"goroutine": {"kalabtest.Transport's RoundTripper waits on something outside the run", "[chan receive]: github.com/kalab-dev/kalab/engine/kalabtest_test.(*gate).RoundTrip"},
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -119,9 +131,9 @@ func TestFailing(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
 			}
-			if m := regexp.MustCompile(`failed after (\S+)`).FindStringSubmatch(out.String()); name == "dialer" {
+			if m := regexp.MustCompile(`failed after (\S+)`).FindStringSubmatch(out.String()); name == "dialer" || name == "goroutine" {
 				if d, err := time.ParseDuration(m[len(m)-1]); m == nil || err != nil || d >= time.Second {
-					t.Errorf("the run with its own dialer did not fail within 1 s:\n%s", out.String())
+					t.Errorf("the run that waits outside did not fail within 1 s:\n%s", out.String())
 				}
 			}
 		})
@@ -165,4 +177,15 @@ func ownDialer(t *testing.T) {
 	start := time.Now()
 	kalabtest.Run(t, staleScenario(), kalabtest.Transport(rt), kalabtest.Filter("/get$"))
 	t.Logf("failed after %v", time.Since(start).Round(10*time.Millisecond))
+}
+
+// gate waits for release before each request.
+type gate struct {
+	release chan struct{}
+	next    http.RoundTripper
+}
+
+func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-g.release
+	return g.next.RoundTrip(r)
 }

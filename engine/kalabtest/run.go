@@ -81,7 +81,7 @@ func (o *options) runOne(t *testing.T, j job) *report.Run {
 	}
 	rec := out.Runs[0]
 	if rec.Status == report.StatusError && strings.Contains(rec.Error, runner.OutsideMarker) {
-		rec.Error = o.clientName() + " reached outside the run's in-memory network: it connects by means of its own (a DialContext or DialTLSContext of its own, a proxy, a DNS lookup) instead of the dial kalab hands it; " + rec.Error
+		rec.Error = o.clientName() + " waits on something outside the run: a connection of its own (a DialContext or DialTLSContext that does not use the dial kalab hands it, a proxy, a DNS lookup) or a goroutine started outside the run; " + rec.Error
 	}
 	o.verdict(t, rec)
 	if o.transport != nil && rec.Clock == scenario.ClockVirtual && rc.dials.Load() == 0 && rec.Metrics.Requests > 0 {

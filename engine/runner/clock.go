@@ -116,7 +116,7 @@ const virtualOutside = 250 * time.Millisecond
 // when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
 // reaches f's context within a second of simulated time. A bubble that stops advancing
 // ends with the watchdog's error naming what blocked it.
-func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network)) error {
+func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network), extra ...vclock.Option) error {
 	var progress atomic.Int64
 	return host.Run(name, func() {
 		n := vnet.New()
@@ -125,7 +125,7 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 		bctx, stop := bubbleContext(ctx)
 		defer stop()
 		f(bctx, n)
-	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall), vclock.OutsideAfter(virtualOutside))
+	}, append([]vclock.Option{vclock.Progress(&progress), vclock.StallAfter(virtualStall), vclock.OutsideAfter(virtualOutside)}, extra...)...)
 }
 
 // bubbleContext is a context of the bubble that follows outer's cancellation: a channel
@@ -164,11 +164,17 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	}
 	var res result
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval) // its sampler lives outside any bubble
+	var extra []vclock.Option
+	if opt.NewClient != nil {
+		// The caller's client may wait on a goroutine of its own outside the bubble; kalab's
+		// own waits on outside channels (a progress bar's) are brief, and not looked for.
+		extra = append(extra, vclock.OutsideChannels())
+	}
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
 		var out result
 		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
 		res = out
-	})
+	}, extra...)
 	probe.Stop()
 	if err != nil {
 		return check.Metrics{}, topology.Result{}, err

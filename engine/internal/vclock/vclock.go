@@ -43,6 +43,7 @@ type config struct {
 	stall    time.Duration
 	limit    time.Duration
 	outside  time.Duration
+	channels bool // OutsideChannels
 }
 
 // Progress returns an option: the watchdog reads p, a counter something in the
@@ -71,8 +72,17 @@ func OutsideAfter(d time.Duration) Option {
 	return func(c *config) { c.outside = d }
 }
 
+// OutsideChannels extends OutsideAfter to goroutines of the bubble that wait on a channel
+// made outside it (a client waiting on a worker the test started before the run): such a
+// wait is never durable, so it stops the clock. Unlike real I/O, a wait on an outside
+// channel is often brief (a progress bar's), so it counts only when the same goroutine is
+// found waiting at two looks, d apart, with no progress between them.
+func OutsideChannels() Option {
+	return func(c *config) { c.channels = true }
+}
+
 // OutsideText is what a StallError whose Outside is true says of the goroutine it names.
-const OutsideText = "waits on a real socket or DNS lookup outside the in-memory network"
+const OutsideText = "waits on a real socket, a DNS lookup or a channel made outside the run"
 
 // StallError reports a bubble that stopped making progress in real time.
 type StallError struct {
@@ -270,7 +280,8 @@ func (b *bubble) watch(cfg *config) error {
 	var tickC <-chan time.Time
 	var last int64
 	lastChange := start
-	looked := false // the bubble was searched for real I/O since its last progress
+	looks := 0                   // the bubble was searched for outside waits since its last progress
+	var waiting map[string]bool // goroutines found waiting on outside channels at the last look
 	if cfg.progress != nil {
 		last = cfg.progress.Load()
 		iv := min(max(cfg.stall/10, time.Millisecond), 100*time.Millisecond)
@@ -286,12 +297,14 @@ func (b *bubble) watch(cfg *config) error {
 			return b.stalled(cfg.limit, true)
 		case now := <-tickC:
 			if v := cfg.progress.Load(); v != last {
-				last, lastChange, looked = v, now, false
+				last, lastChange, looks, waiting = v, now, 0, nil
 			} else if now.Sub(lastChange) >= cfg.stall {
 				return b.stalled(cfg.stall, false)
-			} else if cfg.outside > 0 && !looked && now.Sub(lastChange) >= cfg.outside {
-				looked = true
-				if e := b.outside(now.Sub(lastChange)); e != nil {
+			} else if cfg.outside > 0 && now.Sub(lastChange) >= cfg.outside*time.Duration(looks+1) {
+				looks++
+				var e error
+				waiting, e = b.outside(now.Sub(lastChange), cfg.channels, waiting)
+				if e != nil {
 					return e
 				}
 			}
@@ -316,22 +329,40 @@ func (b *bubble) stalled(after time.Duration, limit bool) error {
 }
 
 // outside returns a StallError naming the goroutines of the bubble that wait on real I/O,
-// or nil when none does.
-func (b *bubble) outside(after time.Duration) error {
+// or, with channels, on a channel made outside the bubble at this look and the one before
+// (prev); nil when none does. It returns the goroutines waiting on outside channels now.
+func (b *bubble) outside(after time.Duration, channels bool, prev map[string]bool) (map[string]bool, error) {
 	id, ok := b.id()
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	var io []string
+	var io, held []string
+	now := map[string]bool{}
 	for _, g := range bubbleGoroutines(id, true) {
-		if realIO(g) {
+		switch {
+		case realIO(g):
 			io = append(io, g)
+		case channels && outsideChan(g):
+			now[g] = true
+			if prev[g] {
+				held = append(held, g)
+			}
 		}
 	}
 	if len(io) == 0 {
-		return nil
+		io = held
 	}
-	return &StallError{Name: b.name, After: after.Round(time.Millisecond), Outside: true, Blocked: io, done: b.done}
+	if len(io) == 0 {
+		return now, nil
+	}
+	return now, &StallError{Name: b.name, After: after.Round(time.Millisecond), Outside: true, Blocked: io, done: b.done}
+}
+
+// outsideChan reports whether a goroutine summary of one not durably blocked shows a
+// channel wait: inside a bubble, only a channel made outside it waits so.
+func outsideChan(summary string) bool {
+	head, _, _ := strings.Cut(summary, "]:")
+	return strings.Contains(head, "[chan receive") || strings.Contains(head, "[chan send") || strings.Contains(head, "[select")
 }
 
 // realIO reports whether a goroutine summary shows a wait only the operating system can

@@ -313,3 +313,31 @@ func TestOutsideIgnoresDurableWaits(t *testing.T) {
 		t.Fatalf("Run = %v, want nil: nothing waited on real I/O", err)
 	}
 }
+
+// With OutsideChannels, a goroutine that keeps waiting on a channel made outside the bubble
+// ends the run at the second look; without it (above) such a wait is left to the stall limit.
+func TestOutsideChannels(t *testing.T) {
+	h := vclock.FromTest(t)
+	var progress atomic.Int64
+	release := make(chan struct{}) // not the bubble's
+	const outside = 300 * time.Millisecond // three of the watchdog's 100 ms ticks
+	start := time.Now()
+	err := h.Run("outside channel", func() {
+		progress.Add(1)
+		<-release
+	}, vclock.Progress(&progress), vclock.StallAfter(10*time.Second), vclock.OutsideAfter(outside), vclock.OutsideChannels())
+	took := time.Since(start)
+	var se *vclock.StallError
+	if !errors.As(err, &se) || !se.Outside {
+		close(release)
+		t.Fatalf("Run = %v, want a *StallError with Outside", err)
+	}
+	close(release)
+	<-se.Done()
+	if took < 2*outside || took > 2*outside+time.Second {
+		t.Errorf("reported after %v, want from %v (two looks) to %v", took, 2*outside, 2*outside+time.Second)
+	}
+	if msg := se.Error(); !strings.Contains(msg, "[chan receive]") || !strings.Contains(msg, "TestOutsideChannels") {
+		t.Errorf("message does not name the wait: %s", msg)
+	}
+}
