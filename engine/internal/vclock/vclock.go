@@ -280,7 +280,7 @@ func (b *bubble) watch(cfg *config) error {
 	var tickC <-chan time.Time
 	var last int64
 	lastChange := start
-	looks := 0                   // the bubble was searched for outside waits since its last progress
+	looks := 0                  // the bubble was searched for outside waits since its last progress
 	var waiting map[string]bool // goroutines found waiting on outside channels at the last look
 	if cfg.progress != nil {
 		last = cfg.progress.Load()

@@ -319,7 +319,7 @@ func TestOutsideIgnoresDurableWaits(t *testing.T) {
 func TestOutsideChannels(t *testing.T) {
 	h := vclock.FromTest(t)
 	var progress atomic.Int64
-	release := make(chan struct{}) // not the bubble's
+	release := make(chan struct{})         // not the bubble's
 	const outside = 300 * time.Millisecond // three of the watchdog's 100 ms ticks
 	start := time.Now()
 	err := h.Run("outside channel", func() {
