@@ -366,11 +366,11 @@ func outsideChan(summary string) bool {
 }
 
 // realIO reports whether a goroutine summary shows a wait only the operating system can
-// end: the network poller, or a system call made by package net (a resolver through cgo).
+// end, in package net: the network poller ("IO wait": a socket, a DNS query) or a system
+// call (a resolver through cgo). A write to a full pipe (a log on stderr) is not counted.
 func realIO(summary string) bool {
 	head, frames, _ := strings.Cut(summary, "]:")
-	return strings.Contains(head, "[IO wait") ||
-		(strings.Contains(head, "[syscall") && strings.Contains(frames, " net."))
+	return (strings.Contains(head, "[IO wait") || strings.Contains(head, "[syscall")) && strings.Contains(frames, " net.")
 }
 
 // sanitize turns name into a subtest name: letters, digits, '-', '_' and '.'
