@@ -75,3 +75,20 @@ func TestFakeTBFailedCheck(t *testing.T) {
 		t.Errorf("failed %q, skipped %q; want the check that did not hold", r.failed, r.skipped)
 	}
 }
+
+// TestLoadMessages: a source that does not load fails t at once, with file:line:col for
+// YAML bytes and the field path for a scenario built in Go; nothing runs.
+func TestLoadMessages(t *testing.T) {
+	r := run(t, YAML("bad.yaml", []byte("name: b\nserver: {idle_timout: 1s}\n")))
+	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "bad.yaml:2:10: server.idle_timout: unknown field") {
+		t.Errorf("YAML: failed %q", r.failed)
+	}
+	r = run(t, Scenario{Name: "b", Load: Load{Requests: 1}, Set: map[string]any{"load.burst": -1}})
+	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "kalabtest.Scenario(b): load.burst: ") {
+		t.Errorf("Scenario: failed %q", r.failed)
+	}
+	r = run(t, Scenario{Name: "b", Set: map[string]any{"load": 1, "load.burst": 2}})
+	if len(r.failed) != 1 || !strings.Contains(r.failed[0], "load.burst: load is set to a value, not a section") {
+		t.Errorf("Scenario with a path through a value: failed %q", r.failed)
+	}
+}
