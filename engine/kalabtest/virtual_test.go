@@ -128,3 +128,22 @@ func TestTableIdleTimeouts(t *testing.T) {
 		t.Errorf("five runs took %v; want under 2 s", d)
 	}
 }
+
+// The caller's own timers run on the simulated clock: a server that answers after 2 s and a
+// Transport whose ResponseHeaderTimeout is 500 ms. With no link (RTT 0) the connection and
+// TLS take no simulated time, so each of the 3 requests fails at exactly 500 ms, and the
+// run's 1.5 s of simulated waiting takes milliseconds.
+func TestCallersTimersVirtual(t *testing.T) {
+	sc := kalabtest.Scenario{
+		Name:   "slow",
+		Server: kalabtest.Server{TLS: true},
+		Load:   kalabtest.Load{Requests: 3},
+		Set:    map[string]any{"server.response.delay": 2 * time.Second},
+		Expect: []string{"errors == 3"},
+	}
+	c := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 500 * time.Millisecond}}
+	r := kalabtest.Run(t, sc, kalabtest.Client(c))[0]
+	if r.Metrics.LatencyMs.P50 != 500 || r.Metrics.LatencyMs.Max != 500 || r.WallMs >= 1000 {
+		t.Errorf("latency p50 %v ms, max %v ms, %v ms of wall time; want 500, 500, under 1 s", r.Metrics.LatencyMs.P50, r.Metrics.LatencyMs.Max, r.WallMs)
+	}
+}
