@@ -56,6 +56,38 @@ func (s *stdClient) newIDConn(ctx context.Context, nc net.Conn) *idConn {
 	return ic
 }
 
+// countedDial connects with connect, waits out the simulated link's handshake when there is
+// one, and counts and names the connection.
+func (s *stdClient) countedDial(connect DialFunc, handshake func(context.Context, time.Time) error) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		t0 := time.Now()
+		nc, err := connect(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if handshake != nil {
+			if err := handshake(ctx, t0); err != nil {
+				nc.Close()
+				return nil, err
+			}
+			// httptrace's ConnectDone fired when the kernel connected; the request
+			// that started this dial books the simulated handshake as connect time.
+			if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
+				at.mu.Lock()
+				if !at.connectStart.IsZero() {
+					at.connect = time.Since(at.connectStart)
+				}
+				at.mu.Unlock()
+			}
+		}
+		s.stats.connections.Add(1)
+		return s.newIDConn(ctx, nc), nil
+	}
+}
+
+// DialFunc is a Transport's DialContext.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
 func newStdClient(cfg Config) *stdClient {
 	s := &stdClient{cfg: cfg}
 	s.ids = &s.nextID
@@ -75,31 +107,8 @@ func newStdClient(cfg Config) *stdClient {
 		connect = tracedDial(cfg.Dial, cfg.TCPKeepAlive)
 	}
 	tr := &http.Transport{
-		Proxy: nil, // never leave loopback through an environment proxy
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			t0 := time.Now()
-			nc, err := connect(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			if h := cfg.Handshake; h != nil {
-				if err := h(ctx, t0); err != nil {
-					nc.Close()
-					return nil, err
-				}
-				// httptrace's ConnectDone fired when the kernel connected; the request
-				// that started this dial books the simulated handshake as connect time.
-				if at, ok := ctx.Value(attemptKey{}).(*attemptTrace); ok {
-					at.mu.Lock()
-					if !at.connectStart.IsZero() {
-						at.connect = time.Since(at.connectStart)
-					}
-					at.mu.Unlock()
-				}
-			}
-			s.stats.connections.Add(1)
-			return s.newIDConn(ctx, nc), nil
-		},
+		Proxy:               nil, // never leave loopback through an environment proxy
+		DialContext:         s.countedDial(connect, cfg.Handshake),
 		DisableKeepAlives:   !cfg.KeepAlive,
 		IdleConnTimeout:     cfg.IdleTimeout,
 		MaxConnsPerHost:     cfg.MaxConns,
@@ -183,11 +192,55 @@ const ImplGoFunc = "go-func"
 // requests, traced like go-net-http (a second GotConn inside one RoundTrip is a hidden
 // re-send). From cfg it takes the target, method, path, headers and timeout; pooling,
 // keep-alive and TLS settings are rt's own, and kalab adds no retries of its own. If rt
-// is an *http.Transport, Wrap it first so connections are named and counted.
+// is an *http.Transport, its DialContext is wrapped so connections are named and counted;
+// it dials real sockets (the real clock). NewFuncDial builds one that dials the run's
+// own network.
 func NewFunc(cfg Config, rt http.RoundTripper) (Client, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("client config: go-func needs a RoundTripper")
 	}
+	s, err := newFuncClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.rt = rt
+	if tr, ok := rt.(*http.Transport); ok {
+		dial := tr.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		tr.DialContext = s.countedDial(dial, nil)
+	}
+	return s, nil
+}
+
+// NewFuncDial is the go-func implementation around a dial kalab hands the caller: build
+// makes the caller's RoundTripper around dial, which connects to the run's link, counts and
+// names each connection. On the virtual clock (cfg.Dial set) it dials the in-memory
+// network and waits out the link's handshake, and a RoundTripper that dials by other means
+// reaches outside the run; on the real clock it is a net.Dialer, as NewFunc's.
+func NewFuncDial(cfg Config, build func(dial DialFunc) (http.RoundTripper, error)) (Client, error) {
+	s, err := newFuncClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dial := s.countedDial((&net.Dialer{}).DialContext, nil)
+	if cfg.Dial != nil {
+		dial = s.countedDial(tracedDial(cfg.Dial, cfg.TCPKeepAlive), cfg.Handshake)
+	}
+	rt, err := build(dial)
+	if err != nil {
+		return nil, err
+	}
+	if rt == nil {
+		return nil, fmt.Errorf("client config: go-func needs a RoundTripper")
+	}
+	s.rt = rt
+	return s, nil
+}
+
+// newFuncClient is the traced client a go-func RoundTripper runs under.
+func newFuncClient(cfg Config) (*stdClient, error) {
 	cfg.Implementation, cfg.Retry = ImplGoNetHTTP, RetryPolicy{}
 	cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
 	cfg.KeepAliveHeader = false // the caller's client sends the headers it sends
@@ -195,23 +248,7 @@ func NewFunc(cfg Config, rt http.RoundTripper) (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client config: %w", err)
 	}
-	s := newStdClient(cfg)
-	s.rt = rt
-	if tr, ok := rt.(*http.Transport); ok {
-		dial := tr.DialContext
-		if dial == nil {
-			dial = (&net.Dialer{}).DialContext
-		}
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			s.stats.connections.Add(1)
-			return s.newIDConn(ctx, nc), nil
-		}
-	}
-	return s, nil
+	return newStdClient(cfg), nil
 }
 
 // Do sends one logical request through the Transport, with kalab's visible retries on top

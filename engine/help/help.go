@@ -223,9 +223,9 @@ virtual  Every part of the run is kalab's own code or Go's: the model client or 
          applied.
 real     Loopback sockets in real time, for what only real time can show: real client
          programs (client.exec), real servers (server.exec, command, url), the caller's
-         own Go client (kalabtest), and the files that say clock: real because their
-         finding is CPU or the kernel's own race (09, 14). The timing judge decides
-         whether the machine held each run's timing.
+         own Go client with kalabtest.RealClock (kalabtest runs it virtual otherwise), and
+         the files that say clock: real because their finding is CPU or the kernel's own
+         race (09, 14). The timing judge decides whether the machine held each run's timing.
 
 A run goes virtual unless the file or --clock says otherwise, or a part of it needs
 real time; its record says which clock ran it ("clock"), and a note says why a run that

@@ -1,30 +1,41 @@
-// Package kalabtest runs kalab scenarios from a Go test with the test's own HTTP client
-// as the client (the go-func implementation): the scenario's server, simulated link and
-// checks, your *http.Client or http.RoundTripper with your settings.
+// Package kalabtest runs kalab scenarios from a Go test with your own HTTP client as the
+// client: the scenario's server, simulated link and checks; your *http.Client or
+// http.RoundTripper with your settings.
 //
 //	func TestStaleRace(t *testing.T) {
-//		kalabtest.Run(t, "testdata/stale.yaml", kalabtest.Client(myClient))
+//		myClient := &http.Client{Transport: &http.Transport{IdleConnTimeout: 90 * time.Second}}
+//		runs := kalabtest.Run(t, kalabtest.File("testdata/stale.yaml"), kalabtest.Client(myClient))
+//		if n := runs.Variant("post").Metrics.Errors; n != 5 { ... }
 //	}
 //
-// Each run of the file becomes a subtest that fails with the file:line:col of every
-// check that did not hold. Runs are real time (time scale 1), on loopback, with the
-// server's own certificate, which kalabtest makes your client trust.
+// Each run becomes a subtest of t that fails for every check that did not hold (with its
+// file:line:col), for an engine error, and for a run without a verdict.
+//
+// # The virtual clock
+//
+// By default each run goes on kalab's virtual clock, inside a testing/synctest bubble
+// opened from t: your client dials through the run's in-memory network (kalab sets its
+// DialContext), its TLS trusts the run's certificate, and every timer it has
+// (IdleConnTimeout, ResponseHeaderTimeout, a context deadline, a retry's backoff) runs on
+// the simulated clock. A run is exact, identical on every machine, and takes milliseconds
+// whatever its simulated length. A client that reaches outside the bubble (a dialer of its
+// own to real sockets, a real DNS lookup) fails its run with the goroutine that did it
+// named, within a second. RealClock runs on real loopback sockets in real time instead.
+//
+// # Stability
+//
+// The package is pre-v1: Run, the Source kinds, the options, Results and the fields of
+// report.Run and check.Metrics it returns are what kalab keeps working, but names may
+// still change before v1; what changes is listed in the release notes.
 package kalabtest
 
 import (
-	"context"
 	"crypto/tls"
-	"fmt"
 	"net/http"
 	"regexp"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/runner"
-	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
 // Option configures Run.
@@ -32,24 +43,33 @@ type Option func(*options)
 
 type options struct {
 	hc        *http.Client
-	transport func(*tls.Config) http.RoundTripper
+	transport func(*tls.Config, DialFunc) http.RoundTripper
 	filter    *regexp.Regexp
 	parallel  int
 	skipNone  bool // a run without a verdict skips its subtest instead of failing it
+	real      bool // RealClock
 }
 
 // Client makes c the client of every run. Its Transport (an *http.Transport, or nil for
-// http.DefaultTransport) is cloned for each run, told to trust the run's server and to
-// use no proxy; every other setting (keep-alive, idle timeout, pool sizes, HTTP/2) is
-// yours. c.Timeout becomes the per-request timeout. For another RoundTripper, use
-// Transport.
+// http.DefaultTransport) is cloned for each run, told to trust the run's server and to use
+// no proxy, and on the virtual clock to dial through the run's network; every other
+// setting (keep-alive, idle timeout, pool sizes, timeouts, HTTP/2) is yours. c.Timeout
+// becomes the per-request timeout. For any other RoundTripper (a retry wrapper, an
+// instrumented Transport), use Transport.
 func Client(c *http.Client) Option { return func(o *options) { o.hc = c } }
 
-// Transport builds each run's RoundTripper yourself; tlsConfig trusts the run's server
-// (use it, or clone it into your own TLS settings).
-func Transport(build func(tlsConfig *tls.Config) http.RoundTripper) Option {
+// Transport builds each run's RoundTripper yourself: tlsConfig trusts the run's server (use
+// it, or clone it into your own TLS settings) and dial connects to the run's server (set it
+// as your http.Transport's DialContext). A RoundTripper that dials by other means fails its
+// run on the virtual clock.
+func Transport(build func(tlsConfig *tls.Config, dial DialFunc) http.RoundTripper) Option {
 	return func(o *options) { o.transport = build }
 }
+
+// RealClock runs on real loopback sockets in real time (time scale 1) instead of the
+// virtual clock, with your client's own dialer: slower (a run takes its scenario's length)
+// and subject to the machine's load (the timing judge may leave a run without a verdict).
+func RealClock() Option { return func(o *options) { o.real = true } }
 
 // Filter keeps the runs whose "scenario/variant" matches the regular expression.
 func Filter(expr string) Option {
@@ -65,12 +85,15 @@ func Parallel(n int) Option { return func(o *options) { o.parallel = n } }
 // kalab run would exit 3, and go test does not pass where kalab run does not.
 func SkipNoVerdict() Option { return func(o *options) { o.skipNone = true } }
 
-// Run loads the scenario file, runs each of its runs with your client and reports each
-// as a subtest; it returns the run records (metrics, checks) for further assertions. A
-// file that does not load fails t at once with its file:line:col messages. A run without a
-// verdict (the machine could not time it, even rerun alone, or it could not run here) fails
-// its subtest with the reason, unless SkipNoVerdict.
-func Run(t testing.TB, file string, opts ...Option) []*report.Run {
+// Run loads the scenario, runs each of its runs with your client as a subtest of t and
+// returns their records for further assertions. A scenario that does not load fails t at
+// once with its file:line:col (or field path) messages. Each subtest fails for every check
+// that did not hold or could not be evaluated, an engine error, and a run without a verdict
+// (unless SkipNoVerdict); a compare check across runs that does not hold fails t.
+//
+// With a t that is not a *testing.T (no bubble can be opened from it) the runs go on the
+// real clock and report to t directly.
+func Run(t testing.TB, src Source, opts ...Option) Results {
 	t.Helper()
 	o := options{parallel: 1}
 	for _, f := range opts {
@@ -79,96 +102,32 @@ func Run(t testing.TB, file string, opts ...Option) []*report.Run {
 	if o.hc == nil && o.transport == nil {
 		o.hc = &http.Client{}
 	}
-	plan, err := scenario.LoadFiles([]string{file})
+	if o.parallel < 1 {
+		o.parallel = 1
+	}
+	plan, err := src.load()
 	if err != nil {
-		t.Fatalf("kalabtest: %v", err)
+		t.Fatalf("kalabtest: scenario does not load:\n%v", err)
 	}
-	out, err := runner.Execute(context.Background(), plan, runner.Options{
-		Out: t.TempDir(), KalabVersion: "kalabtest", Log: zerolog.Nop(), Parallel: o.parallel,
-		Filter: o.filter, SkipRequests: true, NewClient: o.newClient,
-	})
-	if err != nil {
-		t.Fatalf("kalabtest: %v", err)
+	if tt, ok := t.(*testing.T); ok && !o.real {
+		return o.runEach(tt, plan)
 	}
-	st, canRun := t.(*testing.T)
-	for _, rec := range out.Runs {
-		check := func(t testing.TB) {
-			t.Helper()
-			if why := noVerdict(rec); why != "" {
-				if o.skipNone {
-					t.Skipf("%s/%s: %s", rec.Scenario, rec.Variant, why)
-				}
-				t.Fatalf("%s/%s: no verdict: %s (kalab run would exit 3; kalabtest.SkipNoVerdict skips instead)", rec.Scenario, rec.Variant, why)
-			}
-			if rec.Status == report.StatusError || rec.Status == report.StatusInterrupted {
-				t.Errorf("%s/%s: %s: %s", rec.Scenario, rec.Variant, rec.Status, rec.Error)
-			}
-			for _, c := range rec.Checks {
-				if !c.Pass {
-					t.Errorf("%s:%d:%d: %s/%s: %s (%s)%s", c.File, c.Line, c.Col, rec.Scenario, rec.Variant, c.Expr, report.Observed(c.Observed), suffix(c.Error))
-				}
-			}
-		}
-		if canRun {
-			st.Run(rec.Variant, func(t *testing.T) { check(t) })
-		} else {
-			check(t)
-		}
-	}
-	for _, s := range out.Scenarios {
-		for _, c := range s.Checks {
-			if !c.Pass {
-				t.Errorf("%s:%d:%d: %s (compare): %s (%s)%s", c.File, c.Line, c.Col, s.Scenario, c.Expr, report.Observed(c.Observed), suffix(c.Error))
-			}
-		}
-	}
-	return out.Runs
+	return o.runAll(t, plan)
 }
 
-// noVerdict says why a run has no verdict: its timing was too noisy, or it did not run here;
-// "" when it has one.
-func noVerdict(rec *report.Run) string {
-	switch {
-	case rec.Timing != nil && rec.Timing.Noisy:
-		return rec.Error
-	case rec.Status == report.StatusNotRun:
-		return "not run: " + rec.Reason
-	}
-	return ""
-}
+// Results are the records of Run's runs, in plan order.
+type Results []*report.Run
 
-func suffix(s string) string {
-	if s == "" {
-		return ""
+// Variant is the record of the run named variant (the scenario's variant name, or its
+// matrix run's name); nil when there is none. Its Metrics hold the counts a check reads:
+// Metrics.Errors, Metrics.HiddenRetries (Go's own re-sends of a request on a new
+// connection), Metrics.Retries, Metrics.Connections, Metrics.ErrorsByClass.Reset, ...
+// (docs/results.md lists every field).
+func (rs Results) Variant(variant string) *report.Run {
+	for _, r := range rs {
+		if r.Variant == variant {
+			return r
+		}
 	}
-	return ": " + s
-}
-
-// newClient builds one run's go-func client from the runner's resolved config.
-func (o *options) newClient(cfg client.Config) (client.Client, error) {
-	tc := &tls.Config{RootCAs: cfg.RootCAs, ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
-	if o.transport != nil {
-		return client.NewFunc(cfg, o.transport(tc))
-	}
-	if o.hc.Timeout > 0 {
-		cfg.Timeout = o.hc.Timeout
-	}
-	var tr *http.Transport
-	switch base := o.hc.Transport.(type) {
-	case nil:
-		tr = http.DefaultTransport.(*http.Transport).Clone()
-	case *http.Transport:
-		tr = base.Clone()
-	default:
-		return nil, fmt.Errorf("kalabtest.Client: the client's Transport is a %T; use kalabtest.Transport to build it with kalab's TLS config", base)
-	}
-	tr.Proxy = nil // kalab's traffic stays on loopback
-	if tr.TLSClientConfig != nil {
-		mine := tr.TLSClientConfig.Clone()
-		mine.RootCAs, mine.ServerName = tc.RootCAs, tc.ServerName
-		tr.TLSClientConfig = mine
-	} else {
-		tr.TLSClientConfig = tc
-	}
-	return client.NewFunc(cfg, tr)
+	return nil
 }

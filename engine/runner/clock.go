@@ -80,8 +80,8 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if st.Client.Exec != nil {
 		off = append(off, "client.exec runs a real program")
 	}
-	if opt.NewClient != nil {
-		off = append(off, "the caller's own Go client (go-func) dials real sockets")
+	if opt.NewClient != nil && opt.CallerRealClock {
+		off = append(off, "the caller's own Go client (go-func) asked for the real clock")
 	}
 	if st.Server.Real() {
 		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
@@ -107,11 +107,16 @@ func (c clockChoice) note(fileScale float64) string {
 // time, before its watchdog ends it: far beyond any CPU work between two events.
 const virtualStall = 30 * time.Second
 
+// virtualOutside is how long a virtual run may go without any event before its watchdog
+// looks for a goroutine waiting on real I/O (a caller's client with a dialer of its own, a
+// DNS lookup): nothing in the bubble can end such a wait, so the run ends at once, naming it.
+const virtualOutside = 250 * time.Millisecond
+
 // inBubble runs f on the virtual clock with a fresh in-memory network, which it closes
 // when f returns; the run's own hops are closed by f. ctx's cancellation (an interrupt)
 // reaches f's context within a second of simulated time of the network's last event. A
 // bubble that stops advancing ends with the watchdog's error naming what blocked it.
-func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network)) error {
+func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx context.Context, n *vnet.Network), extra ...vclock.Option) error {
 	var progress atomic.Int64
 	return host.Run(name, func() {
 		n := vnet.New()
@@ -120,7 +125,7 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 		defer n.Close()
 		defer stop()
 		f(bctx, n)
-	}, vclock.Progress(&progress), vclock.StallAfter(virtualStall))
+	}, append([]vclock.Option{vclock.Progress(&progress), vclock.StallAfter(virtualStall), vclock.OutsideAfter(virtualOutside)}, extra...)...)
 }
 
 // maxCancelPoll is the longest simulated wait between two looks at the outer context while
@@ -189,17 +194,27 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	}
 	var res result
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval) // its sampler lives outside any bubble
+	var extra []vclock.Option
+	if opt.NewClient != nil {
+		// The caller's client may wait on a goroutine of its own outside the bubble; kalab's
+		// own waits on outside channels (a progress bar's) are brief, and not looked for.
+		extra = append(extra, vclock.OutsideChannels())
+	}
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
 		var out result
 		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
 		res = out
-	})
+	}, extra...)
 	probe.Stop()
 	if err != nil {
 		return check.Metrics{}, topology.Result{}, err
 	}
 	return res.m, res.co, res.err
 }
+
+// OutsideMarker is in the error of a virtual run that ended because a goroutine of it
+// waited on real I/O (a caller's client with a dialer of its own).
+const OutsideMarker = vclock.OutsideText
 
 // Host runs runs on the virtual clock (Options.Host).
 type Host = vclock.Host

@@ -44,10 +44,6 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 	}
 	if opt.NewClient != nil {
 		st.Client.Exec = nil // the caller's client replaces whatever the file names
-		if st.TimeScale != 1 {
-			notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
-			st.TimeScale = 1
-		}
 		notes = append(notes, "go-func client: the caller's Go client; of the file's client section only method, path, headers and timeout apply")
 	}
 	if st.Client.Exec != nil {
@@ -62,6 +58,10 @@ func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string
 		}
 	}
 	cc := chooseClock(st, opt)
+	if opt.NewClient != nil && cc.clock == scenario.ClockReal && st.TimeScale != 1 {
+		notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a client on the real clock runs in real time)", st.TimeScale))
+		st.TimeScale = 1
+	}
 	if note := cc.note(st.TimeScale); note != "" {
 		notes = append(notes, note)
 	}

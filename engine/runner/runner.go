@@ -64,9 +64,14 @@ type Options struct {
 	// not run (kalab run --require-clients, for CI machines that must have them).
 	RequireClients bool
 	// NewClient, when set, builds every run's client instead of the file's client section
-	// (kalabtest's go-func: the caller's own Go client). The runs then run at time scale 1.
-	NewClient     func(client.Config) (client.Client, error)
-	DeadlineScale float64 // multiplies each run's deadline (tests use < 1); 0 means 1
+	// (kalabtest's go-func: the caller's own Go client). On the virtual clock it is handed
+	// the in-memory network in client.Config.Dial and must dial only through it; with
+	// CallerRealClock, or without a Host, its runs go on the real clock at time scale 1.
+	NewClient func(client.Config) (client.Client, error)
+	// CallerRealClock keeps the runs of the caller's own client (NewClient) on the real
+	// clock, over loopback sockets (kalabtest.RealClock).
+	CallerRealClock bool
+	DeadlineScale   float64 // multiplies each run's deadline (tests use < 1); 0 means 1
 	// Shard is "i/n" when the plan is one part of a split (kalab run --shard), for the
 	// invocation record; PlanHash is then the whole plan's (PlanHash of the plan before it
 	// was split), so that the shards' records share it.

@@ -42,6 +42,8 @@ type config struct {
 	progress *atomic.Int64
 	stall    time.Duration
 	limit    time.Duration
+	outside  time.Duration
+	channels bool // OutsideChannels
 }
 
 // Progress returns an option: the watchdog reads p, a counter something in the
@@ -61,6 +63,27 @@ func Limit(d time.Duration) Option {
 	return func(c *config) { c.limit = d }
 }
 
+// OutsideAfter makes the watchdog look, once the bubble has made no progress for d of real
+// time, for a goroutine of the bubble waiting on real I/O (a socket, a pipe, a DNS lookup:
+// "IO wait", or a system call inside package net), which nothing in the bubble can end;
+// it gives up at once with a StallError whose Outside is true. It applies only together
+// with Progress.
+func OutsideAfter(d time.Duration) Option {
+	return func(c *config) { c.outside = d }
+}
+
+// OutsideChannels extends OutsideAfter to goroutines of the bubble that wait on a channel
+// made outside it (a client waiting on a worker the test started before the run): such a
+// wait is never durable, so it stops the clock. Unlike real I/O, a wait on an outside
+// channel is often brief (a progress bar's), so it counts only when the same goroutine is
+// found waiting at two looks, d apart, with no progress between them.
+func OutsideChannels() Option {
+	return func(c *config) { c.channels = true }
+}
+
+// OutsideText is what a StallError whose Outside is true says of the goroutine it names.
+const OutsideText = "waits on a real socket, a DNS lookup or a channel made outside the run"
+
 // StallError reports a bubble that stopped making progress in real time.
 type StallError struct {
 	// Name is the run's name.
@@ -70,6 +93,8 @@ type StallError struct {
 	After time.Duration
 	// Limit is true when the run's total real-time limit ran out.
 	Limit bool
+	// Outside is true when a goroutine of the bubble waits on real I/O (OutsideAfter).
+	Outside bool
 	// Blocked summarises the goroutines of the bubble that were not durably
 	// blocked: status and top frames, one entry per goroutine.
 	Blocked []string
@@ -79,9 +104,12 @@ type StallError struct {
 
 func (e *StallError) Error() string {
 	var b strings.Builder
-	if e.Limit {
+	switch {
+	case e.Outside:
+		fmt.Fprintf(&b, "the virtual clock stopped in %s: after %v without progress, a goroutine of the run %s", e.Name, e.After, OutsideText)
+	case e.Limit:
 		fmt.Fprintf(&b, "the virtual clock stopped in %s: real-time limit of %v reached", e.Name, e.After)
-	} else {
+	default:
 		fmt.Fprintf(&b, "the virtual clock stopped in %s: no progress for %v", e.Name, e.After)
 	}
 	b.WriteString("; blocked outside the model: ")
@@ -252,6 +280,8 @@ func (b *bubble) watch(cfg *config) error {
 	var tickC <-chan time.Time
 	var last int64
 	lastChange := start
+	looks := 0                  // the bubble was searched for outside waits since its last progress
+	var waiting map[string]bool // goroutines found waiting on outside channels at the last look
 	if cfg.progress != nil {
 		last = cfg.progress.Load()
 		iv := min(max(cfg.stall/10, time.Millisecond), 100*time.Millisecond)
@@ -267,9 +297,16 @@ func (b *bubble) watch(cfg *config) error {
 			return b.stalled(cfg.limit, true)
 		case now := <-tickC:
 			if v := cfg.progress.Load(); v != last {
-				last, lastChange = v, now
+				last, lastChange, looks, waiting = v, now, 0, nil
 			} else if now.Sub(lastChange) >= cfg.stall {
 				return b.stalled(cfg.stall, false)
+			} else if cfg.outside > 0 && now.Sub(lastChange) >= cfg.outside*time.Duration(looks+1) {
+				looks++
+				var e error
+				waiting, e = b.outside(now.Sub(lastChange), cfg.channels, waiting)
+				if e != nil {
+					return e
+				}
 			}
 		}
 	}
@@ -289,6 +326,51 @@ func (b *bubble) stalled(after time.Duration, limit bool) error {
 		}
 	}
 	return e
+}
+
+// outside returns a StallError naming the goroutines of the bubble that wait on real I/O,
+// or, with channels, on a channel made outside the bubble at this look and the one before
+// (prev); nil when none does. It returns the goroutines waiting on outside channels now.
+func (b *bubble) outside(after time.Duration, channels bool, prev map[string]bool) (map[string]bool, error) {
+	id, ok := b.id()
+	if !ok {
+		return nil, nil
+	}
+	var io, held []string
+	now := map[string]bool{}
+	for _, g := range bubbleGoroutines(id, true) {
+		switch {
+		case realIO(g):
+			io = append(io, g)
+		case channels && outsideChan(g):
+			now[g] = true
+			if prev[g] {
+				held = append(held, g)
+			}
+		}
+	}
+	if len(io) == 0 {
+		io = held
+	}
+	if len(io) == 0 {
+		return now, nil
+	}
+	return now, &StallError{Name: b.name, After: after.Round(time.Millisecond), Outside: true, Blocked: io, done: b.done}
+}
+
+// outsideChan reports whether a goroutine summary of one not durably blocked shows a
+// channel wait: inside a bubble, only a channel made outside it waits so.
+func outsideChan(summary string) bool {
+	head, _, _ := strings.Cut(summary, "]:")
+	return strings.Contains(head, "[chan receive") || strings.Contains(head, "[chan send") || strings.Contains(head, "[select")
+}
+
+// realIO reports whether a goroutine summary shows a wait only the operating system can
+// end, in package net: the network poller ("IO wait": a socket, a DNS query) or a system
+// call (a resolver through cgo). A write to a full pipe (a log on stderr) is not counted.
+func realIO(summary string) bool {
+	head, frames, _ := strings.Cut(summary, "]:")
+	return (strings.Contains(head, "[IO wait") || strings.Contains(head, "[syscall")) && strings.Contains(frames, " net.")
 }
 
 // sanitize turns name into a subtest name: letters, digits, '-', '_' and '.'

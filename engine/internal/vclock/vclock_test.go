@@ -258,3 +258,87 @@ func TestNamesSanitized(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With OutsideAfter, a goroutine waiting on a real socket ends the run once the bubble has
+// made no progress for that long, long before the stall limit.
+func TestOutsideOnRealSocket(t *testing.T) {
+	h := vclock.FromTest(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress atomic.Int64
+	const outside = 200 * time.Millisecond
+	start := time.Now()
+	err = h.Run("accept", func() {
+		progress.Add(1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if c, err := ln.Accept(); err == nil {
+				c.Close()
+			}
+		}()
+		time.Sleep(time.Second) // virtual: passes at once, and the bubble is not yet stuck
+		<-done
+	}, vclock.Progress(&progress), vclock.StallAfter(20*time.Second), vclock.OutsideAfter(outside))
+	took := time.Since(start)
+	ln.Close()
+	var se *vclock.StallError
+	if !errors.As(err, &se) || !se.Outside {
+		t.Fatalf("Run = %v, want a *StallError with Outside", err)
+	}
+	<-se.Done()
+	if took < outside || took > outside+time.Second {
+		t.Errorf("reported after %v, want between %v and %v", took, outside, outside+time.Second)
+	}
+	if msg := se.Error(); !strings.Contains(msg, vclock.OutsideText) || !strings.Contains(msg, "net.(*TCPListener).Accept") {
+		t.Errorf("message: %s", msg)
+	}
+}
+
+// A bubble whose goroutines wait only durably is never reported as outside, however long
+// it takes in real time.
+func TestOutsideIgnoresDurableWaits(t *testing.T) {
+	h := vclock.FromTest(t)
+	var progress atomic.Int64
+	release := make(chan struct{})
+	time.AfterFunc(600*time.Millisecond, func() { close(release) })
+	err := h.Run("mutex", func() {
+		var mu sync.Mutex
+		mu.Lock()
+		go func() { <-release; mu.Unlock() }() // release is not the bubble's: not durable
+		mu.Lock()
+	}, vclock.Progress(&progress), vclock.StallAfter(10*time.Second), vclock.OutsideAfter(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Run = %v, want nil: nothing waited on real I/O", err)
+	}
+}
+
+// With OutsideChannels, a goroutine that keeps waiting on a channel made outside the bubble
+// ends the run at the second look; without it (above) such a wait is left to the stall limit.
+func TestOutsideChannels(t *testing.T) {
+	h := vclock.FromTest(t)
+	var progress atomic.Int64
+	release := make(chan struct{})         // not the bubble's
+	const outside = 300 * time.Millisecond // three of the watchdog's 100 ms ticks
+	start := time.Now()
+	err := h.Run("outside channel", func() {
+		progress.Add(1)
+		<-release
+	}, vclock.Progress(&progress), vclock.StallAfter(10*time.Second), vclock.OutsideAfter(outside), vclock.OutsideChannels())
+	took := time.Since(start)
+	var se *vclock.StallError
+	if !errors.As(err, &se) || !se.Outside {
+		close(release)
+		t.Fatalf("Run = %v, want a *StallError with Outside", err)
+	}
+	close(release)
+	<-se.Done()
+	if took < 2*outside || took > 2*outside+time.Second {
+		t.Errorf("reported after %v, want from %v (two looks) to %v", took, 2*outside, 2*outside+time.Second)
+	}
+	if msg := se.Error(); !strings.Contains(msg, "[chan receive]") || !strings.Contains(msg, "TestOutsideChannels") {
+		t.Errorf("message does not name the wait: %s", msg)
+	}
+}
