@@ -97,6 +97,9 @@ type Client struct {
 	// connection free again one tick after its response) driven by an awaited loop: the
 	// next request takes another connection (engine/client creation.go).
 	AwaitedCreationOrder bool
+	// DropEmptyPool is undici 7's Agent, which closes the origin's pool when its count of
+	// connections falls to zero: not walked (unmodelled).
+	DropEmptyPool bool
 	// SessionResumption: the client offers the TLS session a server's ticket gave it.
 	SessionResumption bool
 	Method            string

@@ -133,6 +133,8 @@ func unmodelled(p Plan) string {
 		return fmt.Sprintf("a real server (%s): its own timers decide when it closes", p.Server.Real)
 	case p.Server.HTTP2:
 		return "HTTP/2 multiplexes requests on one connection; the oracle models HTTP/1.1 pools"
+	case p.Client.DropEmptyPool:
+		return "undici 7's Agent closing the origin's pool (client.drop_empty_pool) turns on socket events the oracle does not walk; the Go tests of engine/client and the truth suite check it"
 	case p.Server.Status >= 500 && p.Balancer != nil:
 		return fmt.Sprintf("the server answers %d itself: the balancer's own error answers cannot be told from the server's", p.Server.Status)
 	case p.Server.CloseEvery > 0:
