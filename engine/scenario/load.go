@@ -683,6 +683,9 @@ func (l *loader) checkImplementation(c Client, at func(string) *yaml.Node, where
 	if c.CallerYields && c.Scheduling != "creation-order" {
 		l.add(at("client.caller_yields"), "client.caller_yields", "only scheduling creation-order gives a connection back a tick late; the other schedulings give it back at once%s", where)
 	}
+	if c.DropEmptyPool && c.Scheduling != "creation-order" {
+		l.add(at("client.drop_empty_pool"), "client.drop_empty_pool", "undici 7's Agent closes an origin's Pool: only scheduling creation-order (undici's Pool) has one%s", where)
+	}
 }
 
 // checkVersion refuses a client.version nothing reads: no preset, a preset that models
@@ -708,6 +711,9 @@ func (l *loader) checkVersion(c Client, at func(string) *yaml.Node, where string
 		l.add(at("client.version"), "client.version", "names the release a preset models: set client.preset (%s)%s", strings.Join(versioned, ", "), where)
 	case len(p.Releases) == 0:
 		l.add(at("client.version"), "client.version", "the %s preset models every release it names alike (%s); client.version chooses among the releases of %s%s", p.Name, p.Models, strings.Join(versioned, ", "), where)
+	case !p.InRange(c.ProgramVersion):
+		// An unknown release would silently get the default's rule: refused instead.
+		l.add(at("client.version"), "client.version", "%s is not a release the %s preset models: it models %s, and would give another release's rule to this one (kalab help presets)%s", c.ProgramVersion, p.Name, p.RangesText(), where)
 	}
 }
 
