@@ -683,9 +683,6 @@ func (l *loader) checkImplementation(c Client, at func(string) *yaml.Node, where
 	if c.CallerYields && c.Scheduling != "creation-order" {
 		l.add(at("client.caller_yields"), "client.caller_yields", "only scheduling creation-order gives a connection back a tick late; the other schedulings give it back at once%s", where)
 	}
-	if c.DropEmptyPool && c.Scheduling != "creation-order" {
-		l.add(at("client.drop_empty_pool"), "client.drop_empty_pool", "undici 7's Agent closes an origin's Pool: only scheduling creation-order (undici's Pool) has one%s", where)
-	}
 }
 
 // checkVersion refuses a client.version nothing reads: no preset, a preset that models
