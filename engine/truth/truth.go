@@ -106,8 +106,10 @@ func (v *Verdict) ran(r *report.Run, m runner.Modelled) {
 	version := m.Version
 	if version == "" {
 		version = "(version unknown)"
-	} else if !m.Preset.Verifies(m.Program, version) {
+	} else if as := m.Preset.VerifiedAs(m.Program, version); as == "" {
 		version += ", not among the versions verified (" + m.Preset.VersionsOf(m.Program) + ")"
+	} else if as != version {
+		version += ", verified as " + as
 	}
 	h := fmt.Sprintf("%s %s (%s)", m.Program, version, truthFile(r.File))
 	for _, have := range v.Holds {

@@ -50,7 +50,8 @@ func verdictOf(t *testing.T, res *report.Results, preset string) *Verdict {
 
 // A preset holds for the version its real program ran at when the compare checks that read
 // that program's runs pass; a failed one names the preset and the check; a program not
-// installed is no verdict; a version outside the verified list is said.
+// installed is no verdict; a version outside the verified list is said, and a patch of a
+// verified release is verified with its range named.
 func TestVerdicts(t *testing.T) {
 	t.Parallel()
 	v := verdictOf(t, results("6.24.1", report.StatusPass, true), "undici")
@@ -64,6 +65,10 @@ func TestVerdicts(t *testing.T) {
 	if len(v.Failed) != 1 || !strings.Contains(v.Failed[0], "scenarios/truth/undici.yaml:40: variant('real-awaited').connections") ||
 		!strings.Contains(v.Holds[0], "undici 7.1.0, not among the versions verified (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-07)") {
 		t.Errorf("undici 7.1.0 failing: %+v", v)
+	}
+	v = verdictOf(t, results("7.30.2", report.StatusPass, true), "undici")
+	if len(v.Failed) > 0 || strings.Join(v.Holds, ";") != "undici 7.30.2, verified as 7.30.x (7.30.3 checked) (scenarios/truth/undici.yaml)" {
+		t.Errorf("undici 7.30.2, a patch of a checked release: %+v", v)
 	}
 	v = verdictOf(t, results("", report.StatusNotRun, true), "undici")
 	if len(v.Holds) != 0 || len(v.NoRun) != 1 || !strings.Contains(v.NoRun[0], "not on PATH") {
