@@ -98,7 +98,8 @@ type Client struct {
 	// next request takes another connection (engine/client creation.go).
 	AwaitedCreationOrder bool
 	// DropEmptyPool is undici 7's Agent, which closes the origin's pool when its count of
-	// connections falls to zero: not walked (unmodelled).
+	// connections falls to zero: the same counts as undici 6's pool unless the server closes
+	// kept connections (max_requests), which is not walked (unmodelled).
 	DropEmptyPool bool
 	// SessionResumption: the client offers the TLS session a server's ticket gave it.
 	SessionResumption bool
