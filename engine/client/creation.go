@@ -120,7 +120,8 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 			return c, true, nil
 		}
 		dead = c // closed by the server or past its keep-alive timeout: reconnect in place
-		m.disconnect(false)
+		// Its FIN or reset came before this dispatch, and so did its 'close' event.
+		gone = append(gone, m.disconnect(true)...)
 	} else {
 		m.open++
 	}
