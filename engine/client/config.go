@@ -78,6 +78,7 @@ type Config struct {
 	ConnIDs         *atomic.Uint64
 	Scheduling      string        // "lifo" (default), "fifo" or "creation-order"
 	CallerYields    bool          // with creation-order: the caller yields an event-loop tick between requests, so the connection its previous request used is free again
+	DropEmptyPool   bool          // with creation-order: undici 7's Agent closes the pool when the origin's count of connections falls to 0 (engine/client/undiciagent)
 	LivenessCheck   bool          // a non-blocking peek before reuse; an idle connection that is readable (FIN, RST, stray bytes) is discarded
 	LivenessEOFOnly bool          // with LivenessCheck: discard only on EOF or a socket error; pending bytes count as alive (libcurl 7.88.x)
 	Timeout         time.Duration // per attempt, from its start to the response's last byte; 0 = none

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/client/undiciagent"
 )
 
 // The creation-order pool is undici's (read in the undici 6.24.1 bundled with Node 20.20.2,
@@ -54,7 +56,8 @@ import (
 // slot is one undici Client: its place in creation order, and its pooled connection.
 type slot struct {
 	busy bool
-	idle *pconn // the slot's connection while it is idle; nil when it has none
+	idle *pconn            // the slot's connection while it is idle; nil when it has none
+	pool *undiciagent.Pool // the Pool of undici 7's Agent it belongs to; nil without one
 }
 
 type followingKey struct{}
@@ -81,15 +84,15 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 		m.mu.Unlock()
 		return nil, false, errClosed
 	}
-	held := m.held
-	m.held = nil // the tick passes with this dispatch
-	var s *slot
-	for _, x := range m.slots {
-		if !x.busy && !fresh && !(follows && x == held && !m.cfg.CallerYields) {
-			s = x
-			break
-		}
+	held, heldEnd := m.held, m.heldEnd
+	m.held, m.heldEnd = nil, false // the tick passes with this dispatch
+	var gone []*pconn
+	if !follows {
+		gone = m.eventsCome(true) // a pause: every socket's 'end' and 'close' came before it
 	}
+	defer func() { closeAll(gone) }() // after m.mu is released
+	pool := m.dispatchPool()
+	s := m.firstFree(fresh, follows, held, heldEnd)
 	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
 		// Every client is busy and the pool may not grow: the request waits in the pool's
 		// queue and goes to the first client that drains (pool-base.js kOnDrain).
@@ -99,10 +102,15 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 		return m.await(ctx, deadline, ev, w)
 	}
 	if s == nil {
-		s = &slot{}
+		s = &slot{pool: pool}
 		m.slots = append(m.slots, s)
 	}
 	s.busy = true
+	if follows {
+		// The close events of the sockets the last response closed come now: after this
+		// dispatch, before its connect (a round trip away).
+		gone = append(gone, m.eventsCome(false)...)
+	}
 	var dead *pconn
 	if c := s.idle; c != nil {
 		s.idle = nil
@@ -112,26 +120,58 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 			return c, true, nil
 		}
 		dead = c // closed by the server or past its keep-alive timeout: reconnect in place
+		// Its FIN or reset came before this dispatch, and so did its 'close' event.
+		gone = append(gone, m.disconnect(true)...)
 	} else {
 		m.open++
 	}
 	m.mu.Unlock()
+	closeAll(gone)
+	gone = nil
 	if dead != nil {
 		dead.nc.Close()
 	}
 	return m.dialIn(ctx, deadline, ev, s)
 }
 
+// firstFree is the first free slot in creation order, nil when none is (or fresh asks for
+// a new one). With follows, the slot held by the response just read is not free yet: its
+// Client drains one tick later (setImmediate), which a caller that yields lets pass, or,
+// when the response closed its socket (heldEnd), on the socket's 'close' event, in the close
+// phase, after the caller's setImmediate too. Caller holds m.mu.
+func (m *model) firstFree(fresh, follows bool, held *slot, heldEnd bool) *slot {
+	for _, x := range m.slots {
+		if !x.busy && !fresh && !(follows && x == held && (heldEnd || !m.cfg.CallerYields)) {
+			return x
+		}
+	}
+	return nil
+}
+
 // dialIn dials a new connection in slot s, busy and counted in m.open.
 func (m *model) dialIn(ctx context.Context, deadline time.Time, ev *Event, s *slot) (*pconn, bool, error) {
-	c, err := m.dial(ctx, deadline, ev)
+	tlsCfg := m.tlsCfg
+	if s.pool != nil {
+		tlsCfg = s.pool.TLS // the connector of the Client's own Pool (undici 7)
+	}
+	c, err := m.dial(ctx, deadline, ev, tlsCfg)
 	if err != nil {
 		m.mu.Lock()
 		m.open--
 		m.dropSlot(s) // a failed connect removes the Client from the pool (pool.js)
 		m.grantSlot()
+		var gone []*pconn
+		if m.agent != nil {
+			gone = m.poolsClosed(nilOr(m.agent.ConnectFailed()))
+		}
 		m.mu.Unlock()
+		closeAll(gone)
 		return nil, false, err
+	}
+	if m.agent != nil {
+		m.mu.Lock()
+		m.agent.Connected()
+		m.mu.Unlock()
 	}
 	c.slot = s
 	return c, false, nil
@@ -143,8 +183,11 @@ func (m *model) dialIn(ctx context.Context, deadline time.Time, ev *Event, s *sl
 // closes. A request waiting for MaxConns takes the slot instead.
 func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 	m.mu.Lock()
-	keep := why == ""
 	s := c.slot
+	if why == "" && s.pool.Closed() {
+		why = ReasonPoolClosed // the Agent closed its Pool: the Client closes after its last request
+	}
+	keep := why == ""
 	if len(m.waiters) > 0 && !m.closed {
 		w := m.waiters[0]
 		m.waiters = m.waiters[1:]
@@ -155,8 +198,10 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 			return
 		}
 		m.closing(c, why)
+		gone := m.disconnect(why == ReasonBroken)
 		m.mu.Unlock()
 		c.nc.Close()
+		closeAll(gone)
 		w <- &pconn{slot: s} // the waiter dials in this slot; m.open passes to it
 		return
 	}
@@ -164,7 +209,7 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 	if why != ReasonBroken {
 		// The response arrived whole: the Client drains a tick later (setImmediate) or, when
 		// its socket closes, with that socket's 'close' event (client-h1.js onMessageComplete).
-		m.held = s
+		m.held, m.heldEnd = s, !keep
 	}
 	if keep && !m.closed && (m.cfg.MaxIdle == 0 || len(m.idle) < m.cfg.MaxIdle) {
 		c.life = life
@@ -176,8 +221,12 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 	s.idle = nil
 	m.open--
 	m.closing(c, closeWhy(why, m.closed))
+	// A failed request's socket closed before its caller heard of it; a whole response's
+	// socket closes in a later phase (eventsCome).
+	gone := m.disconnect(why == ReasonBroken)
 	m.mu.Unlock()
 	c.nc.Close()
+	closeAll(gone)
 }
 
 // closeWhy is why a connection returned to a full or closed pool is closed: its own

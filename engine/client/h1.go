@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/client/wire"
 )
 
 // response is what the model client keeps from one HTTP/1.x response.
@@ -34,7 +36,7 @@ const (
 	HeaderBackendReused   = "Kalab-Backend-Reused"   // "1" when the final attempt reused a backend connection
 )
 
-var errMalformed = errors.New("malformed response")
+var errMalformed = wire.ErrMalformed
 
 // buildRequest renders the request once; every attempt writes the same bytes.
 func buildRequest(cfg *Config) []byte {
@@ -75,36 +77,20 @@ const maxRequestBody = 64 << 20
 // requestBody is the upload: n bytes of 'k'. The server reads and discards it.
 func requestBody(n int) []byte { return bytes.Repeat([]byte{'k'}, n) }
 
-// readLine returns one line without its CRLF. A stream that ends before the line is
-// complete is io.EOF if nothing at all was read, else io.ErrUnexpectedEOF.
-func readLine(br *bufio.Reader, first bool) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, fmt.Errorf("%w: line longer than %d bytes", errMalformed, br.Size())
-		}
-		if errors.Is(err, io.EOF) && (!first || len(line) > 0) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return bytes.TrimRight(line, "\r\n"), nil
-}
-
 // readResponse reads one response and discards its body, counting body bytes.
 // It does not allocate on the common path.
 func readResponse(br *bufio.Reader, cfg *Config, head bool) (response, error) {
 	var r response
 	first := true
 	for {
-		line, err := readLine(br, first)
+		line, err := wire.ReadLine(br, first)
 		if err != nil {
 			return r, err
 		}
 		first = false
 		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' ||
-			!isDigit(line[9]) || !isDigit(line[10]) || !isDigit(line[11]) {
-			return r, fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
+			!wire.IsDigit(line[9]) || !wire.IsDigit(line[10]) || !wire.IsDigit(line[11]) {
+			return r, fmt.Errorf("%w: status line %q", errMalformed, wire.Truncate(line))
 		}
 		r.status = int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
 		// HTTP/1.1 "or later" persists by default, 1.0 does not (RFC 9112 section 9.3; a
@@ -127,7 +113,7 @@ func readResponse(br *bufio.Reader, cfg *Config, head bool) (response, error) {
 func readHeaders(br *bufio.Reader, cfg *Config, r *response, atLeast11 bool) (contentLength int64, chunked bool, err error) {
 	contentLength = -1
 	for {
-		h, err := readLine(br, false)
+		h, err := wire.ReadLine(br, false)
 		if err != nil {
 			return 0, false, err
 		}
@@ -136,19 +122,19 @@ func readHeaders(br *bufio.Reader, cfg *Config, r *response, atLeast11 bool) (co
 		}
 		colon := bytes.IndexByte(h, ':')
 		if colon <= 0 {
-			return 0, false, fmt.Errorf("%w: header line %q", errMalformed, truncate(h))
+			return 0, false, fmt.Errorf("%w: header line %q", errMalformed, wire.Truncate(h))
 		}
 		name, value := h[:colon], bytes.TrimSpace(h[colon+1:])
 		switch {
-		case asciiEqualFold(name, "content-length"):
-			n, ok := parseUint(value)
+		case wire.EqualFold(name, "content-length"):
+			n, ok := wire.ParseUint(value)
 			if !ok {
-				return 0, false, fmt.Errorf("%w: content-length %q", errMalformed, truncate(value))
+				return 0, false, fmt.Errorf("%w: content-length %q", errMalformed, wire.Truncate(value))
 			}
 			contentLength = n
-		case asciiEqualFold(name, "transfer-encoding"):
+		case wire.EqualFold(name, "transfer-encoding"):
 			// Ignored in HTTP/1.0, which has no transfer codings, as net/http does.
-			chunked = atLeast11 && containsFold(value, "chunked")
+			chunked = atLeast11 && wire.ContainsFold(value, "chunked")
 		default:
 			recordHeader(cfg, r, name, value)
 		}
@@ -160,28 +146,28 @@ func readHeaders(br *bufio.Reader, cfg *Config, r *response, atLeast11 bool) (co
 // headers. It ignores every other header and never fails.
 func recordHeader(cfg *Config, r *response, name, value []byte) {
 	switch {
-	case asciiEqualFold(name, "connection"):
-		if containsFold(value, "close") {
+	case wire.EqualFold(name, "connection"):
+		if wire.ContainsFold(value, "close") {
 			r.keepAlive = false
-		} else if containsFold(value, "keep-alive") {
+		} else if wire.ContainsFold(value, "keep-alive") {
 			r.keepAlive = true
 		}
-	case asciiEqualFold(name, "kalab-conn"):
-		n, _ := parseUint(value)
+	case wire.EqualFold(name, "kalab-conn"):
+		n, _ := wire.ParseUint(value)
 		r.server = uint64(n)
-	case asciiEqualFold(name, "keep-alive"):
+	case wire.EqualFold(name, "keep-alive"):
 		if cfg.HonorHint {
 			r.hint, r.hasHint = parseHint(value, cfg.HintParser)
 		}
-	case asciiEqualFold(name, "kalab-backend-conn"):
-		if n, ok := parseUint(value); ok {
+	case wire.EqualFold(name, "kalab-backend-conn"):
+		if n, ok := wire.ParseUint(value); ok {
 			r.backendConn = uint64(n)
 		}
-	case asciiEqualFold(name, "kalab-backend-attempts"):
-		if n, ok := parseUint(value); ok && n < 1<<20 {
+	case wire.EqualFold(name, "kalab-backend-attempts"):
+		if n, ok := wire.ParseUint(value); ok && n < 1<<20 {
 			r.backendAttempts = int(n)
 		}
-	case asciiEqualFold(name, "kalab-backend-reused"):
+	case wire.EqualFold(name, "kalab-backend-reused"):
 		r.backendReused = len(value) == 1 && value[0] == '1'
 	}
 }
@@ -192,7 +178,7 @@ func readBody(br *bufio.Reader, r response, head, chunked bool, contentLength in
 	case head || r.status == 204 || r.status == 304 || r.status == 101:
 		return r, nil
 	case chunked:
-		n, err := discardChunked(br)
+		n, err := wire.DiscardChunked(br)
 		r.body = n
 		return r, err
 	case contentLength >= 0:
@@ -209,115 +195,4 @@ func readBody(br *bufio.Reader, r response, head, chunked bool, contentLength in
 		r.body = n
 		return r, err
 	}
-}
-
-// discardChunked reads a chunked body and its trailer section.
-func discardChunked(br *bufio.Reader) (int64, error) {
-	var total int64
-	for {
-		line, err := readLine(br, false)
-		if err != nil {
-			return total, err
-		}
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		size, ok := parseHex(bytes.TrimSpace(line))
-		if !ok {
-			return total, fmt.Errorf("%w: chunk size %q", errMalformed, truncate(line))
-		}
-		if size == 0 {
-			for {
-				t, err := readLine(br, false)
-				if err != nil {
-					return total, err
-				}
-				if len(t) == 0 {
-					return total, nil
-				}
-			}
-		}
-		n, err := br.Discard(int(size))
-		total += int64(n)
-		if err != nil {
-			return total, io.ErrUnexpectedEOF
-		}
-		crlf, err := readLine(br, false)
-		if err != nil {
-			return total, err
-		}
-		if len(crlf) != 0 {
-			return total, fmt.Errorf("%w: no CRLF after chunk", errMalformed)
-		}
-	}
-}
-
-func parseUint(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if !isDigit(c) {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
-func parseHex(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 15 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | int64(d)
-	}
-	return n, true
-}
-
-// asciiEqualFold compares a header name with a lower-case literal without allocating.
-func asciiEqualFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// containsFold reports whether the lower-case token appears in b, ignoring case.
-func containsFold(b []byte, lower string) bool {
-	for i := 0; i+len(lower) <= len(b); i++ {
-		if asciiEqualFold(b[i:i+len(lower)], lower) {
-			return true
-		}
-	}
-	return false
-}
-
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return string(b)
 }

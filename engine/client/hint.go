@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/client/wire"
 	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
@@ -17,7 +18,7 @@ func parseHint(value []byte, parser string) (time.Duration, bool) {
 	at := -1
 	if parser == HintUndici {
 		for i := 0; i+len(key) <= len(value); i++ {
-			if string(value[i:i+len(key)]) == key && i+len(key) < len(value) && isDigit(value[i+len(key)]) {
+			if string(value[i:i+len(key)]) == key && i+len(key) < len(value) && wire.IsDigit(value[i+len(key)]) {
 				at = i + len(key)
 				break
 			}
@@ -25,11 +26,11 @@ func parseHint(value []byte, parser string) (time.Duration, bool) {
 	} else if len(value) > len(key) && string(value[:len(key)]) == key {
 		at = len(key)
 	}
-	if at < 0 || !isDigit(value[at]) {
+	if at < 0 || !wire.IsDigit(value[at]) {
 		return 0, false
 	}
 	var n int64
-	for i := at; i < len(value) && isDigit(value[i]); i++ {
+	for i := at; i < len(value) && wire.IsDigit(value[i]); i++ {
 		if n < maxHintSeconds {
 			n = n*10 + int64(value[i]-'0')
 		}
@@ -39,8 +40,6 @@ func parseHint(value []byte, parser string) (time.Duration, bool) {
 	}
 	return time.Duration(n) * time.Second, true
 }
-
-func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 // pooledLifetime decides whether a connection whose response just completed goes back to
 // the pool and for how long. life 0 with pool true means no idle limit.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/client/undiciagent"
 )
 
 // errClosed is returned to requests that arrive or wait while the client closes.
@@ -92,9 +94,11 @@ type model struct {
 	open    int           // connections open or being dialed (they count against MaxConns)
 	waiters []chan *pconn // FIFO queue of requests waiting for MaxConns; nil sent = a dial slot
 	closed  bool
-	slots   []*slot           // Scheduling Creation: undici's clients, in creation order
-	held    *slot             // Scheduling Creation: freed by the last response, not yet given back
-	why     map[uint64]string // why the client closed each connection it closed itself (Reason*)
+	slots   []*slot            // Scheduling Creation: undici's clients, in creation order
+	held    *slot              // Scheduling Creation: freed by the last response, not yet given back
+	heldEnd bool               // Scheduling Creation: that response closed its connection
+	agent   *undiciagent.Agent // Config.DropEmptyPool: undici 7's Agent; nil otherwise
+	why     map[uint64]string  // why the client closed each connection it closed itself (Reason*)
 }
 
 func newModel(cfg Config) *model {
@@ -106,6 +110,9 @@ func newModel(cfg Config) *model {
 	if cfg.TLS {
 		m.tlsCfg = cfg.tlsConfig()
 		m.tlsCfg.NextProtos = []string{"http/1.1"}
+	}
+	if cfg.Scheduling == Creation && cfg.DropEmptyPool {
+		m.agent = undiciagent.New(m.tlsCfg)
 	}
 	return m
 }
@@ -392,7 +399,7 @@ func (m *model) abandon(w chan *pconn, cause error) (*pconn, bool, error) {
 
 // dialSlot dials with a slot already counted in m.open, giving the slot back on failure.
 func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*pconn, bool, error) {
-	c, err := m.dial(ctx, deadline, ev)
+	c, err := m.dial(ctx, deadline, ev, m.tlsCfg)
 	if err != nil {
 		m.put(nil, ReasonBroken, 0)
 		return nil, false, err
@@ -400,7 +407,7 @@ func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*p
 	return c, false, nil
 }
 
-func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn, error) {
+func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg *tls.Config) (*pconn, error) {
 	t0 := time.Now()
 	nc, err := dial(ctx, m.cfg, deadline)
 	if err != nil {
@@ -423,7 +430,7 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event) (*pconn
 	}
 	if m.cfg.TLS {
 		t1 := time.Now()
-		tc := tls.Client(nc, m.tlsCfg)
+		tc := tls.Client(nc, tlsCfg)
 		if !deadline.IsZero() {
 			tc.SetDeadline(deadline)
 		}
@@ -565,6 +572,8 @@ func (m *model) expire(c *pconn) {
 	m.open--
 	m.grantSlot()
 	m.closing(c, ReasonIdle)
+	gone := m.disconnect(c.slot != nil) // undici's keepAliveTimeout destroys the socket: its 'close' follows
 	m.mu.Unlock()
 	c.nc.Close()
+	closeAll(gone)
 }

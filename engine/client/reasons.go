@@ -12,6 +12,7 @@ const (
 	ReasonTooManyIdle   = "too_many_idle"  // the idle pool was full (max_idle)
 	ReasonIdle          = "idle"           // it stayed idle past its lifetime (idle_timeout, or the hint's)
 	ReasonEnd           = "end"            // the client closed at the end of the run
+	ReasonPoolClosed    = "pool_closed"    // undici 7's Agent closed the connection's pool (Config.DropEmptyPool)
 )
 
 // CloseReasoner is a client that can say why it closed each connection it closed itself,

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/client/wire"
 	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
@@ -433,14 +434,14 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 	ev.Status = resp.StatusCode
 	// The embedded server's connection id (kalab's own header; see server.ConnHeader).
 	// Parsed without strconv, whose error for a missing header allocates.
-	if n, ok := parseUint([]byte(resp.Header.Get("Kalab-Conn"))); ok {
+	if n, ok := wire.ParseUint([]byte(resp.Header.Get("Kalab-Conn"))); ok {
 		ev.ServerConn = uint64(n)
 	}
 	backendHeaders(resp.Header, ev)
 	if !at.own {
 		// A connection kalab did not dial (the caller's RoundTripper): its history is the
 		// embedded server's, the request's index on its connection.
-		n, ok := parseUint([]byte(resp.Header.Get(headerConnRequest)))
+		n, ok := wire.ParseUint([]byte(resp.Header.Get(headerConnRequest)))
 		ev.Reused, r.reused = ok && n > 1, ok && n > 1
 		if ev.Reused {
 			ev.Connect, ev.TLS = 0, 0
@@ -534,12 +535,12 @@ func asIDConn(c net.Conn) *idConn {
 // backendHeaders reads what a kalab balancer says about the backend side of a response.
 func backendHeaders(h http.Header, ev *Event) {
 	if v := h.Get(HeaderBackendConn); v != "" {
-		if n, ok := parseUint([]byte(v)); ok {
+		if n, ok := wire.ParseUint([]byte(v)); ok {
 			ev.BackendConn = uint64(n)
 		}
 	}
 	if v := h.Get(HeaderBackendAttempts); v != "" {
-		if n, ok := parseUint([]byte(v)); ok && n < 1<<20 {
+		if n, ok := wire.ParseUint([]byte(v)); ok && n < 1<<20 {
 			ev.BackendAttempts = int(n)
 		}
 	}

@@ -89,6 +89,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		MaxIdle:           c.MaxIdle,
 		Scheduling:        c.Scheduling,
 		CallerYields:      c.CallerYields,
+		DropEmptyPool:     c.DropEmptyPool,
 		LivenessCheck:     c.LivenessCheck,
 		LivenessEOFOnly:   c.LivenessEOFOnly,
 		Timeout:           sc.D(c.Timeout),

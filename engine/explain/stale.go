@@ -214,6 +214,7 @@ var clientReasons = map[string]string{
 	"unread":         "bytes arrived after the response",
 	"too_many_idle":  "the idle pool was full: client.max_idle",
 	"end":            "the run ended",
+	"pool_closed":    "undici 7's Agent closed its pool when the origin's count of connections fell to zero: client.drop_empty_pool",
 	"":               "reason not recorded",
 	"unknown":        "reason not recorded",
 }

@@ -97,6 +97,10 @@ type Client struct {
 	// connection free again one tick after its response) driven by an awaited loop: the
 	// next request takes another connection (engine/client creation.go).
 	AwaitedCreationOrder bool
+	// DropEmptyPool is undici 7's Agent, which closes the origin's pool when its count of
+	// connections falls to zero: the same counts as undici 6's pool unless the server closes
+	// kept connections (max_requests), which is not walked (unmodelled).
+	DropEmptyPool bool
 	// SessionResumption: the client offers the TLS session a server's ticket gave it.
 	SessionResumption bool
 	Method            string

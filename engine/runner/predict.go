@@ -122,6 +122,7 @@ func oracleClient(st scenario.Settings) oracle.Client {
 		// TLS close_notify, which arrives first: over TLS it never drops a closed connection.
 		LivenessCheck: c.LivenessCheck && !(c.LivenessEOFOnly && st.Server.TLS), Method: c.Method, BodyBytes: c.BodyBytes,
 		AwaitedCreationOrder: c.Scheduling == "creation-order" && !c.CallerYields,
+		DropEmptyPool:        c.Scheduling == "creation-order" && c.DropEmptyPool,
 		SessionResumption:    c.SessionResumption,
 		Retry: oracle.Retry{Attempts: c.Retry.Attempts, On: c.Retry.On, IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly: c.Retry.ReusedOnly, ZeroBytesOnly: c.Retry.ZeroBytesOnly, Hidden: c.Retry.Hidden},

@@ -33,8 +33,9 @@ func TestVersionNotes(t *testing.T) {
 		want string // a part of the one note; "" for none
 	}{
 		{"fetch-other", client("node-fetch", "node 20.20.2 undici 6.99.0 openssl 3.0.19"),
-			"undici 6.99.0 is not among the versions the undici preset was verified against (6.24.1 on 2026-12-05, 7.30.3 on 2026-12-05): this run says what undici 6.99.0 does, the preset may not"},
+			"undici 6.99.0 is not among the versions the undici preset was verified against (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-07): this run says what undici 6.99.0 does, the preset may not"},
 		{"fetch-verified", client("node-fetch", "node 20.20.2 undici 6.24.1 openssl 3.0.19"), ""},
+		{"fetch-same-minor", client("node-fetch", "node 20.20.2 undici 6.24.0 openssl 3.0.19"), ""},
 		{"agent-node22", client("node-agent", "node 22.11.0 undici 6.21.0 openssl 3.0.15"), "node 22.11.0 is not among the versions the node-agent preset"},
 		{"go-other", client("go-http", "go version go1.25.3 linux/amd64"), "go 1.25.3 is not among the versions the go-default preset was verified against (1.26.8 on 2026-12-02, 1.22.12 on 2026-12-05)"},
 		{"requests-verified", client("python-requests", "python 3.11.7 requests 2.34.2 urllib3 2.7.0 openssl 3.0.19"), ""},
@@ -122,7 +123,7 @@ compare: ["variant('real').errors == variant('model').errors"]
 		if err := report.Summary(&sum, out.Runs, out.Scenarios); err != nil {
 			t.Fatal(err)
 		}
-		note := "undici 6.99.0 is not among the versions the undici preset was verified against (6.24.1 on 2026-12-05, 7.30.3 on 2026-12-05)"
+		note := "undici 6.99.0 is not among the versions the undici preset was verified against (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-07)"
 		if undici == "6.24.1" {
 			if len(real.VersionNotes()) > 0 || strings.Contains(sum.String(), "versions:") {
 				t.Errorf("undici 6.24.1 is verified, yet notes %q and summary:\n%s", real.Notes, sum.String())

@@ -68,6 +68,8 @@ func (c Client) ClientField(path string) (key, canon string, plan any, ok bool) 
 		return s(c.Scheduling)
 	case "caller_yields":
 		return b(c.CallerYields)
+	case "drop_empty_pool":
+		return b(c.DropEmptyPool)
 	case "liveness_check":
 		return b(c.LivenessCheck)
 	case "session_resumption":

@@ -708,6 +708,9 @@ func (l *loader) checkVersion(c Client, at func(string) *yaml.Node, where string
 		l.add(at("client.version"), "client.version", "names the release a preset models: set client.preset (%s)%s", strings.Join(versioned, ", "), where)
 	case len(p.Releases) == 0:
 		l.add(at("client.version"), "client.version", "the %s preset models every release it names alike (%s); client.version chooses among the releases of %s%s", p.Name, p.Models, strings.Join(versioned, ", "), where)
+	case !p.InRange(c.ProgramVersion):
+		// An unknown release would silently get the default's rule: refused instead.
+		l.add(at("client.version"), "client.version", "%s is not a release the %s preset models: it models %s, and would give another release's rule to this one (kalab help presets)%s", c.ProgramVersion, p.Name, p.RangesText(), where)
 	}
 }
 

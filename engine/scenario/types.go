@@ -212,6 +212,7 @@ type Client struct {
 	MaxIdle           int               `yaml:"max_idle" json:"max_idle"`
 	Scheduling        string            `yaml:"scheduling" json:"scheduling"`
 	CallerYields      bool              `yaml:"caller_yields" json:"caller_yields"`
+	DropEmptyPool     bool              `yaml:"drop_empty_pool" json:"drop_empty_pool"`
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
 	LivenessEOFOnly   bool              `yaml:"liveness_eof_only" json:"liveness_eof_only"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`

@@ -226,8 +226,12 @@ func (v *Verdict) version(m runner.Modelled, file string) *Version {
 	}
 	g := &Version{Files: []string{file}, program: m.Program, version: m.Version}
 	g.Label = g.Name()
-	if m.Version != "" && !m.Preset.Verifies(m.Program, m.Version) {
-		g.Label += ", not among the versions verified (" + m.Preset.VersionsOf(m.Program) + ")"
+	if m.Version != "" {
+		if as := m.Preset.VerifiedAs(m.Program, m.Version); as == "" {
+			g.Label += ", not among the versions verified (" + m.Preset.VersionsOf(m.Program) + ")"
+		} else if as != m.Version {
+			g.Label += ", verified as " + as
+		}
 	}
 	v.Versions = append(v.Versions, g)
 	return g

@@ -73,6 +73,9 @@ func TestVerdicts(t *testing.T) {
 		g.Label != "undici 7.1.0, not among the versions verified ("+scenario.ClientPresets["undici"].VersionsOf("undici")+")" {
 		t.Errorf("undici 7.1.0 failing: %+v", g)
 	}
+	if g = one(verdictOf(t, results("7.30.2", report.StatusPass, true), "undici")); !g.Holds() || g.Label != "undici 7.30.2, verified as 7.30.x (7.30.3 checked)" {
+		t.Errorf("undici 7.30.2, a patch of a checked release: %+v", g)
+	}
 	race := results("6.24.1", report.StatusPass, false)
 	race.Scenarios[0].Checks[0].Expr = "plan_reaches('model-awaited', 'real-awaited')"
 	if g = one(verdictOf(t, race, "undici")); g.FailedRuns != 1 || len(g.Failed) != 1 || !strings.Contains(g.Failed[0], "undici.yaml:40: plan_reaches('model-awaited', 'real-awaited')") {

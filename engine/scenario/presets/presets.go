@@ -28,10 +28,14 @@ type Preset struct {
 	// by "; "; written from Checked when the registry is built, "" when nothing checks it.
 	Verified string
 	YAML     string // the fields it sets, in scenario syntax
-	// Releases are the releases that behave unlike YAML (which models the current upstream
+	// Releases are the releases that behave unlike YAML (which models the preset's default
 	// release), chosen by client.version; none when every release it models behaves alike.
 	Releases []Release
-	node     *yaml.Node
+	// Ranges are all the releases a preset with Releases models, each From up to but not
+	// including Before: a client.version outside them is refused, not given the default
+	// rule (Release's YAML is empty here).
+	Ranges []Release
+	node   *yaml.Node
 }
 
 // Check is one version of a real program that a truth file ran beside the preset and found
@@ -67,6 +71,25 @@ func (p *Preset) DecodeVersion(version string, dst any) error {
 		}
 	}
 	return nil
+}
+
+// InRange says whether version lies in one of the preset's Ranges; true when it has none.
+func (p *Preset) InRange(version string) bool {
+	for _, r := range p.Ranges {
+		if CompareVersions(version, r.From) >= 0 && CompareVersions(version, r.Before) < 0 {
+			return true
+		}
+	}
+	return len(p.Ranges) == 0
+}
+
+// RangesText lists the Ranges in words: "7.88.0 up to (not including) 9.0.0, ...".
+func (p *Preset) RangesText() string {
+	parts := make([]string, len(p.Ranges))
+	for i, r := range p.Ranges {
+		parts[i] = r.From + " up to (not including) " + r.Before
+	}
+	return strings.Join(parts, ", ")
 }
 
 // CompareVersions orders dotted release numbers (7.88.1 < 8.0.0, 8.9 < 8.14; a missing
@@ -131,6 +154,7 @@ client:
   max_idle: 0
   scheduling: lifo
   caller_yields: false
+  drop_empty_pool: false
   liveness_check: true
   liveness_eof_only: false
   session_resumption: true
@@ -211,14 +235,19 @@ var Client = registry([]Preset{
 	},
 	{
 		Name:   "undici",
-		Models: "undici 6.14.1 through 7.30.3 (Node.js fetch): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s; no 6 vs 7 split",
-		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); scheduling creation-order is its Pool, read in 6.24.1: kGetDispatcher takes the first client in creation order whose needDrain is unset, else appends a new one (lib/dispatcher/pool.js); a client whose socket closed keeps its place and reconnects when a request reaches it (lib/dispatcher/client.js _resume calls connect; only a failed connect removes it, pool.js 'connectionError'); after a response, pipelining 1 makes onMessageComplete call setImmediate(() => client[kResume]()) (client-h1.js), so the client drains one tick later and the next request of an awaited loop goes to another client (caller_yields: true models a caller that yields that tick), while a failed request frees it at once (the socket's 'close' listener resumes it synchronously); a response that closes its socket (Connection: close, or a hint that leaves nothing to pool) makes onMessageComplete call util.destroy(socket, InformationalError('reset')) without resuming (client-h1.js), so the client drains only when the socket's 'close' listener resumes it, and Node emits 'close' from the handle's close callback (lib/net.js Socket.prototype._destroy, closeSocketHandle; Node 20.20.2), a later event-loop phase than the read: the next awaited request again goes to another client, and the one after reconnects in place; TCP keepalive: lib/core/connect.js buildConnector: socket.setNoDelay(true).setKeepAlive(true, keepAliveInitialDelay), keepAliveInitialDelay default 60e3 (from memory of undici 6/7, not re-read here); interval 1 s and count 10 from libuv as node-agent",
+		Models: "undici (Node.js fetch) by release, client.version: 7.15.0 up to 8 (the default: undici 7 is what Node 24 LTS bundles; read and run in 7.30.3) and 6.14.1 up to 7 (client.version 6.x, Node 20's and 22's bundled fetch; read and run in 6.24.1): keepAliveTimeout 4 s, hint minus 2000 ms, keepAliveMaxTimeout 600 s, undici's creation-order Pool; in 7.x the Agent also closes the origin's Pool when its count of connected sockets falls to 0 (drop_empty_pool), so when the server closes connections (max_requests) an awaited loop opens a new connection for every request and closes it itself after one response, and a new Pool resumes no TLS session of the one before; not modelled (client.version refused): 7.0 to 7.14 (7.10 to 7.14 destroy the Pool instead of closing it) and undici 8 (Node 26, whose Agent keeps a Pool while a client of it is connecting or busy, nodejs/undici#5034)",
+		Source: "undici lib/dispatcher/client.js and client-h1.js, docs/docs/api/Client.md (keepAliveTimeout, keepAliveTimeoutThreshold, keepAliveMaxTimeout); the threshold went from 1000 to 2000 ms in nodejs/undici#3145 (2024-04); read here in 6.24.1 (Node 20.20.2's fetch), 6.28.0 (npm's copy) and 7.30.2: keepAliveTimeout 4e3, keepAliveMaxTimeout 600e3, keepAliveTimeoutThreshold 2e3, pipelining 1, Pool connections unlimited, allowH2 false, the hint read by /timeout=(\\d+)/ with timeout - threshold <= 0 closing the socket, the same in all three; no retry unless RetryHandler is opted into; h2 only with allowH2 (off by default in 6 and 7); sends connection: keep-alive (lib/dispatcher/client-h1.js); scheduling creation-order is its Pool, read in 6.24.1: kGetDispatcher takes the first client in creation order whose needDrain is unset, else appends a new one (lib/dispatcher/pool.js); a client whose socket closed keeps its place and reconnects when a request reaches it (lib/dispatcher/client.js _resume calls connect; only a failed connect removes it, pool.js 'connectionError'); after a response, pipelining 1 makes onMessageComplete call setImmediate(() => client[kResume]()) (client-h1.js), so the client drains one tick later and the next request of an awaited loop goes to another client (caller_yields: true models a caller that yields that tick), while a failed request frees it at once (the socket's 'close' listener resumes it synchronously); a response that closes its socket (Connection: close, or a hint that leaves nothing to pool) makes onMessageComplete call util.destroy(socket, InformationalError('reset')) without resuming (client-h1.js), so the client drains only when the socket's 'close' listener resumes it, and Node emits 'close' from the handle's close callback (lib/net.js Socket.prototype._destroy, closeSocketHandle; Node 20.20.2), a later event-loop phase than the read: the next awaited request again goes to another client, and the one after reconnects in place; the Client of a response that closed its socket drains on the socket's 'close' event, which comes after a caller's setImmediate too (it runs in the check phase, before the close callbacks), so even a caller that yields sends the next request to another Client (measured with a Node http.Server and agent events, 6.24.1 and 7.30.3 alike); TCP keepalive: lib/core/connect.js buildConnector: socket.setKeepAlive(true, keepAliveInitialDelay), keepAliveInitialDelay default 60e3 (read in 7.30.3); interval 1 s and count 10 from libuv as node-agent; undici 7 (read in 7.30.3 as npm installs it, and in 7.10.0, 7.14.0 and 7.15.0): lib/dispatcher/agent.js [kDispatch], lines 90-125, keeps { count, dispatcher } per origin: the Pool's 'connect' adds one, its 'disconnect' takes one and, at zero or less, deletes the entry and calls the Pool's close() (closeClientIfUnused; since 7.15.0, nodejs/undici#4425: before it, 7.10.0 to 7.14.0 called destroy()), and the closures look the entry up by key, so a socket of a Pool already closed counts against its successor; pool.js's constructor builds each Pool's own connector and lib/core/connect.js buildConnector's SessionCache lives in it, so a new Pool starts with no TLS session; with the server closing after N requests the second Client's disconnect brings the count to zero while the first reconnects in place, that Client serves its request and closes (pool-base.js [kClose]), and its disconnect closes the Pool the next request made: every later request gets a new Pool and connection (engine/client/undiciagent)",
 		Checked: []Check{
 			{Program: "undici", Version: "6.24.1", On: "2026-12-01", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch), comparing the connections of 8 awaited back-to-back requests (2) and of a caller that yields a tick between them (1); in the stale race (bursts of 5 awaited requests, seeded pauses) at 50 and 150 ms RTT the connections (within 10% or 2), the errors (within 1) and, in at least one of the two, the failing bursts from the third burst on; the connections when a Keep-Alive hint minus the 2 s threshold leaves nothing to pool; not compared: the 4 s keepAliveTimeout and keepAliveMaxTimeout (no case idles that long), hints longer than the threshold, concurrency above 1, request bodies, TLS resumption, the failing bursts of every race exactly (a burst whose pause lands a few ms from the race's edge flips from run to run, in the real program too); by hand with examples/undici-race.yaml (300 requests, bursts of 10, pauses 1.5-2.5 s; 2026-12-02): connections, errors and failing bursts equal in every race at 50 ms RTT (seeds 1-6) and in 5 of 6 seeds at 150 ms, the other differing where the preset's pauses came within 5 ms of the race's edge; the pool was read in 6.24.1,"},
 			{Program: "undici", Version: "6.24.1", On: "2026-12-05", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch), the connections of 40 awaited requests when the server closes after N requests (max_requests 5: 8, 4: 10)"},
 			{Program: "undici", Version: "7.30.3", On: "2026-12-05", By: "scenarios/truth/undici-7.yaml", What: " from npm under Node 20.20.2 (its fetch and Agent in place of the bundled ones): the same cases, races included, connections, errors and failing bursts equal to the preset's in three runs (12 connections and 1 error at 50 ms RTT, 15 and 2 at 150 ms), its pool.js dispatch and client-h1.js release read the same; new in 7, a check of an idle socket one event-loop turn before a request is written on it, changed no count here"},
+			{Program: "undici", Version: "6.24.1", On: "2026-12-07", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch) at client.version 6.24.1: the connections of awaited requests with the server closing after N, 40 at N = 6 (8), 20 at N = 2 (10) and 30 at N = 7 with a caller that yields (5), and TLS resumption after pauses the server's idle timeout ends (3 of 4)"},
+			{Program: "undici", Version: "7.30.3", On: "2026-12-07", By: "scenarios/truth/undici-7.yaml", What: " at client.version 7.30.3 (the Agent's count): the same cases, 30, 18 and 24 connections, and 0 of 4 resumed"},
 		},
-		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
+		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\ndrop_empty_pool: true\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
+		// The YAML models 7.15.0 up to 8; client.version 6.x turns the Agent's count off.
+		Releases: []Release{{From: "6.14.1", Before: "7.0.0", YAML: "drop_empty_pool: false"}},
+		Ranges:   []Release{{From: "6.14.1", Before: "7.0.0"}, {From: "7.15.0", Before: "8.0.0"}},
 	},
 	{
 		Name:   "go-default",
@@ -260,6 +289,10 @@ var Client = registry([]Preset{
 		},
 		YAML:     "implementation: model\nkeepalive: true\nidle_timeout: 118s\nhonor_hint: false\nliveness_check: true\nliveness_eof_only: false\nhttp2: tls\nretry: {attempts: 5, on: [reset, eof], idempotent_only: false, reused_only: true, zero_bytes_only: true, hidden: true}\ntcp_keepalive: {idle: 60s, interval: 60s, count: 9}",
 		Releases: []Release{{From: "7.88.0", Before: "8.0.0", YAML: "liveness_eof_only: true"}},
+		// From CURLOPT_MAXAGE_CONN (118 s by default; its man page: "Added in 7.65.0"); up to
+		// 7.87.0 the liveness check was lib/url.c's SocketIsDead, readable meaning dead, the
+		// default's rule. curl 9 is not released.
+		Ranges: []Release{{From: "7.65.0", Before: "9.0.0"}},
 	},
 	{
 		Name:   "chromium",

@@ -53,14 +53,35 @@ func isVersion(w string) bool {
 }
 
 // Verifies says whether a truth file found the preset in agreement with program at
-// exactly version.
-func (p *Preset) Verifies(program, version string) bool {
+// version, or at a release of the same major and minor (VerifiedAs).
+func (p *Preset) Verifies(program, version string) bool { return p.VerifiedAs(program, version) != "" }
+
+// VerifiedAs says how the preset is verified for program at version: the version itself
+// when a truth file checked it, "7.30.x (7.30.3 checked)" when one checked a release of the
+// same major and minor (a patch release is taken to behave as its siblings do), "" when
+// neither.
+func (p *Preset) VerifiedAs(program, version string) string {
+	minor, as := majorMinor(version), ""
 	for _, c := range p.Checked {
-		if c.Program == program && c.Version == version {
-			return true
+		switch {
+		case c.Program != program:
+		case c.Version == version:
+			return version
+		case as == "" && minor != "" && majorMinor(c.Version) == minor:
+			as = minor + ".x (" + c.Version + " checked)"
 		}
 	}
-	return false
+	return as
+}
+
+// majorMinor is a release's first two numbers ("7.30" of 7.30.3), "" for a version of
+// fewer than three parts.
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
 }
 
 // VersionsOf lists the versions of program the preset was verified against, each with the

@@ -29,9 +29,10 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
-// A preset verifies exactly the versions it lists, per program, and lists each once with the
-// last date it agreed.
-func TestVerifiesExactVersions(t *testing.T) {
+// A preset verifies the versions it lists, per program, and the releases of the same major
+// and minor (named as that range), and lists each checked version once with the last date
+// it agreed.
+func TestVerifiesByRelease(t *testing.T) {
 	t.Parallel()
 	p := &Preset{Checked: []Check{
 		{Program: "requests", Version: "2.34.2", On: "2026-12-01"},
@@ -42,9 +43,15 @@ func TestVerifiesExactVersions(t *testing.T) {
 	for _, c := range []struct {
 		program, version string
 		want             bool
-	}{{"requests", "2.34.2", true}, {"requests", "2.34", false}, {"requests", "2.34.20", false}, {"curl", "7.88.1", false}, {"libcurl", "7.88.1", true}} {
+	}{{"requests", "2.34.2", true}, {"requests", "2.34", false}, {"requests", "2.34.20", true}, {"requests", "2.35.2", false},
+		{"requests", "3.34.2", false}, {"curl", "7.88.1", false}, {"libcurl", "7.88.1", true}, {"libcurl", "7.88.0", true}, {"libcurl", "7.8.1", false}} {
 		if got := p.Verifies(c.program, c.version); got != c.want {
 			t.Errorf("Verifies(%s, %s) = %v, want %v", c.program, c.version, got, c.want)
+		}
+	}
+	for version, want := range map[string]string{"2.34.2": "2.34.2", "2.34.20": "2.34.x (2.34.2 checked)", "2.32.0": "2.32.x (2.32.3 checked)", "2.33.0": ""} {
+		if got := p.VerifiedAs("requests", version); got != want {
+			t.Errorf("VerifiedAs(requests, %s) = %q, want %q", version, got, want)
 		}
 	}
 	if got, want := p.VersionsOf("requests"), "2.34.2 on 2026-12-02, 2.32.3 on 2026-11-02"; got != want {
