@@ -331,6 +331,24 @@ type Timing struct {
 	// times these trips are what a busier machine could add to a request: a time metric's
 	// regression inside that makes the run noisy (report.machineShift).
 	LinkTrips int `json:"link_trips,omitempty"`
+	// Slack is how much longer than the plan the run took around each of its requests,
+	// kept for a compare's plan_reaches when this run is the one it weighs; absent
+	// otherwise.
+	Slack *Slack `json:"slack,omitempty"`
+}
+
+// Slack is a real-clock run's own time beyond its plan, in scenario milliseconds, by
+// request sequence number: BeforeMs[n] from the end of the response before request n (and
+// of the pause, when it opens a burst) to its start; DuringMs[n] beyond the round trips the
+// plan gives it (one for a reused connection, the connect's and TLS's more for a new one;
+// for a failed request, beyond one round trip). MarginMs widens each gap's range both
+// ways: the clocks' precision when the edge rule judged the run's timers request by request
+// (a run whose timers could have moved a request across an edge is noisy, and rerun), else
+// the timers' p99 lateness (link, schedule and idle close, summed).
+type Slack struct {
+	BeforeMs []float64 `json:"before_ms"`
+	DuringMs []float64 `json:"during_ms"`
+	MarginMs float64   `json:"margin_ms"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

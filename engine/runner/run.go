@@ -213,6 +213,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
 	}
 	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
+	keepSlack(rec, sc, st, tm, opt)
 	if d, ok := queue.Mean(); ok {
 		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
 		rec.Timing.RunQueueMs = &v

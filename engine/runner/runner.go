@@ -644,6 +644,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 			rec.Status = report.StatusInterrupted
 		}
 	}
+	reach := reacher(sc, runs)
 	for _, a := range sc.Compare {
 		c := report.Check{Kind: "compare", Expr: a.Source, File: a.File, Line: a.Line, Col: a.Col}
 		missing := ""
@@ -661,7 +662,7 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 			rec.Checks = append(rec.Checks, c)
 			continue
 		}
-		res := a.CheckCompare(lookup)
+		res := a.CheckCompare(lookup, reach)
 		c.Pass, c.Observed = res.Pass, res.Observed
 		if res.Err != nil {
 			c.Error = res.Err.Error()

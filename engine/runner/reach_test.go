@@ -1,0 +1,86 @@
+package runner
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// reachPlan: undici's preset in a seeded stale race on the virtual clock (a: the plan's
+// one outcome), the same schedule under a pool that hands each request the connection
+// just returned (fifo: other gaps, other outcomes), and a run on another seed.
+const reachPlan = `
+name: reach
+network: {rtt: 50ms}
+server: {tls: true, idle_timeout: 1s, keepalive_hint: false}
+load: {requests: 20, burst: 4, pause: 700ms..1100ms, seed: 3}
+variants:
+  - {name: a, client: {preset: undici}}
+  - {name: fifo, client: {preset: undici, scheduling: fifo}}
+  - {name: other-seed, client: {preset: undici}, load: {seed: 4}}
+compare:
+  - "plan_reaches('a', 'a')"
+  - "plan_reaches('a', 'fifo')"
+  - "plan_reaches('fifo', 'fifo')"
+  - "plan_reaches('a', 'other-seed')"
+`
+
+func TestPlanReachesJudgesRunsByTheirPlan(t *testing.T) {
+	t.Parallel()
+	out, err := Execute(context.Background(), plan(t, reachPlan), virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Timing != nil && r.Timing.Slack != nil {
+			t.Errorf("%s kept a slack: only a real-clock run a plan_reaches weighs keeps one", r.Variant)
+		}
+	}
+	for i, want := range []struct {
+		pass bool
+		err  string
+	}{
+		{pass: true},
+		{pass: false},
+		{pass: true},
+		{err: "plan_reaches: a and other-seed do not pause alike"},
+	} {
+		c := out.Scenarios[0].Checks[i]
+		if c.Pass != want.pass || !strings.Contains(c.Error, want.err) || (want.err == "") != (c.Error == "") || c.NotEvaluated != "" {
+			t.Errorf("%s: pass %t, error %q, not evaluated %q; want pass %t, error %q (observed %v)", c.Expr, c.Pass, c.Error, c.NotEvaluated, want.pass, want.err, c.Observed)
+		}
+	}
+}
+
+// TestPlanReachesWeighsARealClockRun: the preset on loopback in real time keeps the slack
+// of its requests (in scenario time; the margin is the clocks' precision), and its counts
+// are among the outcomes the plan reaches at that slack.
+func TestPlanReachesWeighsARealClockRun(t *testing.T) {
+	t.Parallel()
+	src := strings.Replace(reachPlan, "  - {name: fifo,", "  - {name: live, clock: real, client: {preset: undici}}\n  - {name: fifo,", 1)
+	src = strings.Replace(src, "  - \"plan_reaches('a', 'fifo')\"", "  - \"plan_reaches('a', 'live')\"", 1)
+	// Pauses 200 ms from the idle timeout, so that a busy machine's timers can still be
+	// judged; a client's gap (its pause and the requests since its last response) can
+	// still come near the race.
+	src = strings.Replace(src, "pause: 700ms..1100ms", "pause: 500ms..800ms", 1)
+	o := virtualOpts(t)
+	o.Filter = regexp.MustCompile(`/(a|live)$`)
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	for _, r := range out.Runs {
+		if r.Variant != "live" {
+			continue
+		}
+		if sl := r.Timing.Slack; sl == nil || len(sl.BeforeMs) != 20 || len(sl.DuringMs) != 20 || sl.MarginMs != 1 {
+			t.Fatalf("the real-clock run's slack: %+v", r.Timing.Slack)
+		}
+	}
+	c := out.Scenarios[0].Checks[1]
+	if c.Expr != "plan_reaches('a', 'live')" || !c.Pass {
+		t.Fatalf("%s: pass %t, error %q, not evaluated %q (observed %v)", c.Expr, c.Pass, c.Error, c.NotEvaluated, c.Observed)
+	}
+}
