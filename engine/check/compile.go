@@ -50,8 +50,8 @@ type Assertion struct {
 	// Reached are the runs whose counts a plan_reaches(rules, run) call weighs (its second
 	// name): such a run keeps what Reach needs of its timing (report.Slack).
 	Reached []string
-	program  *vm.Program
-	refs     []Ref
+	program *vm.Program
+	refs    []Ref
 }
 
 // VariantRef is one variant('name') call with a literal name.
