@@ -197,6 +197,11 @@ can be believed, in real milliseconds:
                                       times these trips could add is noisy, not a failure
   cpu_pressure                        share of the run's wall time some task on the machine
                                       waited for a CPU (recorded, not judged)
+  slack                               a real-clock run a compare's plan_reaches weighs: per
+                                      request, in scenario ms, how long after the response
+                                      before it (and the pause) it began (before_ms) and
+                                      its time beyond the plan's round trips (during_ms);
+                                      margin_ms widens every idle gap both ways
 `
 
 // clocks is `kalab help clocks`.
