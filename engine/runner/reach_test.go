@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // reachPlan: undici's preset in a seeded stale race on the virtual clock (a: the plan's
@@ -78,6 +80,9 @@ func TestPlanReachesWeighsARealClockRun(t *testing.T) {
 		if sl := r.Timing.Slack; sl == nil || len(sl.BeforeMs) != 20 || len(sl.DuringMs) != 20 || sl.MarginMs != 1 {
 			t.Fatalf("the real-clock run's slack: %+v", r.Timing.Slack)
 		}
+	}
+	if err := report.ValidateRunDir(out.Dir); err != nil {
+		t.Fatalf("a record with a slack does not validate: %v", err)
 	}
 	c := out.Scenarios[0].Checks[1]
 	if c.Expr != "plan_reaches('a', 'live')" || !c.Pass {
