@@ -36,7 +36,7 @@ type Verdict struct {
 	NoRun  []string // why a run of its real program did not run, or gave no verdict
 }
 
-var variantRead = regexp.MustCompile(`variant\('([^']+)'\)`)
+var variantRead = regexp.MustCompile(`variant\('([^']+)'\)|plan_reaches\('([^']+)',\s*'([^']+)'\)`)
 
 // truthFile names a record's file as the bundled suite does: scenarios/truth/NAME.yaml.
 func truthFile(file string) string {
@@ -123,9 +123,11 @@ func readers(c report.Check, real map[string]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, m := range variantRead.FindAllStringSubmatch(c.Expr, -1) {
-		if p := real[m[1]]; p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+		for _, name := range m[1:] { // variant('x'), or both names of plan_reaches('x', 'y')
+			if p := real[name]; name != "" && p != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
 		}
 	}
 	return out
@@ -141,16 +143,21 @@ func (v *Verdict) judge(c report.Check, file string, runs map[string]*report.Run
 		v.NoRun = append(v.NoRun, fmt.Sprintf("%s:%d: %s: not evaluated: %s", file, c.Line, c.Expr, c.NotEvaluated))
 	}
 	for _, m := range variantRead.FindAllStringSubmatch(c.Expr, -1) {
-		r := runs[sc+"\x00"+m[1]]
-		if r == nil {
-			continue
+		for _, name := range m[1:] {
+			if r := runs[sc+"\x00"+name]; name != "" && r != nil {
+				v.failedExpects(r, file)
+			}
 		}
-		for _, e := range r.Checks {
-			if e.Kind == "expect" && e.Verdict() == report.VerdictFail {
-				f := fmt.Sprintf("%s:%d: %s: %s (%s)", file, e.Line, r.Variant, e.Expr, report.Observed(e.Observed))
-				if !contains(v.Failed, f) {
-					v.Failed = append(v.Failed, f)
-				}
+	}
+}
+
+// failedExpects adds the failed expect checks of a run a compare check reads.
+func (v *Verdict) failedExpects(r *report.Run, file string) {
+	for _, e := range r.Checks {
+		if e.Kind == "expect" && e.Verdict() == report.VerdictFail {
+			f := fmt.Sprintf("%s:%d: %s: %s (%s)", file, e.Line, r.Variant, e.Expr, report.Observed(e.Observed))
+			if !contains(v.Failed, f) {
+				v.Failed = append(v.Failed, f)
 			}
 		}
 	}

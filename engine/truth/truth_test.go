@@ -65,6 +65,11 @@ func TestVerdicts(t *testing.T) {
 		!strings.Contains(v.Holds[0], "undici 7.1.0, not among the versions verified (6.24.1 on 2026-12-05, 7.30.3 on 2026-12-05)") {
 		t.Errorf("undici 7.1.0 failing: %+v", v)
 	}
+	race := results("6.24.1", report.StatusPass, false)
+	race.Scenarios[0].Checks[0].Expr = "plan_reaches('model-awaited', 'real-awaited')"
+	if v = verdictOf(t, race, "undici"); len(v.Failed) != 1 || !strings.Contains(v.Failed[0], "undici.yaml:40: plan_reaches('model-awaited', 'real-awaited')") {
+		t.Errorf("a failed plan_reaches that weighs real fetch is not undici's failure: %+v", v)
+	}
 	v = verdictOf(t, results("", report.StatusNotRun, true), "undici")
 	if len(v.Holds) != 0 || len(v.NoRun) != 1 || !strings.Contains(v.NoRun[0], "not on PATH") {
 		t.Errorf("undici missing: %+v", v)
