@@ -79,6 +79,9 @@ type Check struct {
 	// NotEvaluated, when set, is why the check was not evaluated (a run it reads did not
 	// run or complete); Pass is then false.
 	NotEvaluated string `json:"not_evaluated,omitempty"`
+	// Why says, for a compare check that failed, what the values it read were held to that
+	// Observed does not show (plan_reaches: the outcomes the plan reaches).
+	Why string `json:"why,omitempty"`
 	// Skipped is how records before not_evaluated marked a check that was not evaluated
 	// (with "pass": true); Read turns it into NotEvaluated. kalab no longer writes it.
 	Skipped bool   `json:"skipped,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -53,8 +54,9 @@ func keepSlack(rec *report.Run, sc *scenario.Scenario, st scenario.Settings, tm 
 	rec.Timing.Slack = judge.SlackOf(tm.Spans.All(), p, margin)
 }
 
-// reacher answers plan_reaches for the compare checks of sc over runs.
-func reacher(sc *scenario.Scenario, runs map[string]*report.Run) check.Reacher {
+// reacher answers plan_reaches for the compare checks of sc over runs; why gets, for each
+// call that is false, the run's counts beside the outcomes the plan reaches.
+func reacher(sc *scenario.Scenario, runs map[string]*report.Run, why func(string)) check.Reacher {
 	return func(rules, run string) (bool, error) {
 		rr, mr := runs[rules], runs[run]
 		rs, ms := runSettings(sc, rules), runSettings(sc, run)
@@ -78,8 +80,34 @@ func reacher(sc *scenario.Scenario, runs map[string]*report.Run) check.Reacher {
 			return false, fmt.Errorf("plan_reaches: %s: %w", rules, err)
 		}
 		got := oracle.Outcome{Errors: int(mr.Metrics.Errors), Connections: int(mr.Metrics.Connections), FailedBursts: uint64(mr.Metrics.FailedBurstsMask)}
-		return slices.Contains(outs, got), nil
+		if slices.Contains(outs, got) {
+			return true, nil
+		}
+		alts := make([]string, len(outs))
+		for i, o := range outs {
+			alts[i] = outcomeText(o)
+		}
+		why(fmt.Sprintf("%s ended with %s; at its slack the plan of %s reaches %s", run, outcomeText(got), rules, strings.Join(alts, ", or ")))
+		return false, nil
 	}
+}
+
+// joinWhy is a failed check's why from its plan_reaches calls'.
+func joinWhy(why []string) string { return strings.Join(why, "; ") }
+
+// outcomeText is an outcome as the check's why says it.
+func outcomeText(o oracle.Outcome) string {
+	var bursts []string
+	for b := range 64 {
+		if o.FailedBursts&(1<<b) != 0 {
+			bursts = append(bursts, fmt.Sprint(b))
+		}
+	}
+	failed := "no burst failing"
+	if len(bursts) > 0 {
+		failed = "failing bursts " + strings.Join(bursts, " ")
+	}
+	return fmt.Sprintf("%d errors, %d connections, %s", o.Errors, o.Connections, failed)
 }
 
 // runSettings is the settings the file gives variant, or nil.
