@@ -107,7 +107,7 @@ func outcomeText(o oracle.Outcome) string {
 	if len(bursts) > 0 {
 		failed = "failing bursts " + strings.Join(bursts, " ")
 	}
-	return fmt.Sprintf("%d errors, %d connections, %s", o.Errors, o.Connections, failed)
+	return fmt.Sprintf("errors %d, connections %d, %s", o.Errors, o.Connections, failed)
 }
 
 // runSettings is the settings the file gives variant, or nil.

@@ -47,7 +47,7 @@ func TestPlanReachesJudgesRunsByTheirPlan(t *testing.T) {
 		{pass: true},
 		// fifo pools one connection (a pause past the close makes it reconnect), undici's
 		// pool two from the first burst on, reconnecting each in place after such a pause.
-		{pass: false, why: "fifo ended with 0 errors, 2 connections, no burst failing; at its slack the plan of a reaches 0 errors, 4 connections, no burst failing"},
+		{pass: false, why: "fifo ended with errors 0, connections 2, no burst failing; at its slack the plan of a reaches errors 0, connections 4, no burst failing"},
 		{pass: true},
 		{err: "plan_reaches: a and other-seed do not pause alike"},
 	} {
