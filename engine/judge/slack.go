@@ -25,7 +25,9 @@ type SlackPlan struct {
 // by. A request's slack before is its start less the end of the request before it (less
 // the pause, when it opens a burst); its slack during is its latency less the round trips
 // the plan gives it (one for a reused connection, the handshakes' more for a new one, and
-// for a failed request one: the most the race it lost can take). Neither is ever negative.
+// for a failed request one: the most the race it lost can take), never negative; its slack
+// before is negative when the program ended a pause early (Node's timers count whole
+// milliseconds).
 // margin (real time) widens each gap's range both ways (report.Slack). Nil when a request is missing
 // from spans (the run did not complete) or two overlap (more than one in flight).
 func SlackOf(spans []Span, p SlackPlan, margin time.Duration) *report.Slack {
@@ -33,9 +35,7 @@ func SlackOf(spans []Span, p SlackPlan, margin time.Duration) *report.Slack {
 	if scale <= 0 {
 		scale = 1
 	}
-	ms := func(d time.Duration) float64 {
-		return math.Round(max(float64(d), 0)/float64(time.Microsecond)/scale) / 1000
-	}
+	ms := func(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)/scale) / 1000 }
 	out := &report.Slack{BeforeMs: make([]float64, len(spans)), DuringMs: make([]float64, len(spans)), MarginMs: ms(margin)}
 	for n, s := range spans {
 		if s.Seq != n {
@@ -47,7 +47,7 @@ func SlackOf(spans []Span, p SlackPlan, margin time.Duration) *report.Slack {
 				return nil
 			}
 			if b := p.Burst; b > 0 && n%b == 0 && n/b-1 < len(p.Pauses) {
-				gap -= p.Pauses[n/b-1]
+				gap -= p.Pauses[n/b-1] // below zero when the program's pause ended early
 			}
 			out.BeforeMs[n] = ms(gap)
 		}
@@ -59,7 +59,7 @@ func SlackOf(spans []Span, p SlackPlan, margin time.Duration) *report.Slack {
 		if !s.Failed {
 			floor += p.Delay
 		}
-		out.DuringMs[n] = ms(s.End.Sub(s.Start) - floor)
+		out.DuringMs[n] = ms(max(s.End.Sub(s.Start)-floor, 0))
 	}
 	return out
 }

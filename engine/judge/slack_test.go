@@ -30,6 +30,12 @@ func TestSlackOfByHand(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("SlackOf = %+v, worked by hand %+v", got, want)
 	}
+	// A pause the program ended 1 ms early is a negative slack (0.5 ms at time scale 2).
+	early := append([]Span(nil), spans...)
+	early[2].Start, early[2].End = at(540_400), at(552_400)
+	if got := SlackOf(early, p, 0); got == nil || got.BeforeMs[2] != -0.5 {
+		t.Errorf("a pause ended early: %+v", got)
+	}
 	if SlackOf(spans[1:], p, 0) != nil {
 		t.Error("a run missing request 0 has a slack")
 	}

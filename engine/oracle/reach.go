@@ -28,7 +28,8 @@ import (
 
 // Slack is how much longer than the plan a run took around each request, in scenario
 // time, by the request's sequence number: Before[n] from the response before request n
-// (or, for a burst's first request, from the end of the pause) to its start, During[n]
+// (or, for a burst's first request, from the end of the pause) to its start (below zero
+// when a pause ended early), During[n]
 // beyond the round trips the plan gives it. Margin widens every gap's range both ways:
 // what the clocks cannot tell apart, or the lateness of timers whose effect on each
 // request the run did not judge.
@@ -37,12 +38,18 @@ type Slack struct {
 	Margin         time.Duration
 }
 
-func (s Slack) before(n int) time.Duration { return at(s.Before, n) }
-func (s Slack) during(n int) time.Duration { return at(s.During, n) }
+// before is Before[n]; it may be negative: a program's pause timer can fire a fraction
+// of a millisecond early (Node's timers count whole milliseconds).
+func (s Slack) before(n int) time.Duration {
+	if n < len(s.Before) {
+		return s.Before[n]
+	}
+	return 0
+}
 
-func at(ds []time.Duration, n int) time.Duration {
-	if n < len(ds) && ds[n] > 0 {
-		return ds[n]
+func (s Slack) during(n int) time.Duration {
+	if n < len(s.During) {
+		return max(s.During[n], 0)
 	}
 	return 0
 }
@@ -90,7 +97,8 @@ func Reach(p Plan, s Slack) ([]Outcome, error) {
 		var next []reachState
 		seen := map[string]bool{}
 		for _, st := range states {
-			st.advance(0, s.before(n))
+			late := s.before(n)
+			st.advance(min(late, 0), max(late, 0))
 			for _, o := range m.step(st, n, b, k > 0) {
 				if key := o.key(); !seen[key] {
 					seen[key] = true

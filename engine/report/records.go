@@ -342,9 +342,10 @@ type Timing struct {
 
 // Slack is a real-clock run's own time beyond its plan, in scenario milliseconds, by
 // request sequence number: BeforeMs[n] from the end of the response before request n (and
-// of the pause, when it opens a burst) to its start; DuringMs[n] beyond the round trips the
-// plan gives it (one for a reused connection, the connect's and TLS's more for a new one;
-// for a failed request, beyond one round trip). MarginMs widens each gap's range both
+// of the pause, when it opens a burst) to its start, below zero when a pause ended early;
+// DuringMs[n] beyond the round trips the plan gives it (one for a reused connection, the
+// connect's and TLS's more for a new one; for a failed request, beyond one round trip),
+// never below zero. MarginMs widens each gap's range both
 // ways: the clocks' precision when the edge rule judged the run's timers request by request
 // (a run whose timers could have moved a request across an edge is noisy, and rerun), else
 // the timers' p99 lateness (link, schedule and idle close, summed).
