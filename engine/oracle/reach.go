@@ -23,16 +23,15 @@ import (
 // so far is an interval, every step adds the plan's duration to both ends and the run's
 // measured slack at that request to the upper end, and a request restarts its own
 // connection's at zero, or at its slack: a program may read a response's bytes late, and
-// the server's idle clock started when it wrote them. Nothing is a fixed band: a pause far from every edge has one outcome at
-// any slack the run showed.
+// the server's idle clock started when it wrote them. Nothing is a fixed band: a gap
+// further from every edge than the slack the run showed has one outcome.
 
 // Slack is how much longer than the plan a run took around each request, in scenario
 // time, by the request's sequence number: Before[n] from the response before request n
-// (or, for a burst's first request, from the end of the pause) to its start (below zero
-// when a pause ended early), During[n]
-// beyond the round trips the plan gives it. Margin widens every gap's range both ways:
-// what the clocks cannot tell apart, or the lateness of timers whose effect on each
-// request the run did not judge.
+// (or, for a burst's first request, from the end of the pause) to its start, below zero
+// when a pause ended early; During[n] beyond the round trips the plan gives it. Margin
+// widens every gap's range both ways: what the clocks cannot tell apart, or the lateness
+// of timers whose effect on each request the run did not judge.
 type Slack struct {
 	Before, During []time.Duration
 	Margin         time.Duration
