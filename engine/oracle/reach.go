@@ -67,6 +67,10 @@ const maskBursts = 53
 // reachBudget bounds the distinct pool states the walk follows at once.
 const reachBudget = 4096
 
+// ErrTooManyWays is Reach's answer when the slack leaves more ways for the run to go than
+// its budget: the run was too slow around too many edges to be weighed.
+var ErrTooManyWays = errors.New("the run's slack leaves too many ways for it to go")
+
 // Reach lists every outcome the plan reaches at the run's slack, sorted, without
 // duplicates; with no slack it is the plan's one nominal outcome. It follows an awaited
 // loop (one request in flight) over undici's creation-order pool, or over a pool that
@@ -106,7 +110,7 @@ func Reach(p Plan, s Slack) ([]Outcome, error) {
 			}
 		}
 		if len(next) > reachBudget {
-			return nil, fmt.Errorf("more than %d ways the run can go by request %d at the run's slack", reachBudget, n)
+			return nil, fmt.Errorf("%w (more than %d by request %d)", ErrTooManyWays, reachBudget, n)
 		}
 		states = next
 	}

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -139,5 +140,22 @@ func TestReachRefuses(t *testing.T) {
 		if _, err := Reach(tc.p, Slack{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Reach = %v, want an error saying %q", err, tc.want)
 		}
+	}
+}
+
+// TestReachGivesUpPastItsBudget: with every gap of a long run across an edge, the ways
+// multiply past the walk's budget, and Reach says so rather than guess.
+func TestReachGivesUpPastItsBudget(t *testing.T) {
+	p := Plan{Requests: 60, Burst: 1, RTT: 100 * ms1, Server: Server{IdleTimeout: time.Second},
+		Client: Client{KeepAlive: true, LivenessCheck: true, AwaitedCreationOrder: true, Method: "GET"}}
+	s := Slack{}
+	for range p.Requests - 1 {
+		p.Pauses = append(p.Pauses, 850*ms1)
+	}
+	for n := range p.Requests {
+		s.Before = append(s.Before, time.Duration(n+1)*7*time.Millisecond)
+	}
+	if _, err := Reach(p, s); !errors.Is(err, ErrTooManyWays) {
+		t.Fatalf("Reach = %v, want ErrTooManyWays", err)
 	}
 }

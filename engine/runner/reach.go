@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -90,6 +91,17 @@ func reacher(sc *scenario.Scenario, runs map[string]*report.Run, why func(string
 		why(fmt.Sprintf("%s ended with %s; at its slack the plan of %s reaches %s", run, outcomeText(got), rules, strings.Join(alts, ", or ")))
 		return false, nil
 	}
+}
+
+// reachUnjudged is why a compare whose plan_reaches could not weigh its run (the run's
+// slack left the walk too many ways: the machine, not the program) has no verdict; "" for
+// any other error or none.
+func reachUnjudged(err error) string {
+	if !errors.Is(err, oracle.ErrTooManyWays) {
+		return ""
+	}
+	return judge.TimingUnjudged + " and the program's own time around its requests left plan_reaches too many ways to follow (" +
+		err.Error() + "): run it with fewer runs at once (--parallel 1), or on a less busy machine"
 }
 
 // joinWhy is a failed check's why from its plan_reaches calls'.

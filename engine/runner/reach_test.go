@@ -2,10 +2,14 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/judge"
+	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -90,5 +94,25 @@ func TestPlanReachesWeighsARealClockRun(t *testing.T) {
 	c := out.Scenarios[0].Checks[1]
 	if c.Expr != "plan_reaches('a', 'live')" || !c.Pass {
 		t.Fatalf("%s: pass %t, error %q, not evaluated %q (observed %v)", c.Expr, c.Pass, c.Error, c.NotEvaluated, c.Observed)
+	}
+}
+
+// TestPlanReachesTooManyWaysIsNoVerdict: a run whose slack left the walk too many ways to
+// follow gives its compare no verdict, the machine's (through expr's own error wrapping).
+func TestPlanReachesTooManyWaysIsNoVerdict(t *testing.T) {
+	a, err := check.Compile("plan_reaches('a', 'b')", check.Compare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(string) (check.Metrics, bool) { return check.Metrics{}, true }
+	res := a.CheckCompare(lookup, func(string, string) (bool, error) {
+		return false, fmt.Errorf("plan_reaches: a: %w", oracle.ErrTooManyWays)
+	})
+	if why := reachUnjudged(res.Err); !judge.Unjudged(why) || !strings.Contains(why, "too many ways") {
+		t.Fatalf("reachUnjudged(%v) = %q", res.Err, why)
+	}
+	res = a.CheckCompare(lookup, func(string, string) (bool, error) { return false, fmt.Errorf("plan_reaches: a and b do not share a server") })
+	if why := reachUnjudged(res.Err); why != "" {
+		t.Fatalf("a scenario's error is the machine's: %q", why)
 	}
 }

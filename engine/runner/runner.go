@@ -669,7 +669,9 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 		if !res.Pass {
 			c.Why = joinWhy(why)
 		}
-		if res.Err != nil {
+		if why := reachUnjudged(res.Err); why != "" {
+			c.NotEvaluated = why
+		} else if res.Err != nil {
 			c.Error = res.Err.Error()
 		} else if why := judge.CompareFlip(a, runs, res.Pass); why != "" {
 			c.Pass, c.NotEvaluated = false, why
