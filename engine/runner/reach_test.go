@@ -111,7 +111,9 @@ func TestPlanReachesTooManyWaysIsNoVerdict(t *testing.T) {
 	if why := reachUnjudged(res.Err); !judge.Unjudged(why) || !strings.Contains(why, "too many ways") {
 		t.Fatalf("reachUnjudged(%v) = %q", res.Err, why)
 	}
-	res = a.CheckCompare(lookup, func(string, string) (bool, error) { return false, fmt.Errorf("plan_reaches: a and b do not share a server") })
+	res = a.CheckCompare(lookup, func(string, string) (bool, error) {
+		return false, fmt.Errorf("plan_reaches: a and b do not share a server")
+	})
 	if why := reachUnjudged(res.Err); why != "" {
 		t.Fatalf("a scenario's error is the machine's: %q", why)
 	}
