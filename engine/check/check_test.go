@@ -136,9 +136,62 @@ func TestObservedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := map[string]Metrics{"a": {LatencyMs: Latency{P99: 9}}, "b": {Errors: 3}}
-	r = c.CheckCompare(func(n string) (Metrics, bool) { m, ok := runs[n]; return m, ok })
+	r = c.CheckCompare(func(n string) (Metrics, bool) { m, ok := runs[n]; return m, ok }, nil)
 	want = map[string]float64{"variant('a').latency_ms.p99": 9, "variant('b').errors": 3}
 	if !r.Pass || !reflect.DeepEqual(r.Observed, want) {
 		t.Fatalf("compare result = %+v; want pass with %v", r, want)
+	}
+}
+
+// TestPlanReaches: plan_reaches('rules', 'run') names both runs for the loader, makes the
+// run's counts what the compare reads (so its timing is judged on them, and they show
+// beside the verdict), and is answered by the caller's Reacher.
+func TestPlanReaches(t *testing.T) {
+	a, err := Compile("plan_reaches('model', 'real') && variant('real').errors < 5", Compare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, v := range a.Variants {
+		names = append(names, v.Name)
+	}
+	if want := []string{"model", "real", "real"}; !reflect.DeepEqual(names, want) || a.Variants[0].Offset != 13 {
+		t.Errorf("Variants = %+v, want %v with model at 13", a.Variants, want)
+	}
+	if !reflect.DeepEqual(a.Reached, []string{"real"}) {
+		t.Errorf("Reached = %v", a.Reached)
+	}
+	wantRefs := []Ref{{"real", "connections"}, {"real", "errors"}, {"real", "failed_bursts_mask"}}
+	if !reflect.DeepEqual(a.Refs(), wantRefs) {
+		t.Errorf("Refs = %v, want %v", a.Refs(), wantRefs)
+	}
+	runs := map[string]Metrics{"model": {}, "real": {Errors: 2, Connections: 13, FailedBurstsMask: 18}}
+	lookup := func(n string) (Metrics, bool) { m, ok := runs[n]; return m, ok }
+	var asked []string
+	for _, reaches := range []bool{true, false} {
+		r := a.CheckCompare(lookup, func(rules, run string) (bool, error) {
+			asked = append(asked, rules+">"+run)
+			return reaches, nil
+		})
+		want := map[string]float64{"variant('real').connections": 13, "variant('real').errors": 2, "variant('real').failed_bursts_mask": 18}
+		if r.Pass != reaches || r.Err != nil || !reflect.DeepEqual(r.Observed, want) {
+			t.Errorf("reaches %t: %+v", reaches, r)
+		}
+	}
+	if !reflect.DeepEqual(asked, []string{"model>real", "model>real"}) {
+		t.Errorf("the Reacher was asked %v", asked)
+	}
+	if r := a.CheckCompare(lookup, nil); r.Pass || r.Err == nil || !strings.Contains(r.Err.Error(), "plan_reaches() needs the runs' plans") {
+		t.Errorf("without a Reacher: %+v", r)
+	}
+	for src, want := range map[string]string{
+		"plan_reaches('model')":                                  "plan_reaches() takes two variant names",
+		"plan_reaches(variant('a').errors > 1 ? 'a' : 'b', 'c')": "plan_reaches() takes variant names written as strings",
+		"plan_reaches('a', 'b', 'c')":                            "plan_reaches() takes two variant names",
+		"variant('a').errors > 0 && plan_reaches('a', 1)":        "cannot use int as argument (type string)",
+	} {
+		if _, err := Compile(src, Compare); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Compile(%q) = %v, want %q", src, err, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,17 +31,27 @@ const (
 type CompareEnv struct {
 	// Variant returns the metrics of the scenario's run with that name.
 	Variant func(name string) (Metrics, error) `expr:"variant"`
+	// PlanReaches reports whether the counts of run (errors, connections,
+	// failed_bursts_mask) are among the outcomes the plan of rules reaches when each idle
+	// gap may stretch by what run itself measured (engine/oracle Reach).
+	PlanReaches func(rules, run string) (bool, error) `expr:"plan_reaches"`
 }
+
+// Reacher answers plan_reaches(rules, run) for a compare; the runner provides it.
+type Reacher func(rules, run string) (bool, error)
 
 // Assertion is a compiled expect or compare expression.
 type Assertion struct {
 	Source string
 	Kind   Kind
-	// Variants are the literal names passed to variant(...), with their byte offsets in
-	// Source, so the loader can reject a name that no run has.
+	// Variants are the literal names passed to variant(...) and plan_reaches(...), with
+	// their byte offsets in Source, so the loader can reject a name that no run has.
 	Variants []VariantRef
-	program  *vm.Program
-	refs     []Ref
+	// Reached are the runs whose counts a plan_reaches(rules, run) call weighs (its second
+	// name): such a run keeps what Reach needs of its timing (report.Slack).
+	Reached []string
+	program *vm.Program
+	refs    []Ref
 }
 
 // VariantRef is one variant('name') call with a literal name.
@@ -78,11 +89,16 @@ func Compile(src string, kind Kind) (*Assertion, error) {
 	}
 	a := &Assertion{Source: src, Kind: kind, program: prog, refs: refs(prog.Node())}
 	if kind == Compare {
-		refs, err := variantRefs(prog.Node())
+		v, err := variantRefs(prog.Node())
 		if err != nil {
 			return nil, err
 		}
-		a.Variants = refs
+		a.Variants, a.Reached = v.refs, v.reached
+		for _, run := range v.reached {
+			for _, m := range reachReads {
+				a.refs = appendRef(a.refs, Ref{Variant: run, Metric: m})
+			}
+		}
 	}
 	return a, nil
 }
@@ -106,6 +122,8 @@ func convertError(src string, kind Kind, err error) error {
 			name = group + "." + name
 		}
 		msg = fmt.Sprintf("unknown metric %q%s", name, hint(name))
+	} else if strings.HasSuffix(msg, "arguments to call plan_reaches") {
+		msg = planReachesArgs
 	} else if strings.HasPrefix(msg, "expected bool") {
 		msg = "the expression must be true or false, e.g. errors == 0 (" + msg + ")"
 	} else if d := durationAt(src, msg); d != nil {
@@ -169,8 +187,9 @@ func hint(name string) string {
 }
 
 type refVisitor struct {
-	refs []VariantRef
-	err  error
+	refs    []VariantRef
+	reached []string
+	err     error
 }
 
 func (v *refVisitor) Visit(node *ast.Node) {
@@ -179,6 +198,10 @@ func (v *refVisitor) Visit(node *ast.Node) {
 		return
 	}
 	id, ok := call.Callee.(*ast.IdentifierNode)
+	if ok && id.Value == "plan_reaches" {
+		v.planReaches(call)
+		return
+	}
 	if !ok || id.Value != "variant" {
 		return
 	}
@@ -191,10 +214,44 @@ func (v *refVisitor) Visit(node *ast.Node) {
 	}
 }
 
-func variantRefs(n ast.Node) ([]VariantRef, error) {
+// planReaches takes the two names of plan_reaches('rules', 'run'), which must be written
+// out: the loader checks both, and the run named second keeps its slack.
+func (v *refVisitor) planReaches(call *ast.CallNode) {
+	if len(call.Arguments) != 2 {
+		v.err = &Error{Offset: call.Location().From, Message: planReachesArgs}
+		return
+	}
+	for i, arg := range call.Arguments {
+		s, ok := arg.(*ast.StringNode)
+		if !ok {
+			v.err = &Error{Offset: arg.Location().From, Message: "plan_reaches() takes variant names written as strings, e.g. plan_reaches('model', 'real')"}
+			return
+		}
+		v.refs = append(v.refs, VariantRef{Name: s.Value, Offset: s.Location().From})
+		if i == 1 && !slices.Contains(v.reached, s.Value) {
+			v.reached = append(v.reached, s.Value)
+		}
+	}
+}
+
+const planReachesArgs = "plan_reaches() takes two variant names: the run whose plan and client rules give the outcomes, and the run whose counts must be one of them, e.g. plan_reaches('model', 'real')"
+
+// reachReads are the metrics plan_reaches weighs of its second run.
+var reachReads = []string{"connections", "errors", "failed_bursts_mask"}
+
+func appendRef(refs []Ref, r Ref) []Ref {
+	if slices.Contains(refs, r) {
+		return refs
+	}
+	refs = append(refs, r)
+	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Key(), b.Key()) })
+	return refs
+}
+
+func variantRefs(n ast.Node) (*refVisitor, error) {
 	v := &refVisitor{}
 	ast.Walk(&n, v)
-	return v.refs, v.err
+	return v, v.err
 }
 
 // Refs lists the metrics the assertion reads.
@@ -213,7 +270,14 @@ func (a *Assertion) Eval(m Metrics) (bool, error) {
 }
 
 // EvalCompare evaluates a Compare assertion; lookup returns a run's metrics by variant name.
+// plan_reaches is not answered (EvalCompareReach).
 func (a *Assertion) EvalCompare(lookup func(name string) (Metrics, bool)) (bool, error) {
+	return a.EvalCompareReach(lookup, nil)
+}
+
+// EvalCompareReach is EvalCompare with reach answering plan_reaches; nil makes a call to
+// it an error.
+func (a *Assertion) EvalCompareReach(lookup func(name string) (Metrics, bool), reach Reacher) (bool, error) {
 	if a.Kind != Compare {
 		return false, errors.New("check: EvalCompare on an expect assertion")
 	}
@@ -223,6 +287,11 @@ func (a *Assertion) EvalCompare(lookup func(name string) (Metrics, bool)) (bool,
 			return Metrics{}, fmt.Errorf("no variant named %q in this scenario", name)
 		}
 		return m, nil
+	}, PlanReaches: func(rules, run string) (bool, error) {
+		if reach == nil {
+			return false, errors.New("plan_reaches() needs the runs' plans, which this evaluation does not have")
+		}
+		return reach(rules, run)
 	}}
 	out, err := expr.Run(a.program, env)
 	if err != nil {

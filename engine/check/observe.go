@@ -95,9 +95,10 @@ func (a *Assertion) Check(m Metrics) Result {
 	return Result{Pass: ok && err == nil, Observed: obs, Err: err}
 }
 
-// CheckCompare evaluates a compare assertion and records the values it read.
-func (a *Assertion) CheckCompare(lookup func(name string) (Metrics, bool)) Result {
-	ok, err := a.EvalCompare(lookup)
+// CheckCompare evaluates a compare assertion and records the values it read; reach
+// answers plan_reaches (nil: a call to it is an error).
+func (a *Assertion) CheckCompare(lookup func(name string) (Metrics, bool), reach Reacher) Result {
+	ok, err := a.EvalCompareReach(lookup, reach)
 	obs := make(map[string]float64, len(a.refs))
 	for _, r := range a.refs {
 		if m, found := lookup(r.Variant); found {

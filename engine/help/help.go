@@ -205,6 +205,11 @@ can be believed, in real milliseconds:
                                       decides): how far down and up the CPU other
                                       processes took could have moved it; a check it could
                                       flip is noisy or not evaluated
+  slack                               a real-clock run a compare's plan_reaches weighs: per
+                                      request, in scenario ms, how long after the response
+                                      before it (and the pause) it began (before_ms) and
+                                      its time beyond the plan's round trips (during_ms);
+                                      margin_ms widens every idle gap both ways
 `
 
 // clocks is `kalab help clocks`.

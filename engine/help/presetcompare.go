@@ -1,6 +1,7 @@
 package help
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -34,7 +35,23 @@ type truthVariant struct {
 var (
 	truthRef    = regexp.MustCompile(`scenarios/(truth/[a-z0-9-]+\.yaml)`)
 	variantRead = regexp.MustCompile(`variant\('([^']+)'\)\.([a-z0-9_.]+)`)
+	reachRead   = regexp.MustCompile(`plan_reaches\('([^']+)',\s*'([^']+)'\)`)
 )
+
+// expanded rewrites each plan_reaches('a', 'b') of a compare expression as the metrics it
+// weighs of both runs, so variantRead finds them.
+func expanded(expr string) string {
+	return reachRead.ReplaceAllStringFunc(expr, func(call string) string {
+		m := reachRead.FindStringSubmatch(call)
+		var b strings.Builder
+		for _, v := range m[1:] {
+			for _, metric := range []string{"errors", "connections", "failed_bursts_mask"} {
+				fmt.Fprintf(&b, " variant('%s').%s", v, metric)
+			}
+		}
+		return b.String()
+	})
+}
 
 // presetCompared lists the metrics the truth files a preset's Verified names compare
 // between a variant running the preset and one running a real program, read from the
@@ -86,7 +103,7 @@ func (f *truthFile) compared(name string, server bool, seen map[string]bool) {
 		model[v.Name], real[v.Name] = p == name, isReal
 	}
 	for _, expr := range f.Compare {
-		reads := variantRead.FindAllStringSubmatch(expr, -1)
+		reads := variantRead.FindAllStringSubmatch(expanded(expr), -1)
 		var withModel, withReal bool
 		for _, r := range reads {
 			withModel = withModel || model[r[1]]

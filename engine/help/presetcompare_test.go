@@ -27,6 +27,8 @@ func TestHelpPresetsSaysWhatIsCompared(t *testing.T) {
 		{preset: "go-default", want: []string{"connections", "errors", "failed_attempts", "hidden_retries", "latency_ms.p50", "tls_handshakes", "tls_resumed"}},
 		{preset: "nginx", server: true, want: []string{"connections", "server_idle_close_ms.p50"}},
 		{preset: "go", server: true},
+		// plan_reaches('model-race-50', 'real-race-50') weighs the three counts of both.
+		{preset: "undici", want: []string{"connections", "errors", "failed_bursts_mask"}},
 	}
 	for _, tc := range cases {
 		reg := scenario.ClientPresets

@@ -42,6 +42,8 @@ type Span struct {
 	Conn       uint64
 	Reused     bool
 	Client     string // the replayed client; "" for a generated load
+	Seq        int    // the request's sequence number
+	Failed     bool   // the request failed
 }
 
 // SpanLog collects a run's spans; a nil *SpanLog ignores Add.
@@ -142,6 +144,18 @@ func (j *Judge) EdgeFlip(t *Timers, st scenario.Settings) string {
 		}
 	}
 	return ""
+}
+
+// All returns the spans recorded so far, by sequence number; nil for a nil log.
+func (l *SpanLog) All() []Span {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.spans)
+	slices.SortFunc(out, func(a, b Span) int { return a.Seq - b.Seq })
+	return out
 }
 
 // lateEvents merges the kept events of the model's timers, sorted by due time.

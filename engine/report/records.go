@@ -80,6 +80,9 @@ type Check struct {
 	// NotEvaluated, when set, is why the check was not evaluated (a run it reads did not
 	// run or complete); Pass is then false.
 	NotEvaluated string `json:"not_evaluated,omitempty"`
+	// Why says, for a compare check that failed, what the values it read were held to that
+	// Observed does not show (plan_reaches: the outcomes the plan reaches).
+	Why string `json:"why,omitempty"`
 	// Skipped is how records before not_evaluated marked a check that was not evaluated
 	// (with "pass": true); Read turns it into NotEvaluated. kalab no longer writes it.
 	Skipped bool   `json:"skipped,omitempty"`
@@ -345,6 +348,10 @@ type Timing struct {
 	// reads it is evaluated over that range, and one whose verdict could change there has
 	// none (the CPU-pressure rule for real timers, engine/judge/realtimers.go).
 	TimerRanges map[string]TimerRange `json:"timer_ranges,omitempty"`
+	// Slack is how much longer than the plan the run took around each of its requests,
+	// kept for a compare's plan_reaches when this run is the one it weighs; absent
+	// otherwise.
+	Slack *Slack `json:"slack,omitempty"`
 }
 
 // TimerRange is how far the CPU other processes took could have moved one metric: down
@@ -354,6 +361,21 @@ type TimerRange struct {
 	Down float64 `json:"down"`
 	Up   float64 `json:"up"`
 	By   string  `json:"by"`
+}
+
+// Slack is a real-clock run's own time beyond its plan, in scenario milliseconds, by
+// request sequence number: BeforeMs[n] from the end of the response before request n (and
+// of the pause, when it opens a burst) to its start, below zero when a pause ended early;
+// DuringMs[n] beyond the round trips the plan gives it (one for a reused connection, the
+// connect's and TLS's more for a new one; for a failed request, beyond one round trip),
+// never below zero. MarginMs widens each gap's range both
+// ways: the clocks' precision when the edge rule judged the run's timers request by request
+// (a run whose timers could have moved a request across an edge is noisy, and rerun), else
+// the timers' p99 lateness (link, schedule and idle close, summed).
+type Slack struct {
+	BeforeMs []float64 `json:"before_ms"`
+	DuringMs []float64 `json:"during_ms"`
+	MarginMs float64   `json:"margin_ms"`
 }
 
 // TimingSource is one timer source's lateness in real milliseconds.

@@ -159,6 +159,8 @@ func describeCheck(where string, c Check) string {
 	}
 	if c.Error != "" {
 		s += ": " + c.Error
+	} else if c.Why != "" {
+		s += ": " + c.Why
 	}
 	return s
 }

@@ -245,6 +245,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
 	}
 	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
+	keepSlack(rec, sc, st, tm, opt)
 	runQueue(rec, st, opt, queue)
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {

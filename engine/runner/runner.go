@@ -650,6 +650,8 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 			rec.Status = report.StatusInterrupted
 		}
 	}
+	var why []string
+	reach := reacher(sc, runs, func(s string) { why = append(why, s) })
 	for _, a := range sc.Compare {
 		c := report.Check{Kind: "compare", Expr: a.Source, File: a.File, Line: a.Line, Col: a.Col}
 		missing := ""
@@ -667,9 +669,15 @@ func compare(sc *scenario.Scenario, runs map[string]*report.Run, opt Options) *r
 			rec.Checks = append(rec.Checks, c)
 			continue
 		}
-		res := a.CheckCompare(lookup)
+		why = why[:0]
+		res := a.CheckCompare(lookup, reach)
 		c.Pass, c.Observed = res.Pass, res.Observed
-		if res.Err != nil {
+		if !res.Pass {
+			c.Why = joinWhy(why)
+		}
+		if why := reachUnjudged(res.Err); why != "" {
+			c.NotEvaluated = why
+		} else if res.Err != nil {
 			c.Error = res.Err.Error()
 		} else if why := judge.CompareFlip(a, runs, res.Pass); why != "" {
 			c.Pass, c.NotEvaluated = false, why

@@ -68,7 +68,7 @@ func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) 
 	}
 	rc.agg.Add(ev)
 	if rc.tm != nil {
-		rc.tm.Spans.Add(judge.Span{Start: ev.Start, End: ev.Start.Add(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Client: from})
+		rc.tm.Spans.Add(judge.Span{Start: ev.Start, End: ev.Start.Add(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Client: from, Seq: ev.Seq, Failed: !ev.OK()})
 	}
 	rc.mu.Lock()
 	rc.reuse.add(ev)
