@@ -480,6 +480,10 @@ type Conn struct {
 	FailedAttempt bool `json:"failed_attempt,omitempty"`
 }
 
+// Virtual reports whether r ran on the virtual clock: its time is simulated, so nothing
+// the machine did can have moved it, and no judge of the machine reads it.
+func (r *Run) Virtual() bool { return r.Clock == "virtual" }
+
 // ClockName is the clock that ran r: "virtual" or "real" (a record from before the virtual
 // clock names none, and ran real).
 func (r *Run) ClockName() string {

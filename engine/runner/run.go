@@ -83,26 +83,36 @@ func watchEdges(tm *judge.Timers, st scenario.Settings, jg *judge.Judge) {
 	}
 }
 
-// runTiming is the run's account of its own timing: its timers judged against tol, and
-// what the machine says about CPU pressure and waiting.
-func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
+// runTiming is a real-clock run's account of its own timing: its timers judged against
+// tol, and what the CPU rule needs to know of its link.
+func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings) *report.Timing {
 	t := judge.Assess(tm, tol)
 	if why := jg.EdgeFlip(tm, st); why != "" && !t.Noisy {
 		t.Noisy, t.Reason = true, why
-	}
-	if share, ok := pressure.Share(); ok {
-		v := math.Round(share*1000) / 1000
-		t.CPUPressure = &v
 	}
 	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
 		t.LinkTrips = judge.Trips(st)
 		floor := float64(st.Network.RTT.D()) / float64(time.Millisecond)
 		t.LatencyFloorMs = &floor
 	}
+	return t
+}
+
+// machineTook records on t what the machine says about CPU pressure and waiting during the
+// run. A virtual run records it too, and nothing judges it there.
+func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, queue lag.RunQueue) *report.Timing {
+	if share, ok := pressure.Share(); ok {
+		v := math.Round(share*1000) / 1000
+		t.CPUPressure = &v
+	}
 	if own, others, ok := cpuWait.Split(); ok {
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
+	}
+	if d, ok := queue.Mean(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		t.RunQueueMs = &v
 	}
 	return t
 }
@@ -209,13 +219,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.Metrics = m
 	virtual := st.Clock == scenario.ClockVirtual
-	if !virtual {
-		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
-	}
-	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
-	if d, ok := queue.Mean(); ok {
-		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
-		rec.Timing.RunQueueMs = &v
+	if virtual {
+		// virtual: not judged. Its time is simulated, so nothing the machine did moved
+		// it: no timer lateness, no CPU rule, no baseline excuse (report.machineShift).
+		rec.Timing = machineTook(&report.Timing{Sources: map[string]report.TimingSource{}}, pressure, cpuWait, queue)
+	} else {
+		sched.Into(&tm.Sched)
+		rec.Timing = machineTook(runTiming(tm, jg, jg.After(st, m), st), pressure, cpuWait, queue)
 	}
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
