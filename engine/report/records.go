@@ -407,9 +407,11 @@ type Request struct {
 	TLSMs         float64 `json:"tls_ms,omitempty"`
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
 	// ScheduledMs is when the schedule planned the request to start, from the start of the
-	// run; QueueWaitMs is how much later the client really began it.
-	ScheduledMs float64 `json:"scheduled_ms,omitempty"`
-	QueueWaitMs float64 `json:"queue_wait_ms,omitempty"`
+	// run; QueueWaitMs is how much later the client really began it. Both are set for
+	// every request a schedule planned (0 is a value: a request on time has a queue wait
+	// of 0), nil for one it did not (a real client program's own loop).
+	ScheduledMs *float64 `json:"scheduled_ms,omitempty"`
+	QueueWaitMs *float64 `json:"queue_wait_ms,omitempty"`
 	// ServerConn is the server's id of the connection the request rode (the embedded
 	// server's Kalab-Conn header; for a failed request, what earlier responses on the same
 	// client connection said). 0 when unknown.

@@ -236,8 +236,8 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
 	}
 	if !planned.IsZero() {
-		rq.ScheduledMs = max(ms(planned.Sub(runStart)), 0)
-		rq.QueueWaitMs = max(ms(ev.Start.Sub(planned)), 0)
+		at, wait := max(ms(planned.Sub(runStart)), 0), max(ms(ev.Start.Sub(planned)), 0)
+		rq.ScheduledMs, rq.QueueWaitMs = &at, &wait
 	}
 	return rq
 }
