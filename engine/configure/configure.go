@@ -59,6 +59,15 @@ func Server(st scenario.Settings, sc shape.Scale) server.Config {
 	return cfg
 }
 
+// KeyShares is the key exchange offer of client.tls_key_share: nil (X25519 alone) for
+// "x25519" or unset, Go's own default for "x25519mlkem768".
+func KeyShares(share string) []tls.CurveID {
+	if share == scenario.KeyShareGoDefault {
+		return client.KeyShareGoDefault
+	}
+	return nil
+}
+
 func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertPool, serverName string) client.Config {
 	c := st.Client
 	on := make([]client.ErrorClass, len(c.Retry.On))
@@ -72,6 +81,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		RootCAs:           roots,
 		ServerName:        serverName,
 		SessionResumption: c.SessionResumption,
+		KeyShares:         KeyShares(c.TLSKeyShare),
 		HTTP2:             shape.HTTP2(st),
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
