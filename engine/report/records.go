@@ -166,7 +166,8 @@ type Run struct {
 	Clock         string            `json:"clock,omitempty"` // virtual or real; empty in records from before the virtual clock (real)
 	Seed          int64             `json:"seed"`
 	StartedAt     time.Time         `json:"started_at"`
-	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
+	WallMs        float64           `json:"wall_ms"`  // real time the run took (not scaled)
+	ModelMs       float64           `json:"model_ms"` // the time the run spanned on its own clock, scenario ms, setup and teardown included: simulated on the virtual clock, wall_ms over the time scale on the real one; 0 if it did not start
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
 	Reason        string            `json:"reason,omitempty"` // why a run did not run (not-run), and how to install what it needs

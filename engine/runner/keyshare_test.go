@@ -61,3 +61,35 @@ func TestKeyShareMovesBytesNotCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestModelTimeBesideWallTime: every run record carries the time it spanned on its own
+// clock (model_ms) beside its real time (wall_ms). On the virtual clock it is simulated and
+// exact: the load's 4 s (a connect and three round trips at 1 s), then the client's FIN to
+// the server (0.5 s) and the server's back (0.5 s), the same in two runs (it read 5,000 and
+// 5,005 ms while the end of a run polled for the last close without letting the instant's
+// events land first), and far more than the wall time it costs; on the real clock it is
+// wall_ms over the time scale.
+func TestModelTimeBesideWallTime(t *testing.T) {
+	t.Parallel()
+	const virtualSrc = "name: mt\nclock: virtual\nnetwork: {rtt: 1s}\nload: {requests: 3}\n"
+	run := func(src string, o Options) *report.Run {
+		out, err := Execute(context.Background(), plan(t, src), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := out.Runs[0]; r.Status != report.StatusPass {
+			t.Fatalf("%s: %s (%s)", r.Clock, r.Status, r.Error)
+		}
+		return out.Runs[0]
+	}
+	a, b := run(virtualSrc, virtualOpts(t)), run(virtualSrc, virtualOpts(t))
+	for _, r := range []*report.Run{a, b} {
+		if r.Metrics.TotalMs != 4000 || r.ModelMs != 5000 || r.ModelMs < 100*r.WallMs {
+			t.Errorf("virtual: model_ms %v (want 5000), total_ms %v (want 4000), wall_ms %v", r.ModelMs, r.Metrics.TotalMs, r.WallMs)
+		}
+	}
+	r := run("name: mt\nclock: real\ntime_scale: 0.5\nnetwork: {rtt: 10ms}\nload: {requests: 3}\n", opts(t))
+	if r.ModelMs != r.WallMs/0.5 || r.ModelMs == 0 {
+		t.Errorf("real at time scale 0.5: model_ms %v, wall_ms %v; want twice the wall time", r.ModelMs, r.WallMs)
+	}
+}

@@ -83,6 +83,19 @@ func watchEdges(tm *judge.Timers, st scenario.Settings, jg *judge.Judge) {
 	}
 }
 
+// modelMs is the time a run spanned on its own clock, in scenario ms: the simulated time
+// of a virtual run (model), wall over the time scale of a real one that started (model
+// -1), 0 for a run that did not start.
+func modelMs(model time.Duration, wall, scale float64) float64 {
+	switch {
+	case model < 0 && scale > 0:
+		return wall / scale
+	case model < 0:
+		return wall
+	}
+	return math.Round(float64(model)/float64(time.Microsecond)) / 1000
+}
+
 // runTiming is a real-clock run's account of its own timing: its timers judged against
 // tol, and what the CPU rule needs to know of its link.
 func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings) *report.Timing {
@@ -197,6 +210,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	var m check.Metrics
 	var conns topology.Result
 	var err error
+	var model time.Duration // how long a virtual run took in simulated time; -1: a real run that started
 	if ex != nil {
 		ex.ID, err = execclient.Identify(ctx, ex.Config)
 		rec.Client = ex.RuntimeRecord()
@@ -205,9 +219,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		err = errors.New(refused)
 	} else if err == nil {
 		if st.Clock == scenario.ClockVirtual {
-			m, conns, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
+			m, conns, model, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
 		} else {
 			m, conns, err = topology.Drive(ctx, w, sc, r, st, scale, opt.topology(nil), ex, log, tm, metrics.StartProcProbe(metrics.DefaultProbeInterval))
+			model = -1 // wall_ms over the time scale, below
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
 		if ex != nil {
@@ -217,6 +232,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	notRun := notRunReason(err)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
+	rec.ModelMs = modelMs(model, rec.WallMs, st.TimeScale)
 	rec.Metrics = m
 	virtual := st.Clock == scenario.ClockVirtual
 	if virtual {
