@@ -30,11 +30,13 @@ func TLSVersion(v scenario.Version) uint16 {
 func Server(st scenario.Settings, sc shape.Scale) server.Config {
 	s := st.Server
 	cfg := server.Config{
-		TLS:                  s.TLS,
-		TLSVersion:           TLSVersion(s.TLSVersion),
-		SessionTickets:       s.SessionTickets,
-		HTTP2:                s.HTTP == "2",
-		IdleTimeout:          sc.D(s.IdleTimeout),
+		TLS:            s.TLS,
+		TLSVersion:     TLSVersion(s.TLSVersion),
+		SessionTickets: s.SessionTickets,
+		HTTP2:          s.HTTP == "2",
+		IdleTimeout:    sc.D(s.IdleTimeout),
+		// net/http's GOAWAY grace as the scenario sees it: a second of scenario time.
+		GoAwayGrace:          sc.D(scenario.Duration(time.Second)),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
 		HintCountdown:        s.HintCountdown,
 		MaxRequests:          s.MaxRequests,

@@ -377,7 +377,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
 				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
 				s.idleCloses.Add(1)
-				due := time.Unix(0, since).Add(s.cfg.IdleTimeout + idleCloseGrace(ci))
+				due := time.Unix(0, since).Add(s.cfg.IdleTimeout + s.idleCloseGrace(ci))
 				s.cfg.Lag.AddAt(due, now.Sub(due))
 				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
 			} else {
@@ -396,14 +396,18 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 }
 
 // idleCloseGrace is how long after IdleTimeout the server's idle close of ci is due: 0 for
-// HTTP/1.1, whose close armIdleClose makes on the instant, and goAwayGrace for HTTP/2,
-// whose idle timer sends a GOAWAY that net/http follows with the close a second later. A
-// connection idle without an HTTP/1.1 request is HTTP/2's: net/http's HTTP/1.1 server
-// reports StateIdle only after a response, its HTTP/2 server as soon as the connection is
-// set up (h2_bundle.go, serve: setConnState(StateActive) then setConnState(StateIdle)).
-func idleCloseGrace(ci *connInfo) time.Duration {
-	if ci.http1.Load() {
+// HTTP/1.1, whose close armIdleClose makes on the instant, and the GOAWAY's grace for
+// HTTP/2 (Config.GoAwayGrace, else goAwayGrace), whose idle timer sends a GOAWAY that
+// net/http follows with the close a second later. A connection idle without an HTTP/1.1
+// request is HTTP/2's: net/http's HTTP/1.1 server reports StateIdle only after a
+// response, its HTTP/2 server as soon as the connection is set up (h2_bundle.go, serve:
+// setConnState(StateActive) then setConnState(StateIdle)).
+func (s *Server) idleCloseGrace(ci *connInfo) time.Duration {
+	switch {
+	case ci.http1.Load():
 		return 0
+	case s.cfg.GoAwayGrace > 0:
+		return s.cfg.GoAwayGrace
 	}
 	return goAwayGrace
 }
