@@ -232,10 +232,14 @@ func (c *Comparer) CompareRun(cur *Run) gate.RunDiff {
 		scale = old.TimeScale
 	}
 	program := realProgram(cur) || realProgram(old)
+	exact := cur.Virtual() && old.Virtual() // virtual: no real-time noise floor
 	d.Metrics = gate.Compare(old.Metrics.Flat(), cur.Metrics.Flat(), scale, func(m string) gate.Rule {
 		r := c.Tolerances.Rule(cur.Scenario, m)
 		if program && r.Source == "default" && programTiming(m) {
 			r.Tolerance, r.Source = tolerance.Tolerance{Off: true}, gate.SourceRealProgram
+		}
+		if exact {
+			r = r.Exact()
 		}
 		return r
 	})

@@ -76,3 +76,36 @@ func verdictOf(d gate.RunDiff, metric string) string {
 	}
 	return ""
 }
+
+// TestVirtualRunGatedWithoutNoiseFloors: the time metrics' floors are real milliseconds of
+// scheduler noise (total_ms at least 5 ms a request, p50 at least 3 ms), which no
+// simulated time has. 200 requests in 1,000 ms: +15% allows 150 ms, the floor 1,000; a
+// p50 of 2 ms: +20% allows 0.4, the floor 3. Between two virtual runs 1,400 ms and 2.5 ms
+// regress; with either run on the real clock the floors stand and they do not.
+func TestVirtualRunGatedWithoutNoiseFloors(t *testing.T) {
+	t.Parallel()
+	run := func(id, clock string, total, p50 float64) *Run {
+		r := baseRun("fast", "default")
+		r.RunID, r.Clock = id, clock
+		r.Metrics.TotalMs, r.Metrics.LatencyMs.P50 = total, p50
+		r.Metrics.RPS = r.Metrics.Requests / (total / 1000)
+		return r
+	}
+	for _, tc := range []struct {
+		old, cur string
+		want     string
+	}{
+		{"virtual", "virtual", gate.VerdictRegressed},
+		{"real", "virtual", gate.VerdictSame},
+		{"virtual", "real", gate.VerdictSame},
+		{"real", "real", gate.VerdictSame},
+	} {
+		cmp := &Comparer{Baseline: loadBase(t, run("base", tc.old, 1000, 2)), Tolerances: &Tolerances{}}
+		d := cmp.CompareRun(run("now", tc.cur, 1400, 2.5))
+		for _, m := range []string{"total_ms", "latency_ms.p50", "rps"} {
+			if v := verdictOf(d, m); v != tc.want {
+				t.Errorf("%s baseline, %s run: %s %s, want %s", tc.old, tc.cur, m, v, tc.want)
+			}
+		}
+	}
+}
