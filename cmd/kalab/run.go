@@ -114,7 +114,7 @@ func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Wri
 	fs, lo := flagSet(name, synopsis, stdout, stderr)
 	f = &runFlags{fs: fs, name: name}
 	fs.StringVar(&f.out, "out", "results", "directory that receives <run-id>/results.jsonl and the requests files")
-	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing")
+	fs.IntVarP(&f.parallel, "parallel", "p", runner.DefaultParallel, "most runs at once; another starts only while those in flight keep their timing (runs on the virtual clock: at most one per core)")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply every duration of the plan (0: each file's time_scale); runs on the virtual clock ignore it")
 	fs.StringVar(&f.clock, "clock", "", "run every run that can on this clock: virtual (simulated time, exact) or real (loopback sockets in real time); default: each file's clock, else virtual where every part is modelled (kalab help clocks)")
 	fs.Int64Var(&f.seed, "seed", 0, "override every run's load.seed")

@@ -67,7 +67,7 @@ var requestFields = map[string]bool{"method": true, "path": true, "headers": tru
 // Ignored are client fields that describe kalab's own clients; an exec run ignores them
 // (the run record says so) rather than refuse a file that compares a model with a real
 // client in two variants.
-var Ignored = map[string]bool{"preset": true, "implementation": true}
+var Ignored = map[string]bool{"preset": true, "implementation": true, "tls_key_share": true}
 
 // nodeProbe prints the versions of Node, its bundled undici and its OpenSSL.
 var nodeProbe = []string{"-p", `"node " + process.versions.node + " undici " + process.versions.undici + " openssl " + process.versions.openssl`}

@@ -30,11 +30,13 @@ func TLSVersion(v scenario.Version) uint16 {
 func Server(st scenario.Settings, sc shape.Scale) server.Config {
 	s := st.Server
 	cfg := server.Config{
-		TLS:                  s.TLS,
-		TLSVersion:           TLSVersion(s.TLSVersion),
-		SessionTickets:       s.SessionTickets,
-		HTTP2:                s.HTTP == "2",
-		IdleTimeout:          sc.D(s.IdleTimeout),
+		TLS:            s.TLS,
+		TLSVersion:     TLSVersion(s.TLSVersion),
+		SessionTickets: s.SessionTickets,
+		HTTP2:          s.HTTP == "2",
+		IdleTimeout:    sc.D(s.IdleTimeout),
+		// net/http's GOAWAY grace as the scenario sees it: a second of scenario time.
+		GoAwayGrace:          sc.D(scenario.Duration(time.Second)),
 		HintOnlyIfAsked:      s.HintOnlyIfAsked,
 		HintCountdown:        s.HintCountdown,
 		MaxRequests:          s.MaxRequests,
@@ -59,6 +61,15 @@ func Server(st scenario.Settings, sc shape.Scale) server.Config {
 	return cfg
 }
 
+// KeyShares is the key exchange offer of client.tls_key_share: nil (X25519 alone) for
+// "x25519" or unset, Go's own default for "x25519mlkem768".
+func KeyShares(share string) []tls.CurveID {
+	if share == scenario.KeyShareGoDefault {
+		return client.KeyShareGoDefault
+	}
+	return nil
+}
+
 func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertPool, serverName string) client.Config {
 	c := st.Client
 	on := make([]client.ErrorClass, len(c.Retry.On))
@@ -72,6 +83,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		RootCAs:           roots,
 		ServerName:        serverName,
 		SessionResumption: c.SessionResumption,
+		KeyShares:         KeyShares(c.TLSKeyShare),
 		HTTP2:             shape.HTTP2(st),
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,

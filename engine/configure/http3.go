@@ -55,6 +55,7 @@ func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen f
 		KeepAlivePeriod:   sc.D(q.KeepAlivePeriod),
 		ZeroRTT:           q.ZeroRTT, // "" is h3's off
 		SessionResumption: base.SessionResumption,
+		KeyShares:         base.KeyShares,
 		Method:            base.Method,
 		Path:              base.Path,
 		BodyBytes:         base.BodyBytes,

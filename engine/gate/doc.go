@@ -23,7 +23,8 @@
 // percentiles jump between the modes), ok, errors_per_1000, cpu_us_per_request and
 // peak_rss_mb (parallel runs share one process); tls_resumed has no better direction.
 // Floors apply to defaults and relative tolerances; an absolute tolerance written in a
-// file or a flag is used exactly.
+// file or a flag is used exactly. Between two runs on the virtual clock the time floors
+// do not apply (Rule.Exact): no scheduler moved their simulated times.
 //
 // A run of a real program (an exec client, or a real server) is gated on what the program
 // decides (counts, errors, reuse), not on its timing: its total_ms, rps and latency_ms.*

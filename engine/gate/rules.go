@@ -102,6 +102,18 @@ func (r Rule) Slack(metric string, old map[string]float64, scale float64) float6
 	return math.Max(slack, floor)
 }
 
+// Exact is r without the floors of the time metrics, which are real milliseconds of
+// scheduler noise: how a run on the virtual clock is gated against a virtual baseline run,
+// whose simulated times no scheduler moved. The floors of counts stay (a count Go's
+// scheduler decides, such as a dial race, can still vary there).
+func (r Rule) Exact() Rule {
+	switch r.floor {
+	case floorRealMs, floorPerRequest, floorThroughput:
+		r.floor, r.Floor = floorNone, 0
+	}
+	return r
+}
+
 func abs(v float64) tolerance.Tolerance { return tolerance.Tolerance{Value: v} }
 func rel(v float64) tolerance.Tolerance { return tolerance.Tolerance{Relative: true, Value: v} }
 

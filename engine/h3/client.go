@@ -39,6 +39,7 @@ type ClientConfig struct {
 	KeepAlivePeriod   time.Duration  // send a PING after this long without receiving; 0 = never
 	ZeroRTT           string         // "off" (default), "safe" or "all"
 	SessionResumption bool           // share a TLS session cache among the client's connections; 0-RTT needs it
+	KeyShares         []tls.CurveID  // the key exchanges the ClientHello offers; nil = X25519 alone (client.CurvePreferences)
 	Method            string         // default GET
 	Path              string         // default "/"
 	BodyBytes         int            // request body size, sent with Content-Length
@@ -107,6 +108,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		RootCAs:    cfg.RootCAs,
 		NextProtos: []string{http3.NextProtoH3},
 		MinVersion: tls.VersionTLS13,
+		// X25519 alone unless the scenario asks for Go's default, as over TCP.
+		CurvePreferences: client.CurvePreferences(cfg.KeyShares),
 	}
 	if cfg.SessionResumption {
 		c.tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(64)

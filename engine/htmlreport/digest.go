@@ -191,6 +191,7 @@ func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) 
 			r.Extra = unknownMs(b)
 			extra = extra || len(r.Extra) > 0
 		}
+		withQueueWait(&r)
 		d.Hist.add(&r)
 		d.Phases.add(&r)
 		if pg != nil {

@@ -75,13 +75,15 @@ func count(s, pattern string) int { return len(regexp.MustCompile(pattern).FindA
 func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 	t.Parallel()
 	closed := 950.0
+	onTime, queued, at := 0.0, 20.0, 1080.0 // a scheduled request's queue wait: 0 is no phase
 	reqs := []report.Request{
 		{Seq: 0, StartMs: 0, LatencyMs: 300, Conn: 1, Attempts: 1, Status: 200, ConnectMs: 100, TLSMs: 100, FirstByteMs: 300},
-		{Seq: 1, StartMs: 300, LatencyMs: 100, Conn: 1, Reused: true, Attempts: 1, Status: 200, FirstByteMs: 100},
+		{Seq: 1, StartMs: 300, LatencyMs: 100, Conn: 1, Reused: true, Attempts: 1, Status: 200, FirstByteMs: 100,
+			ScheduledMs: &onTime, QueueWaitMs: &onTime},
 		// The race: sent 50 ms after the server closed connection 1, before the FIN arrived.
 		{Seq: 2, StartMs: 1000, LatencyMs: 100, Conn: 1, Reused: true, Attempts: 1, Class: "reset", Error: `read: connection reset <by> "peer"`,
 			ServerConn: 7, ServerClosedMs: &closed, ServerCloseReason: "idle"},
-		{Seq: 3, StartMs: 1100, LatencyMs: 300, Conn: 2, Attempts: 2, Status: 200, FirstByteMs: 300},
+		{Seq: 3, StartMs: 1100, LatencyMs: 300, Conn: 2, Attempts: 2, Status: 200, FirstByteMs: 300, ScheduledMs: &at, QueueWaitMs: &queued},
 		{Seq: 4, StartMs: 1400, LatencyMs: 100, Conn: 2, Reused: true, Attempts: 1, HiddenRetries: 1, Status: 200, FirstByteMs: 100},
 		{Seq: 5, StartMs: 1500, LatencyMs: 1, Attempts: 1, Class: "refused", Error: "connect: refused"},
 	}
@@ -105,6 +107,8 @@ func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 		{"FIN arrival marks", `class="mark fin" d="M[\d.]+ -1v14" data-t="1000"`, 1},
 		{"the close on the failed bar", `data-sc="950,idle"`, 1},
 		{"the unknown phase", `data-ph="100,100,300,queue=1.5"`, 1},
+		{"the queue wait, a phase", `data-ph="0,0,300,queue_wait=20"`, 1},
+		{"no queue wait on time", `data-ph="0,0,100"`, 2},
 		{"the error text, escaped", `read: connection reset &lt;by&gt; &#34;peer&#34;`, 1},
 		{"the unknown record kind, named", `not drawn: 1 &#34;probe&#34; record`, 1},
 		{"kalab's own invocation record, not named", `invocation`, 0},

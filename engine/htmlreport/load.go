@@ -205,7 +205,19 @@ func linkBaselines(runs []*RunData) {
 // knownMs are the *_ms fields of a request line that are not phases or are drawn by name.
 var knownMs = map[string]bool{"start_ms": true, "latency_ms": true, "connect_ms": true, "tls_ms": true,
 	"first_byte_ms": true, "server_closed_ms": true,
-	"scheduled_ms": true} // an instant, not a phase; queue_wait_ms is drawn as a phase
+	"scheduled_ms":  true, // an instant, not a phase
+	"queue_wait_ms": true} // drawn as a phase where it is not 0 (withQueueWait)
+
+// withQueueWait adds a request's queue wait, when it has one, to the phases it carries
+// beside the ones the report knows by name: every line of a scheduled run carries
+// queue_wait_ms, 0 where the request began on time, so reading it by name keeps such a
+// file from being parsed twice a line for its unknown fields.
+func withQueueWait(r *Request) {
+	if q := r.QueueWaitMs; q != nil && *q != 0 {
+		r.Extra = append(r.Extra, Field{"queue_wait_ms", *q})
+		sort.Slice(r.Extra, func(i, j int) bool { return r.Extra[i].Name < r.Extra[j].Name })
+	}
+}
 
 func readRequests(path string) ([]Request, error) {
 	f, err := atomicfile.Open(path)
@@ -228,6 +240,7 @@ func readRequests(path string) ([]Request, error) {
 				extra = extra || len(fields) > 0
 				r.Extra = fields
 			}
+			withQueueWait(&r)
 			out = append(out, r)
 		}
 		if err == io.EOF {

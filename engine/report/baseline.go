@@ -232,10 +232,14 @@ func (c *Comparer) CompareRun(cur *Run) gate.RunDiff {
 		scale = old.TimeScale
 	}
 	program := realProgram(cur) || realProgram(old)
+	exact := cur.Virtual() && old.Virtual() // virtual: no real-time noise floor
 	d.Metrics = gate.Compare(old.Metrics.Flat(), cur.Metrics.Flat(), scale, func(m string) gate.Rule {
 		r := c.Tolerances.Rule(cur.Scenario, m)
 		if program && r.Source == "default" && programTiming(m) {
 			r.Tolerance, r.Source = tolerance.Tolerance{Off: true}, gate.SourceRealProgram
+		}
+		if exact {
+			r = r.Exact()
 		}
 		return r
 	})
@@ -267,6 +271,11 @@ type taken struct {
 
 func takenFrom(r *Run) taken {
 	var t taken
+	if r != nil && r.Virtual() {
+		// virtual: not judged. The machine took nothing from its simulated time, whatever
+		// its threads waited for in real time.
+		return taken{hasWait: true, hasLn: true}
+	}
 	if r == nil || r.Timing == nil || r.Metrics.Requests <= 0 {
 		return t
 	}
@@ -319,6 +328,9 @@ func (s shift) of(metric string, value float64) float64 {
 // Counts, bytes and CPU are not moved. The link's own limits (timing.sources.link) still
 // judge its lateness alone; this judges it together with the wait for a core.
 func machineShift(old, cur *Run) shift {
+	if cur.Virtual() {
+		return shift{} // virtual: not judged; its time metrics are the model's, exactly
+	}
 	now, then := takenFrom(cur), takenFrom(old)
 	var excess float64
 	if now.hasWait && then.hasWait {

@@ -170,7 +170,8 @@ type Run struct {
 	Clock         string            `json:"clock,omitempty"` // virtual or real; empty in records from before the virtual clock (real)
 	Seed          int64             `json:"seed"`
 	StartedAt     time.Time         `json:"started_at"`
-	WallMs        float64           `json:"wall_ms"` // real time the run took (not scaled)
+	WallMs        float64           `json:"wall_ms"`  // real time the run took (not scaled)
+	ModelMs       float64           `json:"model_ms"` // the time the run spanned on its own clock, scenario ms, setup and teardown included: simulated on the virtual clock, wall_ms over the time scale on the real one; 0 if it did not start
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
 	Reason        string            `json:"reason,omitempty"` // why a run did not run (not-run), and how to install what it needs
@@ -452,9 +453,11 @@ type Request struct {
 	TLSMs         float64 `json:"tls_ms,omitempty"`
 	FirstByteMs   float64 `json:"first_byte_ms,omitempty"`
 	// ScheduledMs is when the schedule planned the request to start, from the start of the
-	// run; QueueWaitMs is how much later the client really began it.
-	ScheduledMs float64 `json:"scheduled_ms,omitempty"`
-	QueueWaitMs float64 `json:"queue_wait_ms,omitempty"`
+	// run; QueueWaitMs is how much later the client really began it. Both are set for
+	// every request a schedule planned (0 is a value: a request on time has a queue wait
+	// of 0), nil for one it did not (a real client program's own loop).
+	ScheduledMs *float64 `json:"scheduled_ms,omitempty"`
+	QueueWaitMs *float64 `json:"queue_wait_ms,omitempty"`
 	// ServerConn is the server's id of the connection the request rode (the embedded
 	// server's Kalab-Conn header; for a failed request, what earlier responses on the same
 	// client connection said). 0 when unknown.
@@ -524,6 +527,10 @@ type Conn struct {
 	// into it, which never reached the server (side "proxy" only).
 	FailedAttempt bool `json:"failed_attempt,omitempty"`
 }
+
+// Virtual reports whether r ran on the virtual clock: its time is simulated, so nothing
+// the machine did can have moved it, and no judge of the machine reads it.
+func (r *Run) Virtual() bool { return r.Clock == "virtual" }
 
 // ClockName is the clock that ran r: "virtual" or "real" (a record from before the virtual
 // clock names none, and ran real).

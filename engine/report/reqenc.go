@@ -10,7 +10,8 @@ import (
 // appendRequest appends r as encoding/json's Encoder writes it (the same field order, number
 // forms and string escapes, HTML escaping included) and a newline, without reflection or an
 // allocation per line: a 1M-request run writes 1M of them. TestRequestEncodingMatchesJSON
-// holds the two encodings equal.
+// holds the two encodings equal over random values, TestRequestEncodingWritesEveryField
+// over every field of Request, found by reflection.
 func appendRequest(b []byte, r *Request) ([]byte, error) {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, int64(r.Seq), 10)
@@ -54,6 +55,12 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	}
 	if r.FirstByteMs != 0 {
 		num(`,"first_byte_ms":`, r.FirstByteMs)
+	}
+	if r.ScheduledMs != nil {
+		num(`,"scheduled_ms":`, *r.ScheduledMs)
+	}
+	if r.QueueWaitMs != nil {
+		num(`,"queue_wait_ms":`, *r.QueueWaitMs)
 	}
 	if r.ServerConn != 0 {
 		b = append(b, `,"server_conn":`...)

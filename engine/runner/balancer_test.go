@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func TestALBScenarioPrediction(t *testing.T) {
 	// The oracle's counts, judged at 40 ms of scenario time (20 ms real at the file's 0.5):
 	// no pause may lie that close to a window edge, or the verdict would hang on timer
 	// lateness.
-	pred := oracle.Predict(oraclePlan(st), 40*time.Millisecond)
+	pred := oracle.Predict(predict.Plan(st), 40*time.Millisecond)
 	count := func(metric string) int {
 		c, ok := pred.Count(metric)
 		if !ok || !c.Predicted {
@@ -100,14 +101,14 @@ func TestALBScenarioPrediction(t *testing.T) {
 	for _, scale := range []float64{0.5, 1} {
 		at := st
 		at.TimeScale = scale
-		p := oracle.Predict(oraclePlan(at), 0)
+		p := oracle.Predict(predict.Plan(at), 0)
 		in, _ := p.Count(oracle.Status5xx)
 		bc, _ := p.Count(oracle.BackendConnections)
 		if in.Value != inside || bc.Value != backend {
 			t.Errorf("at --time-scale %v the oracle predicts %d races and %d backend connections, at the file's scale %d and %d", scale, in.Value, bc.Value, inside, backend)
 		}
 	}
-	if c, _ := oracle.Predict(oraclePlan(runs["alb-backend-65s"].Settings), 0).Count(oracle.Status5xx); c.Value != 0 {
+	if c, _ := oracle.Predict(predict.Plan(runs["alb-backend-65s"].Settings), 0).Count(oracle.Status5xx); c.Value != 0 {
 		in := c.Value
 		// 65 s closes never come inside a 6 s pause: the fix must predict 0 by construction.
 		t.Errorf("the fixed variant predicts %d races", in)

@@ -183,14 +183,15 @@ func bubbleContext(outer context.Context) (ctx context.Context, stop, wake func(
 }
 
 // driveVirtual drives the run inside a bubble on the virtual clock: the same topology
-// and load as drive, over the bubble's in-memory network. A bubble the watchdog ended
-// leaves its goroutines behind; the run is then an engine error and its figures are not
-// read.
-func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, topology.Result, error) {
+// and load as drive, over the bubble's in-memory network, and says how much simulated time
+// it took. A bubble the watchdog ended leaves its goroutines behind; the run is then an
+// engine error and its figures are not read.
+func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, topology.Result, time.Duration, error) {
 	type result struct {
-		m   check.Metrics
-		co  topology.Result
-		err error
+		m     check.Metrics
+		co    topology.Result
+		model time.Duration
+		err   error
 	}
 	var res result
 	probe := metrics.StartProcProbe(metrics.DefaultProbeInterval) // its sampler lives outside any bubble
@@ -202,14 +203,16 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	}
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
 		var out result
+		start := time.Now() // the bubble's clock
 		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
+		out.model = time.Since(start)
 		res = out
 	}, extra...)
 	probe.Stop()
 	if err != nil {
-		return check.Metrics{}, topology.Result{}, err
+		return check.Metrics{}, topology.Result{}, 0, err
 	}
-	return res.m, res.co, res.err
+	return res.m, res.co, res.model, res.err
 }
 
 // OutsideMarker is in the error of a virtual run that ended because a goroutine of it

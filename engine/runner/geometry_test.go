@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -34,7 +35,7 @@ const raceMargin = 15 * time.Millisecond
 // under a shorter client idle timeout, hi adds those within raceMargin of it (the oracle's
 // bounds at a lateness of raceMargin). metric is errors, or retries when the client retries.
 func predictRaces(st scenario.Settings, metric string) (lo, hi int) {
-	c, ok := oracle.Predict(oraclePlan(st), raceMargin).Count(metric)
+	c, ok := oracle.Predict(predict.Plan(st), raceMargin).Count(metric)
 	if !ok || !c.Predicted {
 		return -1, -1
 	}
@@ -87,7 +88,7 @@ func TestStaleRaceBandsFollowFromThePauses(t *testing.T) {
 // oracle marks it an upper bound), so the band is the prediction less the counting noise,
 // round(sqrt(n)).
 func predictPoolDials(st scenario.Settings) (lo, hi int) {
-	c, ok := oracle.Predict(oraclePlan(st), 0).Count(oracle.Connections)
+	c, ok := oracle.Predict(predict.Plan(st), 0).Count(oracle.Connections)
 	if !ok || !c.Predicted || !c.AtMost {
 		return -1, -1
 	}
@@ -143,7 +144,7 @@ func TestOraclePassesTheFilesChecks(t *testing.T) {
 		}
 		evaluated := 0
 		for _, r := range p.Scenarios[0].Runs {
-			pred := oracle.Predict(oraclePlan(r.Settings), 0)
+			pred := oracle.Predict(predict.Plan(r.Settings), 0)
 			flat := map[string]float64{"requests": float64(r.Settings.Load.Requests)}
 			for _, c := range pred.Counts {
 				if c.Predicted {
@@ -198,7 +199,7 @@ func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
 		{quiet, 15, false}, {quiet, 16, true}, {late, float64(lo), false}, {late, float64(hi), false},
 		{late, float64(hi + 1), true}, {late, float64(lo - 1), true},
 	} {
-		pr := predictedRecord(st, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
+		pr := predict.Record(st, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
 		if pr.Disagreement != c.disagree {
 			t.Errorf("errors %v at lateness %v ms: disagreement %v (%s), want %v", c.errors, pr.LatenessMs, pr.Disagreement, pr.Reason, c.disagree)
 		}

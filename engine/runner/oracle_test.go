@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -34,7 +35,7 @@ func TestOracleAgreesOnUpperHalfRace(t *testing.T) {
 	t.Parallel()
 	p := plan(t, upperHalfRace)
 	st := p.Scenarios[0].Runs[0].Settings
-	if c, _ := oracle.Predict(oraclePlan(st), 0).Count(oracle.Errors); c.Value != 5 || !c.Predicted {
+	if c, _ := oracle.Predict(predict.Plan(st), 0).Count(oracle.Errors); c.Value != 5 || !c.Predicted {
 		t.Fatalf("the plan predicts %d errors (%s); the file is built for 5", c.Value, c.Reason)
 	}
 	out, err := Execute(context.Background(), p, virtualOpts(t))
@@ -79,14 +80,14 @@ func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 	for _, c := range []struct{ file, variant, why string }{
 		{"11-http2-cold-start.yaml", "default", "HTTP/2"},
 	} {
-		got, _ := oracle.Predict(oraclePlan(run(c.file, c.variant)), 0).Count(oracle.Errors)
+		got, _ := oracle.Predict(predict.Plan(run(c.file, c.variant)), 0).Count(oracle.Errors)
 		if got.Predicted || !strings.Contains(got.Reason, c.why) {
 			t.Errorf("%s/%s: errors predicted %v (%q); want not predicted, naming the %s", c.file, c.variant, got.Predicted, got.Reason, c.why)
 		}
 	}
 	// The box that forgets idle flows is modelled: file 15 loses the first request after
 	// each of its two pauses longer than the box's 350 s.
-	if got, _ := oracle.Predict(oraclePlan(run("15-nat-black-hole.yaml", "no-fix")), 0).Count(oracle.Errors); !got.Predicted || got.Value != 2 {
+	if got, _ := oracle.Predict(predict.Plan(run("15-nat-black-hole.yaml", "no-fix")), 0).Count(oracle.Errors); !got.Predicted || got.Value != 2 {
 		t.Errorf("nat-black-hole/no-fix: errors %+v; want 2 predicted", got)
 	}
 	// undici's pool in the stale race at 150 ms RTT: 2 requests race, 15 connections (its
@@ -96,11 +97,11 @@ func TestOracleKnowsWhatItDoesNotModel(t *testing.T) {
 		variant, metric string
 		want            int
 	}{{"model-race-150", oracle.Errors, 2}, {"model-race-150", oracle.Connections, 15}, {"model-max5", oracle.Connections, 8}} {
-		if got, _ := oracle.Predict(oraclePlan(run("truth/undici.yaml", c.variant)), 0).Count(c.metric); !got.Predicted || got.Value != c.want {
+		if got, _ := oracle.Predict(predict.Plan(run("truth/undici.yaml", c.variant)), 0).Count(c.metric); !got.Predicted || got.Value != c.want {
 			t.Errorf("truth-undici/%s: %s %+v; want %d predicted", c.variant, c.metric, got, c.want)
 		}
 	}
-	got, _ := oracle.Predict(oraclePlan(run("truth/libcurl.yaml", "model-fin-first")), 0).Count("hidden_retries")
+	got, _ := oracle.Predict(predict.Plan(run("truth/libcurl.yaml", "model-fin-first")), 0).Count("hidden_retries")
 	if !got.Predicted || got.Value != 5 {
 		t.Errorf("libcurl fin-first: hidden re-sends %+v; want 5 (the close_notify hides the close from curl's check)", got)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"math"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func keepSlack(rec *report.Run, sc *scenario.Scenario, st scenario.Settings, tm 
 	}
 	margin := judge.ClockPrecision
 	if opt.LagTolerance < 0 {
-		margin = runLateness(rec.Timing, 1)
+		margin = predict.Lateness(rec.Timing, 1)
 	}
 	rec.Timing.Slack = judge.SlackOf(tm.Spans.All(), p, margin)
 }
@@ -135,7 +136,7 @@ func runSettings(sc *scenario.Scenario, variant string) *scenario.Settings {
 // planOf is the oracle's plan of a run as it ran: its seed and time scale.
 func planOf(st scenario.Settings, rec *report.Run) oracle.Plan {
 	st.Load.Seed, st.TimeScale = rec.Seed, rec.TimeScale
-	p := oraclePlan(st)
+	p := predict.Plan(st)
 	p.Client.Real = "" // the rules are the first run's; the second lends its counts only
 	return p
 }

@@ -121,7 +121,7 @@ expect:
 		want := map[string]float64{"embedded": 2000, "nginx": 2000, "node": 2002}[r.Variant]
 		late := r.Timing.Sources[judge.SrcLink].Max + max(r.Timing.Sources[judge.SrcIdleClose].Max, m.ServerIdleCloseMs.Max-want, 0)
 		taken := takenPauses(t, filepath.Join(out.Dir, r.RequestsFile), spec.Burst)
-		errs, conns, clear := predict(taken, lo, hi, margin/2+time.Duration(late*float64(time.Millisecond)))
+		errs, conns, clear := predictWindow(taken, lo, hi, margin/2+time.Duration(late*float64(time.Millisecond)))
 		switch {
 		case !clear:
 			t.Logf("%s: not judged: pauses as taken %v sit within %.1f ms of lateness and %v of an edge of the race window", r.Variant, taken, late, margin/2)
@@ -190,9 +190,9 @@ func takenPauses(t *testing.T, path string, burst int) []time.Duration {
 	return out
 }
 
-// predict counts the errors and connections a sequence of pauses gives against a server
+// predictWindow counts the errors and connections a sequence of pauses gives against a server
 // whose race window is (lo, hi); clear is false when a pause lies within margin of an edge.
-func predict(pauses []time.Duration, lo, hi, margin time.Duration) (errs, conns int, clear bool) {
+func predictWindow(pauses []time.Duration, lo, hi, margin time.Duration) (errs, conns int, clear bool) {
 	conns = 1
 	for _, p := range pauses {
 		if (p > lo-margin && p < lo+margin) || (p > hi-2*time.Millisecond-margin && p < hi+margin) {

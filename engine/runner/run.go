@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"math"
 	"time"
 
@@ -85,16 +86,25 @@ func watchEdges(tm *judge.Timers, st scenario.Settings, jg *judge.Judge) {
 	}
 }
 
-// runTiming is the run's account of its own timing: its timers judged against tol, and
-// what the machine says about CPU pressure and waiting.
-func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings, pressure lag.Pressure, cpuWait lag.CPUWait) *report.Timing {
+// modelMs is the time a run spanned on its own clock, in scenario ms: the simulated time
+// of a virtual run (model), wall over the time scale of a real one that started (model
+// -1), 0 for a run that did not start.
+func modelMs(model time.Duration, wall, scale float64) float64 {
+	switch {
+	case model < 0 && scale > 0:
+		return wall / scale
+	case model < 0:
+		return wall
+	}
+	return math.Round(float64(model)/float64(time.Microsecond)) / 1000
+}
+
+// runTiming is a real-clock run's account of its own timing: its timers judged against
+// tol, and what the CPU rule needs to know of its link.
+func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenario.Settings) *report.Timing {
 	t := judge.Assess(tm, tol)
 	if why := jg.EdgeFlip(tm, st); why != "" && !t.Noisy {
 		t.Noisy, t.Reason = true, why
-	}
-	if share, ok := pressure.Share(); ok {
-		v := math.Round(share*1000) / 1000
-		t.CPUPressure = &v
 	}
 	if st.Network.RTT > 0 { // a run with an RTT is never direct: its link delays
 		t.LinkTrips = judge.Trips(st)
@@ -102,24 +112,35 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 		t.LatencyFloorMs = &floor
 	}
 	serverWait(t, tm.ServerWait)
+	return t
+}
+
+// machineTook records on t what the machine says about CPU pressure and waiting during the
+// run. A virtual run records it too, and nothing judges it there.
+func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, queue lag.RunQueue) *report.Timing {
+	if share, ok := pressure.Share(); ok {
+		v := math.Round(share*1000) / 1000
+		t.CPUPressure = &v
+	}
 	if own, others, ok := cpuWait.Split(); ok {
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
 	}
-	if why := judge.ServerTimerLate(tol, t); why != "" && !t.Noisy {
-		t.Noisy, t.Reason = true, why
+	if d, ok := queue.Mean(); ok {
+		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
+		t.RunQueueMs = &v
 	}
 	return t
 }
 
-// runQueue records kalab's mean wait for a core per slice, and with it how far the CPU
+// realTimers judges, on a real-clock run, what needs both its timers and what the machine
+// took: a real server's own idle close against its wait for a core, and how far the CPU
 // other processes took could have moved the metrics of timers no source watches
 // (judge.TimerRanges).
-func runQueue(rec *report.Run, st scenario.Settings, opt Options, queue lag.RunQueue) {
-	if d, ok := queue.Mean(); ok {
-		v := math.Round(float64(d)/float64(time.Microsecond)) / 1000
-		rec.Timing.RunQueueMs = &v
+func realTimers(rec *report.Run, st scenario.Settings, tol judge.Tolerance, opt Options) {
+	if why := judge.ServerTimerLate(tol, rec.Timing); why != "" && !rec.Timing.Noisy {
+		rec.Timing.Noisy, rec.Timing.Reason = true, why
 	}
 	if opt.LagTolerance >= 0 { // a negative tolerance judges nothing
 		rec.Timing.TimerRanges = judge.TimerRanges(st, rec)
@@ -219,6 +240,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	var m check.Metrics
 	var conns topology.Result
 	var err error
+	var model time.Duration // how long a virtual run took in simulated time; -1: a real run that started
 	if ex != nil {
 		ex.ID, err = execclient.Identify(ctx, ex.Config)
 		rec.Client = ex.RuntimeRecord()
@@ -227,9 +249,10 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		err = errors.New(refused)
 	} else if err == nil {
 		if st.Clock == scenario.ClockVirtual {
-			m, conns, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
+			m, conns, model, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
 		} else {
 			m, conns, err = topology.Drive(ctx, w, sc, r, st, scale, opt.topology(nil), ex, log, tm, metrics.StartProcProbe(metrics.DefaultProbeInterval))
+			model = -1 // wall_ms over the time scale, below
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
 		if ex != nil {
@@ -239,18 +262,24 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	}
 	notRun := notRunReason(err)
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
+	rec.ModelMs = modelMs(model, rec.WallMs, st.TimeScale)
 	rec.Metrics = m
 	virtual := st.Clock == scenario.ClockVirtual
-	if !virtual {
-		sched.Into(&tm.Sched) // a virtual run's timers wait for no core: time stands still while they do
+	if virtual {
+		// virtual: not judged. Its time is simulated, so nothing the machine did moved
+		// it: no timer lateness, no CPU rule, no baseline excuse (report.machineShift).
+		rec.Timing = machineTook(&report.Timing{Sources: map[string]report.TimingSource{}}, pressure, cpuWait, queue)
+	} else {
+		sched.Into(&tm.Sched)
+		tol := jg.After(st, m)
+		rec.Timing = machineTook(runTiming(tm, jg, tol, st), pressure, cpuWait, queue)
+		realTimers(rec, st, tol, opt)
 	}
-	rec.Timing = runTiming(tm, jg, jg.After(st, m), st, pressure, cpuWait)
 	keepSlack(rec, sc, st, tm, opt)
-	runQueue(rec, st, opt, queue)
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
-		rec.Predicted = predictedRecord(st, rec.Timing, m)
+		rec.Predicted = predict.Record(st, rec.Timing, m)
 		if why := judge.ExpectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
 			rec.Timing.Noisy, rec.Timing.Reason = true, why
 			notAResult(rec)

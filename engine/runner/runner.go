@@ -304,7 +304,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 			}
 		}()
 	}
-	feed(ctx, queue, startOrder(jobs, opt))
+	feed(ctx, queue, startOrder(jobs, opt), virtualAtOnce(opt.Parallel))
 	wg.Wait()
 	for _, r := range col.recs {
 		if r != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
 	"time"
 
@@ -57,15 +58,29 @@ func startOrder(jobs []job, opt Options) []job {
 // itself is waited for before the next one is handed out, so that it starts with nothing
 // in flight and nothing starts beside it. It stops when ctx ends.
 //
-// The runs on the virtual clock come first, and the first run on the real clock waits
-// until they have all ended: their CPU would otherwise be taken from a real run's timing.
-func feed(ctx context.Context, queue chan<- job, jobs []job) {
+// The runs on the virtual clock come first, at most virtualAtOnce of them at once, and the
+// first run on the real clock waits until they have all ended: their CPU would otherwise be
+// taken from a real run's timing.
+func feed(ctx context.Context, queue chan<- job, jobs []job, virtualAtOnce int) {
 	defer close(queue)
 	var virtual []chan struct{}
+	slots := make(chan struct{}, max(virtualAtOnce, 1))
 	for _, j := range jobs {
 		if j.virtual {
 			j.done = make(chan struct{})
 			virtual = append(virtual, j.done)
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func(done <-chan struct{}) {
+				select {
+				case <-done:
+				case <-ctx.Done():
+				}
+				<-slots
+			}(j.done)
 		} else {
 			for _, done := range virtual {
 				select {
@@ -93,6 +108,16 @@ func feed(ctx context.Context, queue chan<- job, jobs []job) {
 			return
 		}
 	}
+}
+
+// virtualAtOnce is how many runs on the virtual clock go at once: as many as the cores Go
+// runs on (GOMAXPROCS, which follows the CPUs and a container's CPU limit), never more
+// than --parallel. A virtual run waits on no clock, only on the CPU, so a run more than
+// there are cores only shares them and adds the switching between them: on a 2-core
+// machine the 59 bundled virtual runs took 15.6 s 8 at once, 6.75 s one at a time. Runs
+// on the real clock keep --parallel and admission by headroom.
+func virtualAtOnce(parallel int) int {
+	return max(1, min(parallel, runtime.GOMAXPROCS(0)))
 }
 
 // inPlanOrder sorts scenario records in the order their scenarios appear in the plan (they

@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -64,7 +67,7 @@ func TestStartOrderLongestFirst(t *testing.T) {
 func TestFeedWaitsForARunAlone(t *testing.T) {
 	t.Parallel()
 	queue := make(chan job)
-	go feed(context.Background(), queue, []job{{idx: 0, alone: true}, {idx: 1}, {idx: 2}})
+	go feed(context.Background(), queue, []job{{idx: 0, alone: true}, {idx: 1}, {idx: 2}}, 2)
 	first := <-queue
 	if first.idx != 0 || first.done == nil {
 		t.Fatalf("first job %d (done channel %v); want the run alone, 0, with a done channel", first.idx, first.done != nil)
@@ -83,6 +86,81 @@ func TestFeedWaitsForARunAlone(t *testing.T) {
 	if _, open := <-queue; open {
 		t.Fatal("the queue is still open after the last job")
 	}
+}
+
+// Runs on the virtual clock go at most virtualAtOnce at once: the third of three is handed
+// out only when one of the first two has ended, and the run on the real clock after them
+// only when all three have.
+func TestFeedLimitsVirtualRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	queue := make(chan job)
+	go feed(context.Background(), queue, []job{{idx: 0, virtual: true}, {idx: 1, virtual: true}, {idx: 2, virtual: true}, {idx: 3}}, 2)
+	first, second := <-queue, <-queue
+	none := func(while string) {
+		t.Helper()
+		select {
+		case j := <-queue:
+			t.Fatalf("job %d was handed out %s", j.idx, while)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	none("while two virtual runs were in flight")
+	close(second.done)
+	third := <-queue
+	if third.idx != 2 {
+		t.Fatalf("job %d handed out; want the third virtual run", third.idx)
+	}
+	close(first.done)
+	none("while a virtual run was in flight")
+	close(third.done)
+	if j := <-queue; j.idx != 3 {
+		t.Fatalf("job %d handed out; want the real run", j.idx)
+	}
+}
+
+// No more runs on the virtual clock are in flight at once than GOMAXPROCS, here 2, with
+// --parallel 8; and two are (the limit is not one at a time).
+func TestVirtualRunsAtMostGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	src := "name: many\nclock: virtual\nnetwork: {rtt: 10ms}\nserver: {tls: true}\nclient: {keepalive: false}\nload: {requests: 40, concurrency: 4}\n" +
+		"variants: [{name: a}, {name: b}, {name: c}, {name: d}, {name: e}, {name: f}]\n"
+	o := virtualOpts(t)
+	o.Parallel = 8
+	obs := &inFlight{}
+	o.Observer = obs
+	out, err := Execute(context.Background(), plan(t, src), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Fatalf("%s: %s (%s)", r.Variant, r.Status, r.Error)
+		}
+	}
+	if obs.peak != 2 {
+		t.Errorf("%d virtual runs at once at GOMAXPROCS 2 and --parallel 8; want 2", obs.peak)
+	}
+}
+
+// inFlight counts the runs between RunStarted and RunEnded, and the most at once.
+type inFlight struct {
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (o *inFlight) RunStarted(*scenario.Run, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.now++
+	o.peak = max(o.peak, o.now)
+}
+
+func (o *inFlight) RequestDone(*scenario.Run, bool) {}
+
+func (o *inFlight) RunEnded(*scenario.Run, *report.Run) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.now--
 }
 
 // Runs start longest first, but the records, the summary's runs and the scenario records

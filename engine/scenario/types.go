@@ -216,6 +216,7 @@ type Client struct {
 	LivenessCheck     bool              `yaml:"liveness_check" json:"liveness_check"`
 	LivenessEOFOnly   bool              `yaml:"liveness_eof_only" json:"liveness_eof_only"`
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
+	TLSKeyShare       string            `yaml:"tls_key_share" json:"tls_key_share"` // what kalab's own clients offer: KeyShareX25519 (default) or KeyShareGoDefault
 	HTTP2             string            `yaml:"http2" json:"http2"`
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
@@ -431,4 +432,10 @@ type Tolerance = tolerance.Tolerance
 const (
 	ClockVirtual = "virtual"
 	ClockReal    = "real"
+)
+
+// The key exchanges client.tls_key_share can ask kalab's own clients to offer.
+const (
+	KeyShareX25519    = "x25519"         // X25519 alone, the default
+	KeyShareGoDefault = "x25519mlkem768" // Go's own default: X25519MLKEM768, then X25519
 )

@@ -112,8 +112,14 @@ type Config struct {
 	// Listener, when set, is where the server accepts instead of binding Listen: an
 	// in-memory listener of a run on the virtual clock.
 	Listener net.Listener
-	// Lag, when set, receives how late each idle close happened after IdleTimeout.
+	// Lag, when set, receives how late each idle close happened after IdleTimeout (over
+	// HTTP/2, after IdleTimeout and GoAwayGrace).
 	Lag *lag.Recorder
+	// GoAwayGrace is how long after the GOAWAY of an idle HTTP/2 connection its close is
+	// due as the scenario sees it: net/http's second at the run's time scale; 0 is the
+	// second itself. net/http waits a real second whatever the scale, so at a time scale
+	// under 1 the close is late by the difference, and the Lag says so.
+	GoAwayGrace time.Duration
 	// Sleep, when set, waits until at or returns false once done closes; it makes the
 	// HTTP/1.1 idle close precise. net/http's own idle close is a read deadline, a Go
 	// timer, which on Linux fires up to about a millisecond late when the process is idle

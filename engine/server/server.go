@@ -36,6 +36,15 @@ const closeWait = 10 * time.Second
 // idle timer is armed, so a close at exactly IdleTimeout is still counted as idle.
 const idleSlack = time.Millisecond
 
+// goAwayGrace is how long Go's HTTP/2 server keeps an idle connection open after the
+// GOAWAY its idle timer sends: once the GOAWAY is written and no stream is open, serve's
+// loop calls sc.shutDownIn(http2goAwayTimeout), a fixed second (net/http h2_bundle.go,
+// serve: "Start the shutdown timer after sending a GOAWAY", and http2goAwayTimeout = 1 *
+// time.Second, "Measuring RTT is hard, so we approximate with 1 second", Go 1.26). An
+// HTTP/2 connection's idle close is due at IdleTimeout plus this grace, not at IdleTimeout:
+// measured from IdleTimeout, every one read exactly a second late, on either clock.
+const goAwayGrace = time.Second
+
 // Server is a running embedded server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
@@ -368,7 +377,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
 				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
 				s.idleCloses.Add(1)
-				due := time.Unix(0, since).Add(s.cfg.IdleTimeout)
+				due := time.Unix(0, since).Add(s.cfg.IdleTimeout + s.idleCloseGrace(ci))
 				s.cfg.Lag.AddAt(due, now.Sub(due))
 				rec.ClosedBy, rec.Reason = CloseByServer, ReasonIdle
 			} else {
@@ -384,6 +393,23 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		s.open.Add(-1)
 		s.connWG.Done()
 	}
+}
+
+// idleCloseGrace is how long after IdleTimeout the server's idle close of ci is due: 0 for
+// HTTP/1.1, whose close armIdleClose makes on the instant, and the GOAWAY's grace for
+// HTTP/2 (Config.GoAwayGrace, else goAwayGrace), whose idle timer sends a GOAWAY that
+// net/http follows with the close a second later. A connection idle without an HTTP/1.1
+// request is HTTP/2's: net/http's HTTP/1.1 server reports StateIdle only after a
+// response, its HTTP/2 server as soon as the connection is set up (h2_bundle.go, serve:
+// setConnState(StateActive) then setConnState(StateIdle)).
+func (s *Server) idleCloseGrace(ci *connInfo) time.Duration {
+	switch {
+	case ci.http1.Load():
+		return 0
+	case s.cfg.GoAwayGrace > 0:
+		return s.cfg.GoAwayGrace
+	}
+	return goAwayGrace
 }
 
 // idleLead is how long before an idle close the precise clock takes over from a Go timer.

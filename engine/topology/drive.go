@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"testing/synctest"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
@@ -112,6 +113,17 @@ func runError(ctx, runCtx context.Context, loadErr error) error {
 	return loadErr
 }
 
+// quiet, on the virtual clock, waits until every goroutine of the run is blocked, so that
+// what is read next sees every event due at this instant: which of two goroutines woken at
+// one instant runs first is Go's scheduler's choice, and a close due at the instant of a
+// poll was otherwise seen then or 5 ms later (model_ms read 5,000 or 5,005 ms in two runs
+// of one file). On the real clock it does nothing.
+func (t *topology) quiet() {
+	if t.net != nil {
+		synctest.Wait()
+	}
+}
+
 // runFigures are what the run itself measured, beside its hops.
 type runFigures struct {
 	total    time.Duration
@@ -135,7 +147,7 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 		rc.clientWhy = r.closeReasons()
 	}
 	settle := time.Now().Add(time.Second + 2*scale.D(st.Network.RTT+st.Network.Jitter))
-	for topo.stillOpen() > 0 && time.Now().Before(settle) {
+	for topo.quiet(); topo.stillOpen() > 0 && time.Now().Before(settle); topo.quiet() {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if topo.pnet != nil {
@@ -236,8 +248,8 @@ func requestRecord(ev client.Event, runStart, planned time.Time, scale float64) 
 		rq.StartMs = max(ms(ev.Start.Sub(runStart)), 0)
 	}
 	if !planned.IsZero() {
-		rq.ScheduledMs = max(ms(planned.Sub(runStart)), 0)
-		rq.QueueWaitMs = max(ms(ev.Start.Sub(planned)), 0)
+		at, wait := max(ms(planned.Sub(runStart)), 0), max(ms(ev.Start.Sub(planned)), 0)
+		rq.ScheduledMs, rq.QueueWaitMs = &at, &wait
 	}
 	return rq
 }

@@ -158,6 +158,7 @@ client:
   liveness_check: true
   liveness_eof_only: false
   session_resumption: true
+  tls_key_share: x25519
   http2: always
   quic: {keepalive_period: none, zero_rtt: "off"}
   keepalive_header: false

@@ -1,4 +1,6 @@
-package runner
+// Package predict is the oracle's view of a run: a scenario run's settings turned into the
+// plan engine/oracle predicts from, and the prediction written beside what the run measured.
+package predict
 
 import (
 	"fmt"
@@ -20,10 +22,10 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// oraclePlan is the oracle's view of a run: its settings in scenario time, with the seeded
+// Plan is the oracle's view of a run: its settings in scenario time, with the seeded
 // pauses the load package draws for it (drawn at the run's scale, read back in scenario
 // time: the draws scale with the range).
-func oraclePlan(st scenario.Settings) oracle.Plan {
+func Plan(st scenario.Settings) oracle.Plan {
 	scale := st.TimeScale
 	if scale <= 0 {
 		scale = 1
@@ -150,14 +152,14 @@ func oracleBalancer(b *scenario.Balancer) *oracle.Balancer {
 	}
 }
 
-// predictedRecord is the run's prediction beside its measured counts. The bounds allow for
+// Record is the run's prediction beside its measured counts. The bounds allow for
 // the lateness the run's own timers showed: the p99 lateness (the statistic its timing is
 // judged on) of its link, schedule and idle-close timers, summed, in scenario time. Each
 // can move a pause against a window edge: a late pause lengthens it, a late close or a
 // late FIN shortens it. A count outside its bounds is a model disagreement.
-func predictedRecord(st scenario.Settings, tm *report.Timing, m check.Metrics) *report.Predicted {
-	lateness := runLateness(tm, st.TimeScale)
-	pred := oracle.Predict(oraclePlan(st), lateness)
+func Record(st scenario.Settings, tm *report.Timing, m check.Metrics) *report.Predicted {
+	lateness := Lateness(tm, st.TimeScale)
+	pred := oracle.Predict(Plan(st), lateness)
 	flat := m.Flat()
 	out := &report.Predicted{Rule: pred.Rule, LatenessMs: math.Round(pred.LatenessMs*1000) / 1000, Counts: []report.PredictedCount{}}
 	var off []string
@@ -193,8 +195,8 @@ func bounds(c oracle.Count) string {
 	return fmt.Sprintf("%d (%d..%d at the run's lateness)", c.Value, c.Lo, c.Hi)
 }
 
-// runLateness is the lateness the prediction allows for, in scenario time.
-func runLateness(tm *report.Timing, scale float64) time.Duration {
+// Lateness is the lateness the prediction allows for, in scenario time.
+func Lateness(tm *report.Timing, scale float64) time.Duration {
 	if tm == nil {
 		return 0
 	}
