@@ -116,6 +116,7 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 	return host.Run(name, func() {
 		n := vnet.New()
 		n.SetOnEvent(func() { progress.Add(1) })
+		n.Order(vclock.Settle) // same-instant events in the network's order, not the scheduler's
 		defer n.Close()
 		bctx, stop := bubbleContext(ctx)
 		defer stop()
