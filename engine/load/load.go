@@ -46,6 +46,13 @@ type Spec struct {
 	// passes a precise clock (engine/netsim/clock's Sleeper) here. When nil the schedule sleeps on a Go
 	// timer, which on Linux fires up to about a millisecond late.
 	Sleep func(at time.Time, done <-chan struct{}) bool
+	// Start, when set, starts each call: it runs its argument, which starts the call's
+	// goroutine, when the calls started before have done all they could. The virtual clock
+	// passes its network's order (vnet.Network.At) here, so that the calls of a burst, which
+	// start at one instant, dial and take pooled connections in seq order rather than in
+	// the order Go's scheduler runs their goroutines. When nil each call's goroutine starts
+	// at once.
+	Start func(start func())
 }
 
 type scheduledKey struct{}
@@ -379,11 +386,26 @@ func (r *scheduler) acquire() bool {
 // launch runs call seq in its own goroutine, freeing its slot when it returns.
 func (r *scheduler) launch(seq int, at scheduled) {
 	r.wg.Add(1)
-	go func() {
+	call := func() {
 		defer r.wg.Done()
 		if r.slots != nil {
 			defer func() { <-r.slots }()
 		}
 		r.do(context.WithValue(r.ctx, scheduledKey{}, at), seq)
-	}()
+	}
+	if r.s.Start == nil {
+		go call()
+		return
+	}
+	r.s.Start(func() {
+		if r.ctx.Err() != nil {
+			// Done between the schedule's decision and the start: never start a call then.
+			if r.slots != nil {
+				<-r.slots
+			}
+			r.wg.Done()
+			return
+		}
+		go call()
+	})
 }

@@ -882,12 +882,12 @@ func TestVirtualListenQueueConnectTimeout(t *testing.T) {
 // order they were pushed, whichever goroutine pushed them, over 100 repetitions.
 func TestVirtualEventLoopSameInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEventLoop()
+		e := newEventLoop(nil, func(ev *vevent) { ev.call() })
 		var got []int
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			e.run(func(ev *vevent) { ev.call() })
+			e.run()
 		}()
 		push := func(due time.Time, id int) {
 			e.push(vevent{due: due, call: func() { got = append(got, id) }})

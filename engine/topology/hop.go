@@ -73,7 +73,7 @@ type topology struct {
 // the precise clock's spin would never end).
 func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	if t.net != nil {
-		return clock.TimerSleep
+		return t.net.Sleep // the network's order: a pause ends after the same-instant events queued before it
 	}
 	return new(clock.Sleeper).Until
 }
