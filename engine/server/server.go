@@ -440,7 +440,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	// Read the whole upload before answering, as an application that parses its body
 	// does; net/http would otherwise drain at most 256 KiB and close the connection.
 	_, _ = io.Copy(io.Discard, r.Body)
-	if s.cfg.Delay > 0 {
+	if s.cfg.Delay > 0 && s.cfg.Wait != nil {
+		if !s.cfg.Wait(time.Now().Add(s.cfg.Delay), r.Context().Done()) {
+			return // the client went away or the server is closing
+		}
+	} else if s.cfg.Delay > 0 {
 		t := time.NewTimer(s.cfg.Delay)
 		select {
 		case <-t.C:

@@ -32,6 +32,9 @@ func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
 			return "", err
 		}
 		cfg.Listener, cfg.Dial = ln, m.net.DialContext
+		if m.net.Ordered() {
+			cfg.Sleep = m.net.Sleep // polls in the network's order
+		}
 		if m.next != nil {
 			cfg.Dial = m.next.dialer()
 		}
