@@ -57,6 +57,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		return m, co, err
 	}
 	rc := newRecorder(r, opt.Observer, scale, tm, topo.server, scale.D(st.Network.RTT))
+	rc.inOrder = topo.net != nil
 	if !opt.SkipRequests {
 		if rc.reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
 			probe.Stop()
@@ -68,7 +69,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	fig := runFigures{total: time.Since(rc.start), loadEnd: time.Now()}
 	fig.cpu, fig.rss = probe.Stop()
 	if rc.reqs != nil {
-		if err := rc.reqs.Close(); err != nil && loadErr == nil {
+		if err := rc.closeRequests(); err != nil && loadErr == nil {
 			loadErr = err
 		}
 	}

@@ -34,15 +34,24 @@ func (t *topology) buildH3(st scenario.Settings, scale shape.Scale, opt Options,
 	srv := &h3Server{cfg: configure.H3Server(st, scale), pn: pn, version: opt.KalabVersion}
 	t.server = srv
 	if st.Middlebox != nil {
-		t.path = append(t.path, &datagramHop{role: "middlebox", cfg: configure.NAT(st.Middlebox, scale, ""), pn: pn,
-			version: opt.KalabVersion, preset: st.Middlebox.Preset})
+		box := &datagramHop{role: "middlebox", cfg: configure.NAT(st.Middlebox, scale, ""), pn: pn,
+			version: opt.KalabVersion, preset: st.Middlebox.Preset}
+		if t.net != nil && t.net.Ordered() {
+			box.cfg.Sleep = t.net.Sleep // datagrams due at one instant released in the network's order
+		}
+		t.path = append(t.path, box)
 	}
 	if !shape.DatagramDirect(st) {
 		link := &datagramHop{role: roleLink, cfg: configure.DatagramLink(st, scale, ""), pn: pn, version: opt.KalabVersion}
 		link.cfg.Lag = &tm.Link
-		if t.net == nil {
+		switch {
+		case t.net == nil:
 			// The precise clock, a waiter per wait: every lane of every flow waits at once.
 			link.cfg.Sleep = clock.Sleep
+		case t.net.Ordered():
+			// Every lane's datagrams due at one instant released in the network's order, not
+			// in the order Go's scheduler wakes the lanes.
+			link.cfg.Sleep = t.net.Sleep
 		}
 		t.path = append(t.path, link)
 	}

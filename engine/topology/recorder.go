@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,12 @@ type recorder struct {
 	clientWhy map[uint64]string
 	reuse     reuseBook
 	failed    map[int]bool // bursts with a failed request
+	// inOrder, on the virtual clock, writes the requests that end at one instant in seq
+	// order: several requests multiplexed on one connection end together, and the order
+	// their goroutines record them in is Go's scheduler's. pending holds those of pendAt.
+	inOrder bool
+	pendAt  time.Time
+	pending []report.Request
 }
 
 func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Timers, srv serverHop, handshake time.Duration) *recorder {
@@ -82,12 +90,46 @@ func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) 
 		rq := requestRecord(ev, rc.start, planned, float64(rc.scale))
 		rq.Client = from
 		rc.serverClose(&rq, ev)
-		rc.reqs.Write(&rq)
+		rc.write(rq)
 	}
 	rc.mu.Unlock()
 	if rc.observer != nil {
 		rc.observer.RequestDone(rc.run, ev.OK())
 	}
+}
+
+// write writes rq to the requests file, or with inOrder holds it until the instant has
+// passed. Caller holds rc.mu.
+func (rc *recorder) write(rq report.Request) {
+	if !rc.inOrder {
+		rc.reqs.Write(&rq)
+		return
+	}
+	if now := time.Now(); !now.Equal(rc.pendAt) {
+		rc.flushLocked()
+		rc.pendAt = now
+	}
+	rc.pending = append(rc.pending, rq)
+}
+
+// flushLocked writes the requests held for their instant, by seq (then by the replayed
+// client that sent them). Caller holds rc.mu.
+func (rc *recorder) flushLocked() {
+	slices.SortStableFunc(rc.pending, func(a, b report.Request) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Client, b.Client))
+	})
+	for i := range rc.pending {
+		rc.reqs.Write(&rc.pending[i])
+	}
+	rc.pending = rc.pending[:0]
+}
+
+// closeRequests writes what is held and closes the requests file.
+func (rc *recorder) closeRequests() error {
+	rc.mu.Lock()
+	rc.flushLocked()
+	rc.mu.Unlock()
+	return rc.reqs.Close()
 }
 
 // burstOf is the 0-based burst of request seq with bursts of size requests (0: one burst).
