@@ -200,6 +200,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			m, conns, err = topology.Drive(ctx, w, sc, r, st, scale, opt.topology(nil), ex, log, tm, metrics.StartProcProbe(metrics.DefaultProbeInterval))
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
+		rec.Notes = append(rec.Notes, conns.Notes...)
 		if ex != nil {
 			rec.Client = ex.RuntimeRecord()
 			ex.ProgramLag(tm)

@@ -31,6 +31,8 @@ type Result struct {
 	Server  *report.Server            // the server the run talked to
 	Hops    []report.Hop              // each hop's identity and stats, the client first
 	Replay  *report.Replay            // what a replay run read of its recording
+	// Notes name what of a virtual run's record Go's scheduler decides (unrepeatable).
+	Notes []string
 }
 
 // Drive builds the run's topology, starts it, runs the load through it and gathers the
@@ -42,6 +44,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	warn := func(role string, err error) { log.Warn().Err(err).Str("component", role).Msg("close") }
 	runCtx, cancel := runContext(ctx, st, scale, opt)
 	defer cancel()
+	co.Notes = unrepeatable(st, opt.Network != nil)
 	topo, err := buildTopology(w, sc, r, st, scale, opt, ex, log, tm)
 	if err != nil {
 		probe.Stop()
