@@ -98,11 +98,21 @@ func readN(t *testing.T, c net.Conn, n int) []byte {
 const vRTT = 100 * time.Millisecond
 
 // TestVirtualRequestResponse: the handshake takes one RTT, the first client byte reaches
-// the server 1.5 RTT after the connect and the answer reaches the client at 2 RTT.
+// the server 1.5 RTT after the connect and the answer reaches the client at 2 RTT; the
+// same on an ordered network (vnet.Network.Order), whose order runs the link's items and
+// the handshake's wait.
 func TestVirtualRequestResponse(t *testing.T) {
+	t.Run("own loop", func(t *testing.T) { requestResponse(t, false) })
+	t.Run("ordered", func(t *testing.T) { requestResponse(t, true) })
+}
+
+func requestResponse(t *testing.T, ordered bool) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		n := newVNet(t)
+		if ordered {
+			n.Order(synctest.Wait)
+		}
 		firstByte := make(chan time.Duration, 1)
 		up := vServer(t, n, func(c *vnet.Conn) {
 			defer c.Close()
