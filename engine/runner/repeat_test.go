@@ -17,7 +17,7 @@ import (
 // identical byte for byte. Same-instant events (a burst's requests, their SYN-ACKs, their
 // delayed responses, a keepalive probe and a middlebox poll) are ordered by the network,
 // not by Go's scheduler. What a multiplexing library still leaves to the scheduler the
-// record names in a note (engine/topology's unrepeatable), and only what a note names is
+// record names in a note (configure.Unrepeatable), and only what a note names is
 // left out: the byte counts of HTTP/2 and HTTP/3 runs, and the requests file of an HTTP/2
 // burst whose requests wait together for a new connection. The HTTP/1.1 runs carry no such
 // note.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/internal/inorder"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -31,7 +32,7 @@ type Result struct {
 	Server  *report.Server            // the server the run talked to
 	Hops    []report.Hop              // each hop's identity and stats, the client first
 	Replay  *report.Replay            // what a replay run read of its recording
-	// Notes name what of a virtual run's record Go's scheduler decides (unrepeatable).
+	// Notes name what of a virtual run's record Go's scheduler decides (configure.Unrepeatable).
 	Notes []string
 }
 
@@ -44,7 +45,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	warn := func(role string, err error) { log.Warn().Err(err).Str("component", role).Msg("close") }
 	runCtx, cancel := runContext(ctx, st, scale, opt)
 	defer cancel()
-	co.Notes = unrepeatable(st, opt.Network != nil)
+	co.Notes = configure.Unrepeatable(st, opt.Network != nil)
 	topo, err := buildTopology(w, sc, r, st, scale, opt, ex, log, tm)
 	if err != nil {
 		probe.Stop()
@@ -60,11 +61,15 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		return m, co, err
 	}
 	rc := newRecorder(r, opt.Observer, scale, tm, topo.server, scale.D(st.Network.RTT))
-	rc.inOrder = topo.net != nil
 	if !opt.SkipRequests {
-		if rc.reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
+		reqs, err := w.Requests(sc.Name, r.Variant)
+		if err != nil {
 			probe.Stop()
 			return m, co, err
+		}
+		rc.reqs = inorder.Sink(reqs)
+		if topo.net != nil {
+			rc.reqs = inorder.New(reqs) // same-instant requests in seq order
 		}
 	}
 	rc.start = time.Now()
@@ -72,7 +77,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	fig := runFigures{total: time.Since(rc.start), loadEnd: time.Now()}
 	fig.cpu, fig.rss = probe.Stop()
 	if rc.reqs != nil {
-		if err := rc.closeRequests(); err != nil && loadErr == nil {
+		if err := rc.reqs.Close(); err != nil && loadErr == nil {
 			loadErr = err
 		}
 	}

@@ -33,26 +33,24 @@ func (t *topology) buildH3(st scenario.Settings, scale shape.Scale, opt Options,
 	t.pnet = pn
 	srv := &h3Server{cfg: configure.H3Server(st, scale), pn: pn, version: opt.KalabVersion}
 	t.server = srv
+	// The precise clock on the real clock, a waiter per wait: every lane of every flow waits
+	// at once. On the virtual one the network's order: datagrams due at one instant leave in
+	// the order they were queued, not in the order Go's scheduler wakes the lanes.
+	sleep := clock.Sleep
+	if t.net != nil {
+		sleep = t.net.Sleep
+	}
 	if st.Middlebox != nil {
 		box := &datagramHop{role: "middlebox", cfg: configure.NAT(st.Middlebox, scale, ""), pn: pn,
 			version: opt.KalabVersion, preset: st.Middlebox.Preset}
-		if t.net != nil && t.net.Ordered() {
-			box.cfg.Sleep = t.net.Sleep // datagrams due at one instant released in the network's order
+		if t.net != nil {
+			box.cfg.Sleep = sleep
 		}
 		t.path = append(t.path, box)
 	}
 	if !shape.DatagramDirect(st) {
 		link := &datagramHop{role: roleLink, cfg: configure.DatagramLink(st, scale, ""), pn: pn, version: opt.KalabVersion}
-		link.cfg.Lag = &tm.Link
-		switch {
-		case t.net == nil:
-			// The precise clock, a waiter per wait: every lane of every flow waits at once.
-			link.cfg.Sleep = clock.Sleep
-		case t.net.Ordered():
-			// Every lane's datagrams due at one instant released in the network's order, not
-			// in the order Go's scheduler wakes the lanes.
-			link.cfg.Sleep = t.net.Sleep
-		}
+		link.cfg.Lag, link.cfg.Sleep = &tm.Link, sleep
 		t.path = append(t.path, link)
 	}
 	t.path = append(t.path, srv)

@@ -78,10 +78,8 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 			return "", err
 		}
 		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
-		if e.net.Ordered() {
-			cfg.Wait = e.net.Sleep // delayed responses in the network's order
-		}
-		cfg.Ed25519Cert = true // handshakes of one size: byte counts that repeat
+		cfg.Wait = e.net.Sleep            // delayed responses in the network's order
+		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
 	}
 	srv, err := server.Start(cfg)
 	if err != nil {

@@ -1,13 +1,12 @@
 package topology
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/inorder"
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/client"
@@ -26,8 +25,10 @@ type recorder struct {
 	tm       *judge.Timers
 	start    time.Time
 	agg      *metrics.Aggregator
-	reqs     *report.RequestWriter // nil when requests are not written
-	server   serverHop
+	// reqs is the requests file, nil when requests are not written; on the virtual clock an
+	// inorder.Writer in front of it writes the requests that end at one instant in seq order.
+	reqs   inorder.Sink
+	server serverHop
 	// handshake is the link's simulated SYN/SYN-ACK: the client's connect time includes it
 	// (one RTT, real time); a dropped SYN shows as a connect of a second or more.
 	handshake time.Duration
@@ -46,12 +47,6 @@ type recorder struct {
 	clientWhy map[uint64]string
 	reuse     reuseBook
 	failed    map[int]bool // bursts with a failed request
-	// inOrder, on the virtual clock, writes the requests that end at one instant in seq
-	// order: several requests multiplexed on one connection end together, and the order
-	// their goroutines record them in is Go's scheduler's. pending holds those of pendAt.
-	inOrder bool
-	pendAt  time.Time
-	pending []report.Request
 }
 
 func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Timers, srv serverHop, handshake time.Duration) *recorder {
@@ -90,46 +85,12 @@ func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) 
 		rq := requestRecord(ev, rc.start, planned, float64(rc.scale))
 		rq.Client = from
 		rc.serverClose(&rq, ev)
-		rc.write(rq)
+		rc.reqs.Write(&rq)
 	}
 	rc.mu.Unlock()
 	if rc.observer != nil {
 		rc.observer.RequestDone(rc.run, ev.OK())
 	}
-}
-
-// write writes rq to the requests file, or with inOrder holds it until the instant has
-// passed. Caller holds rc.mu.
-func (rc *recorder) write(rq report.Request) {
-	if !rc.inOrder {
-		rc.reqs.Write(&rq)
-		return
-	}
-	if now := time.Now(); !now.Equal(rc.pendAt) {
-		rc.flushLocked()
-		rc.pendAt = now
-	}
-	rc.pending = append(rc.pending, rq)
-}
-
-// flushLocked writes the requests held for their instant, by seq (then by the replayed
-// client that sent them). Caller holds rc.mu.
-func (rc *recorder) flushLocked() {
-	slices.SortStableFunc(rc.pending, func(a, b report.Request) int {
-		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Client, b.Client))
-	})
-	for i := range rc.pending {
-		rc.reqs.Write(&rc.pending[i])
-	}
-	rc.pending = rc.pending[:0]
-}
-
-// closeRequests writes what is held and closes the requests file.
-func (rc *recorder) closeRequests() error {
-	rc.mu.Lock()
-	rc.flushLocked()
-	rc.mu.Unlock()
-	return rc.reqs.Close()
 }
 
 // burstOf is the 0-based burst of request seq with bursts of size requests (0: one burst).

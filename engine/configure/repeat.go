@@ -1,4 +1,4 @@
-package topology
+package configure
 
 import "github.com/kalab-dev/kalab/engine/scenario"
 
@@ -21,9 +21,9 @@ const (
 		"and skips packet numbers at random; the other counts repeat"
 )
 
-// unrepeatable returns the notes for a run on the virtual clock whose settings are st:
+// Unrepeatable returns the notes for a run on the virtual clock whose settings are st:
 // what of its record Go's scheduler, not the plan, decides. None for a real-clock run.
-func unrepeatable(st scenario.Settings, virtual bool) []string {
+func Unrepeatable(st scenario.Settings, virtual bool) []string {
 	s, c := st.Server, st.Client
 	switch {
 	case !virtual:
