@@ -152,7 +152,7 @@ func (e *h3Server) Role() string { return "server" }
 func (e *h3Server) Start(context.Context, string) (string, error) {
 	newCert := server.NewCertificate
 	if _, mem := e.pn.(*quicnet.Memory); mem {
-		newCert = server.NewEd25519Certificate // handshakes of one size: byte counts that repeat
+		newCert = server.NewEd25519Certificate // handshakes of one size, as over TCP: no signature's length in the byte counts
 	}
 	cert, roots, err := newCert()
 	if err != nil {

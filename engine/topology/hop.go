@@ -69,8 +69,9 @@ type topology struct {
 }
 
 // sleep is how the run's own timers wait for an instant: the precise clock of the links on
-// the real clock, a Go timer on the virtual one (where it fires exactly on its instant and
-// the precise clock's spin would never end).
+// the real clock, the in-memory network's order on the virtual one (a step at its exact
+// instant, after the events queued before it for that instant; the precise clock's spin
+// would never end there).
 func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	if t.net != nil {
 		return t.net.Sleep // the network's order: a pause ends after the same-instant events queued before it
