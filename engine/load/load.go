@@ -46,13 +46,12 @@ type Spec struct {
 	// passes a precise clock (engine/netsim/clock's Sleeper) here. When nil the schedule sleeps on a Go
 	// timer, which on Linux fires up to about a millisecond late.
 	Sleep func(at time.Time, done <-chan struct{}) bool
-	// Start, when set, starts each call: it runs its argument, which starts the call's
-	// goroutine, when the calls started before have done all they could. The virtual clock
-	// passes its network's order (vnet.Network.At) here, so that the calls of a burst, which
-	// start at one instant, dial and take pooled connections in seq order rather than in
-	// the order Go's scheduler runs their goroutines. When nil each call's goroutine starts
-	// at once.
-	Start func(start func())
+	// Start, when set, runs each call on a goroutine of its own in place of a go statement.
+	// The virtual clock passes its network's order here (a step that starts the goroutine
+	// once the calls started before have done all they could), so that the calls of a burst,
+	// which start at one instant, dial and take pooled connections in seq order rather than
+	// in the order Go's scheduler runs their goroutines.
+	Start func(call func())
 }
 
 type scheduledKey struct{}
@@ -391,21 +390,14 @@ func (r *scheduler) launch(seq int, at scheduled) {
 		if r.slots != nil {
 			defer func() { <-r.slots }()
 		}
+		if r.s.Start != nil && r.ctx.Err() != nil {
+			return // done between the schedule's decision and the start: never start a call then
+		}
 		r.do(context.WithValue(r.ctx, scheduledKey{}, at), seq)
 	}
-	if r.s.Start == nil {
-		go call()
+	if r.s.Start != nil {
+		r.s.Start(call)
 		return
 	}
-	r.s.Start(func() {
-		if r.ctx.Err() != nil {
-			// Done between the schedule's decision and the start: never start a call then.
-			if r.slots != nil {
-				<-r.slots
-			}
-			r.wg.Done()
-			return
-		}
-		go call()
-	})
+	go call()
 }

@@ -67,10 +67,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 			probe.Stop()
 			return m, co, err
 		}
-		rc.reqs = inorder.Sink(reqs)
-		if topo.net != nil {
-			rc.reqs = inorder.New(reqs) // same-instant requests in seq order
-		}
+		rc.reqs = inorder.For(reqs, topo.net != nil) // on the virtual clock, same-instant requests in seq order
 	}
 	rc.start = time.Now()
 	loadErr := topo.client.drive(runCtx, rc)

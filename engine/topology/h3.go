@@ -36,16 +36,15 @@ func (t *topology) buildH3(st scenario.Settings, scale shape.Scale, opt Options,
 	// The precise clock on the real clock, a waiter per wait: every lane of every flow waits
 	// at once. On the virtual one the network's order: datagrams due at one instant leave in
 	// the order they were queued, not in the order Go's scheduler wakes the lanes.
-	sleep := clock.Sleep
+	// The box keeps its Go timers on the real clock (a nil Sleep).
+	sleep, boxSleep := clock.Sleep, (func(time.Time, <-chan struct{}) bool)(nil)
 	if t.net != nil {
-		sleep = t.net.Sleep
+		sleep, boxSleep = t.net.Sleep, t.net.Sleep
 	}
 	if st.Middlebox != nil {
 		box := &datagramHop{role: "middlebox", cfg: configure.NAT(st.Middlebox, scale, ""), pn: pn,
 			version: opt.KalabVersion, preset: st.Middlebox.Preset}
-		if t.net != nil {
-			box.cfg.Sleep = sleep
-		}
+		box.cfg.Sleep = boxSleep
 		t.path = append(t.path, box)
 	}
 	if !shape.DatagramDirect(st) {

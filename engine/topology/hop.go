@@ -79,6 +79,17 @@ func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	return new(clock.Sleeper).Until
 }
 
+// launch runs call on a goroutine of its own; on the virtual clock as a step of the
+// network's order, so that calls started at one instant go one at a time in the order they
+// were launched, each once what the one before set off has run its course.
+func (t *topology) launch(call func()) {
+	if t.net == nil {
+		go call()
+		return
+	}
+	t.net.At(time.Now(), func() { go call() })
+}
+
 // start starts the path from the server to the client's side, then the client; a hop that
 // fails stops the start, and close stops what did start.
 func (t *topology) start(ctx context.Context) error {

@@ -111,15 +111,16 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 			break
 		}
 		wg.Add(1)
-		go func(seq int, at time.Time, from string) {
+		n, from := seq, q.Client
+		r.topo.launch(func() {
 			defer wg.Done()
-			ev := p.cl.Do(ctx, seq)
+			ev := p.cl.Do(ctx, n)
 			r.pools.done(p, time.Now())
 			if !ev.OK() && ctx.Err() != nil {
 				return // cut short by an interrupt or the deadline
 			}
 			rc.recordFrom(ev, rc.tm.QueueWait(at, true, ev.Start), from)
-		}(seq, at, q.Client)
+		})
 		seq++
 	}
 	wg.Wait()

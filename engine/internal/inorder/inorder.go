@@ -29,6 +29,15 @@ type Writer struct {
 // New returns a Writer in front of sink.
 func New(sink Sink) *Writer { return &Writer{sink: sink} }
 
+// For returns a Writer in front of sink on the virtual clock, sink itself on the real one
+// (where no two requests end at one instant).
+func For(sink Sink, virtual bool) Sink {
+	if virtual {
+		return New(sink)
+	}
+	return sink
+}
+
 // Write holds a copy of r, which ended now; first it writes what ended at an earlier
 // instant.
 func (w *Writer) Write(r *report.Request) {
