@@ -36,11 +36,12 @@ func (n *Network) Ordered() bool { return n.order.Load() != nil }
 // should wake or start what does the work (close a channel, start a goroutine). Stop on
 // the result keeps f from running.
 func (n *Network) At(due time.Time, f func()) *Step {
-	s := &Step{f: f}
+	s := &Step{f: f, ordered: true}
 	if o := n.order.Load(); o != nil && o.push(due, s) {
 		return s
 	}
-	s.t = time.AfterFunc(time.Until(due), s.run)
+	s.ordered = false // nobody has seen s yet
+	s.t = time.AfterFunc(time.Until(due), f)
 	return s
 }
 
@@ -69,23 +70,24 @@ func (n *Network) Sleep(at time.Time, done <-chan struct{}) bool {
 // Step is a function scheduled by At.
 type Step struct {
 	f       func()
+	ordered bool        // a step of the network's order; else a Go timer runs f
 	t       *time.Timer // without order
 	stopped atomic.Bool
 }
 
 // Stop keeps the step from running; it reports whether it had not run yet.
 func (s *Step) Stop() bool {
-	if s.t != nil {
+	if !s.ordered {
 		return s.t.Stop()
 	}
 	return s.stopped.CompareAndSwap(false, true)
 }
 
+// run runs the step of the order unless it was stopped.
 func (s *Step) run() {
-	if s.t == nil && !s.stopped.CompareAndSwap(false, true) {
-		return // stopped
+	if s.stopped.CompareAndSwap(false, true) {
+		s.f()
 	}
-	s.f()
 }
 
 // orderer is the goroutine of an ordered network: a min-heap of steps keyed by (due time,

@@ -60,13 +60,14 @@ func TestStepStop(t *testing.T) {
 		if !s.Stop() || s.Stop() {
 			t.Error("Stop: want true, then false")
 		}
-		var at time.Time
-		tm := n.afterFunc(time.Second, func() { at = time.Now() })
+		fired := make(chan time.Time, 1)
+		tm := n.afterFunc(time.Second, func() { fired <- time.Now() })
 		start := time.Now()
 		tm.Reset(3 * time.Second)
+		at := <-fired
 		time.Sleep(5 * time.Second)
-		if ran != 0 || at.Sub(start) != 3*time.Second {
-			t.Errorf("stopped step ran %d times; reset timer fired after %v, want 3s", ran, at.Sub(start))
+		if ran != 0 || at.Sub(start) != 3*time.Second || len(fired) != 0 {
+			t.Errorf("stopped step ran %d times; reset timer fired after %v, want 3s, and %d times more", ran, at.Sub(start), len(fired))
 		}
 	})
 }
