@@ -46,6 +46,12 @@ type Spec struct {
 	// passes a precise clock (engine/netsim/clock's Sleeper) here. When nil the schedule sleeps on a Go
 	// timer, which on Linux fires up to about a millisecond late.
 	Sleep func(at time.Time, done <-chan struct{}) bool
+	// Start, when set, runs each call on a goroutine of its own in place of a go statement.
+	// The virtual clock passes its network's order here (a step that starts the goroutine
+	// once the calls started before have done all they could), so that the calls of a burst,
+	// which start at one instant, dial and take pooled connections in seq order rather than
+	// in the order Go's scheduler runs their goroutines.
+	Start func(call func())
 }
 
 type scheduledKey struct{}
@@ -379,11 +385,19 @@ func (r *scheduler) acquire() bool {
 // launch runs call seq in its own goroutine, freeing its slot when it returns.
 func (r *scheduler) launch(seq int, at scheduled) {
 	r.wg.Add(1)
-	go func() {
+	call := func() {
 		defer r.wg.Done()
 		if r.slots != nil {
 			defer func() { <-r.slots }()
 		}
+		if r.s.Start != nil && r.ctx.Err() != nil {
+			return // done between the schedule's decision and the start: never start a call then
+		}
 		r.do(context.WithValue(r.ctx, scheduledKey{}, at), seq)
-	}()
+	}
+	if r.s.Start != nil {
+		r.s.Start(call)
+		return
+	}
+	go call()
 }

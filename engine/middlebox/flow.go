@@ -136,6 +136,12 @@ func (f *flow) afterExpiry(from Side) {
 // keepalive probe) refreshes the flow as data does, and the idle timeout runs out here.
 func (f *flow) watch() {
 	defer f.b.wg.Done()
+	if sleep := f.b.cfg.Sleep; sleep != nil {
+		for at := time.Now().Add(f.b.cfg.Poll); sleep(at, f.done); at = at.Add(f.b.cfg.Poll) {
+			f.tick(at)
+		}
+		return
+	}
 	t := time.NewTicker(f.b.cfg.Poll)
 	defer t.Stop()
 	for {

@@ -64,6 +64,11 @@ type Config struct {
 	// clock: a flow expires at most one Poll late. 0 picks IdleTimeout/100 between 1 ms
 	// and 100 ms. Each poll costs two getsockopt calls per open flow.
 	Poll time.Duration
+	// Sleep, when set, is how the poll waits for its next instant: until at, or false once
+	// done closes. A run on the virtual clock passes its network's order
+	// (vnet.Network.Sleep), so that a poll and a keepalive probe due at one instant are
+	// seen in the order the network queued them. When nil a Go ticker polls.
+	Sleep func(at time.Time, done <-chan struct{}) bool
 }
 
 // Stats are the box's counters.

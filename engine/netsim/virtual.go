@@ -89,7 +89,6 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		net:      n,
 		ln:       ln,
 		delays:   cfg.latency(),
-		loop:     newEventLoop(),
 		done:     make(chan struct{}),
 		links:    make(map[*vlink]struct{}),
 		waiting:  make(map[*vnet.Conn]struct{}),
@@ -97,10 +96,11 @@ func StartVirtual(cfg Config, n *vnet.Network) (*VirtualProxy, error) {
 		admitted: make(map[int]time.Time),
 	}
 	p.paceUp, p.paceDown = cfg.sharedPacers()
+	p.loop = newEventLoop(n, p.perform)
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
-		p.loop.run(p.perform)
+		p.loop.run()
 	}()
 	go p.acceptLoop()
 	return p, nil
@@ -204,17 +204,19 @@ func (p *VirtualProxy) trySYN(ctx context.Context, addr string) (*vnet.Conn, boo
 	return c, true, nil
 }
 
-// sleepUntil waits on a timer until at; it returns ctx's cause if ctx ends first, and
-// net.ErrClosed if the proxy closes first.
+// sleepUntil waits until at, on the network's order (vnet.Network.At: the SYN-ACKs of a
+// burst's connections, due at one instant, wake their dials one at a time in the order the
+// dials were made); it returns ctx's cause if ctx ends first, and net.ErrClosed if the
+// proxy closes first.
 func (p *VirtualProxy) sleepUntil(ctx context.Context, at time.Time) error {
-	wait := time.Until(at)
-	if wait <= 0 {
+	if !time.Now().Before(at) {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	ch := make(chan struct{})
+	s := p.net.At(at, func() { close(ch) })
+	defer s.Stop()
 	select {
-	case <-t.C:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

@@ -3,6 +3,8 @@ package netsim
 import (
 	"sync"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
 // vevent is one item of a VirtualProxy's event loop: at due, deliver a chunk's effect
@@ -30,21 +32,41 @@ func (a *vevent) before(b *vevent) bool {
 // chunks, FINs and resets take effect is the network's (their due times, and for items
 // due at the same instant the order they were pushed in), never the Go scheduler's. A
 // push that becomes the earliest item wakes the goroutine to sleep again until it.
+//
+// On an ordered network (vnet.Network.Order) the loop's items go to the network's own order
+// instead, one order for every link of the run, the server's timers and the load's starts:
+// each is performed once everything the one before it set off has run its course.
 type eventLoop struct {
-	mu   sync.Mutex
-	q    []vevent // a binary min-heap by before
-	seq  uint64
-	wake chan struct{} // capacity 1: an earlier item was pushed
-	stop chan struct{} // closed by close
-	once sync.Once
+	net     *vnet.Network // ordered: items are the network's steps; nil: this loop's own goroutine
+	perform func(*vevent)
+	mu      sync.Mutex
+	q       []vevent // a binary min-heap by before
+	seq     uint64
+	wake    chan struct{} // capacity 1: an earlier item was pushed
+	stop    chan struct{} // closed by close
+	once    sync.Once
 }
 
-func newEventLoop() *eventLoop {
-	return &eventLoop{wake: make(chan struct{}, 1), stop: make(chan struct{})}
+func newEventLoop(n *vnet.Network, perform func(*vevent)) *eventLoop {
+	e := &eventLoop{perform: perform, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	if n != nil && n.Ordered() {
+		e.net = n
+	}
+	return e
 }
 
 // push adds ev, stamped with the next sequence number.
 func (e *eventLoop) push(ev vevent) {
+	if e.net != nil {
+		e.net.At(ev.due, func() {
+			select {
+			case <-e.stop: // the items left are dropped with the loop
+			default:
+				e.perform(&ev)
+			}
+		})
+		return
+	}
 	e.mu.Lock()
 	e.seq++
 	ev.seq = e.seq
@@ -108,8 +130,14 @@ func (e *eventLoop) next() (vevent, bool, time.Duration) {
 }
 
 // run performs the items as they fall due until close. perform runs on this goroutine,
-// one item at a time, without e.mu held, so it may push.
-func (e *eventLoop) run(perform func(*vevent)) {
+// one item at a time, without e.mu held, so it may push. On an ordered network the
+// network's goroutine performs them and run only waits for close.
+func (e *eventLoop) run() {
+	if e.net != nil {
+		<-e.stop
+		return
+	}
+	perform := e.perform
 	var t *time.Timer
 	for {
 		select {

@@ -98,11 +98,21 @@ func readN(t *testing.T, c net.Conn, n int) []byte {
 const vRTT = 100 * time.Millisecond
 
 // TestVirtualRequestResponse: the handshake takes one RTT, the first client byte reaches
-// the server 1.5 RTT after the connect and the answer reaches the client at 2 RTT.
+// the server 1.5 RTT after the connect and the answer reaches the client at 2 RTT; the
+// same on an ordered network (vnet.Network.Order), whose order runs the link's items and
+// the handshake's wait.
 func TestVirtualRequestResponse(t *testing.T) {
+	t.Run("own loop", func(t *testing.T) { requestResponse(t, false) })
+	t.Run("ordered", func(t *testing.T) { requestResponse(t, true) })
+}
+
+func requestResponse(t *testing.T, ordered bool) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		n := newVNet(t)
+		if ordered {
+			n.Order(synctest.Wait)
+		}
 		firstByte := make(chan time.Duration, 1)
 		up := vServer(t, n, func(c *vnet.Conn) {
 			defer c.Close()
@@ -882,12 +892,12 @@ func TestVirtualListenQueueConnectTimeout(t *testing.T) {
 // order they were pushed, whichever goroutine pushed them, over 100 repetitions.
 func TestVirtualEventLoopSameInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEventLoop()
+		e := newEventLoop(nil, func(ev *vevent) { ev.call() })
 		var got []int
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			e.run(func(ev *vevent) { ev.call() })
+			e.run()
 		}()
 		push := func(due time.Time, id int) {
 			e.push(vevent{due: due, call: func() { got = append(got, id) }})

@@ -122,6 +122,7 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 		n := vnet.New()
 		bctx, stop, wake := bubbleContext(ctx)
 		n.SetOnEvent(func() { progress.Add(1); wake() })
+		n.Order(vclock.Settle) // same-instant events in the network's order, not the scheduler's
 		defer n.Close()
 		defer stop()
 		f(bctx, n)

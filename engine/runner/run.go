@@ -255,6 +255,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 			model = -1 // wall_ms over the time scale, below
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
+		rec.Notes = append(rec.Notes, conns.Notes...)
 		if ex != nil {
 			rec.Client = ex.RuntimeRecord()
 			ex.ProgramLag(tm)

@@ -74,3 +74,7 @@ const CertName = certName
 // for localhost, 127.0.0.1 and ::1, in memory) and the pool that trusts it, for a real
 // server started for a run to serve with.
 func NewCertificate() (tls.Certificate, *x509.CertPool, error) { return newCertificate(false) }
+
+// NewEd25519Certificate is NewCertificate with an Ed25519 key (Config.Ed25519Cert): a
+// handshake of one size, for a run on the virtual clock whose byte counts repeat.
+func NewEd25519Certificate() (tls.Certificate, *x509.CertPool, error) { return newCertificate(true) }

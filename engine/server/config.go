@@ -128,6 +128,12 @@ type Config struct {
 	// IdleTimeout itself; net/http's deadline stays as the backstop. The runner passes
 	// the precise clock of the simulated link (engine/netsim/clock's Sleeper).
 	Sleep func(at time.Time, done <-chan struct{}) bool
+	// Wait, when set, is how a response waits out Delay: until at, or false once done
+	// closes. A run on the virtual clock passes its network's order (vnet.Network.Sleep),
+	// so that the responses of requests that arrived at one instant are written in the
+	// order the requests arrived, not in the order Go's scheduler wakes their handlers.
+	// When nil a Go timer waits.
+	Wait func(at time.Time, done <-chan struct{}) bool
 }
 
 // maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.

@@ -444,6 +444,25 @@ func (s *Server) armIdleClose(c net.Conn, ci *connInfo) {
 	})
 }
 
+// delay waits out Config.Delay before a response, on Config.Wait when set; false when done
+// closes first.
+func (s *Server) delay(done <-chan struct{}) bool {
+	switch {
+	case s.cfg.Delay <= 0:
+		return true
+	case s.cfg.Wait != nil:
+		return s.cfg.Wait(time.Now().Add(s.cfg.Delay), done)
+	}
+	t := time.NewTimer(s.cfg.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
 // handle answers every request with the configured status, headers and body.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.handlers.add(1)
@@ -466,14 +485,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	// Read the whole upload before answering, as an application that parses its body
 	// does; net/http would otherwise drain at most 256 KiB and close the connection.
 	_, _ = io.Copy(io.Discard, r.Body)
-	if s.cfg.Delay > 0 {
-		t := time.NewTimer(s.cfg.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return // the client went away or the server is closing
-		}
+	if !s.delay(r.Context().Done()) {
+		return // the client went away or the server is closing
 	}
 	h := w.Header()
 	if r.ProtoMajor == 1 {

@@ -126,7 +126,7 @@ func (g *goClient) Stats() Stats {
 func (g *goClient) drive(ctx context.Context, rc *recorder) error {
 	spec := configure.Load(g.st, g.scale)
 	spec.Lag = g.schedule
-	spec.Sleep = g.topo.sleep()
+	spec.Sleep, spec.Start = g.topo.sleep(), g.topo.launch // a burst's calls one at a time, in seq order
 	cl := g.cl
 	return load.Run(ctx, spec, func(ctx context.Context, seq int) {
 		if load.Follows(ctx) {

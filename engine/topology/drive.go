@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/internal/inorder"
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
@@ -32,6 +33,8 @@ type Result struct {
 	Server  *report.Server            // the server the run talked to
 	Hops    []report.Hop              // each hop's identity and stats, the client first
 	Replay  *report.Replay            // what a replay run read of its recording
+	// Notes name what of a virtual run's record Go's scheduler decides (configure.Unrepeatable).
+	Notes []string
 }
 
 // Drive builds the run's topology, starts it, runs the load through it and gathers the
@@ -43,6 +46,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	warn := func(role string, err error) { log.Warn().Err(err).Str("component", role).Msg("close") }
 	runCtx, cancel := runContext(ctx, st, scale, opt)
 	defer cancel()
+	co.Notes = configure.Unrepeatable(st, opt.Network != nil)
 	topo, err := buildTopology(w, sc, r, st, scale, opt, ex, log, tm)
 	if err != nil {
 		probe.Stop()
@@ -59,10 +63,12 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	}
 	rc := newRecorder(r, opt.Observer, scale, tm, topo.server, scale.D(st.Network.RTT))
 	if !opt.SkipRequests {
-		if rc.reqs, err = w.Requests(sc.Name, r.Variant); err != nil {
+		reqs, err := w.Requests(sc.Name, r.Variant)
+		if err != nil {
 			probe.Stop()
 			return m, co, err
 		}
+		rc.reqs = inorder.For(reqs, topo.net != nil) // on the virtual clock, same-instant requests in seq order
 	}
 	rc.start = time.Now()
 	loadErr := topo.client.drive(runCtx, rc)
@@ -120,7 +126,7 @@ func runError(ctx, runCtx context.Context, loadErr error) error {
 // of one file). On the real clock it does nothing.
 func (t *topology) quiet() {
 	if t.net != nil {
-		synctest.Wait()
+		t.net.Quiet(synctest.Wait)
 	}
 }
 

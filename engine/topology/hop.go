@@ -69,13 +69,25 @@ type topology struct {
 }
 
 // sleep is how the run's own timers wait for an instant: the precise clock of the links on
-// the real clock, a Go timer on the virtual one (where it fires exactly on its instant and
-// the precise clock's spin would never end).
+// the real clock, the in-memory network's order on the virtual one (a step at its exact
+// instant, after the events queued before it for that instant; the precise clock's spin
+// would never end there).
 func (t *topology) sleep() func(at time.Time, done <-chan struct{}) bool {
 	if t.net != nil {
-		return clock.TimerSleep
+		return t.net.Sleep // the network's order: a pause ends after the same-instant events queued before it
 	}
 	return new(clock.Sleeper).Until
+}
+
+// launch runs call on a goroutine of its own; on the virtual clock as a step of the
+// network's order, so that calls started at one instant go one at a time in the order they
+// were launched, each once what the one before set off has run its course.
+func (t *topology) launch(call func()) {
+	if t.net == nil {
+		go call()
+		return
+	}
+	t.net.At(time.Now(), func() { go call() })
 }
 
 // start starts the path from the server to the client's side, then the client; a hop that

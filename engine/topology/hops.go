@@ -78,6 +78,7 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 			return "", err
 		}
 		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
+		cfg.Wait = e.net.Sleep            // delayed responses in the network's order
 		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
 	}
 	srv, err := server.Start(cfg)

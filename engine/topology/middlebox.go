@@ -31,7 +31,7 @@ func (m *middleboxHop) Start(_ context.Context, next string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		cfg.Listener, cfg.Dial = ln, m.net.DialContext
+		cfg.Listener, cfg.Dial, cfg.Sleep = ln, m.net.DialContext, m.net.Sleep // polls in the network's order
 		if m.next != nil {
 			cfg.Dial = m.next.dialer()
 		}

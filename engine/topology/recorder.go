@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/inorder"
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/client"
@@ -24,8 +25,10 @@ type recorder struct {
 	tm       *judge.Timers
 	start    time.Time
 	agg      *metrics.Aggregator
-	reqs     *report.RequestWriter // nil when requests are not written
-	server   serverHop
+	// reqs is the requests file, nil when requests are not written; on the virtual clock an
+	// inorder.Writer in front of it writes the requests that end at one instant in seq order.
+	reqs   inorder.Sink
+	server serverHop
 	// handshake is the link's simulated SYN/SYN-ACK: the client's connect time includes it
 	// (one RTT, real time); a dropped SYN shows as a connect of a second or more.
 	handshake time.Duration

@@ -3,7 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
-	"maps"
+	"github.com/kalab-dev/kalab/engine/replay/pools"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +23,7 @@ const replayAhead = 256
 type replayClient struct {
 	*goClient
 	ccfg  client.Config
-	pools *clientPools
+	pools *pools.Pools
 	sum   replay.Summary
 }
 
@@ -34,7 +34,7 @@ func (r *replayClient) Start(_ context.Context, next string) (string, error) {
 	}
 	ccfg.ConnIDs = new(atomic.Uint64) // one numbering across the pools: the records match ids to the server's
 	r.ccfg, r.impl = ccfg, string(ccfg.Implementation)
-	r.pools = &clientPools{build: r.build, cfg: ccfg, dropAfter: dropAfter(ccfg.IdleTimeout), byKey: map[string]*pool{}}
+	r.pools = pools.New(r.build, ccfg, dropAfter(ccfg.IdleTimeout))
 	return "", nil
 }
 
@@ -53,8 +53,8 @@ func (r *replayClient) Close() error {
 	if r.pools == nil {
 		return nil
 	}
-	err := r.pools.closeAll()
-	r.stats, r.why = r.pools.total, r.pools.why
+	err := r.pools.CloseAll()
+	r.stats, r.why = r.pools.Total, r.pools.Why
 	return err
 }
 
@@ -105,21 +105,22 @@ func (r *replayClient) send(ctx context.Context, rc *recorder, reqs <-chan repla
 			break
 		}
 		r.schedule.Since(at)
-		p, err := r.pools.get(q.Client, time.Now())
+		p, err := r.pools.Get(q.Client, time.Now())
 		if err != nil {
 			failed = err
 			break
 		}
 		wg.Add(1)
-		go func(seq int, at time.Time, from string) {
+		n, from := seq, q.Client
+		r.topo.launch(func() {
 			defer wg.Done()
-			ev := p.cl.Do(ctx, seq)
-			r.pools.done(p, time.Now())
+			ev := p.Cl.Do(ctx, n)
+			r.pools.Done(p, time.Now())
 			if !ev.OK() && ctx.Err() != nil {
 				return // cut short by an interrupt or the deadline
 			}
 			rc.recordFrom(ev, rc.tm.QueueWait(at, true, ev.Start), from)
-		}(seq, at, q.Client)
+		})
 		seq++
 	}
 	wg.Wait()
@@ -135,124 +136,11 @@ func (r *replayClient) replayRecord() *report.Replay {
 	out := &report.Replay{File: r.st.Load.Replay, Format: s.Format, Lines: s.Lines, Requests: s.Requests,
 		Skipped: s.Skipped, Late: s.Late, BadLines: s.BadLines, FirstBad: []report.BadLine{}}
 	if r.pools != nil {
-		out.Clients, out.ClientsCapped = len(r.pools.seen), r.pools.capped
-		out.PoolsOpened, out.PeakPools, out.PoolsDropped = r.pools.opened, r.pools.peak, r.pools.dropped
+		out.Clients, out.ClientsCapped = len(r.pools.Seen), r.pools.Capped
+		out.PoolsOpened, out.PeakPools, out.PoolsDropped = r.pools.Opened, r.pools.Peak, r.pools.Dropped
 	}
 	for _, b := range s.FirstBad {
 		out.FirstBad = append(out.FirstBad, report.BadLine{Line: b.Line, Reason: b.Reason})
 	}
 	return out
-}
-
-// clientPools are the replay's clients, one model client each, built on a client's first
-// request and closed once it has idled past dropAfter.
-type clientPools struct {
-	build     func(client.Config) (client.Client, error)
-	cfg       client.Config
-	dropAfter time.Duration
-
-	mu        sync.Mutex
-	byKey     map[string]*pool
-	opened    int                 // pools built: a client that came back after its pool was dropped counts again
-	seen      map[string]struct{} // distinct clients, up to maxSeen
-	capped    bool                // more than maxSeen distinct clients: len(seen) is a lower bound
-	lastSweep time.Time
-	peak      int
-	dropped   int
-	total     client.Stats
-	why       map[uint64]string // why each client closed the connections it closed itself
-}
-
-type pool struct {
-	key      string
-	cl       client.Client
-	inflight int
-	idleAt   time.Time
-}
-
-// get returns the client's pool, building it on its first request (or after it was
-// dropped), and drops the clientPools that idled too long.
-func (ps *clientPools) get(key string, now time.Time) (*pool, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.sweep(now)
-	p := ps.byKey[key]
-	if p == nil {
-		cl, err := ps.build(ps.cfg)
-		if err != nil {
-			return nil, fmt.Errorf("client: %w", err)
-		}
-		p = &pool{key: key, cl: cl}
-		ps.byKey[key] = p
-		ps.peak, ps.opened = max(ps.peak, len(ps.byKey)), ps.opened+1
-		ps.see(key)
-	}
-	p.inflight++
-	return p, nil
-}
-
-// maxSeen bounds the set that counts distinct clients (a few MB of keys).
-const maxSeen = 1 << 16
-
-func (ps *clientPools) see(key string) {
-	if _, ok := ps.seen[key]; ok || ps.capped {
-		return
-	}
-	if len(ps.seen) >= maxSeen {
-		ps.capped = true
-		return
-	}
-	if ps.seen == nil {
-		ps.seen = map[string]struct{}{}
-	}
-	ps.seen[key] = struct{}{}
-}
-
-func (ps *clientPools) done(p *pool, now time.Time) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p.inflight--
-	p.idleAt = now
-}
-
-// sweep closes the clientPools idle longer than dropAfter, at most four times per dropAfter.
-func (ps *clientPools) sweep(now time.Time) {
-	if ps.dropAfter <= 0 || now.Sub(ps.lastSweep) < ps.dropAfter/4 {
-		return
-	}
-	ps.lastSweep = now
-	for k, p := range ps.byKey {
-		if p.inflight == 0 && now.Sub(p.idleAt) > ps.dropAfter {
-			ps.closeOne(p)
-			delete(ps.byKey, k)
-			ps.dropped++
-		}
-	}
-}
-
-func (ps *clientPools) closeOne(p *pool) error {
-	err := p.cl.Close()
-	s := p.cl.Stats()
-	ps.total.Connections += s.Connections
-	ps.total.HiddenRetries += s.HiddenRetries
-	if r, ok := p.cl.(client.CloseReasoner); ok {
-		if ps.why == nil {
-			ps.why = map[uint64]string{}
-		}
-		maps.Copy(ps.why, r.CloseReasons())
-	}
-	return err
-}
-
-func (ps *clientPools) closeAll() error {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	var first error
-	for k, p := range ps.byKey {
-		if err := ps.closeOne(p); err != nil && first == nil {
-			first = err
-		}
-		delete(ps.byKey, k)
-	}
-	return first
 }

@@ -46,7 +46,7 @@ type Conn struct {
 	finSent       bool
 	linger0       bool
 	rdl, wdl      time.Time
-	rtimer        *time.Timer
+	rtimer        timer
 
 	// The kernel's view of the end, guarded by p.mu too: the segments it received (each
 	// write delivered is one with data; a FIN or a keepalive probe is one without), when
@@ -54,7 +54,7 @@ type Conn struct {
 	segsIn, dataSegsIn uint32
 	lastActive         time.Time
 	ka                 net.KeepAliveConfig
-	katimer            *time.Timer
+	katimer            timer
 }
 
 // LocalAddr returns the end's address, a *net.TCPAddr.
@@ -353,7 +353,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 		return nil
 	}
 	if c.rtimer == nil {
-		c.rtimer = time.AfterFunc(d, c.wake)
+		c.rtimer = c.p.n.afterFunc(d, c.wake)
 	} else {
 		c.rtimer.Reset(d)
 	}
@@ -437,7 +437,7 @@ func (c *Conn) SetKeepAliveConfig(cfg net.KeepAliveConfig) error {
 	if c.lastActive.IsZero() {
 		c.lastActive = time.Now()
 	}
-	c.katimer = time.AfterFunc(max(time.Until(c.lastActive.Add(cfg.Idle)), 0), c.keepalive)
+	c.katimer = c.p.n.afterFunc(max(time.Until(c.lastActive.Add(cfg.Idle)), 0), c.keepalive)
 	return nil
 }
 

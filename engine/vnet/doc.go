@@ -37,6 +37,16 @@
 //   - The active closer: the end that sends a connection's first FIN is counted in
 //     Stats as it would hold TIME_WAIT; an end that resets is not.
 //
+// # Order
+//
+// Network.Order makes the network the one place where events due at the same virtual
+// instant are ordered: what At (and Sleep, and the deadlines and keepalive timers of its
+// connections) schedules runs on one goroutine, by due time and then in the order it was
+// scheduled, each step once every other goroutine of the bubble is durably blocked
+// (testing/synctest.Wait). The run's links, load, server and middlebox schedule their timed
+// steps here, so which of a burst's requests dials first, or which of two responses due
+// together is read first, is the same in every run and at every GOMAXPROCS.
+//
 // # What vnet does not model
 //
 // There is no delay (a write is visible to the peer at once; a relay link on top of

@@ -27,6 +27,7 @@ var loopbackIP = net.IPv4(127, 0, 0, 1).To4()
 // Network is one run's in-memory network. All methods are safe for concurrent use.
 type Network struct {
 	onEvent atomic.Pointer[func()]
+	order   atomic.Pointer[orderer] // set by Order
 
 	dials, refused, accepted, open atomic.Int64
 	activeDial, activeAccept       atomic.Int64
@@ -242,6 +243,9 @@ func (n *Network) Close() error {
 	for _, p := range ps {
 		p.ends[0].close(true)
 		p.ends[1].close(true)
+	}
+	if o := n.order.Load(); o != nil {
+		o.close()
 	}
 	return nil
 }

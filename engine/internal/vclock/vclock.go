@@ -393,3 +393,9 @@ func sanitize(name string) string {
 	}
 	return b.String()
 }
+
+// Settle returns once every other goroutine of the calling goroutine's bubble is durably
+// blocked (testing/synctest.Wait): what they were woken to do is done, and the clock has
+// not moved. Only one goroutine of a bubble may be in Settle at a time; it panics outside a
+// bubble.
+func Settle() { synctest.Wait() }

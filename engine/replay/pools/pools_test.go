@@ -1,4 +1,4 @@
-package topology
+package pools
 
 import (
 	"context"
@@ -22,16 +22,16 @@ func TestReplayPoolsDropIdleClients(t *testing.T) {
 	t.Parallel()
 	closed := 0
 	build := func(client.Config) (client.Client, error) { return countingClient{&closed}, nil }
-	ps := &clientPools{build: build, dropAfter: dropAfter(4 * time.Second), byKey: map[string]*pool{}}
+	ps := New(build, client.Config{}, 5*time.Second) // a client idle timeout of 4 s, plus a second
 	t0 := time.Now()
-	step := func(key string, at time.Duration, finish bool) *pool {
+	step := func(key string, at time.Duration, finish bool) *Pool {
 		t.Helper()
-		p, err := ps.get(key, t0.Add(at))
+		p, err := ps.Get(key, t0.Add(at))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if finish {
-			ps.done(p, t0.Add(at))
+			ps.Done(p, t0.Add(at))
 		}
 		return p
 	}
@@ -39,17 +39,14 @@ func TestReplayPoolsDropIdleClients(t *testing.T) {
 	busy := step("b", 0, false) // in flight for the whole test
 	step("c", 3*time.Second, true)
 	step("c", 6*time.Second, true) // a: idle 6 s > 5 s, dropped; c: 3 s, kept
-	if closed != 1 || ps.dropped != 1 || len(ps.byKey) != 2 || ps.byKey["b"] != busy {
-		t.Errorf("at 6 s: %d closed, %d dropped, %d pools; want a dropped, b (busy) and c kept", closed, ps.dropped, len(ps.byKey))
+	if closed != 1 || ps.Dropped != 1 || len(ps.byKey) != 2 || ps.byKey["b"] != busy {
+		t.Errorf("at 6 s: %d closed, %d dropped, %d pools; want a dropped, b (busy) and c kept", closed, ps.Dropped, len(ps.byKey))
 	}
 	step("a", 12*time.Second, true) // c idle 6 s: dropped; a comes back to a new pool
-	if closed != 2 || ps.opened != 4 || len(ps.seen) != 3 || ps.peak != 3 {
-		t.Errorf("at 12 s: %d closed, %d opened, %d clients, peak %d; want 2, 4, 3, 3", closed, ps.opened, len(ps.seen), ps.peak)
+	if closed != 2 || ps.Opened != 4 || len(ps.Seen) != 3 || ps.Peak != 3 {
+		t.Errorf("at 12 s: %d closed, %d opened, %d clients, peak %d; want 2, 4, 3, 3", closed, ps.Opened, len(ps.Seen), ps.Peak)
 	}
-	if err := ps.closeAll(); err != nil || closed != 4 || ps.total.Connections != 4 {
-		t.Errorf("closeAll: %v, %d closed, %d connections; want every pool closed and counted", err, closed, ps.total.Connections)
-	}
-	if dropAfter(0) != 0 {
-		t.Errorf("a client without an idle timeout drops its pool after %v; want never", dropAfter(0))
+	if err := ps.CloseAll(); err != nil || closed != 4 || ps.Total.Connections != 4 {
+		t.Errorf("closeAll: %v, %d closed, %d connections; want every pool closed and counted", err, closed, ps.Total.Connections)
 	}
 }
