@@ -16,10 +16,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/diff"
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -84,8 +84,7 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	allowPartial bool
-	junitPath    string
-	htmlPath     string
+	files        outputs.Paths // --junit, --html, --metrics
 	// requireClients: a run whose real client is not installed is an error, not "not run".
 	requireClients bool
 	// allowMissing: runs not run because a program they need is missing do not change the
@@ -118,8 +117,9 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
-	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.files.JUnit, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.files.HTML, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	f.files.DefineMetrics(fs)
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	allowExec := defineAllowExec(fs)
 	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
@@ -158,7 +158,7 @@ func (f *runFlags) check(allowExec string) error {
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
-	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
+	if err := f.files.Check(); err != nil {
 		return err
 	}
 	if err := f.shardFlags.check(); err != nil {
@@ -275,8 +275,8 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 	return outcome, err
 }
 
-// reportRun prints the summary and the baseline verdicts, writes annotations and JUnit, and
-// returns the baseline runs that did not run.
+// reportRun prints the summary and the baseline verdicts, writes annotations and the report
+// files asked for (JUnit, HTML, metrics), and returns the baseline runs that did not run.
 func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []gate.RunDiff, err error) {
 	keep := func(e error) {
 		if e != nil && err == nil {
@@ -308,17 +308,8 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		keep(ci.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
 		keep(ci.AnnotateMissing(stdout, missing, f.failMissing, ws))
 	}
-	if f.junitPath != "" {
-		in := ci.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
-		keep(ci.WriteJUnitFile(f.junitPath, in))
-	}
-	if f.htmlPath != "" {
-		if herr := htmlreport.Report(outcome.Dir, f.htmlPath, kalabVersion(), nil, f.log); herr != nil {
-			keep(fmt.Errorf("--html: %w", herr))
-		} else {
-			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
-		}
-	}
+	keep(f.files.Write(stdout, outputs.Input{Dir: outcome.Dir, Runs: outcome.Runs, Scenarios: outcome.Scenarios,
+		Missing: missing, FailMissing: f.failMissing, Version: kalabVersion(), Log: f.log}))
 	return missing, err
 }
 
@@ -398,22 +389,6 @@ func notRunHint(w io.Writer, name string, runs []*report.Run) {
 		return
 	}
 	fmt.Fprintf(w, "install what is named above, or rerun with --allow-missing to accept runs that cannot run here (kalab help verdicts)\n")
-}
-
-// checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
-// runs, so that a bad path is found at once rather than after the last run.
-func checkOutputFiles(junit, html string) error {
-	if junit != "" {
-		if err := ci.CheckPath(junit); err != nil {
-			return fmt.Errorf("--junit: %w", err)
-		}
-	}
-	if html != "" {
-		if err := htmlreport.CheckPath(html); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-	}
-	return nil
 }
 
 // defineAllowExec defines --allow-exec on fs (kalab run and kalab sweep).

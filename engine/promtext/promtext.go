@@ -92,8 +92,9 @@ func Write(w io.Writer, runs []*report.Run, scenarios []*report.Scenario) error 
 	return e.write(w)
 }
 
-// latest keeps the last record of each scenario, variant and clock, in the order of first
-// appearance.
+// latest keeps the last record of each scenario, variant and clock, sorted by those: the
+// same results give the same file, whether from the run's outcome or its results.jsonl
+// (written in the order runs ended).
 func latest(runs []*report.Run) []*report.Run {
 	at := map[string]int{}
 	var out []*report.Run
@@ -106,6 +107,16 @@ func latest(runs []*report.Run) []*report.Run {
 		at[k] = len(out)
 		out = append(out, r)
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Variant != b.Variant {
+			return a.Variant < b.Variant
+		}
+		return a.ClockName() < b.ClockName()
+	})
 	return out
 }
 
@@ -120,6 +131,7 @@ func latestScenarios(scs []*report.Scenario) []*report.Scenario {
 		at[sc.Scenario] = len(out)
 		out = append(out, sc)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
 	return out
 }
 
