@@ -42,7 +42,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outcome, err := executeRun(ctx, inv, stdout, f.logSink)
+	outcome, err := executeRun(ctx, inv, stdout, f.logSink, f.quiet)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		if errors.Is(err, runner.ErrNoRuns) {
@@ -99,6 +99,7 @@ type runFlags struct {
 	lagTolerance float64
 	// attempts bounds how often a noisy run is tried (--attempts).
 	attempts int
+	quiet    bool // --quiet: errors and the final summary only
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -126,9 +127,13 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f *runFlags, code i
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (docs/timing.md); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print errors and the final summary only: no progress, no log lines below error (unless --log-level), no table")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
+	}
+	if f.quiet && !fs.Changed("log-level") {
+		lo.level = "error"
 	}
 	log, err := lo.logger(stderr)
 	if err != nil {
@@ -259,9 +264,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 }
 
 // executeRun runs the plan, with progress bars on a terminal.
-func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *logSink) (*runner.Outcome, error) {
+func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *logSink, quiet bool) (*runner.Outcome, error) {
 	var progress *bars
-	if canDrawBars(stdout) {
+	if canDrawBars(stdout) && !quiet {
 		progress = newBars(stdout)
 		inv.opt.Observer = progress
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
@@ -283,7 +288,11 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			err = e
 		}
 	}
-	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
+	summary := report.Summary
+	if f.quiet {
+		summary = report.Brief
+	}
+	keep(summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
 		// Missing means missing among what was asked for: the selected files (a subset of
 		// the suite leaves the other files out), the --filter, and a shard's part of the plan.
