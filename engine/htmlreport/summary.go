@@ -63,13 +63,12 @@ func runFailure(rv *runView, t *totals) (failure, bool) {
 		return f, false
 	case report.StatusFail:
 		t.Failed++
-		var failed []string
 		for _, c := range rv.Checks {
 			if c.Failed() {
-				failed = append(failed, c.Expr)
+				return f, false // each failed check has its own line (checkFailure)
 			}
 		}
-		f.Detail = "failed: " + strings.Join(failed, "; ")
+		f.Detail = "failed"
 	case report.StatusNotRun:
 		t.NotRun++
 		f.Detail = rv.Reason
