@@ -21,7 +21,10 @@ type Run struct {
 	Record   *report.Run
 	Requests []report.Request // in seq order
 	Conns    []report.Conn
-	params   params
+	// Subset: Requests are some of the run's, those the story of one request reads (the
+	// HTML report's stream of a large run), so no count over all requests is told.
+	Subset bool
+	params params
 }
 
 // params is the part of a run's resolved settings (report.Run.Params) the text names.

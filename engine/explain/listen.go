@@ -33,7 +33,7 @@ func (r *Run) listenStory(i int) string {
 		fmt.Fprintf(&b, " and the server accepts one every %s (server.accept_delay), so a full queue takes %s to empty", ms(a), ms(drain))
 	}
 	b.WriteString(".")
-	if n := r.startedNear(q.StartMs, drain); n > s.Backlog+1 {
+	if n := r.startedNear(q.StartMs, drain); !r.Subset && n > s.Backlog+1 {
 		fmt.Fprintf(&b, " %d requests started within %s of this one, each dialing its own connection: more than the queue holds.", n, ms(drain))
 	}
 	if q.ConnectMs >= 1000 {

@@ -32,7 +32,8 @@ const entryBudget = 400000
 // entry) or counted per lane and bucket (an SVG run: BucketMs buckets, as appendBuckets
 // draws them).
 type Digest struct {
-	N        int // requests read
+	Explain  string // kalab explain's paragraphs of its troubled requests, as JSON (explainStream)
+	N        int    // requests read
 	Span     float64
 	Lanes    []*lane // in lane order (laneOrder's), with their closes
 	Hist     histCounts

@@ -2,25 +2,25 @@ package htmlreport
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
-// explainAbove bounds the runs whose failures are explained in the page: beyond it the
-// loader keeps a Digest, not the requests (HoldMax), and kalab explain tells one request
-// at a time.
-const explainAbove = HoldMax
-
 // maxExplained bounds the paragraphs one run carries into the page.
 const maxExplained = 2000
 
 // explanations is, as JSON for the run's facts panel, kalab explain's paragraph for each
 // failed, retried, re-sent or 5xx request of a run (keyed by request number): the same
-// text the command prints. "" when the run has none or is too large.
+// text the command prints. "" when the run has none. A run read as a Digest has them from
+// its stream (explainStream).
 func explanations(rd *RunData) string {
-	if len(rd.Requests) == 0 || len(rd.Requests) > explainAbove {
+	if rd.Digest != nil {
+		return rd.Digest.Explain
+	}
+	if len(rd.Requests) == 0 {
 		return ""
 	}
 	reqs := make([]report.Request, len(rd.Requests))
@@ -40,6 +40,10 @@ func explanations(rd *RunData) string {
 			out[strconv.Itoa(seq)] = text
 		}
 	}
+	return explainJSON(out)
+}
+
+func explainJSON(out map[string]string) string {
 	if len(out) == 0 {
 		return ""
 	}
@@ -48,4 +52,47 @@ func explanations(rd *RunData) string {
 		return ""
 	}
 	return string(b)
+}
+
+// errEnough stops explainStream's read once it has maxExplained paragraphs.
+var errEnough = errors.New("enough paragraphs")
+
+// explainStream explains the troubled requests of a run too large to hold (a Digest), in
+// one pass over its request file: each from the records kalab explain reads of it, the
+// request itself, the one its client sent before it and the last on its connection that
+// carried a response, so that memory grows with clients and connections, not requests.
+func explainStream(path string, rd *RunData) string {
+	prev := map[string]report.Request{}     // each client's last request
+	answered := map[uint64]report.Request{} // each connection's last request with a response
+	out := map[string]string{}
+	_ = eachLine(path, func(_ int, b []byte) error {
+		var q report.Request
+		if json.Unmarshal(b, &q) != nil {
+			return nil // the digest's pass reports a bad line
+		}
+		if q.Class != "" || q.Attempts > 1 || q.HiddenRetries > 0 || q.Status >= 500 || q.BackendAttempts > 1 {
+			var sub []report.Request
+			if p, ok := prev[q.Client]; ok {
+				sub = append(sub, p)
+			}
+			if a, ok := answered[q.Conn]; ok && q.Conn != 0 && (len(sub) == 0 || sub[0].Seq != a.Seq) {
+				sub = append(sub, a)
+			}
+			if run, err := explain.NewRun(&rd.Run, append(sub, q), rd.Conns); err == nil {
+				run.Subset = true
+				if text, ok := explain.Request(run, q.Seq); ok {
+					out[strconv.Itoa(q.Seq)] = text
+				}
+			}
+			if len(out) == maxExplained {
+				return errEnough
+			}
+		}
+		prev[q.Client] = q
+		if q.Status > 0 {
+			answered[q.Conn] = q
+		}
+		return nil
+	})
+	return explainJSON(out)
 }

@@ -164,6 +164,9 @@ func readRun(path string, rd *RunData) error {
 		return rerr
 	}
 	d, err := digestRequests(path, rd.Conns, readPlan(rd.Params))
+	if d != nil && err == nil {
+		d.Explain = explainStream(path, rd)
+	}
 	rd.Digest = d
 	return err
 }
