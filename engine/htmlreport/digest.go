@@ -157,8 +157,9 @@ func eachLine(path string, fn func(n int, b []byte) error) error {
 
 // digestRequests reads a run's request file twice: once for its lanes, span and latency
 // range, once to merge, count and keep its requests as the page draws them. conns are the
-// run's connection lines (their closes are marked on the lanes and widen the span).
-func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) {
+// run's connection lines (their closes are marked on the lanes and widen the span); see,
+// when not nil, is shown each request of the second pass.
+func digestRequests(path string, conns []report.Conn, pl plan, see func(*report.Request)) (*Digest, error) {
 	d := &Digest{Span: 1}
 	lanes, lo, hi, err := d.firstPass(path)
 	if err != nil {
@@ -198,6 +199,9 @@ func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) 
 			pg.add(r.StartMs, r.StartMs+r.LatencyMs)
 		}
 		d.place(d.Lanes[idx[r.Conn]], &open[idx[r.Conn]], &r)
+		if see != nil {
+			see(&r.Request)
+		}
 		return nil
 	})
 	for i, l := range d.Lanes {

@@ -2,7 +2,6 @@ package htmlreport
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 
 	"github.com/kalab-dev/kalab/engine/explain"
@@ -54,45 +53,42 @@ func explainJSON(out map[string]string) string {
 	return string(b)
 }
 
-// errEnough stops explainStream's read once it has maxExplained paragraphs.
-var errEnough = errors.New("enough paragraphs")
-
-// explainStream explains the troubled requests of a run too large to hold (a Digest), in
-// one pass over its request file: each from the records kalab explain reads of it, the
-// request itself, the one its client sent before it and the last on its connection that
-// carried a response, so that memory grows with clients and connections, not requests.
-func explainStream(path string, rd *RunData) string {
-	prev := map[string]report.Request{}     // each client's last request
-	answered := map[uint64]report.Request{} // each connection's last request with a response
-	out := map[string]string{}
-	_ = eachLine(path, func(_ int, b []byte) error {
-		var q report.Request
-		if json.Unmarshal(b, &q) != nil {
-			return nil // the digest's pass reports a bad line
-		}
-		if q.Class != "" || q.Attempts > 1 || q.HiddenRetries > 0 || q.Status >= 500 || q.BackendAttempts > 1 {
-			var sub []report.Request
-			if p, ok := prev[q.Client]; ok {
-				sub = append(sub, p)
-			}
-			if a, ok := answered[q.Conn]; ok && q.Conn != 0 && (len(sub) == 0 || sub[0].Seq != a.Seq) {
-				sub = append(sub, a)
-			}
-			if run, err := explain.NewRun(&rd.Run, append(sub, q), rd.Conns); err == nil {
-				run.Subset = true
-				if text, ok := explain.Request(run, q.Seq); ok {
-					out[strconv.Itoa(q.Seq)] = text
-				}
-			}
-			if len(out) == maxExplained {
-				return errEnough
-			}
-		}
-		prev[q.Client] = q
-		if q.Status > 0 {
-			answered[q.Conn] = q
-		}
-		return nil
-	})
-	return explainJSON(out)
+// explainer explains the troubled requests of a run too large to hold (a Digest) as the
+// digest's pass reads them: each from the records kalab explain reads of it, the request
+// itself, the one its client sent before it and the last on its connection that carried a
+// response, so that memory grows with clients and connections, not requests.
+type explainer struct {
+	rd       *RunData
+	prev     map[string]report.Request // each client's last request
+	answered map[uint64]report.Request // each connection's last request with a response
+	out      map[string]string
 }
+
+func newExplainer(rd *RunData) *explainer {
+	return &explainer{rd: rd, prev: map[string]report.Request{}, answered: map[uint64]report.Request{}, out: map[string]string{}}
+}
+
+func (e *explainer) see(r *report.Request) {
+	q := *r
+	if len(e.out) < maxExplained && (q.Class != "" || q.Attempts > 1 || q.HiddenRetries > 0 || q.Status >= 500 || q.BackendAttempts > 1) {
+		var sub []report.Request
+		if p, ok := e.prev[q.Client]; ok {
+			sub = append(sub, p)
+		}
+		if a, ok := e.answered[q.Conn]; ok && q.Conn != 0 && (len(sub) == 0 || sub[0].Seq != a.Seq) {
+			sub = append(sub, a)
+		}
+		if run, err := explain.NewRun(&e.rd.Run, append(sub, q), e.rd.Conns); err == nil {
+			run.Subset = true
+			if text, ok := explain.Request(run, q.Seq); ok {
+				e.out[strconv.Itoa(q.Seq)] = text
+			}
+		}
+	}
+	e.prev[q.Client] = q
+	if q.Status > 0 {
+		e.answered[q.Conn] = q
+	}
+}
+
+func (e *explainer) json() string { return explainJSON(e.out) }
