@@ -10,13 +10,19 @@ func (r *Run) h3() bool { return r.params.Server.HTTP == "3" }
 
 // natExpiredInFlight reports whether request i, an HTTP/3 request that failed, was still
 // waiting for its answer when the NAT on the path forgot its flow: it outlived the NAT's
-// idle timeout, and the NAT forgot a flow in the run.
+// idle timeout, the NAT forgot a flow in the run, and its connection had not sat idle past
+// that timeout before it.
 func (r *Run) natExpiredInFlight(i int) bool {
 	q, m := r.Requests[i], r.params.Middlebox
 	if !r.h3() || m == nil || q.Class == "" || r.Record.Metrics.MiddleboxExpired == 0 {
 		return false
 	}
 	timeout := msD(dur(m.IdleTimeout))
+	if j := r.prevResponse(i, q.Conn); j >= 0 {
+		if last := r.Requests[j]; q.StartMs-(last.StartMs+last.LatencyMs) >= timeout {
+			return false // the flow expired in the pause before the request: staleStory tells it
+		}
+	}
 	return timeout > 0 && q.LatencyMs > timeout
 }
 
