@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/logline"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/help"
@@ -158,9 +159,9 @@ func (o *logOptions) logger(stderr io.Writer) (zerolog.Logger, error) {
 	case "json":
 		w = o.sink
 	case "text":
-		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: true, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: true, TimeFormat: "15:04:05", FormatFieldValue: logline.Value}
 	case "auto":
-		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: !tty || !colorAllowed(), TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: o.sink, NoColor: !tty || !colorAllowed(), TimeFormat: "15:04:05", FormatFieldValue: logline.Value}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: use auto, text or json", o.format)
 	}

@@ -47,6 +47,14 @@ func TestScripts(t *testing.T) {
 				return canMountTmpfs(), nil
 			case "nodac":
 				return canDropDAC(), nil
+			case "promtool":
+				// Installed, or, under CI=true, where every program a test needs is
+				// installed, a failure rather than a skip.
+				_, err := exec.LookPath("promtool")
+				if err != nil && os.Getenv("CI") == "true" {
+					return false, errors.New("promtool is not installed (Debian package prometheus); CI=true needs it")
+				}
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -76,6 +84,21 @@ func TestScripts(t *testing.T) {
 				}
 				if got != want {
 					ts.Fatalf("%s exited %d; want %d", args[1], got, want)
+				}
+			},
+			// promcheck FILE: promtool check metrics (Prometheus's own parser and linter)
+			// accepts FILE; a script guards it with [promtool].
+			"promcheck": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 || neg {
+					ts.Fatalf("usage: promcheck FILE")
+				}
+				cmd := exec.Command("promtool", "check", "metrics")
+				f, err := os.Open(ts.MkAbs(args[0]))
+				ts.Check(err)
+				defer f.Close()
+				cmd.Stdin = f
+				if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+					ts.Fatalf("promtool check metrics < %s: %v\n%s", args[0], err, out)
 				}
 			},
 			// validresults DIR: every line under DIR passes schema/result.schema.json.

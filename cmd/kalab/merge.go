@@ -70,8 +70,9 @@ func mergeFlags(stdout, stderr io.Writer) (*runFlags, *logOptions) {
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each merged run with the same scenario and variant in this results.jsonl (or run directory)")
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline is not in the merged results")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file")
-	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) of the merged results to this file")
+	fs.StringVar(&f.files.JUnit, "junit", "", "also write a JUnit XML report to this file")
+	fs.StringVar(&f.files.HTML, "html", "", "also write the HTML report (kalab report) of the merged results to this file")
+	f.files.DefineMetrics(fs)
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "accept partial inputs: gate what the shards recorded when a shard or some of its runs are missing (exit 3 otherwise), and a baseline whose invocation did not complete")
 	return f, lo
 }
@@ -84,7 +85,7 @@ func checkMergeArgs(f *runFlags) error {
 	if (len(f.tolerances) > 0 || f.failMissing) && f.baselinePath == "" {
 		return errors.New("--tolerance and --fail-missing need --baseline")
 	}
-	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
+	if err := f.files.Check(); err != nil {
 		return err
 	}
 	if err := report.CheckOut(f.out); err != nil {

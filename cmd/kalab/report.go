@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
 	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 )
@@ -15,6 +16,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs, lo := flagSet("report", "report [flags] [RESULTS_DIR]  (default: results/latest)", stdout, stderr)
 	out := fs.StringP("out", "o", "", "directory that receives report.html, as --out of run and merge names a directory (default: RESULTS_DIR)")
 	html := fs.String("html", "", "the HTML file to write, when a name other than DIR/report.html is wanted")
+	metrics := fs.String("metrics", "", "write the runs' metrics, checks and predictions in the Prometheus text format to this file (docs/metrics-export.md); the HTML report only with --out or --html")
 	baseline := fs.String("baseline", "", "compare every run with this baseline (a results.jsonl or its directory): its runs beside them, regressions marked")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
@@ -29,6 +31,16 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	dir := resultsDir(fs.Args())
+	if *metrics != "" {
+		if err := outputs.MetricsFromDir(dir, *metrics); err != nil {
+			fmt.Fprintf(stderr, "kalab report: --metrics: %v\n", err)
+			return exitInvalid
+		}
+		fmt.Fprintf(stdout, "metrics: %s\n", *metrics)
+		if *out == "" && *html == "" {
+			return exitOK
+		}
+	}
 	path, older, err := htmlreport.Path(dir, *out, *html)
 	if err != nil {
 		fmt.Fprintf(stderr, "kalab report: %v\n", err)

@@ -16,10 +16,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/diff"
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -42,7 +42,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outcome, err := executeRun(ctx, inv, stdout, f.logSink)
+	outcome, err := executeRun(ctx, inv, stdout, f.logSink, f.quiet)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)
 		if errors.Is(err, runner.ErrNoRuns) {
@@ -84,8 +84,7 @@ type runFlags struct {
 	tolerances   []string
 	failMissing  bool
 	allowPartial bool
-	junitPath    string
-	htmlPath     string
+	files        outputs.Paths // --junit, --html, --metrics
 	// requireClients: a run whose real client is not installed is an error, not "not run".
 	requireClients bool
 	// allowMissing: runs not run because a program they need is missing do not change the
@@ -100,6 +99,7 @@ type runFlags struct {
 	lagTolerance float64
 	// attempts bounds how often a noisy run is tried (--attempts).
 	attempts int
+	quiet    bool // --quiet: errors and the final summary only
 }
 
 // parseRunFlags reads the flags and checks each on its own; ok is false when the command
@@ -124,8 +124,9 @@ func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Wri
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
-	fs.StringVar(&f.junitPath, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
-	fs.StringVar(&f.htmlPath, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.files.JUnit, "junit", "", "also write a JUnit XML report to this file (a regular file or a new path; replaced whole when the run ends)")
+	fs.StringVar(&f.files.HTML, "html", "", "also write the HTML report (kalab report) to this file (a regular file or a new path; replaced whole when the run ends)")
+	f.files.DefineMetrics(fs)
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "let a server.url name a host outside loopback (traffic then leaves the machine)")
 	allowExec := defineAllowExec(fs)
 	if name == "truth" { // kalab truth puts --allow-exec=bundled before the user's flags
@@ -135,9 +136,13 @@ func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Wri
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (docs/timing.md); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print errors and the final summary only: no progress, no log lines below error (unless --log-level), no table")
 	f.shardFlags.define(fs)
 	if ok, code := parseFlags(fs, args); !ok {
 		return nil, code, false
+	}
+	if f.quiet && !fs.Changed("log-level") {
+		lo.level = "error"
 	}
 	log, err := lo.logger(stderr)
 	if err != nil {
@@ -167,7 +172,7 @@ func (f *runFlags) check(allowExec string) error {
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
-	if err := checkOutputFiles(f.junitPath, f.htmlPath); err != nil {
+	if err := f.files.Check(); err != nil {
 		return err
 	}
 	if err := f.shardFlags.check(); err != nil {
@@ -268,9 +273,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 }
 
 // executeRun runs the plan, with progress bars on a terminal.
-func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *logSink) (*runner.Outcome, error) {
+func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *logSink, quiet bool) (*runner.Outcome, error) {
 	var progress *bars
-	if canDrawBars(stdout) {
+	if canDrawBars(stdout) && !quiet {
 		progress = newBars(stdout)
 		inv.opt.Observer = progress
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
@@ -284,15 +289,19 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 	return outcome, err
 }
 
-// reportRun prints the summary and the baseline verdicts, writes annotations and JUnit, and
-// returns the baseline runs that did not run.
+// reportRun prints the summary and the baseline verdicts, writes annotations and the report
+// files asked for (JUnit, HTML, metrics), and returns the baseline runs that did not run.
 func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.Writer) (missing []gate.RunDiff, err error) {
 	keep := func(e error) {
 		if e != nil && err == nil {
 			err = e
 		}
 	}
-	keep(report.Summary(stdout, outcome.Runs, outcome.Scenarios))
+	summary := report.Summary
+	if f.quiet {
+		summary = report.Brief
+	}
+	keep(summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
 		// Missing means missing among what was asked for: the selected files (a subset of
 		// the suite leaves the other files out), the --filter, and a shard's part of the plan.
@@ -317,17 +326,8 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 		keep(ci.Annotations(stdout, outcome.Runs, outcome.Scenarios, ws))
 		keep(ci.AnnotateMissing(stdout, missing, f.failMissing, ws))
 	}
-	if f.junitPath != "" {
-		in := ci.JUnitInput{Runs: outcome.Runs, Scenarios: outcome.Scenarios, Missing: missing, FailMissing: f.failMissing}
-		keep(ci.WriteJUnitFile(f.junitPath, in))
-	}
-	if f.htmlPath != "" {
-		if herr := htmlreport.Report(outcome.Dir, f.htmlPath, kalabVersion(), nil, f.log); herr != nil {
-			keep(fmt.Errorf("--html: %w", herr))
-		} else {
-			fmt.Fprintf(stdout, "report: %s\n", f.htmlPath)
-		}
-	}
+	keep(f.files.Write(stdout, outputs.Input{Dir: outcome.Dir, Runs: outcome.Runs, Scenarios: outcome.Scenarios,
+		Missing: missing, FailMissing: f.failMissing, Version: kalabVersion(), Log: f.log}))
 	return missing, err
 }
 
@@ -378,22 +378,6 @@ func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 		none = true
 	}
 	return none
-}
-
-// checkOutputFiles checks the --junit and --html paths (either may be empty) before anything
-// runs, so that a bad path is found at once rather than after the last run.
-func checkOutputFiles(junit, html string) error {
-	if junit != "" {
-		if err := ci.CheckPath(junit); err != nil {
-			return fmt.Errorf("--junit: %w", err)
-		}
-	}
-	if html != "" {
-		if err := htmlreport.CheckPath(html); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-	}
-	return nil
 }
 
 // defineAllowExec defines --allow-exec on fs (kalab run and kalab sweep).

@@ -8,6 +8,7 @@ package explain
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -20,7 +21,10 @@ type Run struct {
 	Record   *report.Run
 	Requests []report.Request // in seq order
 	Conns    []report.Conn
-	params   params
+	// Subset: Requests are some of the run's, those the story of one request reads (the
+	// HTML report's stream of a large run), so no count over all requests is told.
+	Subset bool
+	params params
 }
 
 // params is the part of a run's resolved settings (report.Run.Params) the text names.
@@ -30,10 +34,14 @@ type params struct {
 	} `json:"network"`
 	Server struct {
 		Preset      string `json:"preset"`
+		HTTP        string `json:"http"`
 		IdleTimeout string `json:"idle_timeout"`
 		MaxRequests int    `json:"max_requests"`
 		Backlog     int    `json:"backlog"`
 		AcceptDelay string `json:"accept_delay"`
+		Response    struct {
+			Delay string `json:"delay"`
+		} `json:"response"`
 	} `json:"server"`
 	Client struct {
 		Preset         string `json:"preset"`
@@ -51,6 +59,9 @@ type params struct {
 			Attempts int      `json:"attempts"`
 			On       []string `json:"on"`
 		} `json:"retry"`
+		Quic struct {
+			KeepalivePeriod string `json:"keepalive_period"`
+		} `json:"quic"`
 	} `json:"client"`
 	Load struct {
 		Concurrency int `json:"concurrency"`
@@ -127,6 +138,10 @@ func Request(r *Run, seq int) (text string, ok bool) {
 		return r.backendStory(i), true
 	case q.Class != "" && q.Conn == 0:
 		return r.dialStory(i), true
+	case r.natExpiredInFlight(i):
+		return r.natStory(i), true
+	case r.neverAccepted(i):
+		return r.listenStory(i), true
 	case r.notable(i):
 		return r.staleStory(i), true
 	}
@@ -269,13 +284,26 @@ func (r *Run) serverConn(serverID, clientID uint64) *report.Conn {
 
 func (r *Run) sequential() bool { return r.params.Load.Concurrency <= 1 }
 
-// clientName is the client's preset, or its implementation.
+// clientName is the client as the text names it: its preset, else the real program that
+// ran (an exec adapter, or the user's command), else kalab's own client of that kind.
 func (r *Run) clientName() string {
 	if p := r.params.Client.Preset; p != "" {
 		return p
 	}
-	if r.params.Client.Implementation != "" {
-		return r.params.Client.Implementation
+	if c := r.Record.Client; c != nil {
+		if c.Adapter != "" {
+			return c.Adapter
+		}
+		if len(c.Command) > 0 {
+			return filepath.Base(c.Command[0])
+		}
 	}
-	return "the client"
+	switch impl := r.params.Client.Implementation; {
+	case r.h3():
+		return "kalab's HTTP/3 client (quic-go)"
+	case impl == "" || impl == "model":
+		return "kalab's model client"
+	default:
+		return impl
+	}
 }

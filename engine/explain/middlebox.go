@@ -31,6 +31,10 @@ func (r *Run) middleboxFacts(b *strings.Builder, q report.Request, lastSeen floa
 	fmt.Fprintf(b, " The connection then sat idle %s, past the %s idle timeout of %s on the path: the box forgot the flow at about %s, %s before the request.",
 		ms(idle), ms(timeout), name, ms(lastSeen+timeout), ms(idle-timeout))
 	b.WriteString(" " + r.voidFate(q))
+	if r.h3() {
+		fmt.Fprintf(b, " A keep-alive PING more often than every %s (client.quic.keepalive_period) would have kept the flow.", ms(timeout))
+		return true
+	}
 	fmt.Fprintf(b, " A client idle timeout below %s (client.idle_timeout) would have closed the connection before the box forgot it, and TCP keepalive probes more often than that (client.tcp_keepalive idle and interval) would have kept the flow alive.", ms(timeout))
 	return true
 }

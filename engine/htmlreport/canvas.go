@@ -73,7 +73,7 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 			t := *c.ClosedMs
 			if c.ClosedBy == report.ClosedByServer {
 				d.Marks = append(d.Marks, float64(li), round1(t), 0)
-				if pl.RTTMs > 0 {
+				if pl.RTTMs > 0 && !pl.HTTP3 { // QUIC sends no FIN
 					d.Marks = append(d.Marks, float64(li), round1(t+pl.RTTMs/2), 1)
 				}
 			} else {

@@ -114,14 +114,7 @@ func (hc *histCounts) draw() template.HTML {
 	b.WriteString(`<line class="ax" x1="` + fmtf(left) + `" y1="` + fmtf(h+5) + `" x2="` + fmtf(left+w) + `" y2="` + fmtf(h+5) + `"></line>`)
 	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="12" text-anchor="end">` + strconv.Itoa(top) + `</text>`)
 	b.WriteString(`<text class="lbl" x="` + fmtf(left-4) + `" y="` + fmtf(h+5) + `" text-anchor="end">0</text>`)
-	for i := 0; i <= 6; i++ {
-		f := float64(i) / 6
-		anchor := "middle"
-		if i == 6 {
-			anchor = "end"
-		}
-		b.WriteString(`<text class="lbl" x="` + fmtf(left+f*w) + `" y="` + fmtf(h+22) + `" text-anchor="` + anchor + `">` + ms(at(f)) + `</text>`)
-	}
+	latencyTicks(&b, lo, hi, left, w, h+22, at)
 	scale := "linear"
 	if logBins {
 		scale = "log scale"
@@ -129,6 +122,29 @@ func (hc *histCounts) draw() template.HTML {
 	b.WriteString(`<text class="lbl" x="` + fmtf(left+w) + `" y="` + fmtf(h+bottom+6) + `" text-anchor="end">latency (` + scale + `); count on a square-root scale</text>`)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // numbers and escaped text only
+}
+
+// latencyTicks writes the histogram's latency labels along its axis: seven, each label
+// once (a range narrower than their precision repeats none), and one under the middle
+// when every request took the same time.
+func latencyTicks(b *strings.Builder, lo, hi, left, w, y float64, at func(float64) float64) {
+	prev := ""
+	for i := 0; i <= 6; i++ {
+		f := float64(i) / 6
+		if hi <= lo && i != 3 {
+			continue // one latency: pos puts its bar in the middle, under one tick
+		}
+		label := ms(at(f))
+		if label == prev {
+			continue // a range narrower than the labels' precision: each label once
+		}
+		prev = label
+		anchor := "middle"
+		if i == 6 {
+			anchor = "end"
+		}
+		b.WriteString(`<text class="lbl" x="` + fmtf(left+f*w) + `" y="` + fmtf(y) + `" text-anchor="` + anchor + `">` + label + `</text>`)
+	}
 }
 
 // phase is one part of a request's time.

@@ -32,7 +32,8 @@ const entryBudget = 400000
 // entry) or counted per lane and bucket (an SVG run: BucketMs buckets, as appendBuckets
 // draws them).
 type Digest struct {
-	N        int // requests read
+	Explain  string // kalab explain's paragraphs of its troubled requests, as JSON (explainStream)
+	N        int    // requests read
 	Span     float64
 	Lanes    []*lane // in lane order (laneOrder's), with their closes
 	Hist     histCounts
@@ -156,8 +157,9 @@ func eachLine(path string, fn func(n int, b []byte) error) error {
 
 // digestRequests reads a run's request file twice: once for its lanes, span and latency
 // range, once to merge, count and keep its requests as the page draws them. conns are the
-// run's connection lines (their closes are marked on the lanes and widen the span).
-func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) {
+// run's connection lines (their closes are marked on the lanes and widen the span); see,
+// when not nil, is shown each request of the second pass.
+func digestRequests(path string, conns []report.Conn, pl plan, see func(*report.Request)) (*Digest, error) {
 	d := &Digest{Span: 1}
 	lanes, lo, hi, err := d.firstPass(path)
 	if err != nil {
@@ -198,6 +200,9 @@ func digestRequests(path string, conns []report.Conn, pl plan) (*Digest, error) 
 			pg.add(r.StartMs, r.StartMs+r.LatencyMs)
 		}
 		d.place(d.Lanes[idx[r.Conn]], &open[idx[r.Conn]], &r)
+		if see != nil {
+			see(&r.Request)
+		}
 		return nil
 	})
 	for i, l := range d.Lanes {

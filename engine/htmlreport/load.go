@@ -164,7 +164,11 @@ func readRun(path string, rd *RunData) error {
 		rd.Requests = reqs
 		return rerr
 	}
-	d, err := digestRequests(path, rd.Conns, readPlan(rd.Params))
+	ex := newExplainer(rd)
+	d, err := digestRequests(path, rd.Conns, readPlan(rd.Params), ex.see)
+	if d != nil {
+		d.Explain = ex.json()
+	}
 	rd.Digest = d
 	return err
 }

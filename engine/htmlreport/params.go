@@ -12,6 +12,9 @@ type plan struct {
 	RTTMs      float64 // network round trip, scenario time
 	Burst      int     // requests per burst; 0 = no bursts
 	PauseMinMs float64 // shortest pause between bursts
+	// HTTP3: the run spoke HTTP/3 (server.http "3"): QUIC over UDP, which sends no FIN
+	// and no TCP reset, so the timeline draws no FIN's arrival.
+	HTTP3 bool
 }
 
 func readPlan(params json.RawMessage) plan {
@@ -23,9 +26,12 @@ func readPlan(params json.RawMessage) plan {
 			Burst int    `json:"burst"`
 			Pause string `json:"pause"`
 		} `json:"load"`
+		Server struct {
+			HTTP string `json:"http"`
+		} `json:"server"`
 	}
 	_ = json.Unmarshal(params, &p) // a missing or odd field leaves its zero value
-	out := plan{RTTMs: durMs(p.Network.RTT), Burst: p.Load.Burst}
+	out := plan{RTTMs: durMs(p.Network.RTT), Burst: p.Load.Burst, HTTP3: p.Server.HTTP == "3"}
 	lo, _, _ := strings.Cut(p.Load.Pause, "..")
 	out.PauseMinMs = durMs(lo)
 	return out

@@ -123,6 +123,10 @@ type runView struct {
 	DiffRows     []gate.MetricDelta
 	Same         int // metrics within tolerance or informational, not listed
 	Unused       int // connections the client opened that carried no request: no lane
+	// H3 is set for an HTTP/3 run, and H3Counts is its QUIC counts for the run's header:
+	// path migrations, PINGs, datagrams the NAT dropped, and others that are not zero.
+	H3       bool
+	H3Counts string
 	// Explain holds kalab explain's paragraph per failed, retried, re-sent or 5xx request,
 	// as JSON keyed by request number, for the facts panel; "" when there is none.
 	Explain string
@@ -216,6 +220,7 @@ func buildRun(rd *RunData) *runView {
 	rv := &runView{RunData: rd, ID: "run-" + report.SafeName(rd.Scenario) + "--" + report.SafeName(rd.Variant),
 		Title: rd.Scenario + " / " + rd.Variant}
 	rv.Timeline = buildTimeline(rd, pl)
+	rv.H3, rv.H3Counts = pl.HTTP3, h3Counts(rd.Metrics, pl.HTTP3)
 	rv.Unused = max(int(rd.Metrics.Connections)-rv.Timeline.Lanes, 0)
 	if rd.Digest != nil {
 		rv.Hist = rd.Digest.Hist.draw()

@@ -3,7 +3,9 @@ package htmlreport
 import (
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/internal/numtext"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -63,13 +65,12 @@ func runFailure(rv *runView, t *totals) (failure, bool) {
 		return f, false
 	case report.StatusFail:
 		t.Failed++
-		var failed []string
 		for _, c := range rv.Checks {
 			if c.Failed() {
-				failed = append(failed, c.Expr)
+				return f, false // each failed check has its own line (checkFailure)
 			}
 		}
-		f.Detail = "failed: " + strings.Join(failed, "; ")
+		f.Detail = "failed"
 	case report.StatusNotRun:
 		t.NotRun++
 		f.Detail = rv.Reason
@@ -128,4 +129,33 @@ func regression(rv *runView, t *totals) (failure, bool) {
 	}
 	t.Regressed++
 	return failure{Kind: gate.VerdictRegressed, Href: "#" + rv.ID, Title: rv.Title, Detail: strings.Join(parts, "; ")}, true
+}
+
+// h3Counts is an HTTP/3 run's QUIC counts for its header: path migrations, PINGs and the
+// datagrams a NAT dropped always, the others when not zero; "" for a run over TCP.
+func h3Counts(m check.Metrics, h3 bool) string {
+	if !h3 {
+		return ""
+	}
+	var parts []string
+	for _, c := range []struct {
+		v      float64
+		what   string
+		always bool
+	}{
+		{m.PathMigrations, "path migrations", true},
+		{m.PingsSent, "PINGs sent", true},
+		{m.MiddleboxDroppedDatagrams, "datagrams dropped by the NAT", true},
+		{m.MiddleboxExpired, "NAT flows expired", false},
+		{m.MiddleboxRebinds, "NAT rebinds", false},
+		{m.ClientIdleTimeouts, "client idle timeouts", false},
+		{m.ZeroRTTAccepted, "0-RTT accepted", false},
+		{m.ZeroRTTRejected, "0-RTT rejected", false},
+		{m.DatagramsLost, "datagrams lost", false},
+	} {
+		if c.always || c.v != 0 {
+			parts = append(parts, numtext.Format(c.v)+" "+c.what)
+		}
+	}
+	return strings.Join(parts, " · ")
 }

@@ -371,7 +371,7 @@ func ms(v float64) string {
 }
 
 // appendMark draws a close on its lane: by the server (and the arrival of its FIN at the
-// client RTT/2 later, as the link delays it like data), or by the client. Marks are short
+// client RTT/2 later, as the link delays it like data; QUIC sends no FIN), or by the client. Marks are short
 // paths whose hover text the page's script writes from data-t and data-reason: a run of
 // 5,000 connections has 10,000 of them.
 func appendMark(b []byte, c report.Conn, pl plan, x func(float64) float64, gap, laneH float64) []byte {
@@ -395,7 +395,7 @@ func appendMark(b []byte, c report.Conn, pl plan, x func(float64) float64, gap, 
 	}
 	if c.ClosedBy == report.ClosedByServer {
 		mark("srvclose", t, true)
-		if pl.RTTMs > 0 {
+		if pl.RTTMs > 0 && !pl.HTTP3 {
 			mark("fin", t+pl.RTTMs/2, false)
 		}
 	} else {

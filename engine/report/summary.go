@@ -39,27 +39,7 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 	replaySummary(w, runs)
 	modelSummary(w, runs)
 	versionSummary(w, runs)
-	var failed []string
-	for _, r := range runs {
-		for _, c := range r.Checks {
-			if c.Verdict() != VerdictPass {
-				failed = append(failed, describeCheck(r.Scenario+" / "+r.Variant, c))
-			}
-		}
-		if r.Status == StatusError || r.Status == StatusInterrupted {
-			failed = append(failed, fmt.Sprintf("%s / %s: %s: %s", r.Scenario, r.Variant, r.Status, r.Error))
-		}
-		if r.Status == StatusNotRun {
-			failed = append(failed, fmt.Sprintf("%s / %s: NOT RUN: %s", r.Scenario, r.Variant, r.Reason))
-		}
-	}
-	for _, s := range scenarios {
-		for _, c := range s.Checks {
-			if c.Verdict() != VerdictPass {
-				failed = append(failed, describeCheck(s.Scenario+" (compare)", c))
-			}
-		}
-	}
+	failed := failures(runs, scenarios)
 	if len(failed) > 0 {
 		fmt.Fprintln(w)
 		for _, f := range failed {

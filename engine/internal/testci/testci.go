@@ -56,6 +56,7 @@ var programs = map[string]string{
 	"haproxy":  "Debian package haproxy",
 	"nginx":    "Debian package nginx",
 	"node":     "Node 20 or later from nodejs.org; Debian bookworm's nodejs is 18",
+	"promtool": "Debian package prometheus",
 	"ps":       "Debian package procps",
 	"python3":  "Debian package python3",
 	"sh":       "Debian package dash",
