@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // The creation-order pool is undici's (read in the undici 6.24.1 bundled with Node 20.20.2,
@@ -90,6 +92,9 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 			break
 		}
 	}
+	if s != nil && s.idle == nil && fault.On(fault.UndiciNoReconnectInPlace) {
+		s = m.liveSlot(s, follows, held)
+	}
 	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
 		// Every client is busy and the pool may not grow: the request waits in the pool's
 		// queue and goes to the first client that drains (pool-base.js kOnDrain).
@@ -120,6 +125,17 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 		dead.nc.Close()
 	}
 	return m.dialIn(ctx, deadline, ev, s)
+}
+
+// liveSlot is the fault UndiciNoReconnectInPlace: a later free slot that still holds an
+// idle connection, taken over first, whose connection closed; first when there is none.
+func (m *model) liveSlot(first *slot, follows bool, held *slot) *slot {
+	for _, x := range m.slots {
+		if !x.busy && x.idle != nil && !(follows && x == held && !m.cfg.CallerYields) {
+			return x
+		}
+	}
+	return first
 }
 
 // dialIn dials a new connection in slot s, busy and counted in m.open.

@@ -52,7 +52,11 @@ func pooledLifetime(cfg *Config, hint time.Duration, hasHint bool) (life time.Du
 	if cfg.HintUnit > 0 && cfg.HintUnit != time.Second {
 		hint = time.Duration(float64(hint) / float64(time.Second) * float64(cfg.HintUnit))
 	}
-	h := hint - cfg.HintBuffer
+	buffer := cfg.HintBuffer
+	if cfg.HintParser == HintUndici && fault.On(fault.UndiciHintThreshold1s) {
+		buffer = time.Second // undici's keepAliveTimeoutThreshold before nodejs/undici#3145
+	}
+	h := hint - buffer
 	if h <= 0 {
 		return 0, false
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -90,7 +91,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		Scheduling:        c.Scheduling,
 		CallerYields:      c.CallerYields,
 		LivenessCheck:     c.LivenessCheck,
-		LivenessEOFOnly:   c.LivenessEOFOnly,
+		LivenessEOFOnly:   c.LivenessEOFOnly && !fault.On(fault.PendingInputEverywhere),
 		Timeout:           sc.D(c.Timeout),
 		Retry: client.RetryPolicy{
 			Attempts:       c.Retry.Attempts,

@@ -221,6 +221,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
 		rec.Predicted = predictedRecord(st, rec.Timing, m)
+		oracleChecks(rec, sc, r)
 		if why := judge.ExpectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
 			rec.Timing.Noisy, rec.Timing.Reason = true, why
 			notAResult(rec)
