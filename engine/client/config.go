@@ -316,7 +316,7 @@ func (c Config) tlsConfig() *tls.Config {
 	if c.TLSVersion != 0 {
 		tc.MinVersion, tc.MaxVersion = c.TLSVersion, c.TLSVersion
 	}
-	if c.SessionResumption {
+	if c.SessionResumption && !fault.On(fault.TLSResumptionDropped) {
 		tc.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	}
 	return tc

@@ -48,6 +48,12 @@ const (
 	// PendingInputEverywhere: liveness_eof_only is dropped, so a pooled connection with
 	// unread input is discarded in every curl release (7.88.x included).
 	PendingInputEverywhere = "pending-input-everywhere"
+	// TLSResumptionDropped: the TCP model clients keep no TLS session cache, so no new
+	// connection resumes a session whatever client.session_resumption says.
+	TLSResumptionDropped = "tls-resumption-dropped"
+	// QUICIdleMax: the HTTP/3 client advertises the larger of its own and the server's idle
+	// timeouts, so the connection ends at the larger instead of the smaller.
+	QUICIdleMax = "quic-idle-max"
 	// QUICIdlePings: an HTTP/3 client with no keep-alive period PINGs every 10 s (quic-go's
 	// http3 default) while its connection is idle.
 	QUICIdlePings = "quic-idle-pings"
@@ -55,4 +61,4 @@ const (
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, QUICIdlePings}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, QUICIdleMax, QUICIdlePings}

@@ -31,7 +31,10 @@ type Preset struct {
 	// Releases are the releases that behave unlike YAML (which models the current upstream
 	// release), chosen by client.version; none when every release it models behaves alike.
 	Releases []Release
-	node     *yaml.Node
+	// Behaviours are what sets the preset apart from the others, each with the truth file
+	// and the fault that guard it (behaviours.go); none for a preset without a list.
+	Behaviours []Behaviour
+	node       *yaml.Node
 }
 
 // Check is one version of a real program that a truth file ran beside the preset and found
