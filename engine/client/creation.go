@@ -92,9 +92,7 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 			break
 		}
 	}
-	if s != nil && s.idle == nil && fault.On(fault.UndiciNoReconnectInPlace) {
-		s = m.liveSlot(s, follows, held)
-	}
+	s = m.liveSlot(s, follows, held)
 	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
 		// Every client is busy and the pool may not grow: the request waits in the pool's
 		// queue and goes to the first client that drains (pool-base.js kOnDrain).
@@ -127,9 +125,13 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 	return m.dialIn(ctx, deadline, ev, s)
 }
 
-// liveSlot is the fault UndiciNoReconnectInPlace: a later free slot that still holds an
-// idle connection, taken over first, whose connection closed; first when there is none.
+// liveSlot is first, the slot a request takes, except under the fault
+// UndiciNoReconnectInPlace, where a first slot whose connection closed gives way to a
+// free slot that still holds an idle connection.
 func (m *model) liveSlot(first *slot, follows bool, held *slot) *slot {
+	if first == nil || first.idle != nil || !fault.On(fault.UndiciNoReconnectInPlace) {
+		return first
+	}
 	for _, x := range m.slots {
 		if !x.busy && x.idle != nil && !(follows && x == held && !m.cfg.CallerYields) {
 			return x
@@ -177,7 +179,7 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 		return
 	}
 	s.busy = false
-	if why != ReasonBroken {
+	if why != ReasonBroken && (keep || !fault.On(fault.UndiciCloseFreesAtOnce)) {
 		// The response arrived whole: the Client drains a tick later (setImmediate) or, when
 		// its socket closes, with that socket's 'close' event (client-h1.js onMessageComplete).
 		m.held = s

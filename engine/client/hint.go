@@ -46,6 +46,9 @@ func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 // the pool and for how long. life 0 with pool true means no idle limit.
 func pooledLifetime(cfg *Config, hint time.Duration, hasHint bool) (life time.Duration, pool bool) {
 	base := cfg.IdleTimeout
+	if fault.On(fault.ClientIdleIgnored) {
+		base = 0 // no idle limit of the client's own
+	}
 	if !cfg.HonorHint || !hasHint || fault.On(fault.HintIgnored) {
 		return base, true
 	}

@@ -94,7 +94,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		LivenessEOFOnly:   c.LivenessEOFOnly && !fault.On(fault.PendingInputEverywhere),
 		Timeout:           sc.D(c.Timeout),
 		Retry: client.RetryPolicy{
-			Attempts:       c.Retry.Attempts,
+			Attempts:       retryAttempts(c.Retry.Attempts, c.Retry.Hidden),
 			On:             on,
 			IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly:     c.Retry.ReusedOnly,
@@ -304,4 +304,13 @@ func ExecURL(st scenario.Settings, target string) string {
 		scheme = "https"
 	}
 	return scheme + "://" + target + st.Client.Path
+}
+
+// retryAttempts is client.retry.attempts, or none with the fault HiddenResendDropped where
+// the re-sends are the library's own.
+func retryAttempts(attempts int, hidden bool) int {
+	if hidden && fault.On(fault.HiddenResendDropped) {
+		return 0
+	}
+	return attempts
 }

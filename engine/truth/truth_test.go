@@ -62,7 +62,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	v = verdictOf(t, results("7.1.0", report.StatusPass, false), "undici")
 	if len(v.Failed) != 1 || !strings.Contains(v.Failed[0], "scenarios/truth/undici.yaml:40: variant('real-awaited').connections") ||
-		!strings.Contains(v.Holds[0], "undici 7.1.0, not among the versions verified (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-05)") {
+		!strings.Contains(v.Holds[0], "undici 7.1.0, not among the versions verified (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-07)") {
 		t.Errorf("undici 7.1.0 failing: %+v", v)
 	}
 	v = verdictOf(t, results("", report.StatusNotRun, true), "undici")

@@ -51,6 +51,22 @@ const (
 	// TLSResumptionDropped: the TCP model clients keep no TLS session cache, so no new
 	// connection resumes a session whatever client.session_resumption says.
 	TLSResumptionDropped = "tls-resumption-dropped"
+	// TLSResumptionForced: the TCP model clients keep a TLS session cache and resume
+	// whatever client.session_resumption says.
+	TLSResumptionForced = "tls-resumption-forced"
+	// UndiciCloseFreesAtOnce: in undici's creation-order pool a response that closed its
+	// connection frees its client at once, as a failed request does, instead of with the
+	// socket's close event after the next awaited request went to another client.
+	UndiciCloseFreesAtOnce = "undici-close-frees-at-once"
+	// HiddenResendDropped: a client whose re-sends are the library's own (retry.hidden,
+	// libcurl's re-send on a dead reused connection) does not re-send.
+	HiddenResendDropped = "hidden-resend-dropped"
+	// TCPKeepaliveDropped: the TCP model clients send no keepalive probes whatever
+	// client.tcp_keepalive says.
+	TCPKeepaliveDropped = "tcp-keepalive-dropped"
+	// ClientIdleIgnored: a TCP model client keeps a pooled connection past its own
+	// client.idle_timeout, until the server closes it.
+	ClientIdleIgnored = "client-idle-ignored"
 	// QUICIdleMax: the HTTP/3 client advertises the larger of its own and the server's idle
 	// timeouts, so the connection ends at the larger instead of the smaller.
 	QUICIdleMax = "quic-idle-max"
@@ -61,4 +77,4 @@ const (
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, QUICIdleMax, QUICIdlePings}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings}

@@ -42,21 +42,20 @@ func TestBehaviourGuards(t *testing.T) {
 			if b.Fault != "" && !slices.Contains(fault.Names, b.Fault) {
 				t.Errorf("%s / %s: fault %q is not one of engine/internal/fault's", name, b.Name, b.Fault)
 			}
-			if b.Truth == "" {
-				continue
-			}
-			src, err := os.ReadFile(root + b.Truth)
-			if err != nil {
-				t.Errorf("%s / %s: %v", name, b.Name, err)
-				continue
-			}
-			for _, v := range variant.FindAllString(b.Compare, -1) {
-				if !strings.Contains(string(src), "name: "+v+",") && !strings.Contains(string(src), "name: "+v+"\n") {
-					t.Errorf("%s / %s: %s has no run %s", name, b.Name, b.Truth, v)
+			for _, file := range b.Truth {
+				src, err := os.ReadFile(root + file)
+				if err != nil {
+					t.Errorf("%s / %s: %v", name, b.Name, err)
+					continue
 				}
-			}
-			if b.Guarded() && !runs[b.Fault+" "+b.Truth] {
-				t.Errorf("%s / %s: .ci/faults has no guard `%s run %s`", name, b.Name, b.Fault, b.Truth)
+				for _, v := range variant.FindAllString(b.Compare, -1) {
+					if !strings.Contains(string(src), "name: "+v+",") && !strings.Contains(string(src), "name: "+v+"\n") {
+						t.Errorf("%s / %s: %s has no run %s", name, b.Name, file, v)
+					}
+				}
+				if b.Guarded() && !runs[b.Fault+" "+file] {
+					t.Errorf("%s / %s: .ci/faults has no guard `%s run %s`", name, b.Name, b.Fault, file)
+				}
 			}
 		}
 	}
@@ -95,8 +94,8 @@ func TestTruthScoreCounts(t *testing.T) {
 		b    Behaviour
 		want bool
 	}{
-		{Behaviour{Truth: "scenarios/truth/x.yaml", Fault: "f"}, true},
-		{Behaviour{Truth: "scenarios/truth/x.yaml"}, false},
+		{Behaviour{Truth: []string{"scenarios/truth/x.yaml"}, Fault: "f"}, true},
+		{Behaviour{Truth: []string{"scenarios/truth/x.yaml"}}, false},
 		{Behaviour{Fault: "f"}, false},
 	} {
 		if got := c.b.Guarded(); got != c.want {
