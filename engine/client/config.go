@@ -203,6 +203,9 @@ func (c Config) normalizedModes() (Config, error) {
 	default:
 		return c, fmt.Errorf("hint parser %q: want %q or %q", c.HintParser, HintNode, HintUndici)
 	}
+	if fault.On(fault.TCPKeepaliveDropped) {
+		c.TCPKeepAlive = net.KeepAliveConfig{}
+	}
 	switch c.Scheduling {
 	case "":
 		c.Scheduling = LIFO
@@ -339,7 +342,7 @@ func (c Config) tlsConfig() *tls.Config {
 	if c.TLSVersion != 0 {
 		tc.MinVersion, tc.MaxVersion = c.TLSVersion, c.TLSVersion
 	}
-	if c.SessionResumption {
+	if (c.SessionResumption && !fault.On(fault.TLSResumptionDropped)) || fault.On(fault.TLSResumptionForced) {
 		tc.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	}
 	return tc

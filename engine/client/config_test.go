@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/client/wire"
 )
 
 func TestConfigRejectsBadInput(t *testing.T) {
@@ -84,13 +86,13 @@ func TestParseHint(t *testing.T) {
 		{"Timeout=5", HintNode, 0, false}, // case-sensitive, like the regexes
 		{"timeout=", HintUndici, 0, false},
 		{"timeout=x, timeout=7", HintUndici, 7 * time.Second, true},
-		{"timeout=99999999999999999999", HintNode, maxHintSeconds * time.Second, true},
+		{"timeout=99999999999999999999", HintNode, (1 << 31) * time.Second, true}, // capped, so N seconds cannot overflow,
 		{"", HintNode, 0, false},
 	}
 	for _, tc := range cases {
-		got, ok := parseHint([]byte(tc.value), tc.parser)
+		got, ok := wire.ParseHint([]byte(tc.value), tc.parser == HintUndici)
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseHint(%q, %s) = %v, %v; want %v, %v", tc.value, tc.parser, got, ok, tc.want, tc.ok)
+			t.Errorf("ParseHint(%q, %s) = %v, %v; want %v, %v", tc.value, tc.parser, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client/undiciagent"
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // The creation-order pool is undici's (read in the undici 6.24.1 bundled with Node 20.20.2,
@@ -93,6 +94,7 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 	defer func() { closeAll(gone) }() // after m.mu is released
 	pool := m.dispatchPool()
 	s := m.firstFree(fresh, follows, held, heldEnd)
+	s = m.liveSlot(s, follows, held)
 	if s == nil && m.cfg.MaxConns > 0 && len(m.slots) >= m.cfg.MaxConns {
 		// Every client is busy and the pool may not grow: the request waits in the pool's
 		// queue and goes to the first client that drains (pool-base.js kOnDrain).
@@ -146,6 +148,21 @@ func (m *model) firstFree(fresh, follows bool, held *slot, heldEnd bool) *slot {
 		}
 	}
 	return nil
+}
+
+// liveSlot is first, the slot a request takes, except under the fault
+// UndiciNoReconnectInPlace, where a first slot whose connection closed gives way to a
+// free slot that still holds an idle connection.
+func (m *model) liveSlot(first *slot, follows bool, held *slot) *slot {
+	if first == nil || first.idle != nil || !fault.On(fault.UndiciNoReconnectInPlace) {
+		return first
+	}
+	for _, x := range m.slots {
+		if !x.busy && x.idle != nil && !(follows && x == held && !m.cfg.CallerYields) {
+			return x
+		}
+	}
+	return first
 }
 
 // dialIn dials a new connection in slot s, busy and counted in m.open.
@@ -206,7 +223,7 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 		return
 	}
 	s.busy = false
-	if why != ReasonBroken {
+	if why != ReasonBroken && (keep || !fault.On(fault.UndiciCloseFreesAtOnce)) {
 		// The response arrived whole: the Client drains a tick later (setImmediate) or, when
 		// its socket closes, with that socket's 'close' event (client-h1.js onMessageComplete).
 		m.held, m.heldEnd = s, !keep

@@ -157,7 +157,7 @@ func recordHeader(cfg *Config, r *response, name, value []byte) {
 		r.server = uint64(n)
 	case wire.EqualFold(name, "keep-alive"):
 		if cfg.HonorHint {
-			r.hint, r.hasHint = parseHint(value, cfg.HintParser)
+			r.hint, r.hasHint = wire.ParseHint(value, cfg.HintParser == HintUndici)
 		}
 	case wire.EqualFold(name, "kalab-backend-conn"):
 		if n, ok := wire.ParseUint(value); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -103,10 +104,10 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		CallerYields:      c.CallerYields,
 		DropEmptyPool:     c.DropEmptyPool,
 		LivenessCheck:     c.LivenessCheck,
-		LivenessEOFOnly:   c.LivenessEOFOnly,
+		LivenessEOFOnly:   c.LivenessEOFOnly && !fault.On(fault.PendingInputEverywhere),
 		Timeout:           sc.D(c.Timeout),
 		Retry: client.RetryPolicy{
-			Attempts:       c.Retry.Attempts,
+			Attempts:       retryAttempts(c.Retry.Attempts, c.Retry.Hidden),
 			On:             on,
 			IdempotentOnly: c.Retry.IdempotentOnly,
 			ReusedOnly:     c.Retry.ReusedOnly,
@@ -316,4 +317,13 @@ func ExecURL(st scenario.Settings, target string) string {
 		scheme = "https"
 	}
 	return scheme + "://" + target + st.Client.Path
+}
+
+// retryAttempts is client.retry.attempts, or none with the fault HiddenResendDropped where
+// the re-sends are the library's own.
+func retryAttempts(attempts int, hidden bool) int {
+	if hidden && fault.On(fault.HiddenResendDropped) {
+		return 0
+	}
+	return attempts
 }

@@ -46,13 +46,20 @@ func H3Client(st scenario.Settings, sc shape.Scale, base client.Config, listen f
 	if fault.On(fault.QUICClientIdleDropped) {
 		idle = 0
 	}
+	if server := quicIdle(st.Server.IdleTimeout, sc); fault.On(fault.QUICIdleMax) && idle != noIdleTimeout && server != noIdleTimeout {
+		idle = max(idle, server)
+	}
+	keepAlive := sc.D(q.KeepAlivePeriod)
+	if keepAlive == 0 && fault.On(fault.QUICIdlePings) {
+		keepAlive = 10 * time.Second // quic-go http3's default, PINGs while the connection idles
+	}
 	return h3.ClientConfig{
 		Addr:              base.Addr,
 		ListenPacket:      listen,
 		ServerName:        base.ServerName,
 		RootCAs:           base.RootCAs,
 		IdleTimeout:       idle,
-		KeepAlivePeriod:   sc.D(q.KeepAlivePeriod),
+		KeepAlivePeriod:   keepAlive,
 		ZeroRTT:           q.ZeroRTT, // "" is h3's off
 		SessionResumption: base.SessionResumption,
 		KeyShares:         base.KeyShares,

@@ -16,6 +16,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 
@@ -179,7 +180,7 @@ func (c *Client) early() bool {
 	case ZeroRTTAll:
 		return true
 	case ZeroRTTSafe:
-		return c.cfg.Method == "GET" || c.cfg.Method == "HEAD"
+		return c.cfg.Method == "GET" || c.cfg.Method == "HEAD" || fault.On(fault.ZeroRTTAnyMethod)
 	}
 	return false
 }

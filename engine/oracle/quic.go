@@ -3,6 +3,8 @@ package oracle
 import (
 	"fmt"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // QUIC is an HTTP/3 run's transport: both ends' max_idle_timeout (0: none advertised) and
@@ -27,6 +29,9 @@ func (q QUIC) negotiated() time.Duration {
 		return q.ClientIdle
 	case q.ClientIdle == 0:
 		return q.ServerIdle
+	}
+	if fault.On(fault.OracleQUICMax) {
+		return max(q.ServerIdle, q.ClientIdle)
 	}
 	return min(q.ServerIdle, q.ClientIdle)
 }

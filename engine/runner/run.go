@@ -219,6 +219,19 @@ func notAResult(rec *report.Run) {
 	rec.Checks, rec.Baseline, rec.Predicted = []report.Check{}, nil, nil
 }
 
+// againstBaseline gates the run on the baseline, when there is one.
+func againstBaseline(rec *report.Run, opt Options) {
+	if opt.Baseline == nil || rec.Status == report.StatusNotRun || rec.Timing.Noisy {
+		return
+	}
+	opt.Baseline.Apply(rec)
+	if rec.Timing.Noisy {
+		// The judge found a verdict the machine's other work could have made (a baseline
+		// regression inside what it took from the run).
+		notAResult(rec)
+	}
+}
+
 // execute performs one run and returns its record; it never returns without one. Its
 // timers report to tm, judged by judge.
 func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *judge.Timers, jg *judge.Judge) *report.Run {
@@ -281,19 +294,13 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
 		rec.Predicted = predict.Record(st, rec.Timing, m)
+		oracleChecks(rec, sc, r)
 		if why := judge.ExpectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
 			rec.Timing.Noisy, rec.Timing.Reason = true, why
 			notAResult(rec)
 		}
 	}
-	if opt.Baseline != nil && rec.Status != report.StatusNotRun && !rec.Timing.Noisy {
-		opt.Baseline.Apply(rec)
-		if rec.Timing.Noisy {
-			// The judge found a verdict the machine's other work could have made (a
-			// baseline regression inside what it took from the run).
-			notAResult(rec)
-		}
-	}
+	againstBaseline(rec, opt)
 	rec.Notes = append(rec.Notes, versionNotes(rec)...)
 	logEnd(log, rec, m)
 	if opt.Observer != nil {

@@ -14,7 +14,10 @@ import (
 var consts = map[string]string{"HintIgnored": HintIgnored, "CloseUndelayed": CloseUndelayed,
 	"HandshakeShort": HandshakeShort, "IdleCloseDouble": IdleCloseDouble, "HiddenUncounted": HiddenUncounted,
 	"ProbeBlind": ProbeBlind, "IdleReaderHeld": IdleReaderHeld, "UndiciAsNode": UndiciAsNode, "OracleBatchesDropped": OracleBatchesDropped,
-	"QUICClientIdleDropped": QUICClientIdleDropped}
+	"QUICClientIdleDropped": QUICClientIdleDropped, "UndiciNoReconnectInPlace": UndiciNoReconnectInPlace,
+	"UndiciHintThreshold1s": UndiciHintThreshold1s, "ZeroRTTAnyMethod": ZeroRTTAnyMethod, "OracleQUICMax": OracleQUICMax,
+	"PendingInputEverywhere": PendingInputEverywhere, "TLSResumptionDropped": TLSResumptionDropped, "TLSResumptionForced": TLSResumptionForced, "UndiciCloseFreesAtOnce": UndiciCloseFreesAtOnce, "HiddenResendDropped": HiddenResendDropped,
+	"TCPKeepaliveDropped": TCPKeepaliveDropped, "ClientIdleIgnored": ClientIdleIgnored, "QUICIdleMax": QUICIdleMax, "QUICIdlePings": QUICIdlePings}
 
 // Every fault is in .ci/faults with a guard, and the engine's code switches on each: a
 // fault no guard runs, or no code reads, would prove nothing.

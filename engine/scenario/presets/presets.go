@@ -35,7 +35,10 @@ type Preset struct {
 	// including Before: a client.version outside them is refused, not given the default
 	// rule (Release's YAML is empty here).
 	Ranges []Release
-	node   *yaml.Node
+	// Behaviours are what sets the preset apart from the others, each with the truth file
+	// and the fault that guard it (behaviours.go); none for a preset without a list.
+	Behaviours []Behaviour
+	node       *yaml.Node
 }
 
 // Check is one version of a real program that a truth file ran beside the preset and found
@@ -244,6 +247,8 @@ var Client = registry([]Preset{
 			{Program: "undici", Version: "7.30.3", On: "2026-12-05", By: "scenarios/truth/undici-7.yaml", What: " from npm under Node 20.20.2 (its fetch and Agent in place of the bundled ones): the same cases, races included (their errors, connections and failing bursts one of the outcomes the preset's pool reaches at the slack undici 7 measured, plan_reaches; equal to the preset's nominal 12 connections and 1 error at 50 ms RTT, 15 and 2 at 150 ms, in three runs of 2026-12-05), its pool.js dispatch and client-h1.js release read the same; new in 7, a check of an idle socket one event-loop turn before a request is written on it, changed no count here"},
 			{Program: "undici", Version: "6.24.1", On: "2026-12-07", By: "scenarios/truth/undici.yaml", What: " (Node 20.20.2's fetch) at client.version 6.24.1: the connections of awaited requests with the server closing after N, 40 at N = 6 (8), 20 at N = 2 (10) and 30 at N = 7 with a caller that yields (5), and TLS resumption after pauses the server's idle timeout ends (3 of 4)"},
 			{Program: "undici", Version: "7.30.3", On: "2026-12-07", By: "scenarios/truth/undici-7.yaml", What: " at client.version 7.30.3 (the Agent's count): the same cases, 30, 18 and 24 connections, and 0 of 4 resumed"},
+			{Program: "undici", Version: "6.24.1", On: "2026-12-07", By: "scenarios/truth/undici-edges.yaml", What: " (Node 20.20.2's fetch): reconnecting in place (a server closing after 2 requests, bursts of 3: 6 connections for 12 requests), the 2 s hint threshold (a 2 s hint pools nothing: 6 connections for 6 requests 300 ms apart) and TLS resumption (3 of 4 new connections resumed), and its own 4 s keepAliveTimeout (a connection idle 6 s closed by the client)"},
+			{Program: "undici", Version: "7.30.3", On: "2026-12-07", By: "scenarios/truth/undici-7-edges.yaml", What: " (the undici package from $KALAB_UNDICI_PATH under Node 20.20.2): reconnecting in place, the 2 s hint threshold and its own 4 s keepAliveTimeout, the same cases as undici-edges.yaml"},
 		},
 		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 4s\nhonor_hint: true\nhint_parser: undici\nhint_buffer: 2s\nhint_max: 600s\nscheduling: creation-order\ndrop_empty_pool: true\nliveness_check: true\nhttp2: never\nkeepalive_header: true\nretry: {attempts: 0}\ntcp_keepalive: {idle: 60s, interval: 1s, count: 10}",
 		// The YAML models 7.15.0 up to 8; client.version 6.x turns the Agent's count off.
@@ -301,6 +306,7 @@ var Client = registry([]Preset{
 		Source: "chromium net/quic/quic_context.h: kIdleConnectionTimeout = base::Seconds(30), advertised by quic_context.cc SetIdleNetworkTimeout; google/quiche quic_constants.h kPingTimeoutSecs = 15, and quic_ping_manager.cc sends it only when the application says so ('Don't send a ping unless the application (ie: HTTP/3) says to'), which HTTP/3 does while streams are open (quic_spdy_session.cc); net/http/http_network_transaction.cc sets can_send_early_data_ from HttpUtil::IsMethodSafe, passed on by quic_http_stream.cc; QuicParams: migrate_idle_sessions false; no TCP keepalive: QUIC runs on UDP",
 		Checked: []Check{
 			{Program: "chromium", Version: "156.0.8078.114", On: "2026-12-05", By: "scenarios/truth/chromium.yaml", What: " (Debian's, headless, QUIC forced on for the origin, fetch() from a page of it): the connections and errors of requests after pauses longer than the negotiated idle timeout (server 5 s), than Chromium's own 30 s (server 60 s, a 33 s pause), and behind a NAT that forgets the flow after 10 s (a 15 s pause: one rebinding, one path migration, the same connection); not compared here: 0-RTT (Chromium sends a GET as 0-RTT on a resumed connection and holds a POST for the handshake, engine/internal/chromeh3's tests) and the PING every 15 s while a request is open, which the preset does not model"},
+			{Program: "chromium", Version: "156.0.8078.129", On: "2026-12-07", By: "scenarios/truth/chromium-zero-rtt.yaml", What: " (Debian's, headless): 0-RTT on a resumed connection for a GET (1 request in 0-RTT, counted by the server) and not for a POST (0)"},
 		},
 		YAML: "implementation: model\nkeepalive: true\nidle_timeout: 30s\nsession_resumption: true\nquic: {keepalive_period: none, zero_rtt: safe}\nretry: {attempts: 0}\ntcp_keepalive: {idle: none}",
 	},
