@@ -1,0 +1,141 @@
+package probe
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/middlebox"
+	"github.com/kalab-dev/kalab/engine/realserver"
+	"github.com/kalab-dev/kalab/engine/scenario/presets"
+	"github.com/kalab-dev/kalab/engine/server"
+)
+
+// These tests probe real programs on loopback in real time. Each runs in parallel with the
+// others and is bounded by the probe's own budget (MaxIdle 20 s, Budget 60 s).
+
+// realOpts are the options the real-program tests probe with: gaps up to 20 s.
+func realOpts(url string) Options {
+	return Options{URL: url, MaxIdle: 20 * time.Second, Budget: 60 * time.Second, MaxRequests: 100}
+}
+
+func startReal(t *testing.T, cfg realserver.Config) *realserver.Server {
+	t.Helper()
+	cfg.LogDir = t.TempDir()
+	s, err := realserver.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start %s: %v", cfg.Kind, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// closedAt checks that the idle close was seen as it happened, by kind, within tol of want
+// either way (the server's timer starts when it has written the response, a little before
+// the probe has read it).
+func closedAt(t *testing.T, r *Result, want time.Duration, kind string, tol time.Duration) {
+	t.Helper()
+	id := r.Idle
+	if !id.Found || id.Kind != kind || id.Low < want-tol || id.High > want+tol {
+		testci.TimingMiss(t, "idle close %+v; want %s seen within [%s, %s]", id, kind, want-tol, want+tol)
+	}
+}
+
+// TestNginx: keepalive_timeout 7s; keepalive_requests 50 is measured as a 7 s close by
+// FIN, 50 requests a connection, no hint, HTTP/1.1, in under 30 s.
+func TestNginx(t *testing.T) {
+	t.Parallel()
+	testci.Program(t, "nginx", "/usr/sbin/nginx")
+	s := startReal(t, realserver.Config{Kind: realserver.Nginx, IdleTimeout: 7 * time.Second, MaxRequests: 50})
+	r, err := Run(context.Background(), realOpts("http://"+s.Addr()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, 7*time.Second, KindFIN, DefaultResolution)
+	if !r.Requests.Found || r.Requests.Max != 50 {
+		t.Errorf("requests %+v; want max 50", r.Requests)
+	}
+	if r.Hint.Raw != "" || r.Proto != "HTTP/1.1" {
+		t.Errorf("hint %q, proto %q; want none, HTTP/1.1", r.Hint.Raw, r.Proto)
+	}
+	if r.Elapsed > 30*time.Second {
+		t.Errorf("took %s; want under 30 s", r.Elapsed)
+	}
+}
+
+// TestNginxHint: keepalive_timeout 7s 5s sends timeout=5, which understates the real 7 s.
+func TestNginxHint(t *testing.T) {
+	t.Parallel()
+	testci.Program(t, "nginx", "/usr/sbin/nginx")
+	s := startReal(t, realserver.Config{Kind: realserver.Nginx, IdleTimeout: 7 * time.Second, Hint: "timeout=5", TLS: true, HTTP2: true})
+	o := realOpts("https://" + s.Addr() + "/")
+	o.RootCAs, o.ServerName = s.RootCAs(), s.ServerName()
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, 7*time.Second, KindFIN, DefaultResolution)
+	if r.Hint.Raw != "timeout=5" || r.Hint.Timeout != 5*time.Second || r.HintVerdict() != "understates" {
+		t.Errorf("hint %+v, verdict %q; want timeout=5, understates", r.Hint, r.HintVerdict())
+	}
+	if !r.HTTP2 || r.TLSVersion != "TLS 1.3" {
+		t.Errorf("HTTP/2 %v, TLS %q; want h2 by ALPN over TLS 1.3", r.HTTP2, r.TLSVersion)
+	}
+}
+
+// TestNodeDefault: Node's http.Server as shipped (keepAliveTimeout 5000, which the
+// realserver script leaves alone) closes an idle socket about 1 s after it
+// (lib/_http_server.js: socket.setTimeout(keepAliveTimeout + 1000 buffer)), sends
+// timeout=5, and measures as the node server preset models it.
+func TestNodeDefault(t *testing.T) {
+	t.Parallel()
+	testci.Program(t, "node")
+	s := startReal(t, realserver.Config{Kind: realserver.Node, IdleTimeout: 6 * time.Second, Hint: "timeout=5"})
+	r, err := Run(context.Background(), realOpts("http://"+s.Addr()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preset struct {
+		Idle time.Duration `yaml:"idle_timeout"`
+		Hint time.Duration `yaml:"keepalive_hint"`
+	}
+	if err := presets.Server["node"].Decode(&preset); err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, preset.Idle, KindFIN, DefaultResolution)
+	if r.Hint.Timeout != preset.Hint || r.HintVerdict() != "understates" {
+		t.Errorf("hint %+v (%s); want the node preset's %s, understating the close", r.Hint, r.HintVerdict(), preset.Hint)
+	}
+	if r.Requests.Found {
+		t.Errorf("requests %+v; Node's maxRequestsPerSocket is unlimited by default", r.Requests)
+	}
+}
+
+// TestSilentDrop: a server that never closes idle connections, behind a box that forgets
+// flows idle for 3 s and drops what comes after: a silent drop after about 3 s, found by
+// bisection to the resolution, and not a server close.
+func TestSilentDrop(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	box, err := middlebox.Start(middlebox.Config{Upstream: srv.Addr(), IdleTimeout: 3 * time.Second, Action: middlebox.Drop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = box.Close() })
+	o := realOpts("http://" + box.Addr() + "/")
+	o.MaxIdle, o.RequestTimeout = 8*time.Second, time.Second
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Idle
+	poll := middlebox.DefaultPoll(3 * time.Second)
+	if !id.Found || id.Kind != Silent || id.Next != KindTimeout || id.High < 3*time.Second || id.Low > 3*time.Second+poll || id.High-id.Low > r.Options.Resolution {
+		testci.TimingMiss(t, "idle %+v; want a silent drop (timeout on the next request) bracketed within %s around 3 s", id, r.Options.Resolution)
+	}
+}

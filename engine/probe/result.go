@@ -1,0 +1,199 @@
+package probe
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Result is one probe's findings, each with its evidence.
+type Result struct {
+	URL, Host, Addr string
+	Method          string
+	Start           time.Time
+	Elapsed         time.Duration
+	Options         Options // the budgets it ran under (defaults filled in)
+
+	Status       int
+	Proto        string // of the first response: HTTP/1.1 or HTTP/1.0
+	Server       string // the Server header
+	CloseOnFirst bool   // the first response already said Connection: close
+	Hint         Hint
+	Idle         Idle
+	Requests     Requests
+
+	TLSVersion        string // "" over plain TCP
+	Resumed, TLSConns int    // TLS connections after the first that resumed a session, of TLSConns
+	HTTP2             bool   // the server chose h2 when offered by ALPN
+	MaxStreams        int    // its SETTINGS_MAX_CONCURRENT_STREAMS, 0 when not sent
+	RTT               time.Duration
+	RTTSamples        int
+	Handshake         time.Duration // median TLS handshake
+
+	Conns, Sent int  // connections opened and requests sent in all
+	BudgetSpent bool // the time budget ran out
+}
+
+// ServerClose is the measured idle timeout as one value for a model (the bracket's upper
+// end: a connection idle that long was found closed), and whether there is one.
+func (r *Result) ServerClose() (time.Duration, bool) {
+	if !r.Idle.Found {
+		return 0, false
+	}
+	return r.Idle.High, true
+}
+
+// Resolution is the width of the idle bracket.
+func (r *Result) Resolution() time.Duration { return r.Idle.High - r.Idle.Low }
+
+// SafeClientIdle is the longest client idle timeout that never races the close: the
+// server's close less one round trip, less the bracket's width (the close may be as early
+// as its low end). False when nothing was measured.
+func (r *Result) SafeClientIdle() (time.Duration, bool) {
+	if !r.Idle.Found {
+		return 0, false
+	}
+	return max(r.Idle.Low-r.RTT, 0), true
+}
+
+// HintVerdict compares the hint's timeout with the measured close: "matches", "understates"
+// (the server keeps connections longer than it says: a client trusting it is safe but
+// reuses less), "overstates" (a client trusting it races the close), or "" when either is
+// missing. The hint is whole seconds (floor), so a close in [N, N+1) s matches timeout=N.
+func (r *Result) HintVerdict() string {
+	if r.Hint.Timeout == 0 || !r.Idle.Found {
+		return ""
+	}
+	switch {
+	case r.Idle.High < r.Hint.Timeout:
+		return "overstates"
+	case r.Idle.Low >= r.Hint.Timeout+time.Second:
+		return "understates"
+	}
+	return "matches"
+}
+
+// Write prints the findings, each with its evidence.
+func (r *Result) Write(w io.Writer) {
+	o := r.Options
+	fmt.Fprintf(w, "kalab probe %s (%s %s, %s)\n", r.URL, r.Method, r.Addr, r.Start.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "  budgets: %d connections, %d requests on one connection, %s in all; idle gaps up to %s, %d connections a round, resolution %s, request timeout %s\n\n",
+		o.MaxConns, o.MaxRequests, o.Budget, o.MaxIdle, o.Parallel, o.Resolution, o.RequestTimeout)
+	fmt.Fprintf(w, "  response:     %d, %s%s\n", r.Status, r.Proto, ifs(r.Server != "", ", Server: "+r.Server))
+	fmt.Fprintf(w, "  idle close:   %s\n", r.idleText())
+	fmt.Fprintf(w, "  hint:         %s\n", r.hintText())
+	fmt.Fprintf(w, "  requests:     %s\n", r.requestsText())
+	fmt.Fprintf(w, "  protocols:    %s\n", r.protoText())
+	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects)%s\n", fmtDur(r.RTT), r.RTTSamples,
+		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
+	if safe, ok := r.SafeClientIdle(); ok {
+		fmt.Fprintf(w, "  client rule:  a client idle timeout at or below %s (close %s − RTT %s) is safe; above it, a request sent in the last round trip before the close races it\n",
+			fmtDur(safe), fmtDur(r.Idle.Low), fmtDur(r.RTT))
+	} else {
+		fmt.Fprintf(w, "  client rule:  none: no idle close was measured\n")
+	}
+	fmt.Fprintf(w, "\n  spent: %d connections, %d requests, %s%s\n", r.Conns, r.Sent, r.Elapsed.Round(time.Millisecond), ifs(r.BudgetSpent, " (the time budget ran out)"))
+}
+
+func (r *Result) idleText() string {
+	id := r.Idle
+	if !id.Found {
+		s := fmt.Sprintf("not seen: connections were still open after %s idle (above %s)", fmtDur(id.Above), fmtDur(id.Above))
+		if id.Limited != "" {
+			s += "; stopped by the budget: " + id.Limited
+		}
+		return s
+	}
+	var s string
+	switch id.Kind {
+	case Silent:
+		s = fmt.Sprintf("silent drop after about %s (bracket %s .. %s, %d rounds): nothing arrived while idle and the next request %s; "+
+			"a box on the path (NAT, firewall, balancer) forgot the flow, not a server timeout", fmtDur(id.High), fmtDur(id.Low), fmtDur(id.High), id.Rounds, nextText(id.Next))
+	case KindData:
+		s = fmt.Sprintf("%s .. %s idle: the server sent an unrequested response, then closed (seen on %d connections)", fmtDur(id.Low), fmtDur(id.High), id.Seen)
+	default:
+		s = fmt.Sprintf("%s .. %s idle, closed by %s (seen as it arrived on %d idle connections)", fmtDur(id.Low), fmtDur(id.High), id.Kind, id.Seen)
+	}
+	if id.Limited != "" {
+		s += "; the budget cut the bisection short (" + id.Limited + "): the bracket is the result"
+	}
+	return s
+}
+
+func nextText(k string) string {
+	switch k {
+	case KindTimeout:
+		return "got no answer (timeout)"
+	case KindRST:
+		return "was reset"
+	case KindFIN:
+		return "met a closed connection (EOF)"
+	}
+	return "failed (" + k + ")"
+}
+
+func (r *Result) hintText() string {
+	if r.Hint.Raw == "" {
+		return "none (no Keep-Alive header)"
+	}
+	s := "Keep-Alive: " + r.Hint.Raw
+	switch r.HintVerdict() {
+	case "matches":
+		s += "; matches the measured close"
+	case "understates":
+		s += fmt.Sprintf("; understates the measured close (%s): a client that trusts it gives connections up early (safe, less reuse)", fmtDur(r.Idle.Low))
+	case "overstates":
+		s += fmt.Sprintf("; overstates the measured close (%s): a client that trusts it races the close", fmtDur(r.Idle.High))
+	}
+	return s
+}
+
+func (r *Result) requestsText() string {
+	q := r.Requests
+	switch {
+	case q.Found:
+		return fmt.Sprintf("max %d per connection (%s)", q.Max, q.How)
+	case q.Limited != "":
+		return fmt.Sprintf("not seen: %d served, then %s", q.Sent, q.Limited)
+	}
+	return fmt.Sprintf("not seen: above %d (%d served on one connection without a close; --max-requests)", q.Sent, q.Sent)
+}
+
+func (r *Result) protoText() string {
+	var parts []string
+	parts = append(parts, r.Proto)
+	if r.TLSVersion == "" {
+		parts = append(parts, "plain TCP (HTTP/2 not probed without TLS)")
+		return strings.Join(parts, ", ")
+	}
+	if r.HTTP2 {
+		h2 := "HTTP/2 by ALPN"
+		if r.MaxStreams > 0 {
+			h2 += fmt.Sprintf(" (SETTINGS_MAX_CONCURRENT_STREAMS %d)", r.MaxStreams)
+		}
+		parts = append(parts, h2)
+	} else {
+		parts = append(parts, "no HTTP/2 (ALPN chose http/1.1)")
+	}
+	parts = append(parts, fmt.Sprintf("%s, session resumed on %d of %d later connections", r.TLSVersion, r.Resumed, max(r.TLSConns-1, 0)))
+	return strings.Join(parts, ", ")
+}
+
+func ifs(c bool, s string) string {
+	if c {
+		return s
+	}
+	return ""
+}
+
+// fmtDur writes a duration rounded for reading: ms below 10 s, else to 10 ms.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
