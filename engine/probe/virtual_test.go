@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/middlebox"
+	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/vnet"
+)
+
+// These tests run the probe against kalab's embedded server over the in-memory network on
+// the virtual clock: every time is exact, so every figure is asserted exactly.
+
+// virtualProbe starts the embedded server with cfg (behind a middlebox when box is set)
+// on n and probes it with o.
+func virtualProbe(t *testing.T, cfg server.Config, box *middlebox.Config, o Options) *Result {
+	t.Helper()
+	n := vnet.New()
+	t.Cleanup(func() { n.Close() })
+	ln, err := n.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listener = ln
+	srv, err := server.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().String()
+	if box != nil {
+		bl, err := n.Listen("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		box.Upstream, box.Listener, box.Dial = addr, bl, n.DialContext
+		b, err := middlebox.Start(*box)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		addr = b.Addr()
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	scheme := "http"
+	if cfg.TLS {
+		scheme = "https"
+		o.RootCAs, o.ServerName = srv.RootCAs(), srv.ServerName()
+	}
+	o.URL = scheme + "://127.0.0.1:" + port + "/"
+	o.Dial = n.DialContext
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestVirtualFIN: a 7 s idle close by FIN is seen as it arrives, at exactly 7 s, on the five
+// connections of the first round whose gaps (7.5 s, 15 s ... 120 s) outlast it; the three
+// shorter ones (0.9375 s, 1.875 s, 3.75 s) send their second request. nginx-like: no hint,
+// Connection: close on the 50th response.
+func TestVirtualFIN(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbe(t, server.Config{IdleTimeout: 7 * time.Second, MaxRequests: 50}, nil, Options{})
+		want := Idle{Found: true, Low: 7 * time.Second, High: 7 * time.Second, Kind: KindFIN, Seen: 5, Rounds: 1}
+		if r.Idle != want {
+			t.Errorf("idle %+v; want %+v", r.Idle, want)
+		}
+		if r.Requests != (Requests{Found: true, Max: 50, Sent: 50, How: "response 50 said Connection: close"}) {
+			t.Errorf("requests %+v; want max 50 by Connection: close", r.Requests)
+		}
+		// 1 first + 8 trials + 1 counting requests; 1 + 8 + 3 second requests + 50.
+		if r.Hint.Raw != "" || r.Proto != "HTTP/1.1" || r.Conns != 10 || r.Sent != 62 || r.RTT != 0 {
+			t.Errorf("hint %q proto %q conns %d sent %d rtt %s; want none, HTTP/1.1, 10, 62, 0", r.Hint.Raw, r.Proto, r.Conns, r.Sent, r.RTT)
+		}
+		if safe, _ := r.SafeClientIdle(); safe != 7*time.Second || r.Elapsed != 7*time.Second {
+			t.Errorf("safe client idle %s, elapsed %s; want 7s, 7s", safe, r.Elapsed)
+		}
+	})
+}
+
+// TestVirtualHintTLS: over TLS 1.3 with h2 offered, a hint of timeout=5 for a 7 s close
+// understates it; timeout=7 matches a close at 7 s or 7.5 s (the hint is whole seconds,
+// rounded down); 9 s overstates it; the second and later TLS connections resume.
+func TestVirtualHintTLS(t *testing.T) {
+	for _, c := range []struct {
+		idle, hint time.Duration
+		want       string
+	}{{7 * time.Second, 5 * time.Second, "understates"}, {7 * time.Second, 7 * time.Second, "matches"},
+		{7500 * time.Millisecond, 7 * time.Second, "matches"}, {7 * time.Second, 9 * time.Second, "overstates"}} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := server.Config{TLS: true, HTTP2: true, SessionTickets: true, MaxConcurrentStreams: 77,
+				IdleTimeout: c.idle, Hint: server.HintDuration, HintDuration: c.hint}
+			r := virtualProbe(t, cfg, nil, Options{})
+			if r.Hint.Timeout != c.hint || r.HintVerdict() != c.want {
+				t.Errorf("hint %+v: %q; want timeout %s, %s", r.Hint, r.HintVerdict(), c.hint, c.want)
+			}
+			if r.TLSVersion != "TLS 1.3" || !r.HTTP2 || r.MaxStreams != 77 || r.TLSConns != 11 || r.Resumed != 10 {
+				t.Errorf("TLS %q h2 %v streams %d resumed %d of %d; want TLS 1.3, h2, 77, 10 of 11", r.TLSVersion, r.HTTP2, r.MaxStreams, r.Resumed, r.TLSConns)
+			}
+		})
+	}
+}
+
+// TestVirtualSilentDrop: a server that never closes, behind a box that forgets flows idle
+// for 3 s and drops what comes after (on the virtual clock its 30 ms polls fall on 3 s
+// exactly). Round 1's ladder (62.5 ms .. 8 s) brackets the drop in (2 s, 4 s]; round 2
+// spreads 8 gaps over it and brackets (2.888 s, 3.111 s]; round 3 narrows to
+// (2.988 s, 3.012 s], 24.7 ms wide, below the 100 ms resolution. Each failed gap is a
+// timeout of the next request.
+func TestVirtualSilentDrop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := &middlebox.Config{IdleTimeout: 3 * time.Second, Action: middlebox.Drop}
+		r := virtualProbe(t, server.Config{}, box, Options{MaxIdle: 8 * time.Second, RequestTimeout: time.Second})
+		step2 := 2 * time.Second / 9
+		lo2 := 2*time.Second + 4*step2
+		step3 := step2 / 9
+		want := Idle{Found: true, Low: lo2 + 4*step3, High: lo2 + 5*step3, Kind: Silent, Next: KindTimeout, Rounds: 3}
+		if r.Idle != want {
+			t.Errorf("idle %+v; want %+v", r.Idle, want)
+		}
+		if !strings.Contains(r.idleText(), "silent drop after about 3.012s") {
+			t.Errorf("idle text %q", r.idleText())
+		}
+	})
+}
+
+// TestVirtualReset: a box that resets both ends when a flow expires: the RST is seen on
+// the idle connections at 3 s exactly (the box's poll at 3 s), on the round's two longest
+// gaps (4 s and 8 s).
+func TestVirtualReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := &middlebox.Config{IdleTimeout: 3 * time.Second, Action: middlebox.Reset, ResetAt: middlebox.AtExpiry, ResetTo: middlebox.Both}
+		r := virtualProbe(t, server.Config{}, box, Options{MaxIdle: 8 * time.Second})
+		want := Idle{Found: true, Low: 3 * time.Second, High: 3 * time.Second, Kind: KindRST, Seen: 2, Rounds: 1}
+		if r.Idle != want {
+			t.Errorf("idle %+v; want %+v", r.Idle, want)
+		}
+	})
+}
+
+// TestVirtualBudgets: a close beyond the longest gap is "above" it, never a number; a
+// request budget below the server's limit is "above" it; a connection budget spent
+// spent after the first round (10: the first request, the request count's connection and
+// round 1's 8) leaves the bracket that round reached, marked as limited.
+func TestVirtualBudgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbe(t, server.Config{IdleTimeout: 7 * time.Second, MaxRequests: 50}, nil, Options{MaxIdle: 5 * time.Second, MaxRequests: 20})
+		if r.Idle != (Idle{Above: 5 * time.Second, Rounds: 1}) {
+			t.Errorf("idle %+v; want not found, above 5s", r.Idle)
+		}
+		if r.Requests != (Requests{Sent: 20}) || !strings.Contains(r.requestsText(), "above 20") {
+			t.Errorf("requests %+v (%s); want not seen, above 20", r.Requests, r.requestsText())
+		}
+		if !strings.Contains(r.idleText(), "above 5s") {
+			t.Errorf("idle text %q", r.idleText())
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		box := &middlebox.Config{IdleTimeout: 3 * time.Second, Action: middlebox.Drop}
+		r := virtualProbe(t, server.Config{}, box, Options{MaxIdle: 8 * time.Second, RequestTimeout: time.Second, MaxConns: 10})
+		if !r.Idle.Found || r.Idle.Limited != errConnBudget.Error() || r.Idle.Low != 2*time.Second || r.Idle.High != 4*time.Second {
+			t.Errorf("idle %+v; want the round-1 bracket (2s, 4s], limited by the connection budget", r.Idle)
+		}
+	})
+}
