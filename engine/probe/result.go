@@ -57,18 +57,19 @@ func (r *Result) SafeClientIdle() (time.Duration, bool) {
 	return max(r.Idle.Low-r.RTT, 0), true
 }
 
-// HintVerdict compares the hint's timeout with the measured close: "matches", "understates"
-// (the server keeps connections longer than it says: a client trusting it is safe but
-// reuses less), "overstates" (a client trusting it races the close), or "" when either is
-// missing. The hint is whole seconds (floor), so a close in [N, N+1) s matches timeout=N.
+// HintVerdict compares the hint's timeout with the measured close: "matches" (the close
+// lies within the resolution of it), "understates" (the server keeps connections longer
+// than it says: a client trusting it is safe but reuses less), "overstates" (a client
+// trusting it races the close), or "" when either is missing.
 func (r *Result) HintVerdict() string {
 	if r.Hint.Timeout == 0 || !r.Idle.Found {
 		return ""
 	}
+	res := r.Options.Resolution
 	switch {
-	case r.Idle.High < r.Hint.Timeout:
+	case r.Idle.High < r.Hint.Timeout-res:
 		return "overstates"
-	case r.Idle.Low >= r.Hint.Timeout+time.Second:
+	case r.Idle.Low > r.Hint.Timeout+res:
 		return "understates"
 	}
 	return "matches"

@@ -86,14 +86,16 @@ func TestVirtualFIN(t *testing.T) {
 }
 
 // TestVirtualHintTLS: over TLS 1.3 with h2 offered, a hint of timeout=5 for a 7 s close
-// understates it; timeout=7 matches a close at 7 s or 7.5 s (the hint is whole seconds,
-// rounded down); 9 s overstates it; the second and later TLS connections resume.
+// understates it; timeout=7 matches a close at 7 s or 7.05 s (within the 100 ms
+// resolution) and understates one at 7.5 s; 9 s overstates it; the second and later TLS
+// connections resume.
 func TestVirtualHintTLS(t *testing.T) {
 	for _, c := range []struct {
 		idle, hint time.Duration
 		want       string
 	}{{7 * time.Second, 5 * time.Second, "understates"}, {7 * time.Second, 7 * time.Second, "matches"},
-		{7500 * time.Millisecond, 7 * time.Second, "matches"}, {7 * time.Second, 9 * time.Second, "overstates"}} {
+		{7050 * time.Millisecond, 7 * time.Second, "matches"}, {7500 * time.Millisecond, 7 * time.Second, "understates"},
+		{7 * time.Second, 9 * time.Second, "overstates"}} {
 		synctest.Test(t, func(t *testing.T) {
 			cfg := server.Config{TLS: true, HTTP2: true, SessionTickets: true, MaxConcurrentStreams: 77,
 				IdleTimeout: c.idle, Hint: server.HintDuration, HintDuration: c.hint}
