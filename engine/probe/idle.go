@@ -114,8 +114,8 @@ func spread(lo, hi time.Duration, n int) []time.Duration {
 	return gaps
 }
 
-// round runs one trial per gap at once. A trial whose request fails after gap g makes
-// every trial with a longer gap moot, so those are cancelled.
+// round runs one trial per gap at once. A trial whose request goes unanswered after gap g
+// makes every trial with a longer gap moot, so those are cancelled.
 func (p *prober) round(ctx context.Context, gaps []time.Duration) []trial {
 	out := make([]trial, len(gaps))
 	cancels := make([]context.CancelFunc, len(gaps))
@@ -134,7 +134,9 @@ func (p *prober) round(ctx context.Context, gaps []time.Duration) []trial {
 				tr.err = errMoot
 			}
 			out[i] = tr
-			if tr.err == nil && !tr.open && !tr.idle {
+			// Only a silent failure (no answer) makes longer gaps moot: after a close that
+			// was announced, they see the FIN or RST themselves, which measures it.
+			if tr.err == nil && !tr.open && !tr.idle && tr.kind == KindTimeout {
 				for j, g2 := range gaps {
 					if g2 > g {
 						cancels[j]()
