@@ -62,6 +62,9 @@ func TestNginx(t *testing.T) {
 	if r.Elapsed > 30*time.Second {
 		t.Errorf("took %s; want under 30 s", r.Elapsed)
 	}
+	// The measurement, written as a scenario, loads and reproduces its race on the
+	// virtual clock (runWritten fails on any check that does not hold).
+	runWritten(t, r, "go-default")
 }
 
 // TestNginxHint: keepalive_timeout 7s 5s sends timeout=5, which understates the real 7 s.
@@ -110,6 +113,7 @@ func TestNodeDefault(t *testing.T) {
 	if r.Requests.Found {
 		t.Errorf("requests %+v; Node's maxRequestsPerSocket is unlimited by default", r.Requests)
 	}
+	runWritten(t, r, "node-agent")
 }
 
 // TestSilentDrop: a server that never closes idle connections, behind a box that forgets
