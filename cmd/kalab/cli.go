@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/probecmd"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/help"
@@ -50,6 +51,8 @@ Usage:
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
                                         to fail (the safe setting), over seeds, with a plot
+  kalab probe URL [--write FILE]        measure a live server's idle close, hint, requests per connection
+                                        and round trip; write them down as a scenario
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or
@@ -68,7 +71,7 @@ kalab could not start: too few file descriptors); 130 interrupted. A check not e
 `
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
+var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain", "probe"}
 
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
@@ -113,6 +116,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdSweep(rest, stdout, stderr)
 	case "explain":
 		return cmdExplain(rest, stdout, stderr)
+	case "probe": // cmd/kalab/internal/probecmd: flags, the engine call, the printed result
+		return probecmd.Main(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-V":

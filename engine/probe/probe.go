@@ -61,8 +61,17 @@ type Options struct {
 	ServerName string
 }
 
-// ErrInput wraps every error that is the input's fault (the URL, an option): exit 2.
+// ErrInput is matched (errors.Is) by every error that is the input's fault (the URL, an
+// option): exit 2.
 var ErrInput = errors.New("bad input")
+
+// inputError is an error of the input, matching ErrInput.
+type inputError struct{ msg string }
+
+func (e inputError) Error() string        { return e.msg }
+func (e inputError) Is(target error) bool { return target == ErrInput }
+
+func badInput(format string, args ...any) error { return inputError{fmt.Sprintf(format, args...)} }
 
 func (o Options) withDefaults() Options {
 	def := func(p *time.Duration, d time.Duration) {
@@ -104,7 +113,7 @@ type target struct {
 func parseTarget(raw string, allowRemote bool) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return target{}, fmt.Errorf("%w: %q is not a URL: %v", ErrInput, raw, err)
+		return target{}, badInput("%q is not a URL: %v", raw, err)
 	}
 	var t target
 	switch u.Scheme {
@@ -112,17 +121,17 @@ func parseTarget(raw string, allowRemote bool) (target, error) {
 	case "https":
 		t.tls = true
 	default:
-		return target{}, fmt.Errorf("%w: %q: the scheme must be http or https", ErrInput, raw)
+		return target{}, badInput("%q: the scheme must be http or https", raw)
 	}
 	if u.User != nil || u.Fragment != "" || u.Host == "" {
-		return target{}, fmt.Errorf("%w: %q: give scheme://host:port/path, without credentials or a fragment", ErrInput, raw)
+		return target{}, badInput("%q: give scheme://host:port/path, without credentials or a fragment", raw)
 	}
 	port := u.Port()
 	if port == "" {
 		port = map[bool]string{false: "80", true: "443"}[t.tls]
 	}
 	if t.addr, err = loopback.Check(net.JoinHostPort(u.Hostname(), port), allowRemote); err != nil {
-		return target{}, fmt.Errorf("%w: %q is not on loopback; kalab probe sends traffic off the machine only with --allow-remote", ErrInput, raw)
+		return target{}, badInput("%q is not on loopback; kalab probe sends traffic off the machine only with --allow-remote", raw)
 	}
 	t.host, t.serverName = u.Host, u.Hostname()
 	t.path = u.EscapedPath()
@@ -156,7 +165,7 @@ var errConnBudget = errors.New("connection budget spent")
 func Run(ctx context.Context, opt Options) (*Result, error) {
 	opt = opt.withDefaults()
 	if opt.Method != "GET" && opt.Method != "HEAD" {
-		return nil, fmt.Errorf("%w: method %q: the probe sends GET or HEAD only", ErrInput, opt.Method)
+		return nil, badInput("method %q: the probe sends GET or HEAD only", opt.Method)
 	}
 	t, err := parseTarget(opt.URL, opt.AllowRemote)
 	if err != nil {

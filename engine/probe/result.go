@@ -47,14 +47,14 @@ func (r *Result) ServerClose() (time.Duration, bool) {
 // Resolution is the width of the idle bracket.
 func (r *Result) Resolution() time.Duration { return r.Idle.High - r.Idle.Low }
 
-// SafeClientIdle is the longest client idle timeout that never races the close: the
-// server's close less one round trip, less the bracket's width (the close may be as early
-// as its low end). False when nothing was measured.
+// SafeClientIdle is the longest client idle timeout, in whole milliseconds, that never
+// races the close: below the bracket's low end less one round trip (a request sent later
+// can reach the server after it closed). False when nothing was measured.
 func (r *Result) SafeClientIdle() (time.Duration, bool) {
 	if !r.Idle.Found {
 		return 0, false
 	}
-	return max(r.Idle.Low-r.RTT, 0), true
+	return max((r.Idle.Low-r.RTT-1).Truncate(time.Millisecond), 0), true
 }
 
 // HintVerdict compares the hint's timeout with the measured close: "matches" (the close
@@ -89,7 +89,7 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects)%s\n", fmtDur(r.RTT), r.RTTSamples,
 		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
 	if safe, ok := r.SafeClientIdle(); ok {
-		fmt.Fprintf(w, "  client rule:  a client idle timeout at or below %s (close %s − RTT %s) is safe; above it, a request sent in the last round trip before the close races it\n",
+		fmt.Fprintf(w, "  client rule:  a client idle timeout of %s or less is safe (below close %s − RTT %s); above it, a request sent in the last round trip before the close races it\n",
 			fmtDur(safe), fmtDur(r.Idle.Low), fmtDur(r.RTT))
 	} else {
 		fmt.Fprintf(w, "  client rule:  none: no idle close was measured\n")
@@ -114,12 +114,20 @@ func (r *Result) idleText() string {
 	case KindData:
 		s = fmt.Sprintf("%s .. %s idle: the server sent an unrequested response, then closed (seen on %d connections)", fmtDur(id.Low), fmtDur(id.High), id.Seen)
 	default:
-		s = fmt.Sprintf("%s .. %s idle, closed by %s (seen as it arrived on %d idle connections)", fmtDur(id.Low), fmtDur(id.High), id.Kind, id.Seen)
+		s = fmt.Sprintf("%s idle, closed by %s (seen as it arrived on %d idle connections)", span(id.Low, id.High), id.Kind, id.Seen)
 	}
 	if id.Limited != "" {
 		s += "; the budget cut the bisection short (" + id.Limited + "): the bracket is the result"
 	}
 	return s
+}
+
+// span is "a .. b", or one value when both read the same.
+func span(a, b time.Duration) string {
+	if fmtDur(a) == fmtDur(b) {
+		return fmtDur(a)
+	}
+	return fmtDur(a) + " .. " + fmtDur(b)
 }
 
 func nextText(k string) string {

@@ -64,7 +64,9 @@ func (r *Result) WriteScenario(w io.Writer, preset string) error {
 	pause, safe := r.racePause(m), r.safeIdle(m)
 	p("client:")
 	p("  preset: %s", preset)
-	p("  timeout: %s               # bounds a request a silent drop leaves unanswered", yamlDur(max(2*pause, time.Second)))
+	if m.silent {
+		p("  timeout: %s               # bounds a request a silent drop leaves unanswered", yamlDur(max(2*pause, time.Second)))
+	}
 	p("load:")
 	p("  requests: 2                # the second reuses the first's connection after the pause")
 	p("  burst: 1")
@@ -94,7 +96,7 @@ func (r *Result) writeServer(p func(string, ...any), m model, ev func(string) st
 	if m.silent {
 		p("  idle_timeout: none  # not seen: a box on the path drops idle flows first")
 	} else {
-		p("  idle_timeout: %s %s", yamlDur(m.close), ev(fmt.Sprintf("closed by %s at %s .. %s idle, seen on %d connections", r.Idle.Kind, fmtDur(r.Idle.Low), fmtDur(r.Idle.High), r.Idle.Seen)))
+		p("  idle_timeout: %s %s", yamlDur(m.close), ev(fmt.Sprintf("closed by %s at %s idle, seen on %d connections", r.Idle.Kind, span(r.Idle.Low, r.Idle.High), r.Idle.Seen)))
 	}
 	if r.Hint.Raw == "" {
 		p("  keepalive_hint: false %s", ev("no Keep-Alive header"))
@@ -125,14 +127,11 @@ func (r *Result) pauseWhy(m model) string {
 	return "inside the race window (close − RTT, close)"
 }
 
-// safeIdle is the client idle timeout the probe recommends: below close − RTT (the start
-// of the race window), in whole milliseconds.
+// safeIdle is the client idle timeout the probe recommends (SafeClientIdle), and never
+// past the modelled race window's start, close − RTT.
 func (r *Result) safeIdle(m model) time.Duration {
-	lim := m.close - m.rtt
-	if s, _ := r.SafeClientIdle(); s < lim {
-		lim = s
-	}
-	return max((lim - 1).Truncate(time.Millisecond), time.Millisecond)
+	s, _ := r.SafeClientIdle()
+	return max(min(s, (m.close-m.rtt-1).Truncate(time.Millisecond)), time.Millisecond)
 }
 
 // yamlDur writes d as a scenario duration in the largest whole unit.
