@@ -54,7 +54,7 @@ func (r *Result) SafeClientIdle() (time.Duration, bool) {
 	if !r.Idle.Found {
 		return 0, false
 	}
-	return max((r.Idle.Low-r.RTT-1).Truncate(time.Millisecond), 0), true
+	return max((r.Idle.Low - r.RTT - 1).Truncate(time.Millisecond), 0), true
 }
 
 // HintVerdict compares the hint's timeout with the measured close: "matches" (the close
