@@ -187,10 +187,15 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err := p.first(ctx, r); err != nil {
 		return nil, fmt.Errorf("cannot measure %s: %w", opt.URL, err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Requests = p.requestsPerConn(ctx) })
-	r.Idle = p.idle(ctx)
-	wg.Wait()
+	if r.CloseOnFirst {
+		// Nothing stays open to time or count.
+		r.Requests = Requests{Found: true, Max: 1, Sent: 1, How: "response 1 said Connection: close"}
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(func() { r.Requests = p.requestsPerConn(ctx) })
+		r.Idle = p.idle(ctx)
+		wg.Wait()
+	}
 	if t.tls {
 		r.HTTP2, r.MaxStreams = p.alpn(ctx)
 	}

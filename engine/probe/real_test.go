@@ -88,9 +88,11 @@ func TestNginxHint(t *testing.T) {
 }
 
 // TestNodeDefault: Node's http.Server as shipped (keepAliveTimeout 5000, which the
-// realserver script leaves alone) closes an idle socket about 1 s after it
-// (lib/_http_server.js: socket.setTimeout(keepAliveTimeout + 1000 buffer)), sends
-// timeout=5, and measures as the node server preset models it.
+// realserver script leaves alone) closes an idle socket 1 s after it: nodejs/node
+// lib/_http_server.js resOnFinish calls socket.setTimeout(keepAliveTimeout +
+// keepAliveTimeoutBuffer), the buffer 1000 by default (a fixed
+// HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER of 1000 in Node 20). It sends timeout=5, and the
+// probe measures what the node server preset models (idle_timeout 6s, keepalive_hint 5s).
 func TestNodeDefault(t *testing.T) {
 	t.Parallel()
 	testci.Program(t, "node")

@@ -82,6 +82,9 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "  budgets: %d connections, %d requests on one connection, %s in all; idle gaps up to %s, %d connections a round, resolution %s, request timeout %s\n\n",
 		o.MaxConns, o.MaxRequests, o.Budget, o.MaxIdle, o.Parallel, o.Resolution, o.RequestTimeout)
 	fmt.Fprintf(w, "  response:     %d, %s%s\n", r.Status, r.Proto, ifs(r.Server != "", ", Server: "+r.Server))
+	if r.Status >= 400 {
+		fmt.Fprintf(w, "                (an error status: what follows is how the server treats this error response, which may differ from a success)\n")
+	}
 	fmt.Fprintf(w, "  idle close:   %s\n", r.idleText())
 	fmt.Fprintf(w, "  hint:         %s\n", r.hintText())
 	fmt.Fprintf(w, "  requests:     %s\n", r.requestsText())
@@ -99,6 +102,9 @@ func (r *Result) Write(w io.Writer) {
 
 func (r *Result) idleText() string {
 	id := r.Idle
+	if r.CloseOnFirst {
+		return "none: the server closes the connection after every response (Connection: close), so no connection stays idle"
+	}
 	if !id.Found {
 		s := fmt.Sprintf("not seen: connections were still open after %s idle (above %s)", fmtDur(id.Above), fmtDur(id.Above))
 		if id.Limited != "" {

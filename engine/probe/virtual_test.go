@@ -172,3 +172,14 @@ func TestVirtualBudgets(t *testing.T) {
 		}
 	})
 }
+
+// TestVirtualCloseEveryResponse: a server whose every response says Connection: close
+// has no idle connection to time: the probe says so and sends nothing more.
+func TestVirtualCloseEveryResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbe(t, server.Config{MaxRequests: 1, IdleTimeout: time.Second}, nil, Options{})
+		if r.Idle != (Idle{}) || r.Requests.Max != 1 || r.Conns != 1 || r.Sent != 1 || !strings.Contains(r.idleText(), "closes the connection after every response") {
+			t.Errorf("idle %+v (%s), requests %+v, %d connections, %d requests; want none to time, max 1, 1 and 1", r.Idle, r.idleText(), r.Requests, r.Conns, r.Sent)
+		}
+	})
+}
