@@ -30,7 +30,10 @@ type conn struct {
 const maxBody = 8 << 20
 
 // dial opens a connection within the budget, recording its connect (and handshake) time.
-func (p *prober) dial(ctx context.Context) (*conn, error) {
+func (p *prober) dial(ctx context.Context) (*conn, error) { return p.dialConf(ctx, p.tlsConf) }
+
+// dialConf is dial with the TLS configuration conf (nil: plain TCP).
+func (p *prober) dialConf(ctx context.Context, conf *tls.Config) (*conn, error) {
 	p.mu.Lock()
 	if p.conns >= p.opt.MaxConns {
 		p.mu.Unlock()
@@ -48,8 +51,8 @@ func (p *prober) dial(ctx context.Context) (*conn, error) {
 	// A cancelled context wakes whatever the connection waits for.
 	c.stop = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	var hs time.Duration
-	if p.tlsConf != nil {
-		tc := tls.Client(nc, p.tlsConf)
+	if conf != nil {
+		tc := tls.Client(nc, conf)
 		t1 := time.Now()
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.close()

@@ -193,11 +193,20 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	} else {
 		var wg sync.WaitGroup
 		wg.Go(func() { r.Requests = p.requestsPerConn(ctx) })
+		h2ctx, h2stop := context.WithCancel(ctx)
+		defer h2stop()
+		if t.tls {
+			wg.Go(func() { r.H2 = p.h2Probe(h2ctx) })
+		}
 		r.Idle = p.idle(ctx)
+		if r.Idle.Found {
+			// HTTP/2's idle close is usually HTTP/1.1's (nginx's keepalive_timeout, Go's
+			// IdleTimeout, whose GOAWAY Go follows with the close 1 s later: goAwayTimeout
+			// in net/http's h2_bundle.go): wait for it up to twice that and 2 s more, not
+			// MaxIdle; a close later still is reported as not seen, above the wait.
+			time.AfterFunc(2*r.Idle.High+2*time.Second, h2stop)
+		}
 		wg.Wait()
-	}
-	if t.tls {
-		r.HTTP2, r.MaxStreams = p.alpn(ctx)
 	}
 	p.mu.Lock()
 	r.RTT, r.RTTSamples = median(p.connects), len(p.connects)

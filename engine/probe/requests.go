@@ -2,8 +2,6 @@ package probe
 
 import (
 	"context"
-	"encoding/binary"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -82,41 +80,4 @@ func parseHint(v string) Hint {
 		}
 	}
 	return h
-}
-
-// alpn opens one TLS connection offering h2 and http/1.1 and reports whether the server
-// chose h2 and, if it did, the SETTINGS_MAX_CONCURRENT_STREAMS of its first SETTINGS frame
-// (0 when it sent none: unlimited by RFC 9113 6.5.2).
-func (p *prober) alpn(ctx context.Context) (bool, int) {
-	conf := p.tlsConf.Clone()
-	conf.NextProtos = []string{"h2", "http/1.1"}
-	saved := p.tlsConf
-	p.tlsConf = conf
-	c, err := p.dial(ctx)
-	p.tlsConf = saved
-	if err != nil || c.tls.NegotiatedProtocol != "h2" {
-		if c != nil {
-			c.close()
-		}
-		return false, 0
-	}
-	defer c.close()
-	_ = c.c.SetDeadline(time.Now().Add(p.opt.RequestTimeout))
-	// The client preface and an empty SETTINGS frame (RFC 9113 3.4, 6.5).
-	_, _ = io.WriteString(c.c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-	var hdr [9]byte
-	if _, err := io.ReadFull(c.br, hdr[:]); err != nil || hdr[3] != 0x4 {
-		return true, 0
-	}
-	n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
-	body := make([]byte, min(n, 1<<14))
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return true, 0
-	}
-	for i := 0; i+6 <= len(body); i += 6 {
-		if binary.BigEndian.Uint16(body[i:]) == 0x3 {
-			return true, int(binary.BigEndian.Uint32(body[i+2:]))
-		}
-	}
-	return true, 0
 }

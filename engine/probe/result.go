@@ -25,8 +25,7 @@ type Result struct {
 
 	TLSVersion        string // "" over plain TCP
 	Resumed, TLSConns int    // TLS connections after the first that resumed a session, of TLSConns
-	HTTP2             bool   // the server chose h2 when offered by ALPN
-	MaxStreams        int    // its SETTINGS_MAX_CONCURRENT_STREAMS, 0 when not sent
+	H2                H2     // over HTTP/2, when the server chose it by ALPN
 	RTT               time.Duration
 	RTTSamples        int
 	Handshake         time.Duration // median TLS handshake
@@ -89,6 +88,9 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "  hint:         %s\n", r.hintText())
 	fmt.Fprintf(w, "  requests:     %s\n", r.requestsText())
 	fmt.Fprintf(w, "  protocols:    %s\n", r.protoText())
+	if r.H2.Offered {
+		fmt.Fprintf(w, "  HTTP/2 idle:  %s\n", r.h2Text())
+	}
 	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects)%s\n", fmtDur(r.RTT), r.RTTSamples,
 		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
 	if safe, ok := r.SafeClientIdle(); ok {
@@ -182,10 +184,10 @@ func (r *Result) protoText() string {
 		parts = append(parts, "plain TCP (HTTP/2 not probed without TLS)")
 		return strings.Join(parts, ", ")
 	}
-	if r.HTTP2 {
+	if r.H2.Offered {
 		h2 := "HTTP/2 by ALPN"
-		if r.MaxStreams > 0 {
-			h2 += fmt.Sprintf(" (SETTINGS_MAX_CONCURRENT_STREAMS %d)", r.MaxStreams)
+		if r.H2.MaxStreams > 0 {
+			h2 += fmt.Sprintf(" (SETTINGS_MAX_CONCURRENT_STREAMS %d)", r.H2.MaxStreams)
 		}
 		parts = append(parts, h2)
 	} else {
@@ -211,4 +213,23 @@ func fmtDur(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(10 * time.Millisecond).String()
+}
+
+func (r *Result) h2Text() string {
+	h := r.H2
+	var s string
+	switch {
+	case h.Err != "":
+		return "not measured: " + h.Err
+	case h.Found:
+		s = fmt.Sprintf("closed by %s at %s idle after one request", h.Kind, fmtDur(h.Close))
+	default:
+		s = fmt.Sprintf("not seen: still open after %s idle (above %s)", fmtDur(h.Above), fmtDur(h.Above))
+	}
+	if h.GoAway > 0 {
+		s += fmt.Sprintf("; GOAWAY (error code %d) at %s", h.GoAwayErr, fmtDur(h.GoAway))
+	} else if h.Found {
+		s += "; no GOAWAY before it"
+	}
+	return s
 }

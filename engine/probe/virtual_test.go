@@ -88,7 +88,8 @@ func TestVirtualFIN(t *testing.T) {
 // TestVirtualHintTLS: over TLS 1.3 with h2 offered, a hint of timeout=5 for a 7 s close
 // understates it; timeout=7 matches a close at 7 s or 7.05 s (within the 100 ms
 // resolution) and understates one at 7.5 s; 9 s overstates it; the second and later TLS
-// connections resume.
+// connections resume; over HTTP/2 the stream limit and the GOAWAY at the idle timeout are
+// read.
 func TestVirtualHintTLS(t *testing.T) {
 	for _, c := range []struct {
 		idle, hint time.Duration
@@ -103,8 +104,13 @@ func TestVirtualHintTLS(t *testing.T) {
 			if r.Hint.Timeout != c.hint || r.HintVerdict() != c.want {
 				t.Errorf("hint %+v: %q; want timeout %s, %s", r.Hint, r.HintVerdict(), c.hint, c.want)
 			}
-			if r.TLSVersion != "TLS 1.3" || !r.HTTP2 || r.MaxStreams != 77 || r.TLSConns != 11 || r.Resumed != 10 {
-				t.Errorf("TLS %q h2 %v streams %d resumed %d of %d; want TLS 1.3, h2, 77, 10 of 11", r.TLSVersion, r.HTTP2, r.MaxStreams, r.Resumed, r.TLSConns)
+			if r.TLSVersion != "TLS 1.3" || !r.H2.Offered || r.H2.MaxStreams != 77 || r.TLSConns != 11 || r.Resumed != 10 {
+				t.Errorf("TLS %q h2 %v streams %d resumed %d of %d; want TLS 1.3, h2, 77, 10 of 11", r.TLSVersion, r.H2.Offered, r.H2.MaxStreams, r.Resumed, r.TLSConns)
+			}
+			// Go's HTTP/2 server sends GOAWAY at its IdleTimeout and closes 1 s later
+			// (goAwayTimeout, net/http h2_bundle.go).
+			if want := (H2{Offered: true, MaxStreams: 77, Found: true, GoAway: c.idle, Close: c.idle + time.Second, Kind: KindFIN}); r.H2 != want {
+				t.Errorf("HTTP/2 %+v; want %+v", r.H2, want)
 			}
 		})
 	}
