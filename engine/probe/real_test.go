@@ -157,3 +157,39 @@ func TestSilentDrop(t *testing.T) {
 		testci.TimingMiss(t, "idle %+v; want a silent drop (timeout on the next request) bracketed within %s of 3 s", id, res)
 	}
 }
+
+// TestHAProxy: HAProxy's "timeout http-keep-alive 4s" (the realserver configuration
+// answers from HAProxy itself, with a Keep-Alive: timeout=4 header it adds) is measured as
+// a 4 s close that the hint matches, and no request limit (HAProxy has none per frontend
+// connection).
+func TestHAProxy(t *testing.T) {
+	t.Parallel()
+	testci.Program(t, "haproxy", "/usr/sbin/haproxy")
+	s := startReal(t, realserver.Config{Kind: realserver.HAProxy, IdleTimeout: 4 * time.Second, Hint: "timeout=4", BodyBytes: 200})
+	o := realOpts("http://" + s.Addr() + "/")
+	o.MaxRequests = 60
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, 4*time.Second, KindFIN, DefaultResolution)
+	if r.HintVerdict() != "matches" || r.Requests.Found {
+		t.Errorf("hint %q (%s), requests %+v; want timeout=4 matching, no limit within 60", r.Hint.Raw, r.HintVerdict(), r.Requests)
+	}
+}
+
+// TestGoServer: Go's net/http server (kalab's embedded server) with IdleTimeout 3 s, on
+// loopback in real time: a 3 s close by FIN.
+func TestGoServer(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(server.Config{IdleTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	r, err := Run(context.Background(), realOpts("http://"+srv.Addr()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, 3*time.Second, KindFIN, DefaultResolution)
+}
