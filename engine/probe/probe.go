@@ -154,6 +154,7 @@ type prober struct {
 	requests int
 	connects []time.Duration // TCP connect times
 	hands    []time.Duration // TLS handshake times
+	warm     []time.Duration // requests after the first on one connection: round trips on a warm connection
 	resumed  int             // connections after the first whose TLS session resumed
 	tlsConns int
 }
@@ -209,7 +210,14 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		wg.Wait()
 	}
 	p.mu.Lock()
-	r.RTT, r.RTTSamples = median(p.connects), len(p.connects)
+	r.ConnectRTT, r.RTTSamples = median(p.connects), len(p.connects)
+	if len(p.warm) > 0 {
+		r.RequestRTT = slices.Min(p.warm)
+	}
+	// A proxy or balancer in front accepts the TCP connection itself, so a connect can
+	// take less than the round trip to the server; a request on a warm connection takes
+	// at least one round trip to whoever answers. The larger is the path's round trip.
+	r.RTT = max(r.ConnectRTT, r.RequestRTT)
 	r.Handshake = median(p.hands)
 	r.Resumed, r.TLSConns = p.resumed, p.tlsConns
 	r.Conns, r.Sent = p.conns, p.requests

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/middlebox"
+	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/scenario/presets"
 	"github.com/kalab-dev/kalab/engine/server"
@@ -192,4 +193,32 @@ func TestGoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	closedAt(t, r, 3*time.Second, KindFIN, DefaultResolution)
+}
+
+// TestBehindLink: Go's server (IdleTimeout 3 s) behind kalab's link with a 20 ms round
+// trip, in real time: the probe reads the round trip from the requests on a warm
+// connection (the link's proxy accepts the TCP connection itself, so the connect does not
+// show it) and the close still at 3 s.
+func TestBehindLink(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(server.Config{IdleTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	link, err := netsim.Start(netsim.Config{Upstream: srv.Addr(), RTT: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	o := realOpts("http://" + link.Addr() + "/")
+	o.MaxRequests = 20
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAt(t, r, 3*time.Second, KindFIN, DefaultResolution)
+	if r.RTT < 20*time.Millisecond || r.RTT > 20*time.Millisecond+DefaultResolution {
+		testci.TimingMiss(t, "RTT %s (connect %s, warm request %s); want 20 ms within %s", r.RTT, r.ConnectRTT, r.RequestRTT, DefaultResolution)
+	}
 }

@@ -36,7 +36,13 @@ func (p *prober) requestsPerConn(ctx context.Context) Requests {
 			r.Limited = "time budget spent"
 			return r
 		}
+		t0 := time.Now()
 		resp, err := p.roundTrip(c)
+		if err == nil && r.Sent > 0 {
+			p.mu.Lock()
+			p.warm = append(p.warm, time.Since(t0))
+			p.mu.Unlock()
+		}
 		if err != nil {
 			if r.Sent > 0 && (kind(err) == KindFIN || kind(err) == KindRST) {
 				r.Found, r.Max = true, r.Sent

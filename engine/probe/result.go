@@ -23,11 +23,13 @@ type Result struct {
 	Idle         Idle
 	Requests     Requests
 
-	TLSVersion        string // "" over plain TCP
-	Resumed, TLSConns int    // TLS connections after the first that resumed a session, of TLSConns
-	H2                H2     // over HTTP/2, when the server chose it by ALPN
-	RTT               time.Duration
-	RTTSamples        int
+	TLSVersion        string        // "" over plain TCP
+	Resumed, TLSConns int           // TLS connections after the first that resumed a session, of TLSConns
+	H2                H2            // over HTTP/2, when the server chose it by ALPN
+	RTT               time.Duration // the larger of ConnectRTT and RequestRTT
+	ConnectRTT        time.Duration // median TCP connect
+	RequestRTT        time.Duration // fastest request on a warm connection (0 when none)
+	RTTSamples        int           // TCP connects
 	Handshake         time.Duration // median TLS handshake
 
 	Conns, Sent int  // connections opened and requests sent in all
@@ -91,7 +93,7 @@ func (r *Result) Write(w io.Writer) {
 	if r.H2.Offered {
 		fmt.Fprintf(w, "  HTTP/2 idle:  %s\n", r.h2Text())
 	}
-	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects)%s\n", fmtDur(r.RTT), r.RTTSamples,
+	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects %s; fastest request on a warm connection %s)%s\n", fmtDur(r.RTT), r.RTTSamples, fmtDur(r.ConnectRTT), fmtDur(r.RequestRTT),
 		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
 	if safe, ok := r.SafeClientIdle(); ok {
 		fmt.Fprintf(w, "  client rule:  a client idle timeout of %s or less is safe (below close %s − RTT %s); above it, a request sent in the last round trip before the close races it\n",

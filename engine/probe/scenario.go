@@ -54,7 +54,7 @@ func (r *Result) WriteScenario(w io.Writer, preset string) error {
 	p("  predicts; safe: the client idle timeout the probe recommends; %s: the preset as shipped.", preset)
 	p("clock: virtual               # every part is modelled: exact, in milliseconds")
 	p("network:")
-	p("  rtt: %s %s", yamlDur(m.rtt), ev(fmt.Sprintf("median of %d TCP connects", r.RTTSamples)))
+	p("  rtt: %s %s", yamlDur(m.rtt), ev(fmt.Sprintf("the larger of the median of %d TCP connects (%s) and the fastest request on a warm connection (%s)", r.RTTSamples, fmtDur(r.ConnectRTT), fmtDur(r.RequestRTT))))
 	r.writeServer(p, m, ev)
 	if m.silent {
 		p("middlebox:")

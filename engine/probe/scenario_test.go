@@ -53,17 +53,17 @@ func runWritten(t *testing.T, r *Result, preset string) (string, map[string]*rep
 	return b.String(), runs
 }
 
-// TestWrittenFINRace: the probe of a 7 s FIN close (on the virtual clock, with the round
-// trip a 100 µs link would add, as the real-clock probe of nginx measures tens of µs on
-// loopback) writes a file whose race variant puts exactly one request into the closing
-// connection, whose safe variant puts none, and Go's default client (which keeps idle
-// connections 90 s and re-sends a GET that met a closed connection) re-sends it.
+// TestWrittenFINRace: the probe of a 7 s FIN close behind kalab's link with a 100 µs
+// round trip (the order of loopback's) writes a file whose race variant puts exactly one
+// request into the closing connection, whose safe variant puts none, and Go's default
+// client (which keeps idle connections 90 s and re-sends a GET that met a closed
+// connection) re-sends it.
 func TestWrittenFINRace(t *testing.T) {
 	var r *Result
 	synctest.Test(t, func(t *testing.T) {
-		r = virtualProbe(t, server.Config{IdleTimeout: 7 * time.Second, MaxRequests: 50, Hint: server.HintDuration, HintDuration: 5 * time.Second}, nil, Options{})
+		cfg := server.Config{IdleTimeout: 7 * time.Second, MaxRequests: 50, Hint: server.HintDuration, HintDuration: 5 * time.Second}
+		r = virtualProbeLink(t, cfg, nil, 100*time.Microsecond, Options{})
 	})
-	r.RTT = 100 * time.Microsecond
 	src, runs := runWritten(t, r, "go-default")
 	for _, want := range []string{"idle_timeout: 7s # measured ", "keepalive_hint: \"timeout=5, max=50\"", "max_requests: 50 # measured ", "rtt: 100us", "pause: 6999950us", "idle_timeout: 6999ms"} {
 		if !strings.Contains(src, want) {

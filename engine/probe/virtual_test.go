@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/middlebox"
+	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/server"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
@@ -19,6 +20,13 @@ import (
 // virtualProbe starts the embedded server with cfg (behind a middlebox when box is set)
 // on n and probes it with o.
 func virtualProbe(t *testing.T, cfg server.Config, box *middlebox.Config, o Options) *Result {
+	t.Helper()
+	return virtualProbeLink(t, cfg, box, 0, o)
+}
+
+// virtualProbeLink is virtualProbe with kalab's link of the round trip rtt in front of
+// the server (and box): the probe dials through the link's simulated handshake.
+func virtualProbeLink(t *testing.T, cfg server.Config, box *middlebox.Config, rtt time.Duration, o Options) *Result {
 	t.Helper()
 	n := vnet.New()
 	t.Cleanup(func() { n.Close() })
@@ -46,6 +54,15 @@ func virtualProbe(t *testing.T, cfg server.Config, box *middlebox.Config, o Opti
 		t.Cleanup(func() { b.Close() })
 		addr = b.Addr()
 	}
+	o.Dial = n.DialContext
+	if rtt > 0 {
+		link, err := netsim.StartVirtual(netsim.Config{Upstream: addr, RTT: rtt}, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { link.Close() })
+		addr, o.Dial = link.Addr(), link.DialContext
+	}
 	_, port, _ := net.SplitHostPort(addr)
 	scheme := "http"
 	if cfg.TLS {
@@ -53,7 +70,6 @@ func virtualProbe(t *testing.T, cfg server.Config, box *middlebox.Config, o Opti
 		o.RootCAs, o.ServerName = srv.RootCAs(), srv.ServerName()
 	}
 	o.URL = scheme + "://127.0.0.1:" + port + "/"
-	o.Dial = n.DialContext
 	r, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +202,27 @@ func TestVirtualCloseEveryResponse(t *testing.T) {
 		r := virtualProbe(t, server.Config{MaxRequests: 1, IdleTimeout: time.Second}, nil, Options{})
 		if r.Idle != (Idle{}) || r.Requests.Max != 1 || r.Conns != 1 || r.Sent != 1 || !strings.Contains(r.idleText(), "closes the connection after every response") {
 			t.Errorf("idle %+v (%s), requests %+v, %d connections, %d requests; want none to time, max 1, 1 and 1", r.Idle, r.idleText(), r.Requests, r.Conns, r.Sent)
+		}
+	})
+}
+
+// TestVirtualLink: behind kalab's link with a 40 ms round trip, a request on a warm
+// connection takes one round trip while the connect itself returns at once (the virtual
+// link charges the handshake to the first bytes, as a proxy that accepts for the server
+// does): the RTT is the larger, 40 ms. The server's 3 s close still reads as 3 s (its FIN
+// crosses the same half round trip as the response before it).
+func TestVirtualLink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbeLink(t, server.Config{IdleTimeout: 3 * time.Second, MaxRequests: 20}, nil, 40*time.Millisecond, Options{})
+		if r.ConnectRTT != 0 || r.RequestRTT != 40*time.Millisecond || r.RTT != 40*time.Millisecond {
+			t.Errorf("RTT %s (connect %s, warm request %s); want 40ms (0s, 40ms)", r.RTT, r.ConnectRTT, r.RequestRTT)
+		}
+		want := Idle{Found: true, Low: 3 * time.Second, High: 3 * time.Second, Kind: KindFIN, Seen: 6, Rounds: 1}
+		if r.Idle != want {
+			t.Errorf("idle %+v; want %+v", r.Idle, want)
+		}
+		if safe, _ := r.SafeClientIdle(); safe != 2959*time.Millisecond {
+			t.Errorf("safe client idle %s; want 2.959s (below 3 s − 40 ms, in whole ms)", safe)
 		}
 	})
 }
