@@ -49,9 +49,10 @@ func (r *Result) WriteScenario(w io.Writer, preset string) error {
 	p("# Written by kalab probe %s on %s (%d connections, %d requests, %s).", r.URL, r.Start.UTC().Format(time.RFC3339), r.Conns, r.Sent, r.Elapsed.Round(time.Millisecond))
 	p("name: probe-%s", strings.Trim(reName.ReplaceAllString(strings.ToLower(r.Host), "-"), "-"))
 	p("description: >")
-	p("  The server at %s as kalab probe measured it, with the %s client. race: a client", r.URL, preset)
-	p("  that keeps connections longer than the close reuses one in the window the measurement")
-	p("  predicts; safe: the client idle timeout the probe recommends; %s: the preset as shipped.", preset)
+	p("  The server at %s as kalab probe measured it,", r.URL)
+	p("  with the %s client. race: a client that keeps connections longer than the close", preset)
+	p("  reuses one in the window the measurement predicts; safe: the client idle timeout the")
+	p("  probe recommends; %s: the preset as shipped.", preset)
 	p("clock: virtual               # every part is modelled: exact, in milliseconds")
 	p("network:")
 	p("  rtt: %s %s", yamlDur(m.rtt), ev(fmt.Sprintf("the larger of the median of %d TCP connects (%s) and the fastest request on a warm connection (%s)", r.RTTSamples, fmtDur(r.ConnectRTT), fmtDur(r.RequestRTT))))
@@ -117,7 +118,7 @@ func (r *Result) racePause(m model) time.Duration {
 	if m.silent {
 		return m.close + max(r.Options.Resolution, time.Millisecond)
 	}
-	return m.close - m.rtt/2
+	return (m.close - m.rtt/2).Round(time.Microsecond)
 }
 
 func (r *Result) pauseWhy(m model) string {
