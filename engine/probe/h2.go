@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -31,42 +32,125 @@ const (
 	h2EndStream, h2Ack, h2EndHeaders                                = 0x1, 0x1, 0x4
 )
 
-// h2Probe opens one TLS connection offering h2 and http/1.1; when the server chooses h2 it
-// sends one request as stream 1 and then reads, idle, until the server sends GOAWAY and
-// closes, MaxIdle passes or ctx ends (Run ends it a while after the HTTP/1.1 close).
-func (p *prober) h2Probe(ctx context.Context) H2 {
+// h2conn is one HTTP/2 connection of the probe.
+type h2conn struct {
+	*conn
+	p          *prober
+	maxStreams int
+	goaway     []byte // the first GOAWAY's payload, nil before one
+}
+
+// errNoH2 is h2Dial's answer when the server chose http/1.1.
+var errNoH2 = errors.New("the server chose http/1.1")
+
+// h2Dial opens a TLS connection offering h2 and http/1.1 and, when the server chooses h2,
+// sends the client preface and an empty SETTINGS frame (RFC 9113 3.4, 6.5).
+func (p *prober) h2Dial(ctx context.Context) (*h2conn, error) {
 	conf := p.tlsConf.Clone()
 	conf.NextProtos = []string{"h2", "http/1.1"}
 	c, err := p.dialConf(ctx, conf)
 	if err != nil {
+		return nil, err
+	}
+	if c.tls.NegotiatedProtocol != "h2" {
+		c.close()
+		return nil, errNoH2
+	}
+	out := appendFrame([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Settings, 0, 0, nil)
+	if _, err := c.c.Write(out); err != nil {
+		c.close()
+		return nil, err
+	}
+	return &h2conn{conn: c, p: p}, nil
+}
+
+// request sends a GET (or HEAD) as stream id and reads frames until its end.
+func (h *h2conn) request(id uint32) error {
+	h.p.mu.Lock()
+	h.p.requests++
+	h.p.mu.Unlock()
+	_ = h.c.SetDeadline(time.Now().Add(h.p.opt.RequestTimeout))
+	if _, err := h.c.Write(appendFrame(nil, h2Headers, h2EndStream|h2EndHeaders, id, h.p.hpackRequest())); err != nil {
+		return err
+	}
+	for {
+		typ, flags, stream, payload, err := readFrame(h.conn)
+		if err != nil {
+			return err
+		}
+		if err := h.handle(typ, flags, stream, payload); err != nil {
+			return err
+		}
+		if h.goaway != nil && binary.BigEndian.Uint32(h.goaway)&0x7fffffff < id {
+			return fmt.Errorf("GOAWAY before stream %d", id)
+		}
+		if stream == id && (typ == h2Headers || typ == h2Data) && flags&h2EndStream != 0 {
+			h.done = time.Now()
+			return nil
+		}
+	}
+}
+
+// handle answers what the connection needs answered: the server's SETTINGS (read for its
+// stream limit, then acknowledged), DATA (its window given back), PING (echoed); and
+// keeps the first GOAWAY.
+func (h *h2conn) handle(typ, flags byte, stream uint32, payload []byte) error {
+	var out []byte
+	switch typ {
+	case h2Settings:
+		if flags&h2Ack != 0 {
+			return nil
+		}
+		for i := 0; i+6 <= len(payload); i += 6 {
+			if binary.BigEndian.Uint16(payload[i:]) == 0x3 {
+				h.maxStreams = int(binary.BigEndian.Uint32(payload[i+2:]))
+			}
+		}
+		out = appendFrame(nil, h2Settings, h2Ack, 0, nil)
+	case h2Data:
+		if len(payload) == 0 {
+			return nil
+		}
+		inc := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+		out = append(appendFrame(nil, h2WindowUpdate, 0, 0, inc), appendFrame(nil, h2WindowUpdate, 0, stream, inc)...)
+	case h2Ping:
+		if flags&h2Ack != 0 || len(payload) != 8 {
+			return nil
+		}
+		out = appendFrame(nil, h2Ping, h2Ack, 0, payload)
+	case h2GoAway:
+		if h.goaway == nil && len(payload) >= 8 {
+			h.goaway = payload
+		}
+		return nil
+	default:
+		return nil
+	}
+	_, err := h.c.Write(out)
+	return err
+}
+
+// h2Probe sends one request on an HTTP/2 connection, when the server chooses h2, and then
+// reads, idle, until the server sends GOAWAY and closes, MaxIdle passes or ctx ends (Run
+// ends it a while after the HTTP/1.1 close).
+func (p *prober) h2Probe(ctx context.Context) H2 {
+	c, err := p.h2Dial(ctx)
+	if err == errNoH2 {
+		return H2{}
+	} else if err != nil {
 		return H2{Err: err.Error()}
 	}
 	defer c.close()
-	if c.tls.NegotiatedProtocol != "h2" {
-		return H2{}
-	}
 	h := H2{Offered: true}
-	_ = c.c.SetDeadline(time.Now().Add(p.opt.RequestTimeout))
-	p.mu.Lock()
-	p.requests++
-	p.mu.Unlock()
-	// The client preface, an empty SETTINGS frame and the request (RFC 9113 3.4, 6.5, 8.3).
-	out := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-	out = appendFrame(out, h2Settings, 0, 0, nil)
-	out = appendFrame(out, h2Headers, h2EndStream|h2EndHeaders, 1, p.hpackRequest())
-	if _, err := c.c.Write(out); err != nil {
-		h.Err = err.Error()
-		return h
-	}
-	if err := h.readResponse(c); err != nil {
+	if err := c.request(1); err != nil {
 		h.Err = "the HTTP/2 request: " + err.Error()
 		return h
 	}
-	done := time.Now()
-	_ = c.c.SetDeadline(done.Add(p.opt.MaxIdle))
+	h.MaxStreams = c.maxStreams
+	_ = c.c.SetDeadline(c.done.Add(p.opt.MaxIdle))
 	for {
-		typ, _, _, payload, err := readFrame(c)
-		at := time.Since(done)
+		typ, flags, stream, payload, err := readFrame(c.conn)
+		at := time.Since(c.done)
 		if err != nil {
 			switch k := kind(err); {
 			case ctx.Err() != nil || k == KindTimeout:
@@ -76,48 +160,56 @@ func (p *prober) h2Probe(ctx context.Context) H2 {
 			}
 			return h
 		}
-		if typ == h2GoAway && h.GoAway == 0 && len(payload) >= 8 {
+		if typ == h2GoAway && c.goaway == nil && len(payload) >= 8 {
 			h.GoAway, h.GoAwayErr = max(at, 1), binary.BigEndian.Uint32(payload[4:8])
 		}
-		if typ == h2Ping && len(payload) == 8 {
-			_, _ = c.c.Write(appendFrame(nil, h2Ping, h2Ack, 0, payload))
-		}
+		_ = c.handle(typ, flags, stream, payload)
 	}
 }
 
-// readResponse reads frames until stream 1 ends, acknowledging the server's SETTINGS and
-// giving back the window its DATA used.
-func (h *H2) readResponse(c *conn) error {
-	for {
-		typ, flags, stream, payload, err := readFrame(c)
-		if err != nil {
-			return err
+// H2Streams is what the probe found of the streams one HTTP/2 connection serves.
+type H2Streams struct {
+	// Found: the server sent GOAWAY after Max streams (the last it answered); else Sent
+	// streams were answered without one (--max-requests).
+	Found   bool
+	Max     int
+	Sent    int
+	Limited string
+}
+
+// h2Streams sends up to MaxRequests requests one after another on one HTTP/2 connection
+// and reports after how many the server sent GOAWAY (nginx's keepalive_requests).
+func (p *prober) h2Streams(ctx context.Context) H2Streams {
+	var r H2Streams
+	c, err := p.h2Dial(ctx)
+	if err != nil {
+		if err != errNoH2 {
+			r.Limited = err.Error()
 		}
-		switch typ {
-		case h2Settings:
-			if flags&h2Ack == 0 {
-				for i := 0; i+6 <= len(payload); i += 6 {
-					if binary.BigEndian.Uint16(payload[i:]) == 0x3 {
-						h.MaxStreams = int(binary.BigEndian.Uint32(payload[i+2:]))
-					}
-				}
-				if _, err := c.c.Write(appendFrame(nil, h2Settings, h2Ack, 0, nil)); err != nil {
-					return err
-				}
-			}
-		case h2Data:
-			if len(payload) > 0 {
-				var inc [4]byte
-				binary.BigEndian.PutUint32(inc[:], uint32(len(payload)))
-				_, _ = c.c.Write(append(appendFrame(nil, h2WindowUpdate, 0, 0, inc[:]), appendFrame(nil, h2WindowUpdate, 0, stream, inc[:])...))
-			}
-		case h2GoAway:
-			return fmt.Errorf("GOAWAY before the response")
+		return r
+	}
+	defer c.close()
+	for r.Sent < p.opt.MaxRequests {
+		if ctx.Err() != nil {
+			r.Limited = "time budget spent"
+			return r
 		}
-		if stream == 1 && (typ == h2Headers || typ == h2Data) && flags&h2EndStream != 0 {
-			return nil
+		if err := c.request(uint32(2*r.Sent + 1)); err != nil {
+			if c.goaway != nil {
+				break
+			}
+			r.Limited = fmt.Sprintf("stream %d failed: %v", r.Sent+1, err)
+			return r
+		}
+		r.Sent++
+		if c.goaway != nil {
+			break
 		}
 	}
+	if c.goaway != nil {
+		r.Found, r.Max = true, r.Sent
+	}
+	return r
 }
 
 func appendFrame(b []byte, typ, flags byte, stream uint32, payload []byte) []byte {

@@ -198,6 +198,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		defer h2stop()
 		if t.tls {
 			wg.Go(func() { r.H2 = p.h2Probe(h2ctx) })
+			wg.Go(func() { r.H2Streams = p.h2Streams(ctx) })
 		}
 		r.Idle = p.idle(ctx)
 		if r.Idle.Found {

@@ -69,11 +69,12 @@ func TestNginx(t *testing.T) {
 }
 
 // TestNginxHint: keepalive_timeout 7s 5s sends timeout=5, which understates the real 7 s;
-// over TLS with HTTP/2 on, h2 is chosen by ALPN and closes idle at 7 s as well.
+// over TLS with HTTP/2 on, h2 is chosen by ALPN, closes idle at 7 s as well, and
+// keepalive_requests 50 ends an HTTP/2 connection with a GOAWAY after 50 streams.
 func TestNginxHint(t *testing.T) {
 	t.Parallel()
 	testci.Program(t, "nginx", "/usr/sbin/nginx")
-	s := startReal(t, realserver.Config{Kind: realserver.Nginx, IdleTimeout: 7 * time.Second, Hint: "timeout=5", TLS: true, HTTP2: true})
+	s := startReal(t, realserver.Config{Kind: realserver.Nginx, IdleTimeout: 7 * time.Second, Hint: "timeout=5", TLS: true, HTTP2: true, MaxRequests: 50})
 	o := realOpts("https://" + s.Addr() + "/")
 	o.RootCAs, o.ServerName = s.RootCAs(), s.ServerName()
 	r, err := Run(context.Background(), o)
@@ -96,6 +97,11 @@ func TestNginxHint(t *testing.T) {
 	}
 	if !h2.Found || h2.Kind != KindFIN || !near(h2.Close) || !near(h2.GoAway) || h2.MaxStreams != 128 {
 		testci.TimingMiss(t, "HTTP/2 %+v; want GOAWAY and FIN at 7 s within %s, 128 streams", h2, DefaultResolution)
+	}
+	// keepalive_requests 50 bounds HTTP/2 streams as well (nginx 1.19.7 and later): GOAWAY
+	// after the 50th, as after the 50th HTTP/1.1 response.
+	if r.H2Streams != (H2Streams{Found: true, Max: 50, Sent: 50}) || r.Requests.Max != 50 {
+		t.Errorf("HTTP/2 streams %+v, HTTP/1.1 requests %+v; want GOAWAY after 50, Connection: close after 50", r.H2Streams, r.Requests)
 	}
 }
 

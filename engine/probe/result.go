@@ -26,6 +26,7 @@ type Result struct {
 	TLSVersion        string        // "" over plain TCP
 	Resumed, TLSConns int           // TLS connections after the first that resumed a session, of TLSConns
 	H2                H2            // over HTTP/2, when the server chose it by ALPN
+	H2Streams         H2Streams     // the streams one HTTP/2 connection served before a GOAWAY
 	RTT               time.Duration // the larger of ConnectRTT and RequestRTT
 	ConnectRTT        time.Duration // median TCP connect
 	RequestRTT        time.Duration // fastest request on a warm connection (0 when none)
@@ -92,6 +93,7 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "  protocols:    %s\n", r.protoText())
 	if r.H2.Offered {
 		fmt.Fprintf(w, "  HTTP/2 idle:  %s\n", r.h2Text())
+		fmt.Fprintf(w, "  HTTP/2 reuse: %s\n", r.h2StreamsText())
 	}
 	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects %s; fastest request on a warm connection %s)%s\n", fmtDur(r.RTT), r.RTTSamples, fmtDur(r.ConnectRTT), fmtDur(r.RequestRTT),
 		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
@@ -234,4 +236,15 @@ func (r *Result) h2Text() string {
 		s += "; no GOAWAY before it"
 	}
 	return s
+}
+
+func (r *Result) h2StreamsText() string {
+	q := r.H2Streams
+	switch {
+	case q.Found:
+		return fmt.Sprintf("GOAWAY after %d streams on one connection", q.Max)
+	case q.Limited != "":
+		return fmt.Sprintf("not seen: %d streams answered, then %s", q.Sent, q.Limited)
+	}
+	return fmt.Sprintf("not seen: above %d (%d streams answered on one connection without a GOAWAY; --max-requests)", q.Sent, q.Sent)
 }

@@ -120,13 +120,17 @@ func TestVirtualHintTLS(t *testing.T) {
 			if r.Hint.Timeout != c.hint || r.HintVerdict() != c.want {
 				t.Errorf("hint %+v: %q; want timeout %s, %s", r.Hint, r.HintVerdict(), c.hint, c.want)
 			}
-			if r.TLSVersion != "TLS 1.3" || !r.H2.Offered || r.H2.MaxStreams != 77 || r.TLSConns != 11 || r.Resumed != 10 {
-				t.Errorf("TLS %q h2 %v streams %d resumed %d of %d; want TLS 1.3, h2, 77, 10 of 11", r.TLSVersion, r.H2.Offered, r.H2.MaxStreams, r.Resumed, r.TLSConns)
+			if r.TLSVersion != "TLS 1.3" || !r.H2.Offered || r.H2.MaxStreams != 77 || r.TLSConns != 12 || r.Resumed != 11 {
+				t.Errorf("TLS %q h2 %v streams %d resumed %d of %d; want TLS 1.3, h2, 77, 11 of 12", r.TLSVersion, r.H2.Offered, r.H2.MaxStreams, r.Resumed, r.TLSConns)
 			}
 			// Go's HTTP/2 server sends GOAWAY at its IdleTimeout and closes 1 s later
 			// (goAwayTimeout, net/http h2_bundle.go).
 			if want := (H2{Offered: true, MaxStreams: 77, Found: true, GoAway: c.idle, Close: c.idle + time.Second, Kind: KindFIN}); r.H2 != want {
 				t.Errorf("HTTP/2 %+v; want %+v", r.H2, want)
+			}
+			// Go's HTTP/2 server has no per-connection stream limit: 100 streams, no GOAWAY.
+			if r.H2Streams != (H2Streams{Sent: 100}) {
+				t.Errorf("HTTP/2 streams %+v; want 100 answered without a GOAWAY", r.H2Streams)
 			}
 		})
 	}
