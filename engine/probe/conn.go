@@ -83,9 +83,9 @@ func (c *conn) close() {
 
 // response is what the probe keeps of an answer.
 type response struct {
-	status                   int
-	proto, server, keepAlive string
-	close                    bool // the server said Connection: close
+	status                           int
+	proto, server, keepAlive, altSvc string
+	close                            bool // the server said Connection: close
 }
 
 // roundTrip sends one request and reads its whole answer within the request timeout.
@@ -114,7 +114,8 @@ func (p *prober) roundTrip(c *conn) (*response, error) {
 	c.done = time.Now()
 	_ = c.c.SetDeadline(time.Time{})
 	return &response{status: hr.StatusCode, proto: hr.Proto, server: hr.Header.Get("Server"),
-		keepAlive: strings.Join(hr.Header.Values("Keep-Alive"), ", "), close: hr.Close}, nil
+		keepAlive: strings.Join(hr.Header.Values("Keep-Alive"), ", "), altSvc: strings.Join(hr.Header.Values("Alt-Svc"), ", "),
+		close: hr.Close}, nil
 }
 
 // How a connection ended, as the socket reported it.

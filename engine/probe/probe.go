@@ -208,6 +208,9 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			// MaxIdle; a close later still is reported as not seen, above the wait.
 			time.AfterFunc(2*r.Idle.High+2*time.Second, h2stop)
 		}
+		if r.H3.AltSvc != "" {
+			wg.Go(func() { r.H3 = p.h3Probe(ctx, r.H3.AltSvc) })
+		}
 		wg.Wait()
 	}
 	p.mu.Lock()
@@ -242,6 +245,7 @@ func (p *prober) first(ctx context.Context, r *Result) error {
 	}
 	r.Status, r.Proto, r.Server = resp.status, resp.proto, resp.server
 	r.Hint = parseHint(resp.keepAlive)
+	r.H3.AltSvc = resp.altSvc
 	r.CloseOnFirst = resp.close
 	if c.tls != nil {
 		r.TLSVersion = tls.VersionName(c.tls.Version)

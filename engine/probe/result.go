@@ -27,6 +27,7 @@ type Result struct {
 	Resumed, TLSConns int           // TLS connections after the first that resumed a session, of TLSConns
 	H2                H2            // over HTTP/2, when the server chose it by ALPN
 	H2Streams         H2Streams     // the streams one HTTP/2 connection served before a GOAWAY
+	H3                H3            // HTTP/3, when Alt-Svc advertises it
 	RTT               time.Duration // the larger of ConnectRTT and RequestRTT
 	ConnectRTT        time.Duration // median TCP connect
 	RequestRTT        time.Duration // fastest request on a warm connection (0 when none)
@@ -95,6 +96,7 @@ func (r *Result) Write(w io.Writer) {
 		fmt.Fprintf(w, "  HTTP/2 idle:  %s\n", r.h2Text())
 		fmt.Fprintf(w, "  HTTP/2 reuse: %s\n", r.h2StreamsText())
 	}
+	fmt.Fprintf(w, "  HTTP/3:       %s\n", r.h3Text())
 	fmt.Fprintf(w, "  RTT:          %s (median of %d TCP connects %s; fastest request on a warm connection %s)%s\n", fmtDur(r.RTT), r.RTTSamples, fmtDur(r.ConnectRTT), fmtDur(r.RequestRTT),
 		ifs(r.TLSVersion != "", fmt.Sprintf("; TLS handshake %s", fmtDur(r.Handshake))))
 	if safe, ok := r.SafeClientIdle(); ok {
@@ -247,4 +249,31 @@ func (r *Result) h2StreamsText() string {
 		return fmt.Sprintf("not seen: %d streams answered, then %s", q.Sent, q.Limited)
 	}
 	return fmt.Sprintf("not seen: above %d (%d streams answered on one connection without a GOAWAY; --max-requests)", q.Sent, q.Sent)
+}
+
+func (r *Result) h3Text() string {
+	h := r.H3
+	switch {
+	case h.AltSvc == "":
+		return "not advertised (no Alt-Svc header)"
+	case h.Addr == "":
+		return fmt.Sprintf("not advertised (Alt-Svc: %s names no h3)", h.AltSvc)
+	case !h.Reached:
+		return fmt.Sprintf("advertised at %s (Alt-Svc: %s), not reached: %s", h.Addr, h.AltSvc, h.Err)
+	}
+	s := fmt.Sprintf("advertised at %s and reached; ", h.Addr)
+	if h.MaxIdleSent {
+		s += fmt.Sprintf("its max_idle_timeout is %s (a transport parameter as sent, not measured; a connection uses the smaller of both ends')", fmtDur(h.MaxIdle))
+	} else {
+		s += "it sends no max_idle_timeout (no idle timeout of its own)"
+	}
+	switch {
+	case h.ZeroRTT:
+		s += "; 0-RTT accepted on a resumed connection"
+	case h.ZeroRTTTried:
+		s += "; a resumed connection's 0-RTT was not accepted"
+	default:
+		s += "; no session resumed, so 0-RTT not tried"
+	}
+	return s
 }
