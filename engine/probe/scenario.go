@@ -93,6 +93,9 @@ func (r *Result) writeServer(p func(string, ...any), m model, ev func(string) st
 	p("server:")
 	if r.TLSVersion != "" {
 		p("  tls: true %s", ev("served over "+r.TLSVersion))
+		if r.H2.Offered {
+			p("  http: \"1.1\" %s", ev("HTTP/2 is offered by ALPN too; this model runs HTTP/1.1, the protocol of the race it shows"))
+		}
 	}
 	if m.silent {
 		p("  idle_timeout: none  # not seen: a box on the path drops idle flows first")

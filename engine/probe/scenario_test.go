@@ -92,3 +92,20 @@ func TestWrittenSilentDrop(t *testing.T) {
 		t.Errorf("race: errors %v (timeouts %v); want the one request after the drop timed out", m.Errors, m.ErrorsByClass.Timeout)
 	}
 }
+
+// TestWrittenTLS: a server probed over TLS 1.3 that offers h2 is written as a TLS server
+// run over HTTP/1.1 (the protocol of the race), with node-agent as the client; its race
+// and safe variants hold on the virtual clock.
+func TestWrittenTLS(t *testing.T) {
+	var r *Result
+	synctest.Test(t, func(t *testing.T) {
+		cfg := server.Config{TLS: true, HTTP2: true, IdleTimeout: 4 * time.Second}
+		r = virtualProbeLink(t, cfg, nil, 2*time.Millisecond, Options{MaxRequests: 10})
+	})
+	src, _ := runWritten(t, r, "node-agent")
+	for _, want := range []string{"tls: true # measured 2000-01-01 on 127.0.0.1: served over TLS 1.3", `http: "1.1" # measured `, "preset: node-agent", "rtt: 2ms", "idle_timeout: 4s # measured"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the file lacks %q:\n%s", want, src)
+		}
+	}
+}
