@@ -227,7 +227,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	r.Conns, r.Sent = p.conns, p.requests
 	p.mu.Unlock()
 	r.Elapsed = time.Since(start)
-	r.BudgetSpent = ctx.Err() != nil
+	r.BudgetSpent = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	return r, nil
 }
 

@@ -85,8 +85,11 @@ func (r *Result) Write(w io.Writer) {
 	fmt.Fprintf(w, "  budgets: %d connections, %d requests on one connection, %s in all; idle gaps up to %s, %d connections a round, resolution %s, request timeout %s\n\n",
 		o.MaxConns, o.MaxRequests, o.Budget, o.MaxIdle, o.Parallel, o.Resolution, o.RequestTimeout)
 	fmt.Fprintf(w, "  response:     %d, %s%s\n", r.Status, r.Proto, ifs(r.Server != "", ", Server: "+r.Server))
-	if r.Status >= 400 {
+	switch {
+	case r.Status >= 400:
 		fmt.Fprintf(w, "                (an error status: what follows is how the server treats this error response, which may differ from a success)\n")
+	case r.Status >= 300:
+		fmt.Fprintf(w, "                (a redirect, not followed: what follows is how the server treats this response; probe the URL it names to measure that)\n")
 	}
 	fmt.Fprintf(w, "  idle close:   %s\n", r.idleText())
 	fmt.Fprintf(w, "  hint:         %s\n", r.hintText())

@@ -230,3 +230,25 @@ func TestVirtualLink(t *testing.T) {
 		}
 	})
 }
+
+// TestVirtualWrite: the printed findings of a 7 s FIN close, and the note on an error status.
+func TestVirtualWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbe(t, server.Config{IdleTimeout: 7 * time.Second, MaxRequests: 50, Status: 404}, nil, Options{})
+		var b strings.Builder
+		r.Write(&b)
+		for _, want := range []string{
+			"  response:     404, HTTP/1.1\n                (an error status: what follows is how the server treats this error response",
+			"  idle close:   7s idle, closed by FIN (seen as it arrived on 5 idle connections)\n",
+			"  hint:         none (no Keep-Alive header)\n",
+			"  requests:     max 50 per connection (response 50 said Connection: close)\n",
+			"  HTTP/3:       not advertised (no Alt-Svc header)\n",
+			"  client rule:  a client idle timeout of 6.999s or less is safe (below close 7s − RTT 0s)",
+			"  spent: 10 connections, 62 requests, 7s\n",
+		} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("the findings lack %q:\n%s", want, b.String())
+			}
+		}
+	})
+}
