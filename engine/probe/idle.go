@@ -79,6 +79,7 @@ func (p *prober) idle(ctx context.Context) Idle {
 		if len(seen) > 0 {
 			// The close was seen as it happened: that is the measurement.
 			res.Found, res.Low, res.High, res.Seen = true, slices.Min(seen), slices.Max(seen), len(seen)
+			res.Limited = "" // measured, whatever budget the round's other trials met
 			return res
 		}
 		if !closedSeen {

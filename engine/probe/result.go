@@ -116,6 +116,9 @@ func (r *Result) idleText() string {
 	if r.CloseOnFirst {
 		return "none: the server closes the connection after every response (Connection: close), so no connection stays idle"
 	}
+	if !id.Found && id.Above == 0 && id.Limited != "" {
+		return "not measured: " + id.Limited
+	}
 	if !id.Found {
 		s := fmt.Sprintf("not seen: connections were still open after %s idle (above %s)", fmtDur(id.Above), fmtDur(id.Above))
 		if id.Limited != "" {
@@ -129,9 +132,9 @@ func (r *Result) idleText() string {
 		s = fmt.Sprintf("silent drop after about %s (bracket %s .. %s, %d rounds): nothing arrived while idle and the next request %s; "+
 			"a box on the path (NAT, firewall, balancer) forgot the flow, not a server timeout", fmtDur(id.High), fmtDur(id.Low), fmtDur(id.High), id.Rounds, nextText(id.Next))
 	case KindData:
-		s = fmt.Sprintf("%s .. %s idle: the server sent an unrequested response, then closed (seen on %d connections)", fmtDur(id.Low), fmtDur(id.High), id.Seen)
+		s = fmt.Sprintf("%s idle: the server sent an unrequested response, then closed (seen on %d connection%s)", span(id.Low, id.High), id.Seen, ifs(id.Seen != 1, "s"))
 	default:
-		s = fmt.Sprintf("%s idle, closed by %s (seen as it arrived on %d idle connections)", span(id.Low, id.High), id.Kind, id.Seen)
+		s = fmt.Sprintf("%s idle, closed by %s (seen as it arrived on %d idle connection%s)", span(id.Low, id.High), id.Kind, id.Seen, ifs(id.Seen != 1, "s"))
 	}
 	if id.Limited != "" {
 		s += "; the budget cut the bisection short (" + id.Limited + "): the bracket is the result"
@@ -233,7 +236,7 @@ func (r *Result) h2Text() string {
 	case h.Found:
 		s = fmt.Sprintf("closed by %s at %s idle after one request", h.Kind, fmtDur(h.Close))
 	default:
-		s = fmt.Sprintf("not seen: still open after %s idle (above %s)", fmtDur(h.Above), fmtDur(h.Above))
+		s = fmt.Sprintf("not seen: no GOAWAY and no close within %s idle (above %s; a silent drop cannot be seen without a request)", fmtDur(h.Above), fmtDur(h.Above))
 	}
 	if h.GoAway > 0 {
 		s += fmt.Sprintf("; GOAWAY (error code %d) at %s", h.GoAwayErr, fmtDur(h.GoAway))

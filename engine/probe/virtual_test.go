@@ -252,3 +252,14 @@ func TestVirtualWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestVirtualNoConnections: a connection budget spent before any idle connection could
+// open measures nothing, and says so rather than "above 0s".
+func TestVirtualNoConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := virtualProbe(t, server.Config{IdleTimeout: 7 * time.Second}, nil, Options{MaxConns: 1, MaxRequests: 5})
+		if r.Idle.Found || r.Idle.Above != 0 || r.idleText() != "not measured: connection budget spent" {
+			t.Errorf("idle %+v (%s); want not measured: connection budget spent", r.Idle, r.idleText())
+		}
+	})
+}
