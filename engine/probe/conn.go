@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/fault"
 )
 
 // conn is one probe connection: HTTP/1.1 written by hand over TCP or TLS, so that every
@@ -149,6 +151,10 @@ func kind(err error) string {
 // watch holds the connection idle for gap after its last response, reading: it returns
 // the kind of what arrived ("" for nothing) and when, measured from that response.
 func (c *conn) watch(ctx context.Context, gap time.Duration) (string, time.Duration) {
+	if fault.On(fault.ProbeIdleUnread) {
+		time.Sleep(time.Until(c.done.Add(gap)))
+		return "", time.Since(c.done)
+	}
 	_ = c.c.SetReadDeadline(c.done.Add(gap))
 	if ctx.Err() != nil {
 		return KindOther, 0

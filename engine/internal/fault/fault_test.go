@@ -14,7 +14,7 @@ import (
 var consts = map[string]string{"HintIgnored": HintIgnored, "CloseUndelayed": CloseUndelayed,
 	"HandshakeShort": HandshakeShort, "IdleCloseDouble": IdleCloseDouble, "HiddenUncounted": HiddenUncounted,
 	"ProbeBlind": ProbeBlind, "IdleReaderHeld": IdleReaderHeld, "UndiciAsNode": UndiciAsNode, "OracleBatchesDropped": OracleBatchesDropped,
-	"QUICClientIdleDropped": QUICClientIdleDropped}
+	"QUICClientIdleDropped": QUICClientIdleDropped, "ProbeIdleUnread": ProbeIdleUnread}
 
 // Every fault is in .ci/faults with a guard, and the engine's code switches on each: a
 // fault no guard runs, or no code reads, would prove nothing.

@@ -32,7 +32,10 @@ const (
 	// QUICClientIdleDropped: the HTTP/3 client advertises no max_idle_timeout of its own
 	// (quic-go's default 30 s) whatever client.idle_timeout says.
 	QUICClientIdleDropped = "quic-client-idle-dropped"
+	// ProbeIdleUnread: kalab probe sleeps through an idle gap instead of reading the
+	// socket, so a FIN or RST is seen only on the next request, as if the drop were silent.
+	ProbeIdleUnread = "probe-idle-unread"
 )
 
 // Names lists every fault, for the harness.
-var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped}
+var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped, ProbeIdleUnread}
