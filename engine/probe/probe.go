@@ -200,16 +200,16 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			wg.Go(func() { r.H2 = p.h2Probe(h2ctx) })
 			wg.Go(func() { r.H2Streams = p.h2Streams(ctx) })
 		}
+		if alt := r.H3.AltSvc; alt != "" {
+			wg.Go(func() { r.H3 = p.h3Probe(ctx, alt) })
+		}
 		r.Idle = p.idle(ctx)
 		if r.Idle.Found {
 			// HTTP/2's idle close is usually HTTP/1.1's (nginx's keepalive_timeout, Go's
 			// IdleTimeout, whose GOAWAY Go follows with the close 1 s later: goAwayTimeout
 			// in net/http's h2_bundle.go): wait for it up to twice that and 2 s more, not
 			// MaxIdle; a close later still is reported as not seen, above the wait.
-			time.AfterFunc(2*r.Idle.High+2*time.Second, h2stop)
-		}
-		if r.H3.AltSvc != "" {
-			wg.Go(func() { r.H3 = p.h3Probe(ctx, r.H3.AltSvc) })
+			defer time.AfterFunc(2*r.Idle.High+2*time.Second, h2stop).Stop()
 		}
 		wg.Wait()
 	}
