@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,18 @@ func startReal(t *testing.T, cfg realserver.Config) *realserver.Server {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// wantText checks that the printed findings hold each of wants.
+func wantText(t *testing.T, r *Result, wants ...string) {
+	t.Helper()
+	var b strings.Builder
+	r.Write(&b)
+	for _, w := range wants {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("the findings lack %q:\n%s", w, b.String())
+		}
+	}
 }
 
 // closedAt checks that the idle close was seen as it happened, by kind, within tol of want
@@ -63,6 +76,7 @@ func TestNginx(t *testing.T) {
 	if r.Elapsed > 30*time.Second {
 		t.Errorf("took %s; want under 30 s", r.Elapsed)
 	}
+	wantText(t, r, "idle, closed by FIN", "hint:         none (no Keep-Alive header)", "max 50 per connection (response 50 said Connection: close)", "protocols:    HTTP/1.1,")
 	// The measurement, written as a scenario, loads and reproduces its race on the
 	// virtual clock (runWritten fails on any check that does not hold).
 	runWritten(t, r, "go-default")
@@ -130,6 +144,7 @@ func TestNodeDefault(t *testing.T) {
 	if r.Hint.Timeout != preset.Hint || r.HintVerdict() != "understates" {
 		t.Errorf("hint %+v (%s); want the node preset's %s, understating the close", r.Hint, r.HintVerdict(), preset.Hint)
 	}
+	wantText(t, r, "hint:         Keep-Alive: timeout=5; understates the measured close")
 	if r.Requests.Found {
 		t.Errorf("requests %+v; Node's maxRequestsPerSocket is unlimited by default", r.Requests)
 	}
@@ -163,6 +178,7 @@ func TestSilentDrop(t *testing.T) {
 		id.Low < 3*time.Second-res || id.High > 3*time.Second+res {
 		testci.TimingMiss(t, "idle %+v; want a silent drop (timeout on the next request) bracketed within %s of 3 s", id, res)
 	}
+	wantText(t, r, "idle close:   silent drop after about 3.", "forgot the flow, not a server timeout")
 }
 
 // TestHAProxy: HAProxy's "timeout http-keep-alive 4s" (the realserver configuration
