@@ -31,6 +31,9 @@ type Idle struct {
 // Silent is Idle.Kind for a close nothing announced: the next request failed.
 const Silent = "silent"
 
+// connectPace spaces the connections a round opens.
+const connectPace = 10 * time.Millisecond
+
 // trial is one connection held idle for gap.
 type trial struct {
 	gap  time.Duration
@@ -128,6 +131,11 @@ func (p *prober) round(ctx context.Context, gaps []time.Duration) []trial {
 	var wg sync.WaitGroup
 	for i, g := range gaps {
 		wg.Go(func() {
+			// Polite pacing: a round's connections open connectPace apart.
+			select {
+			case <-time.After(time.Duration(i) * connectPace):
+			case <-ctxs[i].Done():
+			}
 			tr := p.trial(ctxs[i], g)
 			mu.Lock()
 			defer mu.Unlock()
