@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/logline"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/probecmd"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/ci"
 	"github.com/kalab-dev/kalab/engine/help"
@@ -39,7 +40,7 @@ const (
 var usage = help.Usage
 
 // commands lists the commands Main knows, for did-you-mean.
-var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain"}
+var commands = []string{"run", "truth", "validate", "diff", "report", "merge", "schema", "version", "help", "completion", "init", "sweep", "explain", "probe"}
 
 // Main is the whole CLI; it returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
@@ -79,6 +80,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdSweep(rest, stdout, stderr)
 	case "explain":
 		return cmdExplain(rest, stdout, stderr)
+	case "probe": // cmd/kalab/internal/probecmd: flags, the engine call, the printed result
+		return probecmd.Main(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-V":

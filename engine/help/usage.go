@@ -15,6 +15,8 @@ Usage:
   kalab merge DIR... --out DIR          put the results of kalab run --shard I/N back together and gate them
   kalab sweep FILE --param P --range R  search a parameter for the value where the run's checks start
                                         to fail (the safe setting), over seeds, with a plot
+  kalab probe URL [--write FILE]        measure a live server's idle close, hint, requests per connection
+                                        and round trip; write them down as a scenario
   kalab schema                          print the scenario JSON Schema
   kalab version                         print the version
   kalab help [metrics|presets|clients]  this help, each metric's meaning and unit, the presets, or

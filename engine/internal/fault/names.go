@@ -73,8 +73,11 @@ const (
 	// QUICIdlePings: an HTTP/3 client with no keep-alive period PINGs every 10 s (quic-go's
 	// http3 default) while its connection is idle.
 	QUICIdlePings = "quic-idle-pings"
+	// ProbeIdleUnread: kalab probe sleeps through an idle gap instead of reading the
+	// socket, so a FIN or RST is seen only on the next request, as if the drop were silent.
+	ProbeIdleUnread = "probe-idle-unread"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread}
