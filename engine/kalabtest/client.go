@@ -44,7 +44,9 @@ func (c *runClient) newClient(cfg client.Config) (client.Client, error) {
 	return client.NewFuncDial(cfg, func(dial client.DialFunc) (http.RoundTripper, error) {
 		// Every connection goes through the run's network, TLS included: the
 		// Transport's own TLS (its config, its ALPN) over that connection.
+		//lint:ignore SA1019 a caller's deprecated Dial must be cleared, or it would dial outside the run
 		tr.DialContext, tr.Dial = c.counted(dial), nil
+		//lint:ignore SA1019 a caller's deprecated DialTLS would take over TLS dials when DialTLSContext is nil
 		tr.DialTLSContext, tr.DialTLS = nil, nil
 		return tr, nil
 	})
