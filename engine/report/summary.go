@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kalab-dev/kalab/engine/internal/numtext"
@@ -131,7 +132,7 @@ func checksCell(cs []Check) string {
 
 func describeCheck(where string, c Check) string {
 	if c.Verdict() == VerdictNotEvaluated {
-		return fmt.Sprintf("%s:%d:%d: %s: NOT EVALUATED %s: %s", c.File, c.Line, c.Col, where, c.Expr, c.NotEvaluated)
+		return fmt.Sprintf("%s:%d:%d: %s: NOT EVALUATED %s: %s", c.File, c.Line, c.Col, where, c.Expr, briefWhy(c.NotEvaluated))
 	}
 	s := fmt.Sprintf("%s:%d:%d: %s: FAIL %s", c.File, c.Line, c.Col, where, c.Expr)
 	if len(c.Observed) > 0 {
@@ -143,6 +144,21 @@ func describeCheck(where string, c Check) string {
 		s += ": " + c.Why
 	}
 	return s
+}
+
+// briefWhy is why a check was not evaluated as the summary line says it: a reason over 160
+// characters loses the figures in parentheses and is cut at 160; the record keeps it whole.
+func briefWhy(why string) string {
+	if len([]rune(why)) <= 160 {
+		return why
+	}
+	if i := strings.Index(why, " ("); i > 0 {
+		why = why[:i]
+	}
+	if r := []rune(why); len(r) > 160 {
+		why = string(r[:159]) + "…"
+	}
+	return why
 }
 
 // Observed renders observed values as "name=value, ..." in key order.
