@@ -8,8 +8,8 @@ import (
 // UnjudgedHint tells why the exit code is 3 when every run passed: compare checks the
 // machine's timing left without a verdict.
 func UnjudgedHint(w io.Writer, name string, checks []Check) {
-	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated: the machine's measured timing could change %s verdict (exit 3); run %s with fewer runs at once (--parallel 1), a larger --time-scale, or on a less busy machine:\n",
-		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1], map[bool]string{true: "it", false: "them"}[len(checks) == 1])
+	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated, the machine's timing could change %s verdict (exit 3); try --parallel 1, a larger --time-scale or a quieter machine:\n",
+		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1])
 	for _, c := range checks {
 		fmt.Fprintf(w, "  %s:%d:%d: %s\n", c.File, c.Line, c.Col, c.Expr)
 	}
