@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
@@ -64,6 +65,10 @@ func estimate(st scenario.Settings) time.Duration {
 	n := max(st.Load.Requests, 0)
 	c := requestCosts(st)
 	total, conns := scheduleTime(st, c)
+	if extra := serverCloses(st, n, conns); extra > 0 {
+		total += time.Duration(extra) * (c.fresh - c.reused)
+		conns += extra
+	}
 	total += listenWait(st)
 	real := time.Duration(float64(total) * scale)
 	// The settle wait after the client closes: its FINs cross the link.
@@ -71,6 +76,31 @@ func estimate(st scenario.Settings) time.Duration {
 	real += estimateSetup + time.Duration(n)*estimateCPURequest + time.Duration(conns)*estimateCPUConn
 	real += time.Duration(processes) * perProcess
 	return real
+}
+
+// serverCloses is how many more connections than the schedule's own a server that closes
+// after max_requests makes a client that pools open: one for every max_requests requests,
+// and, for undici 7's Agent (which closes the origin's pool when its connections fall to
+// zero), one for every request once its first two connections have carried theirs.
+func serverCloses(st scenario.Settings, n, conns int) int {
+	m := st.Server.MaxRequests
+	if m <= 0 || !pools(st) {
+		return 0
+	}
+	want := (n + m - 1) / m
+	if dropsEmptyPool(st) && n > 2*m {
+		want = 2 + n - 2*m
+	}
+	return max(want-conns, 0)
+}
+
+// dropsEmptyPool reports whether the client is undici 7's Agent: the model's drop_empty_pool,
+// or the node-fetch adapter running an undici 7 release.
+func dropsEmptyPool(st scenario.Settings) bool {
+	if x := st.Client.Exec; x != nil {
+		return x.Adapter == "node-fetch" && strings.HasPrefix(x.Version, "7")
+	}
+	return st.Client.DropEmptyPool
 }
 
 // execEstimate applies what a real client's adapter fixes to st and returns how many
