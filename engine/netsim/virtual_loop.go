@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/internal/dueq"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -11,19 +12,10 @@ import (
 // (data, FIN or reset) to its direction's destination, or run call.
 type vevent struct {
 	due  time.Time
-	seq  uint64 // push order: breaks ties between items due at the same instant
 	d    *vdir
 	kind kind
 	data []byte
 	call func() // set for the proxy's own timed steps (a modelled accept, a delayed dial)
-}
-
-// before orders the loop's items: by due time, then by push order.
-func (a *vevent) before(b *vevent) bool {
-	if !a.due.Equal(b.due) {
-		return a.due.Before(b.due)
-	}
-	return a.seq < b.seq
 }
 
 // eventLoop is the single scheduler of a VirtualProxy: a min-heap of items keyed by (due
@@ -40,8 +32,7 @@ type eventLoop struct {
 	net     *vnet.Network // ordered: items are the network's steps; nil: this loop's own goroutine
 	perform func(*vevent)
 	mu      sync.Mutex
-	q       []vevent // a binary min-heap by before
-	seq     uint64
+	q       dueq.Queue[vevent]
 	wake    chan struct{} // capacity 1: an earlier item was pushed
 	stop    chan struct{} // closed by close
 	once    sync.Once
@@ -55,7 +46,7 @@ func newEventLoop(n *vnet.Network, perform func(*vevent)) *eventLoop {
 	return e
 }
 
-// push adds ev, stamped with the next sequence number.
+// push adds ev after every item due at the same instant.
 func (e *eventLoop) push(ev vevent) {
 	if e.net != nil {
 		e.net.At(ev.due, func() {
@@ -68,19 +59,7 @@ func (e *eventLoop) push(ev vevent) {
 		return
 	}
 	e.mu.Lock()
-	e.seq++
-	ev.seq = e.seq
-	e.q = append(e.q, ev)
-	i := len(e.q) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !e.q[i].before(&e.q[parent]) {
-			break
-		}
-		e.q[i], e.q[parent] = e.q[parent], e.q[i]
-		i = parent
-	}
-	first := i == 0
+	first := e.q.Push(ev.due, ev)
 	e.mu.Unlock()
 	if first {
 		select {
@@ -90,43 +69,12 @@ func (e *eventLoop) push(ev vevent) {
 	}
 }
 
-// popLocked removes and returns the earliest item. The caller holds e.mu.
-func (e *eventLoop) popLocked() vevent {
-	ev := e.q[0]
-	last := len(e.q) - 1
-	e.q[0] = e.q[last]
-	e.q[last] = vevent{}
-	e.q = e.q[:last]
-	i := 0
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && e.q[l].before(&e.q[m]) {
-			m = l
-		}
-		if r < last && e.q[r].before(&e.q[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		e.q[i], e.q[m] = e.q[m], e.q[i]
-		i = m
-	}
-	return ev
-}
-
 // next returns the earliest item if it is due at now, else how long until it is due
 // (negative: the loop is empty).
 func (e *eventLoop) next() (vevent, bool, time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.q) == 0 {
-		return vevent{}, false, -1
-	}
-	if wait := time.Until(e.q[0].due); wait > 0 {
-		return vevent{}, false, wait
-	}
-	return e.popLocked(), true, 0
+	return e.q.Next()
 }
 
 // run performs the items as they fall due until close. perform runs on this goroutine,

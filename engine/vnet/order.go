@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/internal/dueq"
 )
 
 // On the virtual clock many things fall due at the same instant: the requests of a burst
@@ -95,25 +97,11 @@ func (s *Step) run() {
 type orderer struct {
 	settle func()
 	mu     sync.Mutex
-	q      []item
-	seq    uint64
+	q      dueq.Queue[*Step]
 	closed bool
 	wake   chan struct{} // capacity 1: an earlier step was pushed
 	stop   chan struct{} // closed by close
 	done   chan struct{} // closed when run returns
-}
-
-type item struct {
-	due time.Time
-	seq uint64
-	s   *Step
-}
-
-func (a *item) before(b *item) bool {
-	if !a.due.Equal(b.due) {
-		return a.due.Before(b.due)
-	}
-	return a.seq < b.seq
 }
 
 // push adds s at due; false once the orderer is closed.
@@ -123,18 +111,7 @@ func (o *orderer) push(due time.Time, s *Step) bool {
 		o.mu.Unlock()
 		return false
 	}
-	o.seq++
-	o.q = append(o.q, item{due: due, seq: o.seq, s: s})
-	i := len(o.q) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !o.q[i].before(&o.q[parent]) {
-			break
-		}
-		o.q[i], o.q[parent] = o.q[parent], o.q[i]
-		i = parent
-	}
-	first := i == 0
+	first := o.q.Push(due, s)
 	o.mu.Unlock()
 	if first {
 		select {
@@ -145,42 +122,11 @@ func (o *orderer) push(due time.Time, s *Step) bool {
 	return true
 }
 
-// popLocked removes and returns the earliest step.
-func (o *orderer) popLocked() item {
-	it := o.q[0]
-	last := len(o.q) - 1
-	o.q[0] = o.q[last]
-	o.q[last] = item{}
-	o.q = o.q[:last]
-	i := 0
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && o.q[l].before(&o.q[m]) {
-			m = l
-		}
-		if r < last && o.q[r].before(&o.q[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		o.q[i], o.q[m] = o.q[m], o.q[i]
-		i = m
-	}
-	return it
-}
-
 // next returns the earliest step if it is due, else how long until it is (negative: none).
-func (o *orderer) next() (item, bool, time.Duration) {
+func (o *orderer) next() (*Step, bool, time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.q) == 0 {
-		return item{}, false, -1
-	}
-	if wait := time.Until(o.q[0].due); wait > 0 {
-		return item{}, false, wait
-	}
-	return o.popLocked(), true, 0
+	return o.q.Next()
 }
 
 // run performs the steps as they fall due until close. Before each step it settles: every
@@ -195,13 +141,13 @@ func (o *orderer) run() {
 			return
 		default:
 		}
-		it, ok, wait := o.next()
+		step, ok, wait := o.next()
 		if ok {
-			if it.s.stopped.Load() {
+			if step.stopped.Load() {
 				continue
 			}
 			o.settle()
-			it.s.run()
+			step.run()
 			continue
 		}
 		if wait < 0 {

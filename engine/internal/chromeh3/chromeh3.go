@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -77,12 +78,12 @@ func Run(ctx context.Context, bin string, opt Options) ([]Result, error) {
 	// One directory of kalab's holds Chromium's profile and its TMPDIR (where it makes its
 	// org.chromium.Chromium.* directories and leaves them when killed): removed after the
 	// group is killed and its leader waited for, or by proc's cleaner if kalab dies first.
-	root, err := os.MkdirTemp("", "kalab-chromeh3-")
+	root, err := os.MkdirTemp(tempBase(os.TempDir()), "kc")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(root)
-	profile, tmp := filepath.Join(root, "profile"), filepath.Join(root, "tmp")
+	profile, tmp := filepath.Join(root, "profile"), filepath.Join(root, "t")
 	for _, d := range []string{profile, tmp} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, err
@@ -100,6 +101,24 @@ func Run(ctx context.Context, bin string, opt Options) ([]Result, error) {
 		err = fmt.Errorf("%w\nChromium's last words:\n%s", err, b.stderr)
 	}
 	return res, err
+}
+
+// Chromium makes its singleton socket at TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket
+// and dies when that path is longer than a Unix socket's (sockaddr_un: 108 bytes with the
+// NUL; chrome/browser/process_singleton_posix.cc "Socket path too long").
+const (
+	sunPathMax = 107
+	socketTail = len("/org.chromium.Chromium.XXXXXX/SingletonSocket")
+	rootTail   = len("/kc") + 10 + len("/t") // os.MkdirTemp's name, then Chromium's TMPDIR in it
+)
+
+// tempBase is where kalab makes Chromium's directory: the user's temporary directory when
+// Chromium's socket path fits under it, else /tmp, whose path always does.
+func tempBase(tmpdir string) string {
+	if runtime.GOOS == "windows" || len(tmpdir)+rootTail+socketTail <= sunPathMax {
+		return tmpdir
+	}
+	return "/tmp"
 }
 
 // checkOrigin accepts an https origin on a loopback address, with its port.

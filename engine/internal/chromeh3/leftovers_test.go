@@ -109,3 +109,25 @@ func TestSIGKILLLeavesNothingInTMPDIR(t *testing.T) {
 		}
 	}
 }
+
+// Under a TMPDIR long enough that Chromium's singleton socket would not fit in a Unix
+// socket's path, kalab makes Chromium's directory under /tmp instead: Chromium runs, and
+// neither directory keeps anything (it died with "Socket path too long" before).
+func TestRunUnderALongTMPDIR(t *testing.T) {
+	bin := chromium(t)
+	s := startH3(t, 30*time.Second)
+	long := filepath.Join(shortTemp(t), strings.Repeat("d", 60))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", long)
+	if tempBase(long) != "/tmp" || tempBase("/tmp") != "/tmp" {
+		t.Fatalf("tempBase(%d characters) = %s", len(long), tempBase(long))
+	}
+	if _, err := Run(context.Background(), bin, Options{Origin: "https://" + s.Addr, CertSPKI: s.SPKI, Steps: []Step{{Path: "/a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if left := entries(t, long); len(left) > 0 {
+		t.Fatalf("Run left %v in TMPDIR", left)
+	}
+}
