@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/flaghint"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
-	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -121,25 +121,11 @@ func parseFlags(fs *pflag.FlagSet, args []string) (ok bool, code int) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return false, exitOK
 		}
-		fmt.Fprintf(fs.Output(), "kalab %s: %v%s\n", fs.Name(), err, flagHint(fs, err))
+		fmt.Fprintf(fs.Output(), "kalab %s: %v%s\n", fs.Name(), err, flaghint.For(fs, err))
 		fmt.Fprintf(fs.Output(), "Run 'kalab %s --help' for its flags.\n", fs.Name())
 		return false, exitInvalid
 	}
 	return true, exitOK
-}
-
-// flagHint suggests the flag meant when err is pflag's "unknown flag: --NAME".
-func flagHint(fs *pflag.FlagSet, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return ""
-	}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if c := check.Closest(name, names); c != "" {
-		return fmt.Sprintf(" (did you mean --%s?)", c)
-	}
-	return ""
 }
 
 type logOptions struct {

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/flaghint"
 	"io"
 	"os"
 	"os/signal"
@@ -73,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "kalab probe: %v%s\nRun 'kalab probe --help' for its flags.\n", err, flagHint(fs, err))
+		fmt.Fprintf(stderr, "kalab probe: %v%s\nRun 'kalab probe --help' for its flags.\n", err, flaghint.For(fs, err))
 		return exitInvalid
 	}
 	if fs.NArg() != 1 {
@@ -166,18 +167,4 @@ func (f *flags) writeScenario(res *probe.Result, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\nwrote %s: kalab run %s runs the model on the virtual clock\n", f.write, f.write)
 	return exitOK
-}
-
-// flagHint suggests the flag meant when err is pflag's "unknown flag: --NAME".
-func flagHint(fs *pflag.FlagSet, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return ""
-	}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if c := check.Closest(name, names); c != "" {
-		return fmt.Sprintf(" (did you mean --%s?)", c)
-	}
-	return ""
 }
