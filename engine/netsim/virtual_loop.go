@@ -98,25 +98,7 @@ func (e *eventLoop) run() {
 			perform(&ev)
 			continue
 		}
-		if wait < 0 {
-			select {
-			case <-e.wake:
-			case <-e.stop:
-				return
-			}
-			continue
-		}
-		if t == nil {
-			t = time.NewTimer(wait)
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-t.C:
-		case <-e.wake:
-			t.Stop()
-		case <-e.stop:
-			t.Stop()
+		if !dueq.Await(&t, wait, e.wake, e.stop) {
 			return
 		}
 	}

@@ -150,25 +150,7 @@ func (o *orderer) run() {
 			step.run()
 			continue
 		}
-		if wait < 0 {
-			select {
-			case <-o.wake:
-			case <-o.stop:
-				return
-			}
-			continue
-		}
-		if t == nil {
-			t = time.NewTimer(wait)
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-t.C:
-		case <-o.wake:
-			t.Stop()
-		case <-o.stop:
-			t.Stop()
+		if !dueq.Await(&t, wait, o.wake, o.stop) {
 			return
 		}
 	}

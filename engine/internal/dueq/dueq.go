@@ -82,3 +82,32 @@ func (q *Queue[T]) pop() T {
 
 // Clear drops every queued value.
 func (q *Queue[T]) Clear() { q.q = nil }
+
+// Await is the wait of a queue's goroutine between two values: until the earliest is due
+// (wait, as Next said; negative: none is queued, so only a wake ends it), or an earlier one
+// was pushed (wake), or the goroutine is to stop (stop: false). t is the goroutine's timer,
+// made on first use and reused after.
+func Await(t **time.Timer, wait time.Duration, wake, stop <-chan struct{}) bool {
+	if wait < 0 {
+		select {
+		case <-wake:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	if *t == nil {
+		*t = time.NewTimer(wait)
+	} else {
+		(*t).Reset(wait)
+	}
+	select {
+	case <-(*t).C:
+	case <-wake:
+		(*t).Stop()
+	case <-stop:
+		(*t).Stop()
+		return false
+	}
+	return true
+}
