@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/kalab-dev/kalab/engine/internal/reporttest"
 	"slices"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestVirtualRegressionBesideBusyProcesses(t *testing.T) {
 	if base.Status != report.StatusPass || base.Metrics.LatencyMs.P50 < 39.9 || base.Metrics.LatencyMs.P50 > 40.1 {
 		t.Fatalf("baseline run: status %s (%s), p50 %v, want a pass at 40 ms", base.Status, base.Error, base.Metrics.LatencyMs.P50)
 	}
-	b := reportBaseline(t, base)
+	b := reporttest.Baseline(t, base)
 	tols := &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{"rtt": {Rules: map[string]scenario.Tolerance{
 		"latency_ms.p50": {Value: 9.9},
 	}}}}
@@ -64,28 +65,6 @@ func TestVirtualRegressionBesideBusyProcesses(t *testing.T) {
 	if len(r.Timing.Sources) != 0 || r.Timing.LinkTrips != 0 || r.Timing.LatencyFloorMs != nil {
 		t.Errorf("a virtual run's timing carries what only judges the real clock: %+v", r.Timing)
 	}
-}
-
-// reportBaseline writes runs as a results file and loads it as a baseline.
-func reportBaseline(t *testing.T, runs ...*report.Run) *report.Baseline {
-	t.Helper()
-	w, err := report.Create(t.TempDir(), "base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runs {
-		if err := w.WriteRun(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := report.LoadBaseline(w.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // h2IdleSrc: HTTP/2 over TLS with a 2 s server idle timeout and 2.5 s pauses, so every
