@@ -99,6 +99,10 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	default:
 		fmt.Fprintf(b, " It opened a burst after a pause of %s (from request %d's response to its start)", ms(pause), prev.Seq)
 	}
+	if why := r.eventClosed(i); why != "" {
+		fmt.Fprintf(b, "; the server's %s, not an idle timer, closed its connection, so the pause does not decide this race.", why)
+		return
+	}
 	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
 	hop := ""
 	if bal := r.params.Balancer; bal != nil && !r.backendFailure(i) {
@@ -131,6 +135,33 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	default:
 		fmt.Fprintf(b, ", %s past the race window (%s, %s): timer lateness moved it in.", ms(pause-hi), ms(lo), ms(hi))
 	}
+}
+
+// eventReasons tell which server event (server.events) closed a connection.
+var eventReasons = map[string]string{
+	"goaway":  "a reload (server.events goaway): the server told every connection to go",
+	"drain":   "a drain (server.events drain): the server stopped taking requests",
+	"restart": "a restart (server.events restart): every connection closed at once",
+}
+
+// eventClosed names the server event that closed the connection request i rode, or "".
+func (r *Run) eventClosed(i int) string {
+	q := r.Requests[i]
+	conn, serverID := q.Conn, q.ServerConn
+	if p := r.prev(i); q.Class == "" && p >= 0 {
+		conn, serverID = r.Requests[p].Conn, 0
+	}
+	sc := r.serverConn(serverID, conn)
+	if sc == nil || r.params.Balancer != nil {
+		return ""
+	}
+	switch sc.Reason {
+	case "goaway":
+		return "reload"
+	case "drain", "restart":
+		return sc.Reason
+	}
+	return ""
 }
 
 // closeFacts tells when and why the connection was closed, when its FIN reached the
@@ -198,6 +229,8 @@ func (r *Run) reasonText(who, reason string) string {
 		return "the request asked for Connection: close"
 	case "end":
 		return "the run ended"
+	case "goaway", "drain", "restart":
+		return eventReasons[reason]
 	case "", "unknown":
 		return "reason not recorded"
 	}

@@ -66,6 +66,7 @@ type Server struct {
 	HasHint     bool
 	MaxRequests int           // per connection; 0 unlimited
 	CloseEvery  int           // closes every Nth connection abruptly; 0 never
+	Events      int           // reloads, drains and restarts during the run (server.events)
 	Status      int           // the status every response carries
 	Delay       time.Duration // how long the server waits before it answers
 	BodyBytes   int           // the response body

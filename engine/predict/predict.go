@@ -83,7 +83,7 @@ func oracleServer(st scenario.Settings) oracle.Server {
 	s := st.Server
 	out := oracle.Server{
 		HTTP2: shape.HTTP2(st), IdleTimeout: s.IdleTimeout.D(),
-		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Status: s.Response.Status, Delay: s.Response.Delay.D(),
+		MaxRequests: s.MaxRequests, CloseEvery: s.CloseEvery, Events: len(s.Events), Status: s.Response.Status, Delay: s.Response.Delay.D(),
 		BodyBytes: s.Response.BodyBytes, SessionTickets: s.SessionTickets,
 	}
 	if s.TLS {

@@ -588,6 +588,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	l.checkEnv(node, where)
 	l.checkReplay(r, node, at, where)
 	l.checkHTTP2Caps(r, at, where)
+	l.checkEvents(r, at, where)
 	l.checkHTTP3(r, at, where)
 	l.checkVersion(r.Settings.Client, at, where)
 	if r.Settings.Client.Exec != nil {

@@ -181,6 +181,17 @@ type Server struct {
 	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
 	Command string `yaml:"command" json:"command,omitempty"` // a shell command with {port}
 	URL     string `yaml:"url" json:"url,omitempty"`         // a server the user runs
+	// Events are the reloads, drains and restarts the embedded server goes through.
+	Events []ServerEvent `yaml:"events" json:"events,omitempty"`
+}
+
+// ServerEvent is a deploy's moment in a run: at a time, or after a number of requests.
+type ServerEvent struct {
+	Do            string   `yaml:"do" json:"do"` // goaway | drain | restart
+	At            Duration `yaml:"at" json:"at,omitempty"`
+	AfterRequests int      `yaml:"after_requests" json:"after_requests,omitempty"`
+	Grace         Duration `yaml:"grace" json:"grace,omitempty"` // drain only
+	Gap           Duration `yaml:"gap" json:"gap,omitempty"`     // restart only
 }
 
 // Real reports whether the server is a real program or address (exec, command, url) rather

@@ -134,6 +134,8 @@ type Config struct {
 	// order the requests arrived, not in the order Go's scheduler wakes their handlers.
 	// When nil a Go timer waits.
 	Wait func(at time.Time, done <-chan struct{}) bool
+	// Events are the reloads, drains and restarts the server goes through during the run.
+	Events []Event
 }
 
 // maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.
@@ -149,6 +151,9 @@ func (cfg Config) normalized() (Config, error) {
 		return cfg, err
 	}
 	if err := cfg.checkConnLimits(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.checkEvents(); err != nil {
 		return cfg, err
 	}
 	cfg, err = cfg.normalizedResponse()

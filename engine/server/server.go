@@ -49,7 +49,9 @@ const goAwayGrace = time.Second
 type Server struct {
 	cfg     Config
 	ln      net.Listener
-	srv     *http.Server
+	srv     *http.Server // the first generation's; see Event for the others
+	ev      *events      // set when Config.Events has any
+	cert    tls.Certificate
 	rootCAs *x509.CertPool
 	caPEM   []byte
 	body    []byte
@@ -117,6 +119,9 @@ type Stats struct {
 	// "Connection: close" (MaxRequests reached or CloseEvery), not counting requests
 	// whose client asked to close.
 	ServerCloses int64
+	// Refused counts connections accepted while no generation served (a restart's gap,
+	// after a drain), closed at once.
+	Refused int64
 	// RequestsPerConn maps a number of requests to how many connections, open or
 	// closed, carried exactly that many (0 = connected but never sent a request).
 	RequestsPerConn map[int64]int64
@@ -138,47 +143,16 @@ func Start(cfg Config) (*Server, error) {
 		closedAt:  make(map[uint64]int),
 		serveDone: make(chan struct{}),
 	}
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	s.srv = &http.Server{
-		Handler:     http.HandlerFunc(s.handle),
-		IdleTimeout: cfg.IdleTimeout,
-		ConnContext: s.connContext,
-		ConnState:   s.connState,
-		Protocols:   &protos,
-		HTTP2:       &http.HTTP2Config{MaxConcurrentStreams: cfg.MaxConcurrentStreams},
-		// Handshake failures and client resets are part of the experiments; they are
-		// counted by the client, not printed by the server.
-		ErrorLog: log.New(io.Discard, "", 0),
-	}
 	if cfg.TLS {
 		cert, pool, err := newCertificate(cfg.Ed25519Cert)
 		if err != nil {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
+		s.cert = cert
 		s.rootCAs = pool
 		s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
-		s.srv.TLSConfig = &tls.Config{
-			Certificates:           []tls.Certificate{cert},
-			MinVersion:             cfg.TLSVersion,
-			MaxVersion:             cfg.TLSVersion,
-			SessionTicketsDisabled: !cfg.SessionTickets,
-			// VerifyConnection runs on the server for full and resumed handshakes alike,
-			// after the session is settled, so it is the one place to count both.
-			VerifyConnection: func(cs tls.ConnectionState) error {
-				s.tlsHandshakes.Add(1)
-				if cs.DidResume {
-					s.tlsResumed.Add(1)
-				}
-				return nil
-			},
-		}
-		if cfg.HTTP2 {
-			protos.SetHTTP2(true)
-		}
-	} else if cfg.HTTP2 {
-		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	}
+	s.srv = s.newHTTPServer()
 	ln := cfg.Listener
 	if ln == nil {
 		var err error
@@ -187,6 +161,10 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	s.ln = ln
+	if len(cfg.Events) > 0 {
+		s.serveWithEvents()
+		return s, nil
+	}
 	go func() {
 		defer close(s.serveDone)
 		if cfg.TLS {
@@ -200,6 +178,48 @@ func Start(cfg Config) (*Server, error) {
 }
 
 // makeBody returns n printable bytes; content is irrelevant, length is the contract.
+// newHTTPServer is the net/http server of one generation (see Event): the first, or the
+// one a reload or a restart starts. Every generation shares the certificate, the handler
+// and the connection hooks.
+func (s *Server) newHTTPServer() *http.Server {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	srv := &http.Server{
+		Handler:     http.HandlerFunc(s.handle),
+		IdleTimeout: s.cfg.IdleTimeout,
+		ConnContext: s.connContext,
+		ConnState:   s.connState,
+		Protocols:   &protos,
+		HTTP2:       &http.HTTP2Config{MaxConcurrentStreams: s.cfg.MaxConcurrentStreams},
+		// Handshake failures and client resets are part of the experiments; they are
+		// counted by the client, not printed by the server.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	if s.cfg.TLS {
+		srv.TLSConfig = &tls.Config{
+			Certificates:           []tls.Certificate{s.cert},
+			MinVersion:             s.cfg.TLSVersion,
+			MaxVersion:             s.cfg.TLSVersion,
+			SessionTicketsDisabled: !s.cfg.SessionTickets,
+			// VerifyConnection runs on the server for full and resumed handshakes alike,
+			// after the session is settled, so it is the one place to count both.
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				s.tlsHandshakes.Add(1)
+				if cs.DidResume {
+					s.tlsResumed.Add(1)
+				}
+				return nil
+			},
+		}
+		if s.cfg.HTTP2 {
+			protos.SetHTTP2(true)
+		}
+	} else if s.cfg.HTTP2 {
+		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	}
+	return srv
+}
+
 func makeBody(n int) []byte {
 	const pattern = "kalab embedded server response body\n"
 	b := make([]byte, n)
@@ -272,6 +292,9 @@ func (s *Server) Stats() Stats {
 		ServerCloses:         s.serverCloses.Load(),
 		RequestsPerConn:      make(map[int64]int64),
 	}
+	if s.ev != nil {
+		st.Refused = s.ev.refused.Load()
+	}
 	s.histMu.Lock()
 	for k, v := range s.closedBy {
 		st.RequestsPerConn[k] += v
@@ -291,7 +314,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
 		var errs []error
-		if err := s.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := s.closeServing(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, fmt.Errorf("closing server: %w", err))
 		}
 		deadline := time.Now().Add(closeWait)
@@ -317,6 +340,14 @@ func (s *Server) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// closeServing stops accepting and closes every connection at once.
+func (s *Server) closeServing() error {
+	if s.ev != nil {
+		return s.closeEvents()
+	}
+	return s.srv.Close()
 }
 
 // underlying returns the TCP connection under a TLS one, so the ConnContext and
@@ -345,7 +376,11 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 
 // connState tracks idle periods and retires connections; net/http and its HTTP/2
 // server may both report StateClosed for one connection, so retiring is idempotent.
-func (s *Server) connState(c net.Conn, st http.ConnState) {
+func (s *Server) connState(c net.Conn, st http.ConnState) { s.connStateIn(c, st, nil) }
+
+// connStateIn is connState for a connection of generation g (nil without events), whose
+// retirement names why its connections close.
+func (s *Server) connStateIn(c net.Conn, st http.ConnState, g *generation) {
 	switch st {
 	case http.StateActive:
 		if v, ok := s.conns.Load(underlying(c)); ok {
@@ -373,6 +408,8 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			rec.ClosedBy, rec.Reason = CloseByServer, ReasonEnd
 		case reason != "":
 			rec.ClosedBy, rec.Reason = CloseByServer, reason
+		case g != nil && g.reason.Load() != nil:
+			rec.ClosedBy, rec.Reason = CloseByServer, g.reason.Load().(string)
 		default:
 			if since := ci.idleSince.Load(); since != 0 && s.cfg.IdleTimeout > 0 &&
 				now.Sub(time.Unix(0, since)) >= s.cfg.IdleTimeout-idleSlack {
@@ -467,7 +504,9 @@ func (s *Server) delay(done <-chan struct{}) bool {
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.handlers.add(1)
 	defer s.handlers.add(-1)
-	s.requests.Add(1)
+	if nth := s.requests.Add(1); s.ev != nil {
+		defer s.afterRequest(nth)
+	}
 	n, id := int64(1), int64(0)
 	ci, _ := r.Context().Value(connKey{}).(*connInfo)
 	if ci != nil {

@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// runVariants runs src on the virtual clock and returns each variant's flat metrics.
+func runVariants(t *testing.T, src string) map[string]map[string]float64 {
+	t.Helper()
+	out, err := Execute(context.Background(), plan(t, src), virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]float64{}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Fatalf("%s: %s (%s)", r.Variant, r.Status, r.Error)
+		}
+		got[r.Variant] = r.Metrics.Flat()
+	}
+	return got
+}
+
+// eventsH2Src: a warm-up burst of 10 over HTTP/2 ends at 300 ms (a connect, a TLS 1.3
+// handshake and a request at 100 ms RTT); after a 1 s pause the second burst of 10 leaves
+// at 1,300 ms and reaches the server at 1,350 ms. An event at 1,320 ms falls while all ten
+// streams are on the wire: each is above the last stream id of its connection's GOAWAY.
+// At 1,360 ms the server has seen them, and a graceful GOAWAY lets them finish.
+const eventsH2Src = `
+name: h2-events
+clock: virtual
+network: {rtt: 100ms}
+server: {tls: true, http: "2"}
+client: {preset: go-default}
+load: {requests: 20, burst: 10, concurrency: 10, pause: 1s}
+variants:
+  - name: quiet
+  - name: goaway
+    server: {events: [{do: goaway, at: 1320ms}]}
+  - name: goaway-after-arrival
+    server: {events: [{do: goaway, at: 1360ms}]}
+  - name: drain
+    server: {events: [{do: drain, at: 1320ms, grace: 5s}]}
+  - name: restart
+    server: {events: [{do: restart, at: 1320ms, gap: 500ms}]}
+`
+
+// TestServerEventsHTTP2: Go's Transport re-sends every stream above a GOAWAY's last stream
+// id on a new connection (h2_bundle.go, canRetryError: errClientConnGotGoAway), so a
+// reload with ten streams on the wire costs ten hidden re-sends and no error; the same
+// GOAWAY once the server has seen them costs nothing. A drain refuses the new connections
+// the re-sends need, and a restart closes the connections under the streams: ten errors
+// each, which no re-send hides (a connection lost after the request was written).
+func TestServerEventsHTTP2(t *testing.T) {
+	t.Parallel()
+	got := runVariants(t, eventsH2Src)
+	want := map[string][2]float64{ // errors, hidden_retries
+		"quiet": {0, 0}, "goaway": {0, 10}, "goaway-after-arrival": {0, 0}, "drain": {10, 0}, "restart": {10, 0},
+	}
+	for v, w := range want {
+		m := got[v]
+		if m["errors"] != w[0] || m["hidden_retries"] != w[1] {
+			t.Errorf("%s: %v errors, %v hidden re-sends; want %v and %v", v, m["errors"], m["hidden_retries"], w[0], w[1])
+		}
+	}
+}
+
+// eventsH1Src: four sequential requests over HTTP/1.1 at 100 ms RTT, a second between a
+// response and the next request: sent at 0 (a new connection: done at 300 ms), 1,300,
+// 2,400 and 3,500 ms. A reload at 2,420 ms closes the idle connection while request 3 is
+// on the wire (it reaches the server at 2,450 ms): the reload race. Go re-sends the GET
+// (nothing of the response was read); Node's agent, requests and undici hand the error to
+// the caller. After request 2 a reload makes request 2's response the last on its
+// connection ("Connection: close"), so request 3 opens a new one and nothing fails; a
+// drain instead leaves requests 3 and 4 nothing to connect to. A restart at 1,500 ms with
+// a 1 s gap closes connection 1 and refuses request 3's new connection (2,400 ms); request
+// 4 (1 s after that failure) finds the server back.
+const eventsH1Src = `
+name: h1-events
+clock: virtual
+network: {rtt: 100ms}
+server: {tls: true, events: [{do: goaway, at: 2420ms}]}
+client: {preset: node-agent}
+load: {requests: 4, burst: 1, pause: 1s}
+variants:
+  - name: node-agent
+  - name: go-default
+    client: {preset: go-default}
+  - name: requests
+    client: {preset: python-requests}
+  - name: undici
+    client: {preset: undici}
+  - name: reload-after-2
+    server: {events: [{do: goaway, after_requests: 2}]}
+  - name: drain-after-2
+    server: {events: [{do: drain, after_requests: 2}]}
+  - name: restart-gap
+    server: {events: [{do: restart, at: 1500ms, gap: 1s}]}
+`
+
+// TestServerEventsHTTP1: the counts each event gives, from the schedule above.
+func TestServerEventsHTTP1(t *testing.T) {
+	t.Parallel()
+	got := runVariants(t, eventsH1Src)
+	want := map[string][3]float64{ // errors, hidden_retries, connections
+		"node-agent": {1, 0, 2}, "go-default": {0, 1, 2}, "requests": {1, 0, 2}, "undici": {1, 0, 2},
+		"reload-after-2": {0, 0, 2}, "drain-after-2": {2, 0, 3}, "restart-gap": {1, 0, 3},
+	}
+	for v, w := range want {
+		m := got[v]
+		if m["errors"] != w[0] || m["hidden_retries"] != w[1] || m["connections"] != w[2] {
+			t.Errorf("%s: %v errors, %v hidden re-sends, %v connections; want %v, %v and %v",
+				v, m["errors"], m["hidden_retries"], m["connections"], w[0], w[1], w[2])
+		}
+	}
+}

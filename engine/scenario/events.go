@@ -1,0 +1,48 @@
+package scenario
+
+import (
+	"go.yaml.in/yaml/v3"
+)
+
+// The server events a file may name (server.events[].do).
+const (
+	EventGoAway  = "goaway"
+	EventDrain   = "drain"
+	EventRestart = "restart"
+)
+
+// checkEvents checks server.events: each at a time or after a number of requests, never
+// both, with a grace only on a drain and a gap only on a restart, and only on the embedded
+// server over TCP.
+func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
+	s := r.Settings.Server
+	if len(s.Events) == 0 {
+		return
+	}
+	list := at("server.events")
+	item := func(i int) *yaml.Node {
+		if list.Kind == yaml.SequenceNode && i < len(list.Content) {
+			return list.Content[i]
+		}
+		return list
+	}
+	switch {
+	case s.Real():
+		l.add(list, "server.events", "events apply to kalab's embedded server; a real server (exec, command, url) is reloaded or stopped by its own means%s", where)
+		return
+	case s.HTTP3():
+		l.add(list, "server.events", "events are not modelled over HTTP/3 yet (no GOAWAY from the HTTP/3 server); use server.http \"1.1\" or \"2\"%s", where)
+		return
+	}
+	for i, e := range s.Events {
+		n := item(i)
+		switch {
+		case (e.At > 0) == (e.AfterRequests > 0):
+			l.add(n, "server.events", "event %d: give exactly one of at (a time after the start) and after_requests%s", i+1, where)
+		case e.Grace > 0 && e.Do != EventDrain:
+			l.add(n, "server.events", "event %d: grace is how long a drain waits for open connections; %s has none%s", i+1, e.Do, where)
+		case e.Gap > 0 && e.Do != EventRestart:
+			l.add(n, "server.events", "event %d: gap is how long a restart serves nothing; %s has none%s", i+1, e.Do, where)
+		}
+	}
+}

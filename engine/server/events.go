@@ -1,0 +1,286 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The kinds of Event: what a deploy does to a running server.
+const (
+	// EventGoAway is a graceful reload (nginx -s reload, a new process taking the listener):
+	// every open connection is told to go, and new connections are served. Over HTTP/1.1
+	// idle connections close at once and a response in flight carries "Connection: close";
+	// over HTTP/2 each connection gets a GOAWAY whose last stream id is the highest the
+	// server has seen, and a stream that arrives after it is discarded, as net/http's
+	// HTTP/2 server does (h2_bundle.go, processFrame: "Discard frames for streams
+	// initiated after the identified last stream sent in a GOAWAY").
+	EventGoAway = "goaway"
+	// EventDrain is a graceful shutdown (Go's Server.Shutdown, nginx -s quit, Node's
+	// server.close()): the same as EventGoAway, but no new connection is served; a
+	// connection still open Grace after the event is closed.
+	EventDrain = "drain"
+	// EventRestart is a crash or a kill and a restart: every connection closes at once, no
+	// connection is served for Gap, then the server serves again.
+	EventRestart = "restart"
+)
+
+// Event is a change the server goes through during a run.
+type Event struct {
+	// At is when it happens, after Start; ignored when AfterRequests is set.
+	At time.Duration
+	// AfterRequests, when set, makes it happen as the handler finishes this many requests
+	// (counted across connections): that request's response is the last on its connection.
+	AfterRequests int64
+	// Kind is EventGoAway, EventDrain or EventRestart.
+	Kind string
+	// Grace is how long a drain lets open connections finish before it closes them; 0 closes
+	// them when their requests are done and no later.
+	Grace time.Duration
+	// Gap is how long a restart serves no connection.
+	Gap time.Duration
+}
+
+// The close reasons of connections an event ended (ConnRecord.Reason).
+const (
+	ReasonGoAway  = EventGoAway
+	ReasonDrain   = EventDrain
+	ReasonRestart = EventRestart
+)
+
+// checkEvents rejects an event the server cannot carry out.
+func (cfg Config) checkEvents() error {
+	for i, e := range cfg.Events {
+		switch {
+		case e.Kind != EventGoAway && e.Kind != EventDrain && e.Kind != EventRestart:
+			return fmt.Errorf("event %d: kind %q: want %s, %s or %s", i+1, e.Kind, EventGoAway, EventDrain, EventRestart)
+		case e.At < 0 || e.AfterRequests < 0 || e.Grace < 0 || e.Gap < 0:
+			return fmt.Errorf("event %d: a negative time or count", i+1)
+		}
+	}
+	return nil
+}
+
+// generation is one http.Server serving the listener: the first, or the one a reload or a
+// restart started. Its connections carry its retirement's reason when they close.
+type generation struct {
+	srv    *http.Server
+	ln     *handoff
+	reason atomic.Value // string: the event that retired it; unset while it serves
+}
+
+// handoff is the listener a generation serves: the server's one accept loop hands it the
+// connections it accepts, so that one generation can stop while the next takes over.
+type handoff struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (h *handoff) Accept() (net.Conn, error) {
+	select {
+	case c := <-h.conns:
+		return c, nil
+	case <-h.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (h *handoff) Close() error {
+	h.once.Do(func() { close(h.done) })
+	return nil
+}
+
+func (h *handoff) Addr() net.Addr { return h.addr }
+
+// events is the state of a server with Config.Events.
+type events struct {
+	mu      sync.Mutex
+	cur     *generation // nil while a restart's gap lasts or after a drain
+	gens    []*generation
+	timers  []*time.Timer
+	cancels []context.CancelFunc // each retired generation's Shutdown
+	stopped sync.WaitGroup       // every Shutdown goroutine
+	serving sync.WaitGroup       // the accept loop and every generation's Serve
+	errMu   sync.Mutex
+	err     error
+	refused atomic.Int64 // connections accepted while no generation served, closed at once
+	byCount map[int64][]Event
+}
+
+// serveWithEvents starts the first generation and the accept loop, and arms the events.
+func (s *Server) serveWithEvents() {
+	ev := &events{byCount: make(map[int64][]Event)}
+	s.ev = ev
+	ev.serving.Add(1)
+	ev.mu.Lock()
+	s.startGeneration(s.srv)
+	ev.mu.Unlock()
+	for _, e := range s.cfg.Events {
+		if e.AfterRequests > 0 {
+			ev.byCount[e.AfterRequests] = append(ev.byCount[e.AfterRequests], e)
+			continue
+		}
+		ev.timers = append(ev.timers, time.AfterFunc(e.At, func() { s.fire(e) }))
+	}
+	go s.acceptLoop()
+	go func() {
+		ev.serving.Wait()
+		ev.errMu.Lock()
+		s.serveErr = ev.err
+		ev.errMu.Unlock()
+		close(s.serveDone)
+	}()
+}
+
+// startGeneration serves srv on a new handoff listener; ev.mu is held.
+func (s *Server) startGeneration(srv *http.Server) {
+	g := &generation{srv: srv, ln: &handoff{addr: s.ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}}
+	srv.ConnState = func(c net.Conn, st http.ConnState) { s.connStateIn(c, st, g) }
+	s.ev.cur = g
+	s.ev.gens = append(s.ev.gens, g)
+	s.ev.serving.Add(1)
+	go func() {
+		defer s.ev.serving.Done()
+		var err error
+		if s.cfg.TLS {
+			err = srv.ServeTLS(g.ln, "", "")
+		} else {
+			err = srv.Serve(g.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			s.ev.setErr(err)
+		}
+	}()
+}
+
+func (ev *events) setErr(err error) {
+	ev.errMu.Lock()
+	if ev.err == nil {
+		ev.err = err
+	}
+	ev.errMu.Unlock()
+}
+
+// acceptLoop hands every accepted connection to the generation serving, or closes it at
+// once when none does.
+func (s *Server) acceptLoop() {
+	defer s.ev.serving.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if !s.closing.Load() && !errors.Is(err, net.ErrClosed) {
+				s.ev.setErr(err)
+			}
+			return
+		}
+		s.handOff(c)
+	}
+}
+
+func (s *Server) handOff(c net.Conn) {
+	for {
+		s.ev.mu.Lock()
+		g := s.ev.cur
+		s.ev.mu.Unlock()
+		if g == nil || s.closing.Load() {
+			s.ev.refused.Add(1)
+			_ = c.Close() // nothing serves: the client sees the close on its first request
+			return
+		}
+		select {
+		case g.ln.conns <- c:
+			return
+		case <-g.ln.done:
+		}
+	}
+}
+
+// afterRequest fires the events due after the n-th request.
+func (s *Server) afterRequest(n int64) {
+	if s.ev == nil {
+		return
+	}
+	for _, e := range s.ev.byCount[n] {
+		s.fire(e)
+	}
+}
+
+// fire carries out e. The old generation stops taking keep-alive requests before fire
+// returns (its idle connections close, a response not yet written carries "Connection:
+// close"), so the instant of the event decides which requests race it, not the scheduler.
+func (s *Server) fire(e Event) {
+	ev := s.ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if s.closing.Load() {
+		return
+	}
+	old := ev.cur
+	ev.cur = nil
+	if e.Kind == EventGoAway {
+		s.startGeneration(s.newHTTPServer())
+	}
+	if old == nil {
+		return // a restart's gap or a drain already retired every generation
+	}
+	old.reason.Store(e.Kind)
+	if e.Kind == EventRestart {
+		_ = old.srv.Close() // every connection at once
+		ev.timers = append(ev.timers, time.AfterFunc(e.Gap, func() {
+			ev.mu.Lock()
+			defer ev.mu.Unlock()
+			if !s.closing.Load() && ev.cur == nil {
+				s.startGeneration(s.newHTTPServer())
+			}
+		}))
+		return
+	}
+	old.srv.SetKeepAlivesEnabled(false) // closes idle HTTP/1.1 connections now
+	ctx, cancel := context.WithCancel(context.Background())
+	if e.Kind == EventDrain && e.Grace > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), e.Grace)
+	}
+	ev.cancels = append(ev.cancels, cancel)
+	ev.stopped.Add(1)
+	go func() {
+		defer ev.stopped.Done()
+		defer cancel()
+		// Shutdown sends each HTTP/2 connection its GOAWAY and waits for the connections to
+		// end; past a drain's grace, Close ends the rest.
+		if err := old.srv.Shutdown(ctx); err != nil {
+			_ = old.srv.Close()
+		}
+	}()
+}
+
+// closeEvents stops the events' timers and every generation; Close calls it.
+func (s *Server) closeEvents() error {
+	ev := s.ev
+	defer ev.stopped.Wait()
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	for _, t := range ev.timers {
+		t.Stop()
+	}
+	for _, cancel := range ev.cancels {
+		cancel()
+	}
+	err := s.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	for _, g := range ev.gens {
+		_ = g.ln.Close()
+		if cerr := g.srv.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
