@@ -116,6 +116,7 @@ type events struct {
 
 // serveWithEvents starts the first generation and the accept loop, and arms the events.
 func (s *Server) serveWithEvents() {
+	start := time.Now()
 	ev := &events{byCount: make(map[int64][]Event)}
 	s.ev = ev
 	ev.serving.Add(1)
@@ -127,7 +128,13 @@ func (s *Server) serveWithEvents() {
 			ev.byCount[e.AfterRequests] = append(ev.byCount[e.AfterRequests], e)
 			continue
 		}
-		ev.timers = append(ev.timers, time.AfterFunc(e.At, func() { s.fire(e) }))
+		due := start.Add(e.At)
+		ev.timers = append(ev.timers, time.AfterFunc(e.At, func() {
+			// On the real clock a late event moves which requests race it: its lateness is
+			// the server's timers', for the timing judge.
+			s.cfg.Lag.Since(due)
+			s.fire(e)
+		}))
 	}
 	go s.acceptLoop()
 	go func() {
