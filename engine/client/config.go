@@ -59,6 +59,7 @@ type Config struct {
 	SessionResumption bool              // keep a TLS session cache so new connections may resume
 	KeyShares         []tls.CurveID     // the key exchanges the ClientHello offers, in order; nil = X25519 alone (CurvePreferences)
 	HTTP2             bool              // h2 via ALPN (TLS) or h2c prior knowledge (plain), standard library
+	HTTP2NoResend     bool              // fail a stream the server did not process (above a GOAWAY's last stream id) instead of re-sending it
 	Method            string            // default GET
 	BodyBytes         int               // request body size; sent with Content-Length by every method that has one
 	Path              string            // default "/"

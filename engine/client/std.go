@@ -467,7 +467,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 // does not allocate one.
 func (s *stdClient) request(actx context.Context, at *attemptTrace) (*http.Request, http.RoundTripper) {
 	var req *http.Request
-	if actx == at.ctx && len(s.body) == 0 && s.rt == nil {
+	if actx == at.ctx && len(s.body) == 0 && s.rt == nil && !s.cfg.HTTP2NoResend {
 		if at.req == nil || at.req.Context() != actx {
 			at.req = s.req.WithContext(actx)
 		}
@@ -479,6 +479,15 @@ func (s *stdClient) request(actx context.Context, at *attemptTrace) (*http.Reque
 		// A fresh reader per attempt over the one body: the template holds none.
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(n)
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(s.body)), nil }
+	}
+	if s.cfg.HTTP2NoResend {
+		// A body Go cannot replay (no GetBody) makes its Transport hand a stream the server did
+		// not process to the caller instead of re-sending it (h2_bundle.go shouldRetryRequest,
+		// request.go isReplayable), as Node's http2 client and undici do.
+		if req.Body == nil {
+			req.Body = io.NopCloser(bytes.NewReader(nil))
+		}
+		req.GetBody = nil
 	}
 	if s.rt != nil {
 		// The caller's RoundTripper may set headers of its own: not on the shared map.

@@ -90,6 +90,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		SessionResumption: c.SessionResumption,
 		KeyShares:         KeyShares(c.TLSKeyShare),
 		HTTP2:             shape.HTTP2(st),
+		HTTP2NoResend:     c.HTTP2GoAway == "fail",
 		KeepAliveHeader:   c.KeepAliveHeader,
 		Method:            c.Method,
 		BodyBytes:         c.BodyBytes,

@@ -38,6 +38,11 @@ type params struct {
 		IdleTimeout string `json:"idle_timeout"`
 		MaxRequests int    `json:"max_requests"`
 		Backlog     int    `json:"backlog"`
+		Events      []struct {
+			Do            string `json:"do"`
+			At            string `json:"at"`
+			AfterRequests int    `json:"after_requests"`
+		} `json:"events"`
 		AcceptDelay string `json:"accept_delay"`
 		Response    struct {
 			Delay string `json:"delay"`
@@ -50,6 +55,7 @@ type params struct {
 		IdleTimeout    string `json:"idle_timeout"`
 		MaxIdle        int    `json:"max_idle"`
 		Method         string `json:"method"`
+		HTTP2GoAway    string `json:"http2_goaway"`
 		Timeout        string `json:"timeout"`
 		TCPKeepalive   struct {
 			Idle     string `json:"idle"`

@@ -45,6 +45,9 @@ func (r *Run) staleStory(i int) string {
 		b.WriteString(" " + r.rule(q))
 		return b.String()
 	}
+	if r.goAwayFacts(&b, q, sc, owd) {
+		return b.String()
+	}
 	r.closeFacts(&b, q, sc, arrived-owd, owd, peer)
 	b.WriteString(" " + r.rule(q))
 	return b.String()
@@ -135,33 +138,6 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	default:
 		fmt.Fprintf(b, ", %s past the race window (%s, %s): timer lateness moved it in.", ms(pause-hi), ms(lo), ms(hi))
 	}
-}
-
-// eventReasons tell which server event (server.events) closed a connection.
-var eventReasons = map[string]string{
-	"goaway":  "a reload (server.events goaway): the server told every connection to go",
-	"drain":   "a drain (server.events drain): the server stopped taking requests",
-	"restart": "a restart (server.events restart): every connection closed at once",
-}
-
-// eventClosed names the server event that closed the connection request i rode, or "".
-func (r *Run) eventClosed(i int) string {
-	q := r.Requests[i]
-	conn, serverID := q.Conn, q.ServerConn
-	if p := r.prev(i); q.Class == "" && p >= 0 {
-		conn, serverID = r.Requests[p].Conn, 0
-	}
-	sc := r.serverConn(serverID, conn)
-	if sc == nil || r.params.Balancer != nil {
-		return ""
-	}
-	switch sc.Reason {
-	case "goaway":
-		return "reload"
-	case "drain", "restart":
-		return sc.Reason
-	}
-	return ""
 }
 
 // closeFacts tells when and why the connection was closed, when its FIN reached the

@@ -40,6 +40,9 @@ variants:
   - name: quiet
   - name: goaway
     server: {events: [{do: goaway, at: 1320ms}]}
+  - name: goaway-no-resend
+    server: {events: [{do: goaway, at: 1320ms}]}
+    client: {http2_goaway: fail}
   - name: goaway-after-arrival
     server: {events: [{do: goaway, at: 1360ms}]}
   - name: drain
@@ -50,7 +53,8 @@ variants:
 
 // TestServerEventsHTTP2: Go's Transport re-sends every stream above a GOAWAY's last stream
 // id on a new connection (h2_bundle.go, canRetryError: errClientConnGotGoAway), so a
-// reload with ten streams on the wire costs ten hidden re-sends and no error; the same
+// reload with ten streams on the wire costs ten hidden re-sends and no error, and a client
+// that does not re-send (client.http2_goaway fail) ten errors; the same
 // GOAWAY once the server has seen them costs nothing. A drain refuses the new connections
 // the re-sends need, and a restart closes the connections under the streams: ten errors
 // each, which no re-send hides (a connection lost after the request was written).
@@ -58,7 +62,7 @@ func TestServerEventsHTTP2(t *testing.T) {
 	t.Parallel()
 	got := runVariants(t, eventsH2Src)
 	want := map[string][2]float64{ // errors, hidden_retries
-		"quiet": {0, 0}, "goaway": {0, 10}, "goaway-after-arrival": {0, 0}, "drain": {10, 0}, "restart": {10, 0},
+		"quiet": {0, 0}, "goaway": {0, 10}, "goaway-no-resend": {10, 0}, "goaway-after-arrival": {0, 0}, "drain": {10, 0}, "restart": {10, 0},
 	}
 	for v, w := range want {
 		m := got[v]

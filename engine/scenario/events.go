@@ -46,3 +46,16 @@ func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 		}
 	}
 }
+
+// modelH2 reports whether r is a model client speaking HTTP/2 to the embedded server.
+func modelH2(r *Run) bool {
+	s, c := r.Settings.Server, r.Settings.Client
+	return s.HTTP == "2" && c.Exec == nil && !s.Real() && c.HTTP2 != "never" && (c.HTTP2 != "tls" || s.TLS)
+}
+
+// checkGoAwayClient refuses client.http2_goaway where no HTTP/2 GOAWAY can reach the client.
+func (l *loader) checkGoAwayClient(r *Run, at func(string) *yaml.Node, where string) {
+	if r.Settings.Client.HTTP2GoAway != "" && !modelH2(r) {
+		l.add(at("client.http2_goaway"), "client.http2_goaway", "it decides what a model client does with an HTTP/2 GOAWAY; this run is not a model client speaking HTTP/2 to the embedded server%s", where)
+	}
+}

@@ -589,6 +589,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	l.checkReplay(r, node, at, where)
 	l.checkHTTP2Caps(r, at, where)
 	l.checkEvents(r, at, where)
+	l.checkGoAwayClient(r, at, where)
 	l.checkHTTP3(r, at, where)
 	l.checkVersion(r.Settings.Client, at, where)
 	if r.Settings.Client.Exec != nil {
@@ -658,10 +659,8 @@ func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string)
 // it sends no GOAWAY, so max_requests and close_every would silently close nothing (nginx's
 // keepalive_requests sends one since 1.19.7; kalab's server does not yet).
 func (l *loader) checkHTTP2Caps(r *Run, at func(string) *yaml.Node, where string) {
-	s, c := r.Settings.Server, r.Settings.Client
-	h2 := s.HTTP == "2" && c.Exec == nil && !s.Real() &&
-		c.HTTP2 != "never" && (c.HTTP2 != "tls" || s.TLS)
-	if !h2 {
+	s := r.Settings.Server
+	if !modelH2(r) {
 		return
 	}
 	for field, set := range map[string]bool{"max_requests": s.MaxRequests > 0, "close_every": s.CloseEvery > 0} {

@@ -229,6 +229,7 @@ type Client struct {
 	SessionResumption bool              `yaml:"session_resumption" json:"session_resumption"`
 	TLSKeyShare       string            `yaml:"tls_key_share" json:"tls_key_share"` // what kalab's own clients offer: KeyShareX25519 (default) or KeyShareGoDefault
 	HTTP2             string            `yaml:"http2" json:"http2"`
+	HTTP2GoAway       string            `yaml:"http2_goaway" json:"http2_goaway,omitempty"` // resend (Go, curl, Chromium) | fail (Node's http2, undici)
 	KeepAliveHeader   bool              `yaml:"keepalive_header" json:"keepalive_header"`
 	Timeout           Duration          `yaml:"timeout" json:"timeout"`
 	TCPKeepalive      TCPKeepalive      `yaml:"tcp_keepalive" json:"tcp_keepalive"`

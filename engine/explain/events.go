@@ -1,0 +1,72 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kalab-dev/kalab/engine/report"
+)
+
+// eventReasons tell which server event (server.events) closed a connection.
+var eventReasons = map[string]string{
+	"goaway":  "a reload (server.events goaway): the server told every connection to go",
+	"drain":   "a drain (server.events drain): the server stopped taking requests",
+	"restart": "a restart (server.events restart): every connection closed at once",
+}
+
+// eventClosed names the server event that closed the connection request i rode, or "".
+func (r *Run) eventClosed(i int) string {
+	q := r.Requests[i]
+	conn, serverID := q.Conn, q.ServerConn
+	if p := r.prev(i); q.Class == "" && p >= 0 {
+		conn, serverID = r.Requests[p].Conn, 0
+	}
+	sc := r.serverConn(serverID, conn)
+	if sc == nil || r.params.Balancer != nil {
+		return ""
+	}
+	switch sc.Reason {
+	case "goaway":
+		return "reload"
+	case "drain", "restart":
+		return sc.Reason
+	}
+	return ""
+}
+
+// goAwayFacts tells the story of an HTTP/2 request that met a reload's or a drain's GOAWAY:
+// it reached the server after the GOAWAY, on a stream above its last stream id, which the
+// server discards. It reports whether it told it (and the rule that followed).
+func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn, owd float64) bool {
+	if r.params.Server.HTTP != "2" || (sc.Reason != "goaway" && sc.Reason != "drain") {
+		return false
+	}
+	kind := map[string]string{"goaway": "reload", "drain": "drain"}[sc.Reason]
+	when := "(server.events " + sc.Reason + ")"
+	at := q.StartMs + owd
+	for _, e := range r.params.Server.Events {
+		if e.Do != sc.Reason {
+			continue
+		}
+		if e.At != "" {
+			t := msD(dur(e.At))
+			if t > at || t < q.StartMs-owd {
+				continue
+			}
+			when = fmt.Sprintf("at %s (server.events %s at %s)", ms(t), e.Do, e.At)
+		} else {
+			when = fmt.Sprintf("(server.events %s after %d requests)", e.Do, e.AfterRequests)
+		}
+		break
+	}
+	fmt.Fprintf(b, " The server's %s sent a GOAWAY on it %s; the request reached the server at about %s, after that GOAWAY, on a stream above its last stream id, which the server discards (h2_bundle.go processFrame).", kind, when, ms(at))
+	switch {
+	case r.params.Client.HTTP2GoAway == "fail":
+		b.WriteString(" client.http2_goaway fail: the client hands a stream the server did not process to the caller instead of re-sending it, as Node's http2 client and undici do: the error reached the caller.")
+	case q.HiddenRetries > 0:
+		b.WriteString(" " + r.rule(q))
+	default:
+		b.WriteString(" Go's Transport re-sent it on a new connection (h2_bundle.go canRetryError), which the drain closed at once: the error reached the caller.")
+	}
+	return true
+}
