@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/internal/testci"
 )
 
 // failingInput is a report with every kind of outcome: a pass, a failed expect with a

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/internal/testci"
 )
 
 // writeBigRun writes a results directory of one run of n requests over lanes keep-alive

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/explain"
-	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // fixtureRun is a run record with the request lines written beside it.

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/middlebox"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/scenario/presets"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/internal/testci"
 )
 
 // These tests probe real programs on loopback in real time. Each runs in parallel with the

@@ -19,8 +19,8 @@ import (
 	"strings"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Prefix starts every family name.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/reporttest"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/internal/reporttest"
+	"github.com/kalab-dev/kalab/internal/testci"
 )
 
 // runs is a failed run with 15 reset errors on 57 connections, a check of each verdict and

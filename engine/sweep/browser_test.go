@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/browsertest"
+	"github.com/kalab-dev/kalab/internal/browsertest"
 )
 
-// The browser tests' Chromium (engine/internal/browsertest).
+// The browser tests' Chromium (internal/browsertest).
 var (
 	chromium = browsertest.Chromium
 	headless = browsertest.Headless

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/internal/plantest"
 )
 
 func baseRun(t *testing.T, file, run, param string) *Target {

@@ -22,7 +22,7 @@ var consts = map[string]string{"HintIgnored": HintIgnored, "CloseUndelayed": Clo
 // Every fault is in .ci/faults with a guard, and the engine's code switches on each: a
 // fault no guard runs, or no code reads, would prove nothing.
 func TestEveryFaultIsGuardedAndUsed(t *testing.T) {
-	table, err := os.ReadFile("../../../.ci/faults")
+	table, err := os.ReadFile("../../.ci/faults")
 	if err != nil {
 		t.Fatal(err)
 	}
