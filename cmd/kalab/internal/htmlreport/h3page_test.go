@@ -19,7 +19,7 @@ import (
 // no FIN mark.
 func TestBrowserHTTP3RunHeaderAndLegend(t *testing.T) {
 	t.Parallel()
-	plan, err := scenario.LoadFiles([]string{"../../scenarios/20-h3-nat-rebinding.yaml"})
+	plan, err := scenario.LoadFiles([]string{"../../../../scenarios/20-h3-nat-rebinding.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}

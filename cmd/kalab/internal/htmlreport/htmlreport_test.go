@@ -212,7 +212,7 @@ func TestBaselineFiguresAreLinked(t *testing.T) {
 	t.Parallel()
 	dir := writeResults(t, []report.Request{{Seq: 0, LatencyMs: 1, Conn: 1, Attempts: 1, Status: 200}}, nil)
 	// A schema-valid baseline run: the committed baseline's first, renamed.
-	committed, err := report.ReadFile(filepath.Join("..", "..", "results", "baseline.jsonl"))
+	committed, err := report.ReadFile(filepath.Join("..", "..", "..", "..", "results", "baseline.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

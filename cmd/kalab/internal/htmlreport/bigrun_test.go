@@ -118,7 +118,7 @@ func peakRSS(tb testing.TB) float64 {
 // requests over 2,000 connections and reports the process's peak RSS, from loading to the
 // written page (run each size alone, -benchtime 1x, so that the peak is its own):
 //
-//	go test -run XXX -bench 'ReportBigRun/1000000$' -benchtime 1x ./engine/htmlreport/
+//	go test -run XXX -bench 'ReportBigRun/1000000$' -benchtime 1x ./cmd/kalab/internal/htmlreport/
 func BenchmarkReportBigRun(b *testing.B) {
 	for _, n := range []int{10000, 100000, 1000000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {

@@ -163,7 +163,7 @@ func TestPlanIgnoresInputOrder(t *testing.T) {
 // 3 and 7 shards puts every run in exactly one shard, and the shards' expected times are
 // within 25% of each other.
 func TestBundledSuite(t *testing.T) {
-	files, err := scenario.FindFiles([]string{"../../scenarios"})
+	files, err := scenario.FindFiles([]string{"../../../../scenarios"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // the exposition writes, and every label it selects on is one its samples carry, so the
 // dashboard does not go blank when a name changes.
 func TestDashboardNames(t *testing.T) {
-	raw, err := os.ReadFile("../../examples/grafana/kalab-dashboard.json")
+	raw, err := os.ReadFile("../../../../examples/grafana/kalab-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 func bundled(t *testing.T, name string) string {
 	t.Helper()
 	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "scenarios", name)
+	return filepath.Join(filepath.Dir(self), "..", "..", "..", "..", "scenarios", name)
 }
 
 func onlyRun(t *testing.T, p *scenario.Plan) *scenario.Run {

@@ -11,8 +11,8 @@ import (
 // TestShardWeights: --shard-weights balances by the wall times of a results file, scaled
 // by the ratio of time scales, and falls back to the plan's estimate for runs it lacks.
 func TestShardWeights(t *testing.T) {
-	files, _ := scenario.FindFiles([]string{"../../scenarios"})
-	base, err := report.ReadFile("../../results/baseline.jsonl")
+	files, _ := scenario.FindFiles([]string{"../../../../scenarios"})
+	base, err := report.ReadFile("../../../../results/baseline.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestShardWeights(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const weights = "../../results/baseline.jsonl"
+		const weights = "../../../../results/baseline.jsonl"
 		opt := runner.Options{TimeScale: scale, Host: runner.TestHost(t)}
 		part, err := Select(plan, &opt, Spec{Index: 1, Count: 3}, weights, nil, files)
 		if err != nil {

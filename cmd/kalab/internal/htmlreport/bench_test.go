@@ -15,7 +15,7 @@ import (
 // the committed baseline, each with that run's requests, connections and errors.
 func suiteLike(tb testing.TB) string {
 	tb.Helper()
-	base, err := report.ReadFile(filepath.Join("..", "..", "results", "baseline.jsonl"))
+	base, err := report.ReadFile(filepath.Join("..", "..", "..", "..", "results", "baseline.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

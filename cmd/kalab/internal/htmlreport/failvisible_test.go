@@ -21,7 +21,7 @@ import (
 // run's record.
 func runBundledVariant(t *testing.T, file, variant string, requests int) (string, *report.Run) {
 	t.Helper()
-	src, err := os.ReadFile("../../scenarios/" + file)
+	src, err := os.ReadFile("../../../../scenarios/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}

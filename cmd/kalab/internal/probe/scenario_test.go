@@ -11,11 +11,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 	"github.com/kalab-dev/kalab/engine/middlebox"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/server"
-	"github.com/kalab-dev/kalab/engine/validate"
 )
 
 // runWritten writes r's scenario with preset, loads it as kalab validate does and runs it
