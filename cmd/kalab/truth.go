@@ -12,8 +12,8 @@ import (
 
 // cmdTruth is kalab truth: kalab run over the truth files the binary embeds, with kalab's
 // own programs allowed, then a verdict per preset and version of its real program
-// (cmd/kalab/internal/truth). It takes no files: a file of the user's is no truth file, and would run
-// with programs allowed that its own kalab run would refuse.
+// (cmd/kalab/internal/truth). It takes no files: a file of the user's is no truth file, and
+// would run with programs allowed that its own kalab run would refuse.
 func cmdTruth(args []string, stdout, stderr io.Writer) int {
 	runArgs := truth.RunArgs(args)
 	f, code, ok := parseRunFlagsOf("truth", help.Truth, runArgs, stdout, stderr)

@@ -13,14 +13,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/browsertest"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/browsertest"
 	"github.com/rs/zerolog"
 )
 
-// The browser tests' Chromium (internal/browsertest).
+// The browser tests' Chromium (cmd/kalab/cmd/kalab/internal/browsertest).
 var (
 	chromium = browsertest.Chromium
 	headless = browsertest.Headless

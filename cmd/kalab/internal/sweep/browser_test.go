@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/internal/browsertest"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/browsertest"
 )
 
-// The browser tests' Chromium (internal/browsertest).
+// The browser tests' Chromium (cmd/kalab/cmd/kalab/internal/browsertest).
 var (
 	chromium = browsertest.Chromium
 	headless = browsertest.Headless
