@@ -35,7 +35,7 @@ func mutate(t *testing.T, table string, env ...string) (string, bool) {
 	if err := os.WriteFile(faults, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", filepath.Join("..", "..", "..", ".ci", "mutate"))
+	cmd := exec.Command("bash", filepath.Join("..", "..", ".ci", "mutate"))
 	cmd.Env = append(os.Environ(), append([]string{"CI=true", "KALAB_FAULTS_FILE=" + faults,
 		"KALAB_MUTATE_TESTLOG=", "KALAB_MUTATE_CONTROLS=", "KALAB_FAULT="}, env...)...)
 	out, err := cmd.CombinedOutput()
