@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // loadSettings loads one scenario and returns its single run's settings.

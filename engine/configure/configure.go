@@ -13,12 +13,12 @@ import (
 	"github.com/kalab-dev/kalab/engine/balancer"
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
 	"github.com/kalab-dev/kalab/engine/shape"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 func TLSVersion(v scenario.Version) uint16 {

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/h3"
 	"github.com/kalab-dev/kalab/engine/quicnet"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // noIdleTimeout stands for "none" over QUIC, where a max_idle_timeout of 0 means quic-go's

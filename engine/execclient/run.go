@@ -25,7 +25,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/internal/childenv"
 	"github.com/kalab-dev/kalab/engine/internal/proc"
-	"github.com/kalab-dev/kalab/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is not run (no

@@ -17,7 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/shape"
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // An ALB closes the client's idle connections at 60 s; node-agent keeps its own forever and

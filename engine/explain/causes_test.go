@@ -13,7 +13,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // runBundled runs one variant of a bundled scenario file and loads it for explanation.

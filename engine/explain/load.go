@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Load reads the run named scenario/variant (or variant alone, or scenario alone when it has

@@ -16,8 +16,8 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/server"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // ZeroRTT modes of ClientConfig.ZeroRTT.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 func TestTolerancesFromTheChecks(t *testing.T) {

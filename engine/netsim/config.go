@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // Config describes one simulated link. Durations arrive already scaled by the

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 const (

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
-	"github.com/kalab-dev/kalab/internal/fault"
-	"github.com/kalab-dev/kalab/internal/loopback"
 )
 
 // Proxy is a running latency proxy. Its methods are safe for concurrent use.

@@ -8,10 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // kind is what a queued chunk carries (stage.Kind).

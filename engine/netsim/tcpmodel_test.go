@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"github.com/kalab-dev/kalab/engine/vnet"
-	"github.com/kalab-dev/kalab/internal/testci"
 )
 
 // iw is the default initial window in bytes, written out: 10 segments of 1,448.

@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // VirtualProxy is the link on the virtual clock: the same model as Proxy over a

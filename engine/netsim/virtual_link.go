@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 	"github.com/kalab-dev/kalab/engine/vnet"
-	"github.com/kalab-dev/kalab/internal/fault"
 )
 
 // vlink is one client connection of a VirtualProxy and its upstream connection: the

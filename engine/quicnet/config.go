@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
-	"github.com/kalab-dev/kalab/internal/loopback"
 )
 
 // What a flow table does with a flow it forgot (Config.OnExpiry).

@@ -11,7 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -27,8 +27,8 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/internal/childenv"
 	"github.com/kalab-dev/kalab/engine/internal/proc"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/server"
-	"github.com/kalab-dev/kalab/internal/loopback"
 )
 
 // Kind is the sort of real server.

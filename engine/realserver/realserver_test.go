@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/netsim"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // need stops a test when a program it runs is missing (testci.Program).

@@ -11,7 +11,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // The calibration tests inject real lateness into one timer source (lag.Recorder.Hold: the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/judge"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )

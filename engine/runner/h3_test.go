@@ -7,7 +7,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // h3Files are the bundled HTTP/3 files.

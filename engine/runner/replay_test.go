@@ -16,7 +16,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // replayRTT and replayIdle make the race window of a client's idle gap (idle − RTT, idle)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 
 	"github.com/kalab-dev/kalab/engine/admit"
 
@@ -23,7 +23,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 func plan(t *testing.T, src string) *scenario.Plan { return plantest.Load(t, src) }

@@ -175,7 +175,7 @@ func TestArchitecturePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^((?:cmd|engine|internal|schema|scenarios)/[a-z0-9/]*?)/?\s`).FindAllStringSubmatch(string(page), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^((?:cmd|engine|schema|scenarios)/[a-z0-9/]*?)/?\s`).FindAllStringSubmatch(string(page), -1) {
 		listed[strings.TrimSuffix(m[1], "/")] = true
 	}
 	have := map[string]bool{}
@@ -305,7 +305,7 @@ func TestRecipes(t *testing.T) {
 	}
 	recipes, _, _ = strings.Cut(recipes, "\n## ")
 	recipes = strings.Join(strings.Fields(recipes), " ") // a reference may wrap
-	path := `((?:engine|cmd|internal|scenarios|docs)/[\w./-]+)`
+	path := `((?:engine|cmd|scenarios|docs)/[\w./-]+)`
 	files := regexp.MustCompile("`"+path+"`").FindAllStringSubmatch(recipes, -1)
 	for _, m := range files {
 		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {

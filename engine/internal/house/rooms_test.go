@@ -1,7 +1,11 @@
 package house
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -38,47 +42,37 @@ func importers(t *testing.T) map[string][]string {
 	return by
 }
 
-// side is the part of the module a package belongs to: "engine", "cmd", or "internal"
-// (the helpers both share).
+// side is the part of the module a package belongs to: "engine" (the engine, the helpers
+// and test kits it shares with the command line, and under engine/internal its own), "cmd"
+// (the command line and its rooms under cmd/kalab/internal), or the first directory of any
+// other path.
 func side(dir string) string {
 	first, _, _ := strings.Cut(dir, "/")
 	return first
 }
 
 // misplaced returns, for each package in the wrong part of the module, what is wrong: an
-// engine/ package that only the command line imports, a shared internal/ package only one
-// side imports. An internal/ importer counts for the sides that import it. Packages no one
-// imports (engine/kalabtest, a library for users' own tests; the house's own rules) are
-// not judged.
+// engine/ package that only the command line imports, or a package in a root internal/,
+// which the layout does not have (what both sides share is an ordinary engine/ package,
+// what only the engine needs goes under engine/internal/, what only the command line needs
+// under cmd/kalab/internal/). Packages no one imports (engine/kalabtest, a library for
+// users' own tests; the house's own rules) are judged only by where they are.
 func misplaced(by map[string][]string) []string {
-	var sides func(dir string, seen map[string]bool) map[string]bool
-	sides = func(dir string, seen map[string]bool) map[string]bool {
-		got := map[string]bool{}
-		for _, from := range by[dir] {
-			if side(from) != "internal" {
-				got[side(from)] = true
-			} else if !seen[from] {
-				seen[from] = true
-				for s := range sides(from, seen) {
-					got[s] = true
-				}
-			}
-		}
-		return got
-	}
 	var bad []string
 	for dir, from := range by {
-		if len(from) == 0 {
+		if side(dir) == "internal" {
+			bad = append(bad, dir+" is in a root internal/, which the module's layout does not have: a package both sides use belongs in engine/ (a test kit in engine/testkit/), one only the engine uses under engine/internal/, one only the command line uses under cmd/kalab/internal/")
 			continue
 		}
-		s := sides(dir, map[string]bool{dir: true})
-		switch {
-		case side(dir) == "engine" && !s["engine"]:
+		if side(dir) != "engine" || len(from) == 0 {
+			continue
+		}
+		engine := false
+		for _, f := range from {
+			engine = engine || side(f) == "engine"
+		}
+		if !engine {
 			bad = append(bad, dir+" is imported only by the command line ("+strings.Join(from, ", ")+"): it belongs under cmd/kalab/internal/")
-		case side(dir) == "internal" && !s["engine"]:
-			bad = append(bad, dir+" is imported only by the command line ("+strings.Join(from, ", ")+"): it belongs under cmd/kalab/internal/")
-		case side(dir) == "internal" && !s["cmd"]:
-			bad = append(bad, dir+" is imported only by the engine ("+strings.Join(from, ", ")+"): it belongs under engine/internal/")
 		}
 	}
 	sort.Strings(bad)
@@ -87,7 +81,8 @@ func misplaced(by map[string][]string) []string {
 
 // TestEachPackageInItsPart: code only the command line uses lives under cmd/kalab/internal
 // (Go keeps it out of anyone else's reach), not in the engine; what the engine and the
-// command line share lives in the module's internal/.
+// command line share (engine/atomicfile, engine/testkit/testci, ...) is an engine/ package;
+// and the module has no root internal/ directory, package or not.
 func TestEachPackageInItsPart(t *testing.T) {
 	t.Parallel()
 	by := importers(t)
@@ -97,27 +92,35 @@ func TestEachPackageInItsPart(t *testing.T) {
 	for _, b := range misplaced(by) {
 		t.Error(b)
 	}
+	if _, err := os.Lstat(filepath.Join(root, "internal")); err == nil {
+		t.Error("the module has a root internal/ directory, which its layout does not have: a package both sides use belongs in engine/ (a test kit in engine/testkit/)")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
 }
 
 // TestMisplacedCanFail: each kind of misplaced package is found; an engine package that an
-// engine test imports stays, and a shared helper counts for the sides that import it.
+// engine package or test imports stays, a shared helper or test kit in engine/ that both
+// sides import stays, and one that only the command line imports is found.
 func TestMisplacedCanFail(t *testing.T) {
 	t.Parallel()
 	by := map[string][]string{
-		"engine/onlycmd":   {"cmd/kalab", "cmd/kalab/internal/x"},
-		"engine/testedby":  {"cmd/kalab", "engine/runner"},
-		"engine/runner":    {"cmd/kalab", "engine/kalabtest"},
-		"engine/kalabtest": nil,
-		"internal/onlycmd": {"cmd/kalab/internal/x"},
-		"internal/onlyeng": {"engine/runner"},
-		"internal/both":    {"engine/report", "cmd/kalab"},
-		"internal/viaboth": {"internal/both"},
-		"internal/viaeng":  {"internal/onlyeng", "cmd/kalab"},
+		"engine/onlycmd":          {"cmd/kalab", "cmd/kalab/internal/x"},
+		"engine/testedby":         {"cmd/kalab", "engine/runner"},
+		"engine/runner":           {"cmd/kalab", "engine/kalabtest"},
+		"engine/kalabtest":        nil,
+		"engine/both":             {"engine/report", "cmd/kalab"},
+		"engine/testkit/both":     {"engine/runner", "cmd/kalab/internal/x"},
+		"engine/testkit/onlycmd":  {"cmd/kalab/internal/x"},
+		"engine/internal/onlyeng": {"engine/runner"},
+		"cmd/kalab/internal/x":    {"cmd/kalab"},
+		"internal/both":           {"engine/report", "cmd/kalab"},
+		"internal/nobody":         nil,
 	}
 	got := misplaced(by)
-	want := []string{"engine/onlycmd ", "internal/onlycmd ", "internal/onlyeng "}
+	want := []string{"engine/onlycmd ", "engine/testkit/onlycmd ", "internal/both ", "internal/nobody "}
 	if len(got) != len(want) {
-		t.Fatalf("misplaced: %q; want the three beginning %q", got, want)
+		t.Fatalf("misplaced: %q; want the %d beginning %q", got, len(want), want)
 	}
 	for i := range want {
 		if !strings.HasPrefix(got[i], want[i]) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 func TestParseSchedstat(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestSleeperIsPunctual checks that a Sleeper wakes closer to its instants than a Go timer

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // Chromium finds a headless-capable Chromium. Where there is none the browser test says

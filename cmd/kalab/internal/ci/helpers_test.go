@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/kalab-dev/kalab/internal/reporttest"
+	"github.com/kalab-dev/kalab/engine/testkit/reporttest"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/numtext"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
-	"github.com/kalab-dev/kalab/internal/numtext"
 )
 
 // The JUnit XML elements kalab writes: the subset of the Ant/Jenkins format

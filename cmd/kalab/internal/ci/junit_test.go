@@ -11,7 +11,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // failingInput is a report with every kind of outcome: a pass, a failed expect with a

@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/kalab-dev/kalab/internal/reporttest"
+	"github.com/kalab-dev/kalab/engine/testkit/reporttest"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )

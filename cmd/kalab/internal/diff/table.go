@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/internal/numtext"
+	"github.com/kalab-dev/kalab/engine/numtext"
 )
 
 // keyMetrics are always shown by the diff table, changed or not, so a reader sees the

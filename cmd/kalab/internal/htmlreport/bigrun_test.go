@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // writeBigRun writes a results directory of one run of n requests over lanes keep-alive

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // HoldMax is how many requests of a run the loader holds one by one. A run with more is

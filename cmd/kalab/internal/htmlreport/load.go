@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Results is what a results directory holds, as the report reads it.

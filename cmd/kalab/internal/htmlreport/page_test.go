@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // fixtureRun is a run record with the request lines written beside it.

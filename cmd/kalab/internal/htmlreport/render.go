@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 //go:embed page.html.tmpl
@@ -260,7 +260,7 @@ func buildRun(rd *RunData) *runView {
 	return rv
 }
 
-// WriteFile renders res into path through internal/atomicfile: a reader sees the old file or
+// WriteFile renders res into path through engine/atomicfile: a reader sees the old file or
 // the whole new one, and a target that is not a regular file (directory, symlink, device,
 // FIFO) is refused with an *atomicfile.RefusedError.
 func WriteFile(path string, res *Results, opt Options) error {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/numtext"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/numtext"
 )
 
 // totals are the counts at the top of the page.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // errInput marks a results directory the report cannot read.

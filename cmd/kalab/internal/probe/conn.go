@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // conn is one probe connection: HTTP/1.1 written by hand over TCP or TLS, so that every

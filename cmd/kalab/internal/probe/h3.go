@@ -12,7 +12,7 @@ import (
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
 
-	"github.com/kalab-dev/kalab/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // H3 is what the probe found of HTTP/3: whether the server advertises it (Alt-Svc, RFC

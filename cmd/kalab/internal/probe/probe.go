@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // The defaults of Options, printed by kalab probe.

@@ -11,7 +11,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/scenario/presets"
 	"github.com/kalab-dev/kalab/engine/server"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // These tests probe real programs on loopback in real time. Each runs in parallel with the

@@ -18,9 +18,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Prefix starts every family name.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/reporttest"
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/reporttest"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // runs is a failed run with 15 reset errors on 57 connections, a check of each verdict and

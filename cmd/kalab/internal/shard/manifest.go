@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/kalab-dev/kalab/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 )
 
 // ManifestFile is the name of the manifest in a shard's run directory.

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Dir is one shard's results as found on disk.

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 	"golang.org/x/term"
 )
 

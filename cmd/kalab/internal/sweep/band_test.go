@@ -14,7 +14,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/runner"
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // narrowALB is file 12's Node behind an ALB with a band narrower than the sweep's grid: the

@@ -15,11 +15,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/internal/atomicfile"
 )
 
 // Options are one kalab sweep: the file, the parameter (and, for a map, a second one), the

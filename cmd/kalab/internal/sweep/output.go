@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kalab-dev/kalab/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 )
 
 // Record is the closing line of sweep.jsonl: what was asked and what was found.

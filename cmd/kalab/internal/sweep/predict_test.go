@@ -7,7 +7,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/load"
-	"github.com/kalab-dev/kalab/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 func baseRun(t *testing.T, file, run, param string) *Target {

@@ -1,6 +1,9 @@
 // Package loopback is kalab's one check that an address stays on the machine: every
 // address kalab binds, connects to or hands a program to connect to passes Check, and
 // --allow-remote (for a server.url the user runs elsewhere) is the only way past it.
+//
+// The engine and the command line both use it; it is kalab's own, not a stable API for
+// other modules.
 package loopback
 
 import (

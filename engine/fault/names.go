@@ -3,6 +3,9 @@
 // broken: .ci/mutate builds with the tag, sets KALAB_FAULT to one name at a time, runs the
 // tests and scenario files that guard it, and fails when one still passes. Without the tag
 // On is a constant false and the engine carries no fault.
+//
+// The engine and the command line both use it; it is kalab's own, not a stable API for
+// other modules.
 package fault
 
 // The faults, each a behaviour of the model broken on purpose.

@@ -1,5 +1,8 @@
 // Package plantest loads scenario source written inline in a test, as a file on disk, so
 // that positions in its diagnostics are those a user would see.
+//
+// A test kit: the engine's tests and the command line's both use it; it is kalab's own, not
+// a stable API for other modules.
 package plantest
 
 import (

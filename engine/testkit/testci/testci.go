@@ -3,6 +3,9 @@
 // timing it checks. On a developer's machine it skips, saying why; under CI=true it fails,
 // so that a CI build never goes green on a check that did not run (.ci/run fails on any
 // skip not listed in .ci/allowed-skips).
+//
+// A test kit: the engine's tests and the command line's both use it; it is kalab's own, not
+// a stable API for other modules.
 package testci
 
 import (

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestMutateChild is a subject for TestMutateJudgesEachTest, which runs .ci/mutate with
@@ -67,7 +67,7 @@ func TestMutateJudgesEachTest(t *testing.T) {
 	}
 	testci.Program(t, "bash")
 	testci.Program(t, "go")
-	const netsim, self = "./engine/netsim", "./internal/fault"
+	const netsim, self = "./engine/netsim", "./engine/fault"
 	out, ok := mutate(t, "close-undelayed test "+netsim+" ^(TestVirtualFINAlone|TestVirtualFINFollowsData)$\n"+
 		"hint-ignored test "+self+" ^TestMutateChild$\n", "KALAB_MUTATE_CHILD=noverdict")
 	if ok {
@@ -89,7 +89,7 @@ func TestMutateJudgesEachTest(t *testing.T) {
 	// A child that fails with or without the fault: its control fails here, unless the
 	// log says it passed in its own package.
 	dir := t.TempDir()
-	for _, pkg := range []string{"github.com/kalab-dev/kalab/internal/fault", "github.com/kalab-dev/kalab/engine/netsim"} {
+	for _, pkg := range []string{"github.com/kalab-dev/kalab/engine/fault", "github.com/kalab-dev/kalab/engine/netsim"} {
 		log := filepath.Join(dir, "testlog")
 		text := "=== RUN   TestMutateChild\n--- PASS: TestMutateChild (0.00s)\nPASS\nok  \t" + pkg + "\t0.01s\n"
 		if err := os.WriteFile(log, []byte(text), 0o644); err != nil {

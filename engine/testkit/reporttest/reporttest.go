@@ -1,5 +1,8 @@
 // Package reporttest builds the run records and baselines that tests of the packages
 // reading results (the baseline comparison, JUnit and annotations) start from.
+//
+// A test kit: the engine's tests and the command line's both use it; it is kalab's own, not
+// a stable API for other modules.
 package reporttest
 
 import (

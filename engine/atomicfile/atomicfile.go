@@ -9,6 +9,9 @@
 // writable) before a long run, so a bad path is found before the first run, not after the last.
 // Open is the readers' side of the same rule: a result file that is a FIFO or a device is
 // refused at once instead of blocking the reader.
+//
+// The engine and the command line both use it; it is kalab's own, not a stable API for
+// other modules.
 package atomicfile
 
 import (

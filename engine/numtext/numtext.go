@@ -1,4 +1,7 @@
 // Package numtext writes the figures of kalab's tables and messages.
+//
+// The engine and the command line both use it; it is kalab's own, not a stable API for
+// other modules.
 package numtext
 
 import "strconv"
