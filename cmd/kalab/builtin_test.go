@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/validate"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 )
 
 // builtin: is the bundled suite as the checkout has it: the same files, scenarios and runs,

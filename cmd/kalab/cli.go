@@ -13,16 +13,16 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/ci"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/help"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/logline"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/probecmd"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/ci"
-	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/judge"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/supervise"
-	"github.com/kalab-dev/kalab/engine/validate"
 	"github.com/kalab-dev/kalab/scenarios"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -47,7 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		// A panic in this goroutine is a bug in kalab, not bad input: exit 3, with the stack
 		// in a file rather than on the terminal. (A crash elsewhere in kalab run is caught
-		// by the supervising parent, engine/supervise.)
+		// by the supervising parent, cmd/kalab/internal/supervise.)
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
 			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kalab-dev/kalab/engine/completion"
-	"github.com/kalab-dev/kalab/engine/help"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/completion"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/help"
 )
 
 // Shell completion is generated from what the CLI itself says: the commands from the usage

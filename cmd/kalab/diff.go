@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/diff"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 )

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/help"
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )
@@ -218,7 +218,7 @@ func TestTimingHelp(t *testing.T) {
 	}
 	for _, f := range fields {
 		if !strings.Contains(help.Timing, f) {
-			t.Errorf("kalab help metrics does not name timing.%s (engine/help Timing)", f)
+			t.Errorf("kalab help metrics does not name timing.%s (cmd/kalab/internal/help Timing)", f)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/validate"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 )
 
 // validate --format json: the problems as data, with the exit code of the text form.

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kalab-dev/kalab/engine/buildinfo"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/buildinfo"
 )
 
 //go:embed initdata/first.yaml initdata/kalab.yml

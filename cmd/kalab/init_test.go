@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/buildinfo"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/buildinfo"
 )
 
 // TestInitPinsTheWorkflow: the workflow kalab init writes builds the kalab that wrote it:

@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
 	"github.com/kalab-dev/kalab/engine/runner"
-	"github.com/kalab-dev/kalab/engine/supervise"
 )
 
 // clockHost runs runs on the virtual clock; nil where the process has none (the command's

@@ -37,7 +37,7 @@ func TestScripts(t *testing.T) {
 			// verdict into exit 3 (engine/runner tests the timing judgment itself).
 			env.Setenv("KALAB_LAG_TOLERANCE", "0")
 			// The Jenkins JUnit schema, for scripts that check --junit with xmllint.
-			xsd, err := filepath.Abs("../../engine/ci/testdata/junit-10.xsd")
+			xsd, err := filepath.Abs("../../cmd/kalab/internal/ci/testdata/junit-10.xsd")
 			env.Setenv("JUNIT_XSD", xsd)
 			return err
 		},

@@ -6,11 +6,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/diff"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
-	"github.com/kalab-dev/kalab/engine/shard"
 )
 
 // cmdMerge is `kalab merge DIR... --out DIR`: the results of the shards of one split, put

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shard"
 )
 
 const shardSet = "testdata/shards"

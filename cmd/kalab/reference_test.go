@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/help"
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/schema"
 )

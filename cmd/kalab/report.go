@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
-	"github.com/kalab-dev/kalab/engine/htmlreport"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 

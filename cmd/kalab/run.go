@@ -16,15 +16,15 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/ci"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/diff"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
-	"github.com/kalab-dev/kalab/engine/ci"
-	"github.com/kalab-dev/kalab/engine/diff"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shard"
-	"github.com/kalab-dev/kalab/engine/supervise"
 )
 
 // cmdRun is `kalab run`: flags -> plan -> run -> report -> exit code, one step per function.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kalab-dev/kalab/engine/shard"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 )
 
 // shardFlags are kalab run's flags for running one part of a split plan.

@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/kalab-dev/kalab/engine/sweep"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep"
 )
 
 // cmdSweep is `kalab sweep`: search one parameter of one run for the value where its
-// checks start to fail (engine/sweep), or map two.
+// checks start to fail (cmd/kalab/internal/sweep), or map two.
 func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	o, code, ok := parseSweepFlags(args, stdout, stderr)
 	if !ok {

@@ -6,14 +6,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kalab-dev/kalab/engine/help"
-	"github.com/kalab-dev/kalab/engine/truth"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/help"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/truth"
 )
 
 // cmdTruth is kalab truth: kalab run over the truth files the binary embeds, with kalab's
 // own programs allowed, then a verdict per preset and version of its real program
-// (engine/truth). It takes no files: a file of the user's is no truth file, and would run
-// with programs allowed that its own kalab run would refuse.
+// (cmd/kalab/internal/truth). It takes no files: a file of the user's is no truth file, and
+// would run with programs allowed that its own kalab run would refuse.
 func cmdTruth(args []string, stdout, stderr io.Writer) int {
 	runArgs := truth.RunArgs(args)
 	f, code, ok := parseRunFlagsOf("truth", help.Truth, runArgs, stdout, stderr)

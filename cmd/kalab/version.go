@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kalab-dev/kalab/engine/buildinfo"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/buildinfo"
 )
 
 // version and commit are set at build time with -ldflags "-X main.version=... -X
 // main.commit=..." (the release build does); otherwise the build info says which module
-// version and commit the binary was built from (engine/buildinfo).
+// version and commit the binary was built from (cmd/kalab/internal/buildinfo).
 var version, commit = "", ""
 
 // kalabVersion is the short version recorded in results.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // loadSettings loads one scenario and returns its single run's settings.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // findProgram returns the real proxy's binary, on PATH or in /usr/sbin where Debian puts

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/fault"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Implementation names accepted in Config.Implementation.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client/undiciagent"
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // The creation-order pool is undici's (read in the undici 6.24.1 bundled with Node 20.20.2,

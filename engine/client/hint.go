@@ -3,7 +3,7 @@ package client
 import (
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // pooledLifetime decides whether a connection whose response just completed goes back to

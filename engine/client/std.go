@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client/wire"
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // stdClient drives the real net/http.Transport and traces it. It is the go-net-http

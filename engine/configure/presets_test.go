@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // Every client preset, resolved by the loader and mapped by the runner, is a Config the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // The libcurl adapter loads the release client.version names, or makes the run not run:

@@ -24,8 +24,8 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/internal/childenv"
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
 	"github.com/kalab-dev/kalab/engine/internal/proc"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // ErrMissing marks a runtime or command that is not installed: the run is not run (no

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // fakeUndici writes package.json of an undici package of version v under dir.

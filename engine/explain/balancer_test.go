@@ -13,11 +13,11 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/explain"
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 // An ALB closes the client's idle connections at 60 s; node-agent keeps its own forever and

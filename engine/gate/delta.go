@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/kalab-dev/kalab/engine/internal/numtext"
+	"github.com/kalab-dev/kalab/engine/numtext"
 )
 
 // Verdicts of a metric compared with its baseline.

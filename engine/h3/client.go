@@ -16,7 +16,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/kalab-dev/kalab/engine/client"
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 

@@ -117,9 +117,6 @@ type Timers struct {
 	ServerWait *ProgramWait
 }
 
-// NewTimers makes a run's recorders; tests replace it to inject lateness.
-var NewTimers = func() *Timers { return &Timers{} }
-
 // sources returns the recorders by source name.
 func (t *Timers) sources() map[string]*lag.Recorder {
 	src := t.TimerSources()

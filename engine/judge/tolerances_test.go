@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
 func TestTolerancesFromTheChecks(t *testing.T) {

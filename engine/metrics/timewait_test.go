@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // A connection closed first by this side leaves a TIME_WAIT socket on its port; closing

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // delackMax is Linux's longest delayed ACK (TCP_DELACK_MAX, HZ/5 in include/net/tcp.h):

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // synRetries returns when the client's kernel retransmits an unanswered SYN, counted

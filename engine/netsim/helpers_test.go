@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // startProxy starts a proxy in front of upstream and closes it at cleanup.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/netsim/conntrack"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"
 )

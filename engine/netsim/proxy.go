@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/fault"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
 	"github.com/kalab-dev/kalab/engine/netsim/stage"

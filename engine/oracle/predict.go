@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // Metrics the oracle predicts, by their names in the metric vocabulary.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // QUIC is an HTTP/3 run's transport: both ends' max_idle_timeout (0: none advertised) and

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 func must[T any](v T, err error) T {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Net opens packet sockets: Real's on loopback UDP, or a Memory network's.

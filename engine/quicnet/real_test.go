@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Over real loopback UDP a datagram takes at least RTT/2 each way. Only the lower bound

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/proc"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // standIn starts a real python3 http.server on a free loopback port, as a process that took

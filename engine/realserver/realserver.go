@@ -11,7 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/internal/childenv"
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
 	"github.com/kalab-dev/kalab/engine/internal/proc"
+	"github.com/kalab-dev/kalab/engine/loopback"
 	"github.com/kalab-dev/kalab/engine/server"
 )
 

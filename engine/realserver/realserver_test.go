@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/netsim"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // need stops a test when a program it runs is missing (testci.Program).

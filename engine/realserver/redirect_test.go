@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // serve answers every request on ln with h until the test ends.

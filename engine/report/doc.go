@@ -1,7 +1,8 @@
 // Package report writes, reads and renders kalab's results: the JSONL run, scenario and
 // request records, the terminal summary, and the baseline comparison behind kalab run
 // --baseline and kalab diff (the rules each metric is judged by are engine/gate's; the
-// comparison's table is engine/diff's; JUnit XML and GitHub annotations are engine/ci's).
+// comparison's table is the command line's, in cmd/kalab/internal/diff; JUnit XML and
+// GitHub annotations are cmd/kalab/internal/ci's).
 //
 // # Performance
 //

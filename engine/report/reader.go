@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 )
 
 // Results is what a results.jsonl holds.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kalab-dev/kalab/engine/internal/numtext"
+	"github.com/kalab-dev/kalab/engine/numtext"
 )
 
 // Summary renders the terminal table of runs, in the order given (the plan's), with a

@@ -8,7 +8,7 @@ import (
 
 // A record kalab wrote before not_evaluated ("skipped": true, "pass": true, status
 // "skipped") reads as not evaluated and not run, and every output shows it so: never a
-// pass in the totals or the summary (engine/ci shows it in the annotations and JUnit).
+// pass in the totals or the summary (cmd/kalab/internal/ci shows it in the annotations and JUnit).
 func TestNotEvaluatedIsNeverCountedAsPassed(t *testing.T) {
 	old := `{"record":"run","record_version":1,"kalab_version":"old","run_id":"r","scenario":"s","file":"s.yaml","variant":"real","params":{},"time_scale":1,"seed":1,"started_at":"2026-12-01T00:00:00Z","wall_ms":0,"status":"skipped","reason":"curl is not on PATH","metrics":{},"checks":[]}
 {"record":"scenario","record_version":1,"kalab_version":"old","run_id":"r","scenario":"s","file":"s.yaml","runs":1,"status":"pass","checks":[{"kind":"compare","expr":"variant('real').errors == 0","pass":true,"observed":{},"error":"variant real did not complete (skipped)","skipped":true,"file":"s.yaml","line":3,"col":5}]}

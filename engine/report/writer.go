@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/atomicfile"
+	"github.com/kalab-dev/kalab/engine/atomicfile"
 )
 
 // NewRunID returns a sortable, unique id: UTC time plus a random suffix.
@@ -269,7 +269,7 @@ func ConnectionsPath(scenario, variant string) string {
 }
 
 // WriteConns writes a run's connection records to connections/<scenario>/<variant>.jsonl,
-// whole or not at all (through engine/internal/atomicfile).
+// whole or not at all (through engine/atomicfile).
 func (w *Writer) WriteConns(scenario, variant string, conns []Conn) error {
 	p := filepath.Join(w.Dir, ConnectionsPath(scenario, variant))
 	if err := w.mkdirIn(filepath.Dir(p)); err != nil {

@@ -10,29 +10,29 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // The calibration tests inject real lateness into one timer source (lag.Recorder.Hold: the
 // link delivers its chunk, or the schedule starts its burst, that much after it was due)
 // and prove the tolerance both ways: lateness just under it leaves the verdict right, and
 // lateness that flips the verdict (shown by running with judging off) is over it, so the
-// run is flagged noisy and neither passes nor fails. They replace newTimers, so they do not
-// run in parallel (parallel tests start only after every sequential one has ended).
+// run is flagged noisy and neither passes nor fails. Each run's timers come from its own
+// options (Options.newTimers). They do not run in parallel: lateness held just under a
+// tolerance must not meet other tests' load (parallel tests start only after every
+// sequential one has ended).
 
 // holdRun runs src once with lateness held on one source of every attempt's timers.
 // factor is --lag-tolerance (-1: judge nothing).
 func holdRun(t *testing.T, src string, hold func(*judge.Timers), factor float64) *report.Run {
 	t.Helper()
-	prev := judge.NewTimers
-	judge.NewTimers = func() *judge.Timers {
+	o := opts(t)
+	o.newTimers = func() *judge.Timers {
 		tm := &judge.Timers{}
 		hold(tm)
 		return tm
 	}
-	defer func() { judge.NewTimers = prev }()
-	o := opts(t)
 	o.LagTolerance = factor
 	out, err := Execute(context.Background(), plan(t, src), o)
 	if err != nil {

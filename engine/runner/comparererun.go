@@ -111,7 +111,7 @@ func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report
 	}
 	opt.Log.Warn().Str("scenario", k.sc.Name).Str("variant", k.run.Variant).Str("headroom", probe).
 		Msg("a compare check could not be judged; rerunning the run alone")
-	tm := judge.NewTimers()
+	tm := opt.timers()
 	adm.Add(tm, tol)
 	rec := execute(ctx, w, k.sc, k.run, opt, tm, jg)
 	adm.Remove(tm)

@@ -31,17 +31,15 @@ func TestUnjudgedCompareRerunsItsRunsAlone(t *testing.T) {
 		"compare: [\"variant('x').latency_ms.p50 / variant('y').latency_ms.p50 <= 1.04\"]\n"
 	run := func(t *testing.T, heldAttempts int64, attempts int) *Outcome {
 		t.Helper()
-		prev := judge.NewTimers
 		var made atomic.Int64
-		judge.NewTimers = func() *judge.Timers {
+		o := opts(t)
+		o.newTimers = func() *judge.Timers {
 			tm := &judge.Timers{}
 			if made.Add(1) <= heldAttempts {
 				tm.Link.Hold(500 * time.Microsecond)
 			}
 			return tm
 		}
-		defer func() { judge.NewTimers = prev }()
-		o := opts(t)
 		o.Attempts = attempts
 		out, err := Execute(context.Background(), plan(t, src), o)
 		if err != nil {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // cpuSrc is CPU-heavy on purpose: every request is a new TLS connection.

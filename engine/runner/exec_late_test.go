@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/judge"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 
 	"github.com/kalab-dev/kalab/engine/report"
 )

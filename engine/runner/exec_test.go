@@ -12,9 +12,9 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // These tests run the bundled adapters on this machine's runtimes (Node 20, Debian's

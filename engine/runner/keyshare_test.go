@@ -2,7 +2,7 @@ package runner
 
 import (
 	"context"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"

@@ -11,11 +11,11 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/client"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestPhasesExact: on the virtual clock each request's phases are the network model's to

@@ -16,10 +16,10 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/judge"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // need stops a test when a program it runs is missing (testci.Program).

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/explain"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // replayRTT and replayIdle make the race window of a client's idle gap (idle − RTT, idle)

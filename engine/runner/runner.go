@@ -91,6 +91,15 @@ type Options struct {
 	Host *Host
 
 	middleboxes []func() topology.Hop // hops added between the link and the server (tests)
+	newTimers   func() *judge.Timers  // makes each attempt's timers; nil: empty ones (tests inject lateness)
+}
+
+// timers makes one attempt's lateness recorders.
+func (o Options) timers() *judge.Timers {
+	if o.newTimers != nil {
+		return o.newTimers()
+	}
+	return &judge.Timers{}
 }
 
 // topology is what a run's topology takes of the options, over n on the virtual clock
@@ -531,7 +540,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	if j.virtual {
 		// Simulated time: no descriptors to hold, no headroom to wait for, and nothing the
 		// machine does can make the run noisy, so it runs once.
-		rec := execute(ctx, w, j.sc, j.run, opt, judge.NewTimers(), jg)
+		rec := execute(ctx, w, j.sc, j.run, opt, opt.timers(), jg)
 		if rec.Timing != nil {
 			rec.Timing.Attempt = 1
 		}
@@ -541,7 +550,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	var reruns []string
 	held := 0
 	for attempt := 1; ; attempt++ {
-		tm := judge.NewTimers()
+		tm := opt.timers()
 		if attempt == 1 {
 			held = conns.Acquire(ctx, j.weight)
 			if held > 0 {

@@ -12,18 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 
 	"github.com/kalab-dev/kalab/engine/admit"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 func plan(t *testing.T, src string) *scenario.Plan { return plantest.Load(t, src) }

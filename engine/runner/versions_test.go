@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/report"

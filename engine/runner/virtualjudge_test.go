@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
-	"github.com/kalab-dev/kalab/engine/internal/reporttest"
+	"github.com/kalab-dev/kalab/engine/testkit/reporttest"
 	"slices"
 	"testing"
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // HintMode says whether and how the server sends a "Keep-Alive" response header on

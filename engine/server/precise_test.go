@@ -8,7 +8,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/netsim/clock"
 
 	"github.com/kalab-dev/kalab/engine/internal/lag"
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestPreciseIdleClose checks that with Config.Sleep the HTTP/1.1 idle close lands on its

@@ -18,7 +18,7 @@ import (
 // flags are the command line of a headless Chromium that speaks HTTP/3 to the origin and
 // to nothing else. What each QUIC flag does was measured with Chromium 156:
 //
-//   - The container flags are engine/internal/browsertest's (no sandbox as root, no GPU, no
+//   - The container flags are cmd/kalab/internal/browsertest's (no sandbox as root, no GPU, no
 //     background network, a fresh profile), without its --disable-quic.
 //   - --origin-to-force-quic-on is essential: it makes Chromium use QUIC for the origin from
 //     its first request, with no Alt-Svc learned over TCP first (without it the page load

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/loopback"
+	"github.com/kalab-dev/kalab/engine/loopback"
 )
 
 // Step is one request of a run: wait Pause (after the previous request's answer, or after

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // What Chromium's HTTP/3 client does with its connections, measured against quic-go's

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/netsim/kernel"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestSleeperIsPunctual checks that a Sleeper wakes closer to its instants than a Go timer

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // Behaviour is one rule that sets a preset apart from the others, and what guards it: the
 // truth file whose compare against the real program fails when the model breaks the rule,
-// and the fault (engine/internal/fault) that breaks it, which .ci/faults runs that truth
+// and the fault (engine/fault) that breaks it, which .ci/faults runs that truth
 // file against (`FAULT run FILE`).
 type Behaviour struct {
 	Name string // a few words: "reconnect in place"

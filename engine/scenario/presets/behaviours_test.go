@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/fault"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 const root = "../../../"
@@ -40,7 +40,7 @@ func TestBehaviourGuards(t *testing.T) {
 				t.Errorf("%s: a behaviour without a name or rule: %+v", name, b)
 			}
 			if b.Fault != "" && !slices.Contains(fault.Names, b.Fault) {
-				t.Errorf("%s / %s: fault %q is not one of engine/internal/fault's", name, b.Name, b.Fault)
+				t.Errorf("%s / %s: fault %q is not one of engine/fault's", name, b.Name, b.Fault)
 			}
 			for _, file := range b.Truth {
 				src, err := os.ReadFile(root + file)

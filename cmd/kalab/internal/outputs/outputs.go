@@ -12,10 +12,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"github.com/kalab-dev/kalab/engine/ci"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/ci"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/promtext"
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/engine/htmlreport"
-	"github.com/kalab-dev/kalab/engine/promtext"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 

@@ -1,5 +1,5 @@
 // Package probecmd is kalab probe: measure what a live server does with idle and reused
-// connections (engine/probe), print it, and write it down as a scenario.
+// connections (cmd/kalab/internal/probe), print it, and write it down as a scenario.
 package probecmd
 
 import (
@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/probe"
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/probe"
 	"github.com/kalab-dev/kalab/engine/scenario/presets"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/server"
-	"github.com/kalab-dev/kalab/engine/validate"
 )
 
 // TestProbeWrites: kalab probe against the embedded server on loopback (a 400 ms idle
