@@ -32,7 +32,7 @@ func (l *loader) checkUncounted(sc *Scenario) {
 	if len(blind) == 0 {
 		return
 	}
-	seen := map[string]bool{} // a file-level expect is every run's: one diagnostic per place
+	seen := map[string]bool{} // one diagnostic per place, metric and run
 	for _, r := range sc.Runs {
 		if !blind[r.Variant] {
 			continue
@@ -69,7 +69,7 @@ func (l *loader) refuseUncounted(a Assertion, ref check.Ref, run, key string, se
 		off += i
 	}
 	line, col := a.pos(off)
-	at := fmt.Sprintf("%d:%d:%s", line, col, run)
+	at := fmt.Sprintf("%d:%d %s %s", line, col, metric, run)
 	if seen[at] {
 		return
 	}
