@@ -51,8 +51,8 @@ const (
 	// PendingInputEverywhere: liveness_eof_only is dropped, so a pooled connection with
 	// unread input is discarded in every curl release (7.88.x included).
 	PendingInputEverywhere = "pending-input-everywhere"
-	// TLSResumptionDropped: the TCP model clients keep no TLS session cache, so no new
-	// connection resumes a session whatever client.session_resumption says.
+	// TLSResumptionDropped: the model clients, over TCP and over HTTP/3, keep no TLS session
+	// cache, so no new connection resumes a session whatever client.session_resumption says.
 	TLSResumptionDropped = "tls-resumption-dropped"
 	// TLSResumptionForced: the TCP model clients keep a TLS session cache and resume
 	// whatever client.session_resumption says.

@@ -112,7 +112,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// X25519 alone unless the scenario asks for Go's default, as over TCP.
 		CurvePreferences: client.CurvePreferences(cfg.KeyShares),
 	}
-	if cfg.SessionResumption {
+	if cfg.SessionResumption && !fault.On(fault.TLSResumptionDropped) {
 		c.tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(64)
 	}
 	c.quicConf = &quic.Config{

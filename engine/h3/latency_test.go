@@ -28,7 +28,8 @@ func TestFirstAndReusedLatency(t *testing.T) {
 		if st := c.Stats(); st.Connections != 1 || st.TLSHandshakes != 1 || st.TLSResumed != 0 {
 			t.Errorf("client stats %+v", st)
 		}
-		if st := l.srv.Stats(); st.Connections != 1 || st.Requests != 2 || len(st.Conns) != 1 || st.Conns[0].How != CloseByClient {
+		if st := l.srv.Stats(); st.Connections != 1 || st.Requests != 2 || len(st.Conns) != 1 || st.Conns[0].How != CloseByClient ||
+			st.TLSHandshakes != 1 || st.TLSResumed != 0 {
 			t.Errorf("server stats %+v", st)
 		}
 	})
@@ -90,7 +91,11 @@ func zeroRTT(t *testing.T, tc zeroRTTCase) {
 		t.Errorf("server 0-RTT accepted %d requests %d of %d, want %d %d of 2", st.ZeroRTTAccepted, st.ZeroRTTRequests, st.Requests, tc.serverAccepted, tc.serverEarly)
 	}
 	c.Close()
+	time.Sleep(rtt) // the 0-RTT GET was answered before the client's Finished reached the server
 	l.stop()
+	if st := l.srv.Stats(); st.TLSHandshakes != 2 || st.TLSResumed != 1 {
+		t.Errorf("server handshakes %d resumed %d, want 2 1 (the second connection resumed)", st.TLSHandshakes, st.TLSResumed)
+	}
 }
 
 // A server that does not take 0-RTT (here: a new one at the same address, which cannot
@@ -112,11 +117,45 @@ func TestZeroRTTRejected(t *testing.T) {
 		if q.ZeroRTTAttempted != 1 || q.ZeroRTTAccepted != 0 || q.ZeroRTTRejected != 1 {
 			t.Errorf("client 0-RTT attempted %d accepted %d rejected %d, want 1 0 1", q.ZeroRTTAttempted, q.ZeroRTTAccepted, q.ZeroRTTRejected)
 		}
-		if st := l.srv.Stats(); st.ZeroRTTAccepted != 0 || st.ZeroRTTRequests != 0 || st.Requests != 1 {
-			t.Errorf("server 0-RTT accepted %d early requests %d requests %d, want 0 0 1", st.ZeroRTTAccepted, st.ZeroRTTRequests, st.Requests)
+		if st := l.srv.Stats(); st.ZeroRTTAccepted != 0 || st.ZeroRTTRequests != 0 || st.Requests != 1 || st.TLSHandshakes != 1 || st.TLSResumed != 0 {
+			t.Errorf("server 0-RTT accepted %d early requests %d requests %d handshakes %d resumed %d, want 0 0 1 1 0 (the old server's ticket is not the new one's)",
+				st.ZeroRTTAccepted, st.ZeroRTTRequests, st.Requests, st.TLSHandshakes, st.TLSResumed)
 		}
 		do(t, c, 2, rtt) // the connection works on
 		c.Close()
 		l.stop()
 	})
+}
+
+// The server counts the handshakes that resumed a session itself (its TLS state's
+// DidResume), for a client that cannot say: three connections, one per pause past the 5 s
+// idle timeout, resume the first one's session when the client keeps a session cache (2 of
+// 3) and none when it keeps none.
+func TestServerCountsResumption(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			l := newLab(t, ServerConfig{IdleTimeout: 5 * time.Second})
+			c := l.client(ClientConfig{SessionResumption: keep})
+			for seq := range 3 {
+				if seq > 0 {
+					time.Sleep(6 * time.Second)
+				}
+				do(t, c, seq, 2*rtt)
+			}
+			c.Close()
+			time.Sleep(rtt)
+			l.stop()
+			want := int64(0)
+			if keep {
+				want = 2
+			}
+			st := l.srv.Stats()
+			if st.Connections != 3 || st.TLSHandshakes != 3 || st.TLSResumed != want {
+				t.Errorf("session cache %v: server connections %d handshakes %d resumed %d, want 3 3 %d", keep, st.Connections, st.TLSHandshakes, st.TLSResumed, want)
+			}
+			if cs := c.Stats(); cs.TLSResumed != st.TLSResumed {
+				t.Errorf("session cache %v: the client counts %d resumed, the server %d", keep, cs.TLSResumed, st.TLSResumed)
+			}
+		})
+	}
 }

@@ -53,7 +53,12 @@ type ServerStats struct {
 	IdleTimeouts    int64 // connections the server closed by its idle timer after the handshake
 	PathMigrations  int64 // times a connection moved to a new client address it had validated (a NAT rebinding)
 	PingsSent       int64 // PING frames the server sent outside MTU probes (it sends no keep-alives: loss probes)
-	Conns           []ConnRecord
+	// TLSHandshakes counts the TLS handshakes of the accepted connections (QUIC's handshake
+	// is TLS 1.3's, one per connection: Connections), and TLSResumed those that resumed a
+	// session from a ticket (the server's tls.ConnectionState().DidResume): the server's own
+	// count, for a client that cannot say (Chromium).
+	TLSHandshakes, TLSResumed int64
+	Conns                     []ConnRecord
 }
 
 // ConnRecord is one accepted connection.
@@ -155,7 +160,7 @@ func (s *Server) connContext(ctx context.Context, c *quic.Conn) context.Context 
 		return ctx
 	}
 	t.mu.Lock()
-	t.id = s.nextID.Add(1)
+	t.id, t.conn = s.nextID.Add(1), c
 	t.mu.Unlock()
 	return context.WithValue(ctx, connKey{}, t)
 }
@@ -223,12 +228,22 @@ func (s *Server) Stats() ServerStats {
 	for _, t := range traces {
 		sum.add(t)
 		t.mu.Lock()
+		conn := t.conn
 		if t.id != 0 {
 			st.Conns = append(st.Conns, ConnRecord{ID: t.id, Opened: t.opened, Closed: t.closedAt, Heard: t.heard, How: t.closed, Requests: t.requests, ZeroRTT: t.zeroRTT})
 		}
 		t.mu.Unlock()
+		// Read outside the trace's lock: quic-go's ConnectionState takes the TLS handshake's
+		// own lock. The server decided on resumption from the ClientHello, before quic-go
+		// handed it the connection, so DidResume holds even for a connection whose client
+		// closed it before its Finished arrived (a 0-RTT request answered, then the client
+		// gone).
+		if conn != nil && conn.ConnectionState().TLS.DidResume {
+			st.TLSResumed++
+		}
 	}
 	st.Connections = int64(len(st.Conns))
+	st.TLSHandshakes = st.Connections
 	st.Requests, st.ZeroRTTAccepted, st.ZeroRTTRequests = sum.requests, sum.zeroRTT, sum.zeroRTTReqs
 	st.IdleTimeouts, st.PathMigrations, st.PingsSent = sum.idle, sum.migrations, sum.pings
 	return st

@@ -28,7 +28,8 @@ type connTrace struct {
 	client bool
 
 	mu           sync.Mutex
-	id           uint64 // the server's id (ConnRecord.ID), set when the connection is accepted
+	id           uint64     // the server's id (ConnRecord.ID), set when the connection is accepted
+	conn         *quic.Conn // the accepted connection (server), whose TLS state says whether it resumed
 	opened       time.Time
 	closedAt     time.Time
 	heard        time.Time // when the last packet arrived

@@ -421,3 +421,37 @@ variants:
 		t.Error(err)
 	}
 }
+
+// TestNginxTLSCountedByModelClient: nginx's TLS state is not kalab's to read, so a model
+// client's own count of its handshakes and resumptions is the run's. nginx closes an idle
+// connection after 1 s and every request comes 1.5 s after the one before (500 ms clear of
+// the close), so each of the 4 opens a new connection: with a session cache the last 3
+// resume nginx's tickets, without one none does.
+func TestNginxTLSCountedByModelClient(t *testing.T) {
+	t.Parallel()
+	need(t, "nginx")
+	p := plan(t, `
+name: nginx-tls-counts
+network: {rtt: 10ms}
+server: {exec: nginx, tls: true, session_tickets: true, idle_timeout: 1s}
+client: {preset: go-default}
+load: {requests: 4, burst: 1, pause: 1500ms}
+variants:
+  - name: cache
+    client: {session_resumption: true}
+    expect: ["errors == 0", "connections == 4", "tls_handshakes == 4", "tls_resumed == 3"]
+  - name: no-cache
+    client: {session_resumption: false}
+    expect: ["errors == 0", "connections == 4", "tls_handshakes == 4", "tls_resumed == 0"]
+`)
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass {
+			t.Errorf("%s: %s %s %+v", r.Variant, r.Status, r.Error, r.Checks)
+		}
+	}
+}

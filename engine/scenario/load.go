@@ -100,6 +100,14 @@ type Assertion struct {
 	File string
 	Line int
 	Col  int
+	// style is how the file quotes the expression, so a position inside it counts the
+	// quote (yamldoc.ScalarPos).
+	style yaml.Style
+}
+
+// pos is where byte offset of the expression's source is in the file.
+func (a Assertion) pos(offset int) (line, col int) {
+	return yamldoc.ScalarPos(&yaml.Node{Line: a.Line, Column: a.Col, Value: a.Source, Style: a.style}, offset)
 }
 
 // LoadFiles loads each file and checks names across them. The error, when not nil, is a
@@ -214,6 +222,7 @@ func Parse(file string, data []byte) (s *parsed, diags Diagnostics) {
 	// out, so that matrix, duplicate-name and compare errors are reported in the same pass.
 	sc.Runs = l.expand(sc.Name, expect, len(diags) == 0)
 	l.checkCompare(sc)
+	l.checkUncounted(sc)
 	for _, d := range l.diags {
 		if !c.NonFinite(d.Line, d.Col) {
 			diags = append(diags, d)
@@ -261,7 +270,7 @@ func (l *loader) assertions(parent *yaml.Node, key string, kind check.Kind) []As
 			l.diags = append(l.diags, Diagnostic{File: l.file, Line: line, Col: col, Path: key, Message: err.Error()})
 			continue
 		}
-		out = append(out, Assertion{Assertion: a, File: l.file, Line: item.Line, Col: item.Column})
+		out = append(out, Assertion{Assertion: a, File: l.file, Line: item.Line, Col: item.Column, style: item.Style})
 	}
 	return out
 }
@@ -730,8 +739,7 @@ func (l *loader) checkCompare(sc *Scenario) {
 			if names[ref.Name] {
 				continue
 			}
-			item := &yaml.Node{Line: a.Line, Column: a.Col, Value: a.Source}
-			line, col := yamldoc.ScalarPos(item, ref.Offset)
+			line, col := a.pos(ref.Offset)
 			msg := fmt.Sprintf("no variant named %q", ref.Name)
 			if s := suggest.Closest(ref.Name, list); s != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", s)

@@ -148,7 +148,7 @@ type clientStats struct {
 	Connections, HiddenRetries int64
 	trusted                    bool
 	quic                       *h3.ClientQUICStats // an HTTP/3 client's own counters; nil over TCP
-	handshakes, resumed        int64               // an HTTP/3 client's handshakes: QUIC's are TLS's
+	handshakes, resumed        int64               // the client's own TLS handshakes (QUIC's are TLS's)
 }
 
 func (c clientStats) Flatten(into map[string]float64) {
@@ -158,6 +158,13 @@ func (c clientStats) Flatten(into map[string]float64) {
 		into["client_idle_timeouts"] = float64(q.IdleTimeouts)
 		into["pings_sent"] = float64(q.PingsSent)
 		into["zero_rtt_rejected"] = float64(q.ZeroRTTRejected)
+		into["tls_handshakes"] = float64(c.handshakes)
+		into["tls_resumed"] = float64(c.resumed)
+		return
+	}
+	if _, counted := into["tls_handshakes"]; !counted && c.trusted {
+		// Over TCP the server counts the handshakes (the server's stats come first); a real
+		// server does not tell kalab, and then kalab's own client does.
 		into["tls_handshakes"] = float64(c.handshakes)
 		into["tls_resumed"] = float64(c.resumed)
 	}

@@ -214,4 +214,8 @@ func (s h3ServerStats) Flatten(into map[string]float64) {
 	into["zero_rtt_accepted"] = float64(s.ZeroRTTAccepted)
 	into["zero_rtt_requests"] = float64(s.ZeroRTTRequests)
 	into["path_migrations"] = float64(s.PathMigrations)
+	// The server's count of handshakes and resumptions; kalab's own HTTP/3 client, later in
+	// flatten, writes its own over them, and Chromium, which cannot say, leaves them.
+	into["tls_handshakes"] = float64(s.TLSHandshakes)
+	into["tls_resumed"] = float64(s.TLSResumed)
 }

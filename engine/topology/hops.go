@@ -53,9 +53,11 @@ type serverStats struct {
 
 func (s serverStats) Flatten(into map[string]float64) {
 	into["server_connections"] = float64(s.Connections)
-	into["tls_handshakes"] = float64(s.TLSHandshakes)
-	into["tls_resumed"] = float64(s.TLSResumed)
 	if s.own {
+		// A real server's handshakes are not kalab's to read: a model client's own count
+		// stands for them (clientStats), and nothing counts a real client's.
+		into["tls_handshakes"] = float64(s.TLSHandshakes)
+		into["tls_resumed"] = float64(s.TLSResumed)
 		into["server_idle_closes"] = float64(s.IdleCloses)
 	}
 }

@@ -71,6 +71,8 @@ var behaviours = map[string][]Behaviour{
 			Truth: []string{"scenarios/truth/chromium.yaml"}, Compare: "real-own-idle vs model-own-idle", Fault: fault.QUICIdleMax},
 		{Name: "no PING while idle", Rule: "no PING while no request is open, so an idle connection times out and a NAT forgets its flow",
 			Truth: []string{"scenarios/truth/chromium.yaml"}, Compare: "real-idle vs model-idle, real-own-idle vs model-own-idle, real-nat vs model-nat", Fault: fault.QUICIdlePings},
+		{Name: "TLS resumption", Rule: "each new QUIC connection to the origin resumes the TLS session of an earlier one (kalab's server counts Chromium's)",
+			Truth: []string{"scenarios/truth/chromium.yaml"}, Compare: "real-idle vs model-idle, real-own-idle vs model-own-idle, tls_resumed", Fault: fault.TLSResumptionDropped},
 		{Name: "0-RTT methods", Rule: "on a resumed connection a GET or HEAD goes in 0-RTT, a POST waits for the handshake",
 			Truth: []string{"scenarios/truth/chromium-zero-rtt.yaml"}, Compare: "real-post vs model-post, real-get vs model-get", Fault: fault.ZeroRTTAnyMethod},
 		{Name: "oracle's idle rule", Rule: "the oracle predicts a connection per pause of at least the smaller of the two idle timeouts; in a truth file the model runs it predicts must agree",
