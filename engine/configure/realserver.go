@@ -50,6 +50,7 @@ func RealServer(st scenario.Settings, sc shape.Scale, allowRemote bool) (realser
 		Status:               s.Response.Status,
 		BodyBytes:            s.Response.BodyBytes,
 		Delay:                sc.D(s.Response.Delay),
+		Events:               Server(st, sc).Events,
 	}
 	if kind == realserver.URL {
 		if u, err := url.Parse(s.URL); err == nil {

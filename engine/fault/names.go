@@ -79,8 +79,12 @@ const (
 	// ProbeIdleUnread: kalab probe sleeps through an idle gap instead of reading the
 	// socket, so a FIN or RST is seen only on the next request, as if the drop were silent.
 	ProbeIdleUnread = "probe-idle-unread"
+	// ReloadKeepsIdle: a reload of the embedded server (server.events goaway) stops taking
+	// new connections on the old generation but leaves its idle connections open, instead of
+	// closing them at once as Go's Shutdown and nginx -s reload do.
+	ReloadKeepsIdle = "reload-keeps-idle"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle}

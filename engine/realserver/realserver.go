@@ -80,6 +80,9 @@ type Config struct {
 	Status               int // 0 means 200
 	BodyBytes            int
 	Delay                time.Duration
+	// Events are the reloads (server.Event with Kind server.EventGoAway and a time) kalab
+	// gives nginx during the run, as nginx -s reload does: SIGHUP to its master process.
+	Events []server.Event
 
 	// LogDir keeps the server's logs and generated configuration; empty keeps them only
 	// until Close.
@@ -124,6 +127,10 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	eventMu sync.Mutex
+	timers  []*time.Timer // the events' timers (ArmEvents), stopped at Close
+	closed  bool
 }
 
 // adapter builds the command line and files of one kind of managed program.
@@ -159,6 +166,9 @@ func Check(cfg Config) error {
 	cfg = cfg.normalized()
 	switch cfg.Kind {
 	case Nginx, Node, HAProxy:
+		if err := checkEvents(cfg); err != nil {
+			return err
+		}
 		return adapters[cfg.Kind].check(cfg)
 	case Command:
 		if !strings.Contains(cfg.Command, "{port}") {
@@ -663,6 +673,7 @@ const stopGrace = 5 * time.Second
 // removes its temporary files; the logs in LogDir stay. A URL server is left alone.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopEvents()
 		if s.group != nil {
 			s.group.Terminate()
 			select {

@@ -24,6 +24,7 @@ var realFieldPaths = map[string]string{
 	"Status":               "server.response.status",
 	"BodyBytes":            "server.response.body_bytes",
 	"Delay":                "server.response.delay",
+	"Events":               "server.events",
 }
 
 // unconfigured are the server fields that mean nothing for a server kalab does not

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -27,9 +29,15 @@ func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 		return list
 	}
 	switch {
-	case s.Real():
-		l.add(list, "server.events", "events apply to kalab's embedded server; a real server (exec, command, url) is reloaded or stopped by its own means%s", where)
+	case s.Real() && s.Exec != "nginx":
+		l.add(list, "server.events", "events apply to kalab's embedded server and to nginx (a reload); this real server (exec, command, url) is reloaded or stopped by its own means%s", where)
 		return
+	case s.Real():
+		for i, e := range s.Events {
+			if e.Do != EventGoAway || e.AfterRequests > 0 {
+				l.add(item(i), "server.events", "event %d: nginx takes a reload at a time (do: goaway, at: ...), which kalab gives it as nginx -s reload; not %s%s", i+1, eventWhen(e), where)
+			}
+		}
 	case s.HTTP3():
 		l.add(list, "server.events", "events are not modelled over HTTP/3 yet (no GOAWAY from the HTTP/3 server); use server.http \"1.1\" or \"2\"%s", where)
 		return
@@ -58,4 +66,12 @@ func (l *loader) checkGoAwayClient(r *Run, at func(string) *yaml.Node, where str
 	if r.Settings.Client.HTTP2GoAway != "" && !modelH2(r) {
 		l.add(at("client.http2_goaway"), "client.http2_goaway", "it decides what a model client does with an HTTP/2 GOAWAY; this run is not a model client speaking HTTP/2 to the embedded server%s", where)
 	}
+}
+
+// eventWhen names an event as a file writes it.
+func eventWhen(e ServerEvent) string {
+	if e.AfterRequests > 0 {
+		return fmt.Sprintf("%s after_requests %d", e.Do, e.AfterRequests)
+	}
+	return e.Do
 }

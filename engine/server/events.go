@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // The kinds of Event: what a deploy does to a running server.
@@ -32,7 +34,7 @@ const (
 
 // Event is a change the server goes through during a run.
 type Event struct {
-	// At is when it happens, after Start; ignored when AfterRequests is set.
+	// At is when it happens, after the instant ArmEvents is given; ignored when AfterRequests is set.
 	At time.Duration
 	// AfterRequests, when set, makes it happen as the handler finishes this many requests
 	// (counted across connections): that request's response is the last on its connection.
@@ -116,7 +118,6 @@ type events struct {
 
 // serveWithEvents starts the first generation and the accept loop, and arms the events.
 func (s *Server) serveWithEvents() {
-	start := time.Now()
 	ev := &events{byCount: make(map[int64][]Event)}
 	s.ev = ev
 	ev.serving.Add(1)
@@ -126,15 +127,7 @@ func (s *Server) serveWithEvents() {
 	for _, e := range s.cfg.Events {
 		if e.AfterRequests > 0 {
 			ev.byCount[e.AfterRequests] = append(ev.byCount[e.AfterRequests], e)
-			continue
 		}
-		due := start.Add(e.At)
-		ev.timers = append(ev.timers, time.AfterFunc(e.At, func() {
-			// On the real clock a late event moves which requests race it: its lateness is
-			// the server's timers', for the timing judge.
-			s.cfg.Lag.Since(due)
-			s.fire(e)
-		}))
 	}
 	go s.acceptLoop()
 	go func() {
@@ -209,6 +202,29 @@ func (s *Server) handOff(c net.Conn) {
 	}
 }
 
+// ArmEvents starts the timers of the events given a time (Event.At), from t0: the instant the
+// run's load starts. Without it no timed event happens; events after a number of requests
+// need none.
+func (s *Server) ArmEvents(t0 time.Time) {
+	if s.ev == nil {
+		return
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	for _, e := range s.cfg.Events {
+		if e.AfterRequests > 0 || s.closing.Load() {
+			continue
+		}
+		due := t0.Add(e.At)
+		s.ev.timers = append(s.ev.timers, time.AfterFunc(time.Until(due), func() {
+			// On the real clock a late event moves which requests race it: its lateness is
+			// the server's timers', for the timing judge.
+			s.cfg.Lag.Since(due)
+			s.fire(e)
+		}))
+	}
+}
+
 // afterRequest fires the events due after the n-th request.
 func (s *Server) afterRequest(n int64) {
 	if s.ev == nil {
@@ -247,6 +263,10 @@ func (s *Server) fire(e Event) {
 				s.startGeneration(s.newHTTPServer())
 			}
 		}))
+		return
+	}
+	if e.Kind == EventGoAway && fault.On(fault.ReloadKeepsIdle) {
+		_ = old.ln.Close() // new connections go to the new generation; the old ones stay
 		return
 	}
 	old.srv.SetKeepAlivesEnabled(false) // closes idle HTTP/1.1 connections now

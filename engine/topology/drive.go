@@ -71,6 +71,9 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 		rc.reqs = inorder.For(reqs, topo.net != nil) // on the virtual clock, same-instant requests in seq order
 	}
 	rc.start = time.Now()
+	if a, ok := topo.server.(interface{ armEvents(time.Time) }); ok {
+		a.armEvents(rc.start) // server.events at times: from the start of the load
+	}
 	loadErr := topo.client.drive(runCtx, rc)
 	fig := runFigures{total: time.Since(rc.start), loadEnd: time.Now()}
 	fig.cpu, fig.rss = probe.Stop()

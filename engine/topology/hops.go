@@ -117,6 +117,9 @@ func (e *embeddedServer) Close() error {
 	return e.srv.Close()
 }
 
+// armEvents starts the server's timed events from t0, the start of the run's load.
+func (e *embeddedServer) armEvents(t0 time.Time) { e.srv.ArmEvents(t0) }
+
 func (e *embeddedServer) accepted() int64            { return e.srv.Stats().Connections }
 func (e *embeddedServer) open() int64                { return e.srv.Stats().Open }
 func (e *embeddedServer) AcceptedFrom(peer int) bool { return e.srv.AcceptedFrom(peer) }
@@ -146,8 +149,9 @@ type realServer struct {
 	rs     *realserver.Server
 	// wait is what the program's threads waited for a core from when it was ready until
 	// it is stopped, told to tm (judge.Timers.ServerWait) at Close.
-	wait lag.GroupWait
-	tm   *judge.Timers
+	wait   lag.GroupWait
+	tm     *judge.Timers
+	events lag.Recorder // how late each timed event (server.events) was signalled
 }
 
 func (r *realServer) Role() string { return "server" }
@@ -171,7 +175,17 @@ func (r *realServer) Identity() Identity {
 	return Identity{Kind: string(id.Kind), Name: id.Name, Program: program, Version: id.Version}
 }
 
-func (r *realServer) Timing() map[string]*lag.Recorder { return nil }
+// Timing names the lateness of the run's timed events (a reload: nginx -s reload), the only
+// timers kalab keeps for a real server.
+func (r *realServer) Timing() map[string]*lag.Recorder {
+	if len(r.cfg.Events) == 0 {
+		return nil
+	}
+	return map[string]*lag.Recorder{judge.SrcIdleClose: &r.events}
+}
+
+// armEvents starts the server's timed events from t0, the start of the run's load.
+func (r *realServer) armEvents(t0 time.Time) { r.rs.ArmEvents(t0, &r.events) }
 
 func (r *realServer) Stats() Stats {
 	var ss serverStats
