@@ -205,7 +205,8 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
 		var out result
 		start := time.Now() // the bubble's clock
-		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
+		out.m, out.co, out.err = topology.Drive(bctx, &topology.Run{W: w, Scenario: sc, Run: r, Settings: st, Scale: shape.Scale(1),
+			Options: opt.topology(n), Log: log, Timers: tm, Probe: probe})
 		out.model = time.Since(start)
 		res = out
 	}, extra...)

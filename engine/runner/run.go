@@ -264,7 +264,8 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		if st.Clock == scenario.ClockVirtual {
 			m, conns, model, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
 		} else {
-			m, conns, err = topology.Drive(ctx, w, sc, r, st, scale, opt.topology(nil), ex, log, tm, metrics.StartProcProbe(metrics.DefaultProbeInterval))
+			m, conns, err = topology.Drive(ctx, &topology.Run{W: w, Scenario: sc, Run: r, Settings: st, Scale: scale, Options: opt.topology(nil),
+				Exec: ex, Log: log, Timers: tm, Probe: metrics.StartProcProbe(metrics.DefaultProbeInterval)})
 			model = -1 // wall_ms over the time scale, below
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
