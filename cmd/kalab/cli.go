@@ -17,6 +17,7 @@ import (
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/probecmd"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/ci"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/help"
 	"github.com/kalab-dev/kalab/engine/judge"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -193,7 +194,7 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 // would end noisy. Runs on the virtual clock are never noisy and are left out. It returns
 // how many it printed.
 func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, opt runner.Options) int {
-	ds := judge.Unjudgeable(runner.RealRuns(plan, opt), opt.TimeScale, opt.LagTolerance)
+	ds := judge.Unjudgeable(compile.RealRuns(plan, opt.Compile()), opt.TimeScale, opt.LagTolerance)
 	for _, d := range ds {
 		d.Message = "warning: " + d.Message
 		fmt.Fprintln(stderr, d.String())

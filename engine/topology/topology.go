@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -41,21 +42,18 @@ type Options struct {
 	Network *vnet.Network
 }
 
-// Run is one run's state as Drive and the hop builders share it: what the plan resolved
-// for it (its scenario, its run, its settings and time scale, the real program it starts)
-// and where it reports (its writer, its log, the timers its timing is judged by, the
-// probe of the process's CPU and memory).
+// Run is one run's state as Drive and the hop builders share it: the compiled run (its
+// scenario, its run, its settings and time scale as they go) and this attempt at it: where
+// it reports (its writer, its log, the timers its timing is judged by, the probe of the
+// process's CPU and memory) and the real client program it starts.
 type Run struct {
-	W        *report.Writer
-	Scenario *scenario.Scenario
-	Run      *scenario.Run
-	Settings scenario.Settings // with the invocation's overrides applied
-	Scale    shape.Scale
-	Options  Options
-	Exec     *Exec // the real client program; nil for kalab's own client
-	Log      zerolog.Logger
-	Timers   *judge.Timers
-	Probe    *metrics.ProcProbe
+	*compile.Run
+	W       *report.Writer
+	Options Options
+	Exec    *Exec // the real client program of this attempt (from compile.Run.Exec); nil for kalab's own client
+	Log     zerolog.Logger
+	Timers  *judge.Timers
+	Probe   *metrics.ProcProbe
 }
 
 // Observer hears of each request as it ends (the CLI's progress bars).
@@ -129,7 +127,7 @@ func (t *topology) buildServer(run *Run, links *connLog) (*serverLog, error) {
 			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients")
 		}
 		var err error
-		if rc.LogDir, err = run.W.Subdir(report.ServerLogsPath(run.Scenario.Name, run.Run.Variant)); err != nil {
+		if rc.LogDir, err = run.W.Subdir(report.ServerLogsPath(run.Scenario.Name, run.Source.Variant)); err != nil {
 			return nil, err
 		}
 		t.server = &realServer{cfg: rc, runDir: run.W.Dir, links: links, tm: tm}
@@ -172,7 +170,7 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
 func buildClient(run *Run, t *topology, srvLog *serverLog) clientHop {
 	st, scale, opt, ex, tm := run.Settings, run.Scale, run.Options, run.Exec, run.Timers
-	w, name, variant := run.W, run.Scenario.Name, run.Run.Variant
+	w, name, variant := run.W, run.Scenario.Name, run.Source.Variant
 	if ex != nil && ex.Config.Adapter != nil && ex.Config.Adapter.Native {
 		return &chromiumClient{x: ex, st: st, scale: scale, topo: t}
 	}
