@@ -12,6 +12,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/execclient"
+	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/predict"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -54,6 +55,8 @@ type Run struct {
 	// Refused says why the run cannot have a verdict as planned: it ends as an engine
 	// error without starting. "" when it can.
 	Refused string
+	// Pauses are the seeded pauses between its bursts, in real time at its time scale.
+	Pauses []time.Duration
 	// Oracle is the oracle's plan of the run (predict.Plan of Settings).
 	Oracle oracle.Plan
 	// Expected is how long the run should take in real time (Expected).
@@ -115,6 +118,7 @@ func One(sc *scenario.Scenario, r *scenario.Run, opt Options) *Run {
 		}
 	}
 	c.Settings, c.Scale, c.Virtual, c.Refused = st, shape.Scale(st.TimeScale), cc.clock == scenario.ClockVirtual, cc.refused
+	c.Pauses = load.Pauses(configure.Load(st, c.Scale))
 	c.Oracle = predict.Plan(st)
 	c.Expected = estimate(st)
 	return c

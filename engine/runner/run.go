@@ -238,7 +238,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 		rec.Timing = machineTook(runTiming(tm, jg, tol, st), pressure, cpuWait, queue)
 		realTimers(rec, st, tol, opt)
 	}
-	keepSlack(rec, sc, st, tm, opt)
+	keepSlack(rec, c, tm, opt)
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)

@@ -418,6 +418,9 @@ func (c *collector) write(sc *scenario.Scenario, srec *report.Scenario) {
 	c.failed(c.w.WriteScenario(srec))
 }
 
+// compileRun is the compile step of one run: compile.One, which a test counts.
+var compileRun = compile.One
+
 // planJobs lists the plan's runs the filter keeps, each compiled once and weighed in
 // descriptors against the invocation's budget, and counts each scenario's runs.
 func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
@@ -435,7 +438,7 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			if h.Conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
-			c := compile.One(sc, r, copt)
+			c := compileRun(sc, r, copt)
 			if c.Virtual {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.
