@@ -124,21 +124,23 @@ func One(sc *scenario.Scenario, r *scenario.Run, opt Options) *Run {
 	return c
 }
 
-// RealRuns is the part of plan that runs on the real clock under opt (its scenarios with
-// only those runs): what the timing judge can have anything to say about.
-func RealRuns(plan *scenario.Plan, opt Options) *scenario.Plan {
+// RealRuns is the plan of the runs that go on the real clock (their scenarios with only
+// those runs), of runs compiled by Plan: what the timing judge can have anything to say
+// about.
+func RealRuns(runs []*Run) *scenario.Plan {
 	out := &scenario.Plan{}
-	for _, sc := range plan.Scenarios {
-		c := *sc
-		c.Runs = nil
-		for _, r := range sc.Runs {
-			if !One(sc, r, opt).Virtual {
-				c.Runs = append(c.Runs, r)
-			}
+	var last *scenario.Scenario
+	for _, c := range runs {
+		if c.Virtual {
+			continue
 		}
-		if len(c.Runs) > 0 {
-			out.Scenarios = append(out.Scenarios, &c)
+		if c.Scenario != last {
+			sc := *c.Scenario
+			sc.Runs, last = nil, c.Scenario
+			out.Scenarios = append(out.Scenarios, &sc)
 		}
+		sc := out.Scenarios[len(out.Scenarios)-1]
+		sc.Runs = append(sc.Runs, c.Source)
 	}
 	return out
 }

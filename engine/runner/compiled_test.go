@@ -72,6 +72,41 @@ variants:
 	}
 }
 
+// TestExecuteCompiledReadsTheCallersRuns: runs the caller compiled (kalab run compiles
+// its plan once, before its warnings) are the runs that go: none is compiled again.
+func TestExecuteCompiledReadsTheCallersRuns(t *testing.T) {
+	p := plan(t, `name: given
+load: {requests: 2}
+variants: [{name: a}, {name: b}]
+`)
+	o := virtualOpts(t)
+	runs := compile.Plan(p, o.Compile())
+	for _, c := range runs {
+		c.Notes = append(c.Notes, "compiled by the caller")
+	}
+	compiles := 0
+	compileRun = func(sc *scenario.Scenario, r *scenario.Run, opt compile.Options) *compile.Run {
+		compiles++
+		return compile.One(sc, r, opt)
+	}
+	t.Cleanup(func() { compileRun = compile.One })
+	out, err := ExecuteCompiled(context.Background(), p, runs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compiles != 0 {
+		t.Errorf("%d runs compiled again, want none", compiles)
+	}
+	for _, rec := range out.Runs {
+		if rec.Status != report.StatusPass || !slices.Contains(rec.Notes, "compiled by the caller") {
+			t.Errorf("%s: %s %q, notes %q: not the caller's compiled run", rec.Variant, rec.Status, rec.Error, rec.Notes)
+		}
+	}
+	if len(out.Runs) != 2 {
+		t.Errorf("%d runs, want 2", len(out.Runs))
+	}
+}
+
 // TestRunnerAsksTheCompiledRun: of the runner's files only the compile hook calls the compile
 // step, and only the check of a file's real server (before any run, from the file's own
 // settings) reads engine/configure or engine/shape: the rest reads the compiled run.

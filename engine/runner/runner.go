@@ -243,10 +243,18 @@ type job struct {
 	tooBig string        // why the run cannot get its descriptors; empty when it can
 }
 
-// Execute runs the plan. It returns an error only when results cannot be written; a run
-// that fails is a record with status error. When ctx is cancelled, runs in flight end as
-// interrupted, runs not started are skipped, and Outcome.Interrupted is set.
+// Execute compiles the plan's runs (engine/compile) and runs them. It returns an error only
+// when results cannot be written; a run that fails is a record with status error. When ctx
+// is cancelled, runs in flight end as interrupted, runs not started are skipped, and
+// Outcome.Interrupted is set.
 func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, error) {
+	return ExecuteCompiled(ctx, plan, nil, opt)
+}
+
+// ExecuteCompiled is Execute over runs the caller compiled (compile.Plan of plan, or of the
+// plan plan was cut from, under opt.Compile()); a run of plan that runs lacks is compiled
+// here.
+func ExecuteCompiled(ctx context.Context, plan *scenario.Plan, runs []*compile.Run, opt Options) (*Outcome, error) {
 	if opt.Attempts <= 0 {
 		opt.Attempts = DefaultAttempts
 	}
@@ -259,7 +267,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if opt.RunID == "" {
 		opt.RunID = report.NewRunID(time.Now())
 	}
-	jobs, remaining, conns, err := planJobs(plan, opt)
+	jobs, remaining, conns, err := planJobs(plan, runs, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -421,13 +429,17 @@ func (c *collector) write(sc *scenario.Scenario, srec *report.Scenario) {
 // compileRun is the compile step of one run: compile.One, which a test counts.
 var compileRun = compile.One
 
-// planJobs lists the plan's runs the filter keeps, each compiled once and weighed in
-// descriptors against the invocation's budget, and counts each scenario's runs.
-func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
+// planJobs lists the plan's runs the filter keeps, each compiled once (its compiled run
+// from compiled, or compiled here) and weighed in descriptors against the invocation's
+// budget, and counts each scenario's runs.
+func planJobs(plan *scenario.Plan, compiled []*compile.Run, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
 	var jobs []job
 	var holds []admit.Hold
 	remaining := map[*scenario.Scenario]int{}
-	copt := opt.Compile()
+	copt, of := opt.Compile(), make(map[*scenario.Run]*compile.Run, len(compiled))
+	for _, c := range compiled {
+		of[c.Source] = c
+	}
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
@@ -438,7 +450,10 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			if h.Conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
-			c := compileRun(sc, r, copt)
+			c := of[r]
+			if c == nil {
+				c = compileRun(sc, r, copt)
+			}
 			if c.Virtual {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.

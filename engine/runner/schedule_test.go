@@ -28,7 +28,7 @@ func TestStartOrderLongestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, _, err := planJobs(p, Options{Parallel: DefaultParallel})
+	jobs, _, _, err := planJobs(p, nil, Options{Parallel: DefaultParallel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestOutputsInPlanOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, _, err := planJobs(p, Options{Parallel: 1})
+	jobs, _, _, err := planJobs(p, nil, Options{Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
