@@ -234,7 +234,7 @@ func (o *Outcome) Errored() bool {
 
 type job struct {
 	c      *compile.Run
-	sc     *scenario.Scenario // c.Scenario
+	sc     *scenario.Scenario // the plan's scenario of the run (a shard's holds only its part's runs)
 	run    *scenario.Run      // c.Source
 	idx    int
 	weight int           // descriptors it may hold open at once (runHold)
