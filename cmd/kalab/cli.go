@@ -20,6 +20,7 @@ import (
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/validate"
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/judge"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -192,8 +193,8 @@ func loadPlan(args []string, stderr io.Writer, log zerolog.Logger, chk runner.Ch
 // what its timers reach on a quiet machine (runner.Unjudgeable): the runs go ahead, and
 // would end noisy. Runs on the virtual clock are never noisy and are left out. It returns
 // how many it printed.
-func warnUnjudgeable(stderr io.Writer, plan *scenario.Plan, opt runner.Options) int {
-	ds := judge.Unjudgeable(runner.RealRuns(plan, opt), opt.TimeScale, opt.LagTolerance)
+func warnUnjudgeable(stderr io.Writer, runs []*compile.Run, opt runner.Options) int {
+	ds := judge.Unjudgeable(compile.RealRuns(runs), opt.TimeScale, opt.LagTolerance)
 	for _, d := range ds {
 		d.Message = "warning: " + d.Message
 		fmt.Fprintln(stderr, d.String())
@@ -264,7 +265,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if plan == nil {
 		return code
 	}
-	warnUnjudgeable(stderr, plan, runner.Options{Host: clockHost})
+	vopt := runner.Options{Host: clockHost}
+	warnUnjudgeable(stderr, compile.Plan(plan, vopt.Compile()), vopt)
 	if !*quiet {
 		validate.Summary(stdout, plan, files)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -307,7 +308,9 @@ func TestMergeBundledSuite(t *testing.T) {
 	os.Symlink("run", filepath.Join(whole, "latest"))
 	want := outcomeLines(t, whole)
 	opt := runner.Options{}
-	weight := func(_ *scenario.Scenario, r *scenario.Run) time.Duration { return runner.Expected(r, opt) }
+	weight := func(sc *scenario.Scenario, r *scenario.Run) time.Duration {
+		return compile.One(sc, r, opt.Compile()).Expected
+	}
 	for _, n := range []int{1, 3, 7} {
 		split := shard.Plan(plan, n, weight)
 		dir := t.TempDir()

@@ -21,6 +21,7 @@ import (
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -213,6 +214,7 @@ func (f *runFlags) checkTiming() error {
 type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
+	runs []*compile.Run // the plan compiled once, before a shard's split: Execute reads it
 	cmp  *report.Comparer
 	part *shard.Part // with --shard: this part of the split; only its runs are missed
 	// paths are the scenario files or directories asked for; nil: the command's arguments
@@ -254,7 +256,8 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 			return nil, exitInvalid, false
 		}
 	}
-	warnUnjudgeable(stderr, inv.plan, inv.opt)
+	inv.runs = compile.Plan(inv.plan, inv.opt.Compile())
+	warnUnjudgeable(stderr, inv.runs, inv.opt)
 	if f.sharded() {
 		if err := applyShard(f, inv, files); err != nil {
 			return fail("%v", err)
@@ -281,7 +284,7 @@ func executeRun(ctx context.Context, inv *invocation, stdout io.Writer, logs *lo
 		logs.route(progress.p) // log lines print above the bars, never under a redraw
 	}
 	inv.opt.Observer = supervise.Faults(inv.opt.Observer)
-	outcome, err := runner.Execute(ctx, inv.plan, inv.opt)
+	outcome, err := runner.ExecuteCompiled(ctx, inv.plan, inv.runs, inv.opt)
 	if progress != nil {
 		logs.route(nil)
 		progress.Wait()

@@ -152,14 +152,15 @@ func oracleBalancer(b *scenario.Balancer) *oracle.Balancer {
 	}
 }
 
-// Record is the run's prediction beside its measured counts. The bounds allow for
-// the lateness the run's own timers showed: the p99 lateness (the statistic its timing is
-// judged on) of its link, schedule and idle-close timers, summed, in scenario time. Each
-// can move a pause against a window edge: a late pause lengthens it, a late close or a
-// late FIN shortens it. A count outside its bounds is a model disagreement.
-func Record(st scenario.Settings, tm *report.Timing, m check.Metrics) *report.Predicted {
-	lateness := Lateness(tm, st.TimeScale)
-	pred := oracle.Predict(Plan(st), lateness)
+// Record is the prediction of p (the run's Plan, at time scale scale) beside the run's
+// measured counts. The bounds allow for the lateness the run's own timers showed: the p99
+// lateness (the statistic its timing is judged on) of its link, schedule and idle-close
+// timers, summed, in scenario time. Each can move a pause against a window edge: a late
+// pause lengthens it, a late close or a late FIN shortens it. A count outside its bounds
+// is a model disagreement.
+func Record(p oracle.Plan, scale float64, tm *report.Timing, m check.Metrics) *report.Predicted {
+	lateness := Lateness(tm, scale)
+	pred := oracle.Predict(p, lateness)
 	flat := m.Flat()
 	out := &report.Predicted{Rule: pred.Rule, LatenessMs: math.Round(pred.LatenessMs*1000) / 1000, Counts: []report.PredictedCount{}}
 	var off []string

@@ -2,15 +2,11 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	_ "github.com/kalab-dev/kalab/engine/internal/startcheck" // refuses a start without descriptors, first
-
-	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/topology"
 
@@ -19,89 +15,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/internal/vclock"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shape"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
-
-// A run goes on one of two clocks. On the virtual clock every hop is kalab's own code or
-// Go's (the model client or Go's Transport, the embedded server, the links, the balancer)
-// over an in-memory network (engine/vnet) inside a synctest bubble: time is simulated, so
-// the run is exact, identical on every machine, and takes only the CPU its code needs. On
-// the real clock the hops talk over loopback sockets in real time, as real programs need,
-// and the timing judge decides whether the machine held the run's timing.
-
-// clockChoice is a run's clock and, when it runs real although virtual was asked for or
-// would be the default, why.
-type clockChoice struct {
-	clock string // scenario.ClockVirtual or scenario.ClockReal
-	// offModel names the parts of the run the virtual clock does not model; empty when
-	// every hop is modelled.
-	offModel []string
-	// refused is set when the file asked for the virtual clock and the run cannot have it.
-	refused string
-}
-
-// chooseClock resolves a run's clock: the invocation's --clock, else the file's clock,
-// else virtual when every hop of the run is one kalab models and this process can host a
-// virtual clock, real otherwise. A --clock virtual that a run cannot follow (a real
-// program) runs it real with a note; a file that asks for virtual and cannot have it is
-// refused.
-func chooseClock(st scenario.Settings, opt Options) clockChoice {
-	off := offModel(st, opt)
-	want := st.Clock
-	fromFlag := opt.Clock != ""
-	if fromFlag {
-		want = opt.Clock
-	}
-	switch {
-	case want == scenario.ClockReal:
-		return clockChoice{clock: scenario.ClockReal, offModel: off}
-	case len(off) == 0 && opt.Host.Available():
-		return clockChoice{clock: scenario.ClockVirtual}
-	case want == scenario.ClockVirtual && !fromFlag:
-		why := strings.Join(off, "; ")
-		if len(off) == 0 {
-			why = "this process has no virtual clock (a Go test without a vclock host)"
-		}
-		return clockChoice{clock: scenario.ClockReal, offModel: off,
-			refused: "clock: virtual, but the run cannot run on the virtual clock: " + why}
-	}
-	return clockChoice{clock: scenario.ClockReal, offModel: off}
-}
-
-// offModel lists what keeps a run off the virtual clock: real programs, the caller's own
-// client, and the parts the in-memory network does not model yet.
-func offModel(st scenario.Settings, opt Options) []string {
-	var off []string
-	if st.Client.Exec != nil {
-		off = append(off, "client.exec runs a real program")
-	}
-	if opt.NewClient != nil && opt.CallerRealClock {
-		off = append(off, "the caller's own Go client (go-func) asked for the real clock")
-	}
-	if st.Server.Real() {
-		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
-	}
-	if len(opt.middleboxes) > 0 {
-		off = append(off, "a test's own hop")
-	}
-	return off
-}
-
-// clockNote is the run record's note on its clock, or "".
-func (c clockChoice) note(fileScale float64) string {
-	switch {
-	case c.clock == scenario.ClockVirtual && fileScale != 1 && fileScale != 0:
-		return fmt.Sprintf("virtual clock: time_scale %g not applied (simulated time needs no compression)", fileScale)
-	case c.clock == scenario.ClockReal && len(c.offModel) > 0:
-		return "real clock: " + strings.Join(c.offModel, "; ")
-	}
-	return ""
-}
 
 // virtualStall is how long a virtual run may go without any event on its network, in real
 // time, before its watchdog ends it: far beyond any CPU work between two events.
@@ -187,7 +106,8 @@ func bubbleContext(outer context.Context) (ctx context.Context, stop, wake func(
 // and load as drive, over the bubble's in-memory network, and says how much simulated time
 // it took. A bubble the watchdog ended leaves its goroutines behind; the run is then an
 // engine error and its figures are not read.
-func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, topology.Result, time.Duration, error) {
+func driveVirtual(ctx context.Context, w *report.Writer, c *compile.Run, opt Options, log zerolog.Logger, tm *judge.Timers) (check.Metrics, topology.Result, time.Duration, error) {
+	sc, r := c.Scenario, c.Source
 	type result struct {
 		m     check.Metrics
 		co    topology.Result
@@ -205,7 +125,8 @@ func driveVirtual(ctx context.Context, w *report.Writer, sc *scenario.Scenario, 
 	err := inBubble(ctx, opt.Host, sc.Name+"/"+r.Variant, func(bctx context.Context, n *vnet.Network) {
 		var out result
 		start := time.Now() // the bubble's clock
-		out.m, out.co, out.err = topology.Drive(bctx, w, sc, r, st, shape.Scale(1), opt.topology(n), nil, log, tm, probe)
+		out.m, out.co, out.err = topology.Drive(bctx, &topology.Run{Run: c, W: w,
+			Options: opt.topology(n), Log: log, Timers: tm, Probe: probe})
 		out.model = time.Since(start)
 		res = out
 	}, extra...)
@@ -233,25 +154,3 @@ func HostMain(main func(h *Host) int) {
 
 // TestHost is a Host for a Go test: each virtual run is a subtest of t.
 func TestHost(t *testing.T) *Host { return vclock.FromTest(t) }
-
-// RealRuns is the part of plan that runs on the real clock under opt (its scenarios with
-// only those runs): what the timing judge can have anything to say about.
-func RealRuns(plan *scenario.Plan, opt Options) *scenario.Plan {
-	out := &scenario.Plan{}
-	for _, sc := range plan.Scenarios {
-		c := *sc
-		c.Runs = nil
-		for _, r := range sc.Runs {
-			if settings(r, opt).Clock != scenario.ClockVirtual {
-				c.Runs = append(c.Runs, r)
-			}
-		}
-		if len(c.Runs) > 0 {
-			out.Scenarios = append(out.Scenarios, &c)
-		}
-	}
-	return out
-}
-
-// ClockOf is the clock run r goes on under opt.
-func ClockOf(r *scenario.Run, opt Options) string { return settings(r, opt).Clock }

@@ -113,7 +113,7 @@ func rerunForCompare(ctx context.Context, w *report.Writer, k job, prior *report
 		Msg("a compare check could not be judged; rerunning the run alone")
 	tm := opt.timers()
 	adm.Add(tm, tol)
-	rec := execute(ctx, w, k.sc, k.run, opt, tm, jg)
+	rec := execute(ctx, w, k.c, opt, tm, jg)
 	adm.Remove(tm)
 	if rec.Timing == nil {
 		return rec

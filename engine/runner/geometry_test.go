@@ -199,7 +199,7 @@ func TestPredictedRecordJudgesWithinTheRunsLateness(t *testing.T) {
 		{quiet, 15, false}, {quiet, 16, true}, {late, float64(lo), false}, {late, float64(hi), false},
 		{late, float64(hi + 1), true}, {late, float64(lo - 1), true},
 	} {
-		pr := predict.Record(st, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
+		pr := predict.Record(predict.Plan(st), st.TimeScale, c.tm, check.Metrics{Errors: c.errors, Connections: 57, ReusedRequests: 943})
 		if pr.Disagreement != c.disagree {
 			t.Errorf("errors %v at lateness %v ms: disagreement %v (%s), want %v", c.errors, pr.LatenessMs, pr.Disagreement, pr.Reason, c.disagree)
 		}

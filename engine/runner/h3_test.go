@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/testkit/testci"
@@ -84,16 +85,16 @@ func TestHTTP3TimeScaleUnderTheFloorRefused(t *testing.T) {
 	r := bundled(t, "17-h3-negotiated-idle.yaml").Scenarios[0].Runs[0]
 	o := opts(t)
 	o.Clock = scenario.ClockReal
-	if _, _, _, refused := prepare(r, o); refused != "" {
+	if refused := compile.One(nil, r, o.Compile()).Refused; refused != "" {
 		t.Errorf("the file's own time scale refused: %s", refused)
 	}
 	o.TimeScale = 0.1
-	if _, _, _, refused := prepare(r, o); !strings.Contains(refused, "server.idle_timeout 1s") {
+	if refused := compile.One(nil, r, o.Compile()).Refused; !strings.Contains(refused, "server.idle_timeout 1s") {
 		t.Errorf("time scale 0.1: refused %q, want server.idle_timeout 1s named", refused)
 	}
 	o.Clock = ""
 	o.Host = TestHost(t)
-	if _, _, _, refused := prepare(r, o); refused != "" {
+	if refused := compile.One(nil, r, o.Compile()).Refused; refused != "" {
 		t.Errorf("the virtual clock refused: %s", refused)
 	}
 }
@@ -126,7 +127,7 @@ variants:
 		"server-idle-18s": "the idle timeout (18s)",
 	}
 	for _, r := range p.Scenarios[0].Runs {
-		_, _, _, refused := prepare(r, o)
+		refused := compile.One(nil, r, o.Compile()).Refused
 		if w := want[r.Variant]; (w == "") != (refused == "") || !strings.Contains(refused, w) {
 			t.Errorf("%s: refused %q, want %q", r.Variant, refused, w)
 		}

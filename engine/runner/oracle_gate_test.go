@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -31,7 +32,7 @@ func virtualPart(plan *scenario.Plan, opt Options) *scenario.Plan {
 		c := *sc
 		c.Runs, c.Compare = nil, nil
 		for _, r := range sc.Runs {
-			if ClockOf(r, opt) == scenario.ClockVirtual {
+			if compile.One(sc, r, opt.Compile()).Virtual {
 				c.Runs = append(c.Runs, r)
 			}
 		}

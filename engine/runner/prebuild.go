@@ -18,18 +18,17 @@ import (
 func prebuild(ctx context.Context, jobs []job, opt Options) {
 	seen := map[string]bool{}
 	for _, j := range jobs {
-		_, _, ex, _ := prepare(j.run, opt)
-		if ex == nil || ex.Config.Adapter == nil || len(ex.Config.Adapter.Build) == 0 {
+		cfg := j.c.Exec
+		if cfg == nil || cfg.Adapter == nil || len(cfg.Adapter.Build) == 0 {
 			continue
 		}
-		cfg := ex.Config
 		key := cfg.Adapter.Name + "\x00" + cfg.Version + "\x00" + strings.Join(cfg.Env, "\x00")
 		if seen[key] || ctx.Err() != nil {
 			continue
 		}
 		seen[key] = true
 		start := time.Now()
-		_, err := execclient.Identify(ctx, cfg)
+		_, err := execclient.Identify(ctx, *cfg)
 		log := opt.Log.With().Str("adapter", cfg.Adapter.Name).Str("version", cfg.Version).Dur("took", time.Since(start)).Logger()
 		switch {
 		case err == nil:

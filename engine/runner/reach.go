@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/judge"
-	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shape"
 )
 
 // A compare's plan_reaches('model', 'real') asks engine/oracle's Reach for the outcomes
@@ -39,12 +37,12 @@ func reached(sc *scenario.Scenario, variant string) bool {
 // keepSlack records a real-clock run's slack when a compare's plan_reaches weighs it. Its
 // margin is the clocks' precision when the edge rule judged each request against the
 // lateness around it (--lag-tolerance not below 0), else the timers' p99 lateness.
-func keepSlack(rec *report.Run, sc *scenario.Scenario, st scenario.Settings, tm *judge.Timers, opt Options) {
-	if rec.Timing == nil || st.Clock == scenario.ClockVirtual || !reached(sc, rec.Variant) {
+func keepSlack(rec *report.Run, c *compile.Run, tm *judge.Timers, opt Options) {
+	if rec.Timing == nil || c.Virtual || !reached(c.Scenario, rec.Variant) {
 		return
 	}
-	scale := shape.Scale(st.TimeScale)
-	p := judge.SlackPlan{Burst: st.Load.Burst, Pauses: load.Pauses(configure.Load(st, scale)),
+	st, scale := c.Settings, c.Scale
+	p := judge.SlackPlan{Burst: st.Load.Burst, Pauses: c.Pauses,
 		RTT: scale.D(st.Network.RTT), Delay: scale.D(st.Server.Response.Delay), Handshakes: 1, Scale: st.TimeScale}
 	if st.Server.TLS {
 		p.Handshakes++

@@ -3,12 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/kalab-dev/kalab/engine/predict"
 	"math"
+	"slices"
 	"time"
-
-	"github.com/kalab-dev/kalab/engine/configure"
 
 	"github.com/kalab-dev/kalab/engine/topology"
 
@@ -17,66 +15,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
-	"github.com/kalab-dev/kalab/engine/shape"
 )
-
-// settings are a run's settings with the invocation's overrides applied, as the run will
-// use them: a real program, or the caller's Go client, runs in real time (scale 1).
-func settings(r *scenario.Run, opt Options) scenario.Settings {
-	st, _, _, _ := prepare(r, opt)
-	return st
-}
-
-// prepare applies the invocation's overrides and says how the run goes: notes for the
-// record, the real program when the file names one, and the clock (in st.Clock; refused
-// says why a file that asked for the virtual clock cannot have it).
-func prepare(r *scenario.Run, opt Options) (st scenario.Settings, notes []string, ex *topology.Exec, refused string) {
-	st = r.Settings
-	if opt.TimeScale > 0 {
-		st.TimeScale = opt.TimeScale
-	}
-	if opt.Seed != nil {
-		st.Load.Seed = *opt.Seed
-	}
-	if opt.NewClient != nil {
-		st.Client.Exec = nil // the caller's client replaces whatever the file names
-		notes = append(notes, "go-func client: the caller's Go client; of the file's client section only method, path, headers and timeout apply")
-	}
-	if st.Client.Exec != nil {
-		// A real program runs in real time: an exec run ignores the time scale.
-		if st.TimeScale != 1 {
-			notes = append(notes, fmt.Sprintf("exec client: ran at time scale 1, not %g (a real client runs in real time)", st.TimeScale))
-			st.TimeScale = 1
-		}
-		ex = &topology.Exec{Config: configure.ExecConfig(st)}
-		if ignored := configure.ExecIgnored(st); ignored != "" {
-			notes = append(notes, ignored)
-		}
-	}
-	cc := chooseClock(st, opt)
-	if opt.NewClient != nil && cc.clock == scenario.ClockReal && st.TimeScale != 1 {
-		notes = append(notes, fmt.Sprintf("go-func client: ran at time scale 1, not %g (a client on the real clock runs in real time)", st.TimeScale))
-		st.TimeScale = 1
-	}
-	if note := cc.note(st.TimeScale); note != "" {
-		notes = append(notes, note)
-	}
-	st.Clock = cc.clock
-	if cc.clock == scenario.ClockVirtual {
-		st.TimeScale = 1 // simulated time needs no compression
-	}
-	for _, why := range []string{quicScaleRefused(st), chromiumPingRefused(st)} {
-		if why != "" && cc.refused == "" {
-			cc.refused = why
-		}
-	}
-	return st, notes, ex, cc.refused
-}
 
 // watchEdges makes a real-clock run whose checks read a count keep what the edge rule
 // (judge.EdgeFlip) needs: its late timer events and its requests.
@@ -234,13 +179,16 @@ func againstBaseline(rec *report.Run, opt Options) {
 
 // execute performs one run and returns its record; it never returns without one. Its
 // timers report to tm, judged by judge.
-func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, opt Options, tm *judge.Timers, jg *judge.Judge) *report.Run {
-	st, notes, ex, refused := prepare(r, opt)
-	scale := shape.Scale(st.TimeScale)
+func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options, tm *judge.Timers, jg *judge.Judge) *report.Run {
+	sc, r, st := c.Scenario, c.Source, c.Settings
+	var ex *topology.Exec
+	if c.Exec != nil {
+		ex = &topology.Exec{Config: *c.Exec} // each attempt its own: it keeps the program's identity and report
+	}
 	rec := &report.Run{
 		KalabVersion: opt.KalabVersion, RunID: opt.RunID, Scenario: sc.Name, File: sc.File,
 		Variant: r.Variant, Matrix: r.Matrix, Params: paramsJSON(st), TimeScale: st.TimeScale, Clock: st.Clock,
-		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{}, Notes: notes,
+		Seed: st.Load.Seed, StartedAt: time.Now().UTC(), Checks: []report.Check{}, Notes: slices.Clone(c.Notes),
 	}
 	log := opt.Log.With().Str("scenario", sc.Name).Str("variant", r.Variant).Logger()
 	log.Info().Int("requests", st.Load.Requests).Float64("time_scale", st.TimeScale).Msg("run started")
@@ -258,13 +206,14 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		ex.ID, err = execclient.Identify(ctx, ex.Config)
 		rec.Client = ex.RuntimeRecord()
 	}
-	if refused != "" && err == nil {
-		err = errors.New(refused)
+	if c.Refused != "" && err == nil {
+		err = errors.New(c.Refused)
 	} else if err == nil {
-		if st.Clock == scenario.ClockVirtual {
-			m, conns, model, err = driveVirtual(ctx, w, sc, r, st, opt, log, tm)
+		if c.Virtual {
+			m, conns, model, err = driveVirtual(ctx, w, c, opt, log, tm)
 		} else {
-			m, conns, err = topology.Drive(ctx, w, sc, r, st, scale, opt.topology(nil), ex, log, tm, metrics.StartProcProbe(metrics.DefaultProbeInterval))
+			m, conns, err = topology.Drive(ctx, &topology.Run{Run: c, W: w, Options: opt.topology(nil),
+				Exec: ex, Log: log, Timers: tm, Probe: metrics.StartProcProbe(metrics.DefaultProbeInterval)})
 			model = -1 // wall_ms over the time scale, below
 		}
 		rec.Closes, rec.Server, rec.Hops, rec.Replay = conns.Closes, conns.Server, conns.Hops, conns.Replay
@@ -278,7 +227,7 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.ModelMs = modelMs(model, rec.WallMs, st.TimeScale)
 	rec.Metrics = m
-	virtual := st.Clock == scenario.ClockVirtual
+	virtual := c.Virtual
 	if virtual {
 		// virtual: not judged. Its time is simulated, so nothing the machine did moved
 		// it: no timer lateness, no CPU rule, no baseline excuse (report.machineShift).
@@ -289,11 +238,11 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		rec.Timing = machineTook(runTiming(tm, jg, tol, st), pressure, cpuWait, queue)
 		realTimers(rec, st, tol, opt)
 	}
-	keepSlack(rec, sc, st, tm, opt)
+	keepSlack(rec, c, tm, opt)
 	settle(rec, sc, r, opt, notRun, err, ctx.Err() != nil, conns.Written)
 	if rec.Status == report.StatusPass || rec.Status == report.StatusFail {
 		expectChecks(rec, r, m)
-		rec.Predicted = predict.Record(st, rec.Timing, m)
+		rec.Predicted = predict.Record(c.Oracle, st.TimeScale, rec.Timing, m)
 		oracleChecks(rec, sc, r)
 		if why := judge.ExpectCPUFlip(r.Expect, rec); why != "" && opt.LagTolerance >= 0 && !virtual { // a negative tolerance judges nothing
 			rec.Timing.Noisy, rec.Timing.Reason = true, why
@@ -307,18 +256,4 @@ func execute(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *sc
 		opt.Observer.RunEnded(r, rec)
 	}
 	return rec
-}
-
-// quicScaleRefused says why an HTTP/3 run cannot take its time scale on the real clock (a
-// --time-scale the file's load check did not see): quic-go reads a peer's max_idle_timeout
-// under 5 s as 5 s, so the two ends would disagree on when a connection ends. "" when it can.
-func quicScaleRefused(st scenario.Settings) string {
-	if !st.Server.HTTP3() || st.Clock != scenario.ClockReal {
-		return ""
-	}
-	if short := scenario.QUICIdleUnderFloor(st, st.TimeScale); len(short) > 0 {
-		f := short[0]
-		return fmt.Sprintf("time scale %g makes %s %v on the real clock: quic-go reads a peer's max_idle_timeout under 5 s as 5 s, so client and server would disagree on when a connection ends; use a larger time scale", st.TimeScale, f.Path, f.Scaled)
-	}
-	return ""
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/realserver"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -107,6 +108,12 @@ func (o Options) timers() *judge.Timers {
 func (o Options) topology(n *vnet.Network) topology.Options {
 	return topology.Options{KalabVersion: o.KalabVersion, AllowRemote: o.AllowRemote, SkipRequests: o.SkipRequests,
 		DeadlineScale: o.DeadlineScale, Observer: o.Observer, NewClient: o.NewClient, Middleboxes: o.middleboxes, Network: n}
+}
+
+// Compile is what of the options changes how each run goes: the compile step's options.
+func (o Options) Compile() compile.Options {
+	return compile.Options{TimeScale: o.TimeScale, Seed: o.Seed, Clock: o.Clock, Virtual: o.Host.Available(),
+		CallerClient: o.NewClient != nil, CallerRealClock: o.CallerRealClock, TestHops: len(o.middleboxes) > 0}
 }
 
 // Baseline is the baseline comparison a run is judged by (a *report.Comparer).
@@ -235,20 +242,28 @@ func (o *Outcome) Errored() bool {
 }
 
 type job struct {
-	sc      *scenario.Scenario
-	run     *scenario.Run
-	idx     int
-	weight  int           // descriptors it may hold open at once (runHold)
-	alone   bool          // a burst of exclusiveConns connections: the run has the process to itself
-	done    chan struct{} // closed when the run's record is taken, for a run alone (feed)
-	tooBig  string        // why the run cannot get its descriptors; empty when it can
-	virtual bool          // it runs on the virtual clock
+	c      *compile.Run
+	sc     *scenario.Scenario // the plan's scenario of the run (a shard's holds only its part's runs)
+	run    *scenario.Run      // c.Source
+	idx    int
+	weight int           // descriptors it may hold open at once (runHold)
+	alone  bool          // a burst of exclusiveConns connections: the run has the process to itself
+	done   chan struct{} // closed when the run's record is taken, for a run alone (feed)
+	tooBig string        // why the run cannot get its descriptors; empty when it can
 }
 
-// Execute runs the plan. It returns an error only when results cannot be written; a run
-// that fails is a record with status error. When ctx is cancelled, runs in flight end as
-// interrupted, runs not started are skipped, and Outcome.Interrupted is set.
+// Execute compiles the plan's runs (engine/compile) and runs them. It returns an error only
+// when results cannot be written; a run that fails is a record with status error. When ctx
+// is cancelled, runs in flight end as interrupted, runs not started are skipped, and
+// Outcome.Interrupted is set.
 func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, error) {
+	return ExecuteCompiled(ctx, plan, nil, opt)
+}
+
+// ExecuteCompiled is Execute over runs the caller compiled (compile.Plan of plan, or of the
+// plan plan was cut from, under opt.Compile()); a run of plan that runs lacks is compiled
+// here.
+func ExecuteCompiled(ctx context.Context, plan *scenario.Plan, runs []*compile.Run, opt Options) (*Outcome, error) {
 	if opt.Attempts <= 0 {
 		opt.Attempts = DefaultAttempts
 	}
@@ -261,7 +276,7 @@ func Execute(ctx context.Context, plan *scenario.Plan, opt Options) (*Outcome, e
 	if opt.RunID == "" {
 		opt.RunID = report.NewRunID(time.Now())
 	}
-	jobs, remaining, conns, err := planJobs(plan, opt)
+	jobs, remaining, conns, err := planJobs(plan, runs, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -420,12 +435,20 @@ func (c *collector) write(sc *scenario.Scenario, srec *report.Scenario) {
 	c.failed(c.w.WriteScenario(srec))
 }
 
-// planJobs lists the plan's runs the filter keeps, each weighed in descriptors against
-// the invocation's budget, and counts each scenario's runs.
-func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
+// compileRun is the compile step of one run: compile.One, which a test counts.
+var compileRun = compile.One
+
+// planJobs lists the plan's runs the filter keeps, each compiled once (its compiled run
+// from compiled, or compiled here) and weighed in descriptors against the invocation's
+// budget, and counts each scenario's runs.
+func planJobs(plan *scenario.Plan, compiled []*compile.Run, opt Options) ([]job, map[*scenario.Scenario]int, *admit.Budget, error) {
 	var jobs []job
 	var holds []admit.Hold
 	remaining := map[*scenario.Scenario]int{}
+	copt, of := opt.Compile(), make(map[*scenario.Run]*compile.Run, len(compiled))
+	for _, c := range compiled {
+		of[c.Source] = c
+	}
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			if opt.Filter != nil && !opt.Filter.MatchString(sc.Name+"/"+r.Variant) {
@@ -436,13 +459,16 @@ func planJobs(plan *scenario.Plan, opt Options) ([]job, map[*scenario.Scenario]i
 			if h.Conns >= exclusiveConns {
 				w = -1 // the whole budget, below
 			}
-			virtual := settings(r, opt).Clock == scenario.ClockVirtual
-			if virtual {
+			c := of[r]
+			if c == nil {
+				c = compileRun(sc, r, copt)
+			}
+			if c.Virtual {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.
 				h, w = admit.Hold{}, 0
 			}
-			jobs = append(jobs, job{sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0, virtual: virtual})
+			jobs = append(jobs, job{c: c, sc: sc, run: r, idx: len(jobs), weight: w, alone: w < 0})
 			holds = append(holds, h)
 			remaining[sc]++
 		}
@@ -537,10 +563,10 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		return rec
 	}
 	jg, tol := judgeOf(j, opt)
-	if j.virtual {
+	if j.c.Virtual {
 		// Simulated time: no descriptors to hold, no headroom to wait for, and nothing the
 		// machine does can make the run noisy, so it runs once.
-		rec := execute(ctx, w, j.sc, j.run, opt, opt.timers(), jg)
+		rec := execute(ctx, w, j.c, opt, opt.timers(), jg)
 		if rec.Timing != nil {
 			rec.Timing.Attempt = 1
 		}
@@ -565,7 +591,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		if held == 0 {
 			return notStarted(j.sc, j.run, opt)
 		}
-		rec := execute(ctx, w, j.sc, j.run, opt, tm, jg)
+		rec := execute(ctx, w, j.c, opt, tm, jg)
 		adm.Remove(tm)
 		conns.Release(held)
 		held = 0
@@ -613,7 +639,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 // tolerance is what the plan says (admission watches it); after it, each expect check's own
 // margin replaces the plan's guess (judge.after).
 func judgeOf(j job, opt Options) (*judge.Judge, judge.Tolerance) {
-	st := settings(j.run, opt)
+	st := j.c.Settings
 	var gated map[string]float64
 	if opt.Baseline != nil {
 		gated = opt.Baseline.Gates(j.sc.Name, j.run.Variant, st.TimeScale)

@@ -16,7 +16,7 @@ import (
 //   - first the runs that have the process to themselves (a burst of exclusiveConns
 //     connections), one after another while nothing else is in flight, so that none waits
 //     for every other run to end and then runs alone at the end of the suite;
-//   - then the rest, the longest expected (Expected, from the plan alone) first, so that
+//   - then the rest, the longest expected (compile.Run.Expected, from the plan alone) first, so that
 //     the long runs overlap with the short ones instead of making the suite's tail: in file
 //     order the 62 s runs of one file started three minutes into the suite and ended it
 //     (results/baseline.jsonl of 2026-12-02).
@@ -30,11 +30,11 @@ func startOrder(jobs []job, opt Options) []job {
 	}
 	ks := make([]keyed, len(jobs))
 	for i, j := range jobs {
-		ks[i] = keyed{j: j, alone: j.alone, exp: Expected(j.run, opt)}
+		ks[i] = keyed{j: j, alone: j.alone, exp: j.c.Expected}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
-		if a.j.virtual != b.j.virtual {
-			if a.j.virtual {
+		if a.j.c.Virtual != b.j.c.Virtual {
+			if a.j.c.Virtual {
 				return -1
 			}
 			return 1
@@ -66,7 +66,7 @@ func feed(ctx context.Context, queue chan<- job, jobs []job, virtualAtOnce int) 
 	var virtual []chan struct{}
 	slots := make(chan struct{}, max(virtualAtOnce, 1))
 	for _, j := range jobs {
-		if j.virtual {
+		if j.c.Virtual {
 			j.done = make(chan struct{})
 			virtual = append(virtual, j.done)
 			select {
@@ -99,7 +99,7 @@ func feed(ctx context.Context, queue chan<- job, jobs []job, virtualAtOnce int) 
 		case <-ctx.Done():
 			return
 		}
-		if j.done == nil || j.virtual {
+		if j.done == nil || j.c.Virtual {
 			continue
 		}
 		select {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -27,7 +28,7 @@ func TestStartOrderLongestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, _, err := planJobs(p, Options{Parallel: DefaultParallel})
+	jobs, _, _, err := planJobs(p, nil, Options{Parallel: DefaultParallel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestStartOrderLongestFirst(t *testing.T) {
 		if j.alone {
 			continue
 		}
-		exp := Expected(j.run, Options{})
+		exp := j.c.Expected
 		if alone {
 			alone, last, firstShared = false, exp, &order[i]
 		}
@@ -67,7 +68,7 @@ func TestStartOrderLongestFirst(t *testing.T) {
 func TestFeedWaitsForARunAlone(t *testing.T) {
 	t.Parallel()
 	queue := make(chan job)
-	go feed(context.Background(), queue, []job{{idx: 0, alone: true}, {idx: 1}, {idx: 2}}, 2)
+	go feed(context.Background(), queue, []job{{c: &compile.Run{}, idx: 0, alone: true}, {c: &compile.Run{}, idx: 1}, {c: &compile.Run{}, idx: 2}}, 2)
 	first := <-queue
 	if first.idx != 0 || first.done == nil {
 		t.Fatalf("first job %d (done channel %v); want the run alone, 0, with a done channel", first.idx, first.done != nil)
@@ -94,7 +95,7 @@ func TestFeedWaitsForARunAlone(t *testing.T) {
 func TestFeedLimitsVirtualRunsAtOnce(t *testing.T) {
 	t.Parallel()
 	queue := make(chan job)
-	go feed(context.Background(), queue, []job{{idx: 0, virtual: true}, {idx: 1, virtual: true}, {idx: 2, virtual: true}, {idx: 3}}, 2)
+	go feed(context.Background(), queue, []job{{c: &compile.Run{Virtual: true}, idx: 0}, {c: &compile.Run{Virtual: true}, idx: 1}, {c: &compile.Run{Virtual: true}, idx: 2}, {c: &compile.Run{}, idx: 3}}, 2)
 	first, second := <-queue, <-queue
 	none := func(while string) {
 		t.Helper()
@@ -182,7 +183,7 @@ func TestOutputsInPlanOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, _, err := planJobs(p, Options{Parallel: 1})
+	jobs, _, _, err := planJobs(p, nil, Options{Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/internal/inorder"
 
-	"github.com/kalab-dev/kalab/engine/judge"
-
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/check"
@@ -39,7 +37,9 @@ type Result struct {
 
 // Drive builds the run's topology, starts it, runs the load through it and gathers the
 // metrics. Hops are stopped in reverse order whatever happens.
-func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers, probe *metrics.ProcProbe) (m check.Metrics, co Result, err error) {
+func Drive(ctx context.Context, run *Run) (m check.Metrics, co Result, err error) {
+	w, sc, r, st, scale, opt := run.W, run.Scenario, run.Source, run.Settings, run.Scale, run.Options
+	log, tm, probe := run.Log, run.Timers, run.Probe
 	// A hop that does not close cleanly (connections still open after the server's grace
 	// period) does not change the run's figures, which are read before: it is a warning in
 	// the log, not a dropped error.
@@ -47,7 +47,7 @@ func Drive(ctx context.Context, w *report.Writer, sc *scenario.Scenario, r *scen
 	runCtx, cancel := runContext(ctx, st, scale, opt)
 	defer cancel()
 	co.Notes = configure.Unrepeatable(st, opt.Network != nil)
-	topo, err := buildTopology(w, sc, r, st, scale, opt, ex, log, tm)
+	topo, err := buildTopology(run)
 	if err != nil {
 		probe.Stop()
 		return m, co, err

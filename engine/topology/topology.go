@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/compile"
+	"github.com/kalab-dev/kalab/engine/metrics"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
@@ -40,6 +42,20 @@ type Options struct {
 	Network *vnet.Network
 }
 
+// Run is one run's state as Drive and the hop builders share it: the compiled run (its
+// scenario, its run, its settings and time scale as they go) and this attempt at it: where
+// it reports (its writer, its log, the timers its timing is judged by, the probe of the
+// process's CPU and memory) and the real client program it starts.
+type Run struct {
+	*compile.Run
+	W       *report.Writer
+	Options Options
+	Exec    *Exec // the real client program of this attempt (from compile.Run.Exec); nil for kalab's own client
+	Log     zerolog.Logger
+	Timers  *judge.Timers
+	Probe   *metrics.ProcProbe
+}
+
 // Observer hears of each request as it ends (the CLI's progress bars).
 type Observer interface {
 	RequestDone(r *scenario.Run, ok bool)
@@ -49,11 +65,12 @@ type Observer interface {
 // link (when it has something to simulate), [balancer, backend link,] the hops a test
 // adds, server.
 // Nothing starts here.
-func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers) (*topology, error) {
+func buildTopology(run *Run) (*topology, error) {
+	st, scale, opt, tm := run.Settings, run.Scale, run.Options, run.Timers
 	t := &topology{net: opt.Network}
 	if st.Server.HTTP3() {
 		t.buildH3(st, scale, opt, tm)
-		t.client = buildClient(w, sc, r, st, scale, opt, ex, log, tm, t, nil)
+		t.client = buildClient(run, t, nil)
 		return t, nil
 	}
 	// The link in front of the server (the client's, or behind a balancer the backend
@@ -64,7 +81,7 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 	if st.Balancer == nil {
 		frontLog = links
 	}
-	srvLog, err := t.buildServer(w, sc, r, st, scale, opt, ex, tm, links)
+	srvLog, err := t.buildServer(run, links)
 	if err != nil {
 		return nil, err
 	}
@@ -96,23 +113,24 @@ func buildTopology(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st 
 		t.path = append(t.path, mb())
 	}
 	t.path = append(t.path, t.server)
-	t.client = buildClient(w, sc, r, st, scale, opt, ex, log, tm, t, srvLog)
+	t.client = buildClient(run, t, srvLog)
 	return t, nil
 }
 
 // buildServer makes the server hop: the embedded one, or a real program (or URL) the link
 // puts in front of. It returns the server's request log for a real client program.
-func (t *topology) buildServer(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, tm *judge.Timers, links *connLog) (*serverLog, error) {
+func (t *topology) buildServer(run *Run, links *connLog) (*serverLog, error) {
+	st, scale, opt, ex, tm := run.Settings, run.Scale, run.Options, run.Exec, run.Timers
 	if rc, ok := configure.RealServer(st, scale, opt.AllowRemote); ok {
 		if ex != nil {
 			// Check refuses this at load time; kept here so no path reaches a nil server.
 			return nil, errors.New("a real server (server." + string(rc.Kind) + ") runs with kalab's own clients")
 		}
 		var err error
-		if rc.LogDir, err = w.Subdir(report.ServerLogsPath(sc.Name, r.Variant)); err != nil {
+		if rc.LogDir, err = run.W.Subdir(report.ServerLogsPath(run.Scenario.Name, run.Source.Variant)); err != nil {
 			return nil, err
 		}
-		t.server = &realServer{cfg: rc, runDir: w.Dir, links: links, tm: tm}
+		t.server = &realServer{cfg: rc, runDir: run.W.Dir, links: links, tm: tm}
 		return nil, nil
 	}
 	scfg := configure.Server(st, scale)
@@ -150,17 +168,19 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 }
 
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
-func buildClient(w *report.Writer, sc *scenario.Scenario, r *scenario.Run, st scenario.Settings, scale shape.Scale, opt Options, ex *Exec, log zerolog.Logger, tm *judge.Timers, t *topology, srvLog *serverLog) clientHop {
+func buildClient(run *Run, t *topology, srvLog *serverLog) clientHop {
+	st, scale, opt, ex, tm := run.Settings, run.Scale, run.Options, run.Exec, run.Timers
+	w, name, variant := run.W, run.Scenario.Name, run.Source.Variant
 	if ex != nil && ex.Config.Adapter != nil && ex.Config.Adapter.Native {
 		return &chromiumClient{x: ex, st: st, scale: scale, topo: t}
 	}
 	if ex != nil {
 		return &programClient{x: ex, st: st, srvLog: srvLog, topo: t,
 			logFile: func() (f *os.File, rel string, err error) {
-				f, err = w.ClientLog(sc.Name, r.Variant)
-				return f, report.ClientLogPath(sc.Name, r.Variant), err
+				f, err = w.ClientLog(name, variant)
+				return f, report.ClientLogPath(name, variant), err
 			},
-			warn: func(err error) { log.Warn().Err(err).Msg("the client's standard error is not kept") }}
+			warn: func(err error) { run.Log.Warn().Err(err).Msg("the client's standard error is not kept") }}
 	}
 	build := client.New
 	if opt.NewClient != nil {

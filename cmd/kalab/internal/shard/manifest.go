@@ -36,7 +36,7 @@ type Manifest struct {
 	Filter    string   `json:"filter,omitempty"`
 	TimeScale float64  `json:"time_scale,omitempty"` // --time-scale, when given
 	Seed      *int64   `json:"seed,omitempty"`       // --seed, when given
-	// Weights says what the split was balanced by: "plan" (runner.Expected) or the results
+	// Weights says what the split was balanced by: "plan" (compile.Run.Expected) or the results
 	// file given to --shard-weights.
 	Weights    string   `json:"weights"`
 	SplitFiles []string `json:"split_files,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -40,7 +41,8 @@ func Select(plan *scenario.Plan, opt *runner.Options, spec Spec, weights string,
 	if whole.Runs() == 0 {
 		return nil, runner.ErrNoRuns
 	}
-	weight, source := Weight(func(_ *scenario.Scenario, r *scenario.Run) time.Duration { return runner.Expected(r, *opt) }), "plan"
+	copt := opt.Compile()
+	weight, source := Weight(func(sc *scenario.Scenario, r *scenario.Run) time.Duration { return compile.One(sc, r, copt).Expected }), "plan"
 	if weights != "" {
 		measured, err := measuredWeights(weights, *opt)
 		if err != nil {
@@ -79,10 +81,11 @@ func measuredWeights(path string, opt runner.Options) (Weight, error) {
 			measured[r.Scenario+"/"+r.Variant] = r
 		}
 	}
+	copt := opt.Compile()
 	return func(sc *scenario.Scenario, r *scenario.Run) time.Duration {
 		m, ok := measured[sc.Name+"/"+r.Variant]
-		if !ok || m.ClockName() != runner.ClockOf(r, opt) {
-			return runner.Expected(r, opt) // measured on the other clock: not this run's cost
+		if c := compile.One(sc, r, copt); !ok || m.ClockName() != c.Settings.Clock {
+			return c.Expected // measured on the other clock: not this run's cost
 		}
 		if m.ClockName() == scenario.ClockVirtual {
 			return time.Duration(m.WallMs * float64(time.Millisecond)) // CPU, whatever the time scale

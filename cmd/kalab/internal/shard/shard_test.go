@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/runner"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -171,7 +171,9 @@ func TestBundledSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := func(_ *scenario.Scenario, r *scenario.Run) time.Duration { return runner.Expected(r, runner.Options{}) }
+	w := func(sc *scenario.Scenario, r *scenario.Run) time.Duration {
+		return compile.One(sc, r, compile.Options{}).Expected
+	}
 	for _, n := range []int{1, 3, 7} {
 		s := Plan(plan, n, w)
 		exactlyOnce(t, plan, s)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -272,7 +273,7 @@ const (
 // goes on.
 func (o *Options) byClock(t *Target) {
 	seeds, budget := RealSeeds, RealBudget
-	if runner.ClockOf(t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}) == scenario.ClockVirtual {
+	if compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile()).Virtual {
 		seeds, budget = VirtualSeeds, VirtualBudget
 	}
 	if o.Seeds == 0 {

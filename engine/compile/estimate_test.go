@@ -1,4 +1,4 @@
-package runner
+package compile
 
 import (
 	"math"
@@ -117,7 +117,7 @@ func TestExpectedMatchesTheBaseline(t *testing.T) {
 			if !ok || w < 1000 {
 				continue
 			}
-			est := float64(Expected(r, Options{})) / float64(time.Millisecond)
+			est := float64(One(sc, r, Options{}).Expected) / float64(time.Millisecond)
 			// Runs start longest first, so the short ones end the suite up to eight at a
 			// time: their start-up and teardown, which the plan cannot see, vary by a few
 			// hundred ms (truth-undici/model-awaited: 651 ms estimated, 1,037 ms taken on

@@ -1,4 +1,4 @@
-package runner
+package compile
 
 import (
 	"math"
@@ -35,19 +35,16 @@ var estimateProcess = map[string]time.Duration{
 	"go": 150 * time.Millisecond,
 }
 
-// Expected is how long a run of r should take in real time under opt (its --time-scale and
-// --seed overrides), predicted from its plan alone: the round trips each request pays (1 on
-// a reused connection, 2 on a new plain one, 3 with TLS 1.3, 4 with TLS 1.2), the server's
-// response delay, a balancer's backend round trip, the seeded pauses between bursts, the
-// arrival rate, and a fixed CPU cost per request and per connection. A request opens a connection when the client keeps none
+// estimate is how long a run of st (its settings as compiled: the invocation's overrides
+// applied) should take in real time, predicted from its plan alone (Run.Expected): the
+// round trips each request pays (1 on a reused connection, 2 on a new plain one, 3 with
+// TLS 1.3, 4 with TLS 1.2), the server's response delay, a balancer's backend round trip,
+// the seeded pauses between bursts, the arrival rate, and a fixed CPU cost per request and
+// per connection. A request opens a connection when the client keeps none
 // (keepalive off, or a Keep-Alive hint it turns into an idle time of zero), when it is in
 // the first wave, or when the pause before its burst outlives the idle timeout. It is an
 // estimate for balancing shards, not a bound: races, retries and the machine's load are
 // not in it.
-func Expected(r *scenario.Run, opt Options) time.Duration {
-	return estimate(settings(r, opt))
-}
-
 func estimate(st scenario.Settings) time.Duration {
 	scale := st.TimeScale
 	if scale <= 0 {
