@@ -152,7 +152,11 @@ func Start(cfg Config) (*Server, error) {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	if cfg.TLS {
-		cert, pool, err := newCertificate(cfg.Ed25519Cert)
+		makeCert := NewCertificate
+		if cfg.Ed25519Cert {
+			makeCert = ed25519Certificate
+		}
+		cert, pool, err := makeCert()
 		if err != nil {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
