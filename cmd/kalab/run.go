@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/gcfloor"
 	"io"
 	"math"
 	"os"
@@ -43,6 +44,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer gcfloor.Hold()() // the runs' CPU, not the collector's (cmd/kalab/internal/gcfloor)
 	outcome, err := executeRun(ctx, inv, stdout, f.logSink, f.quiet)
 	if outcome == nil {
 		fmt.Fprintf(stderr, "kalab run: %v\n", err)

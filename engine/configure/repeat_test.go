@@ -7,7 +7,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// TestUnrepeatable: a virtual run over HTTP/1.1 has no note; HTTP/3 names its byte counts;
+// TestUnrepeatable: a virtual run over HTTP/1.1 has no note; HTTP/3 names its byte counts
+// and its connections' close times;
 // HTTP/2 names its byte counts and, with requests in flight together, the requests file;
 // client.http2 never, or tls without TLS, is HTTP/1.1; a real-clock run has none.
 func TestUnrepeatable(t *testing.T) {
@@ -25,7 +26,7 @@ func TestUnrepeatable(t *testing.T) {
 		want    string // the notes' first words, joined
 	}{
 		{"http/1.1", scenario.Settings{}, true, ""},
-		{"http/3", scenario.Settings{Server: scenario.Server{HTTP: "3"}}, true, "bytes"},
+		{"http/3", scenario.Settings{Server: scenario.Server{HTTP: "3"}}, true, "bytes closes"},
 		{"http/2 one at a time", h2, true, "bytes"},
 		{"http/2 burst", burst, true, "bytes waiters"},
 		{"http2 never", never, true, ""},
@@ -40,6 +41,8 @@ func TestUnrepeatable(t *testing.T) {
 				got = append(got, "bytes")
 			case strings.Contains(n, "requests file's per-request fields may differ"):
 				got = append(got, "waiters")
+			case strings.Contains(n, "connections file's close times may differ"):
+				got = append(got, "closes")
 			default:
 				got = append(got, "?")
 			}

@@ -54,6 +54,17 @@ type vdir struct {
 	queued int  // data bytes pushed and not yet delivered or dropped
 	srcEOF bool // the reader saw FIN on src and stopped
 	broken bool // dst failed; later data is dropped
+	// tail is the last data item pushed while it waits to be delivered, and tailDue its
+	// due time: data pushed for the same instant joins it (pushAt).
+	tail    *arrival
+	tailDue time.Time
+}
+
+// arrival is the bytes one data item delivers: those of every chunk pushed for its
+// instant while it waited.
+type arrival struct {
+	data []byte
+	open bool // not yet delivered: a chunk due at the same instant may join it
 }
 
 func newVLink(p *VirtualProxy, c *vnet.Conn, t0 time.Time, id uint64) *vlink {
@@ -253,6 +264,22 @@ func (d *vdir) pushAt(k kind, data []byte, due time.Time) {
 		l.ClientData(data, due)
 	}
 	d.queued += len(data)
+	if k == evData {
+		// Chunks due at one instant arrive as one: whether the sender's writes at an
+		// instant reached the reader as one chunk or several depends on how their
+		// goroutines took turns, so delivering them apart would let Go's scheduler decide
+		// what the receiver sees at once (the response and the TLS close_notify a server
+		// writes as it closes: read together, or the response alone and the client gone
+		// before the alert lands). A kernel hands a reader everything that arrived.
+		if t := d.tail; t != nil && t.open && d.tailDue.Equal(due) {
+			t.data = append(t.data, data...)
+			return
+		}
+		t := &arrival{data: data, open: true}
+		d.tail, d.tailDue = t, due
+		l.p.loop.push(vevent{due: due, d: d, kind: k, arr: t})
+		return
+	}
 	// Pushed under l.mu: items of one direction enter the loop in the order of their
 	// due times, so one due at the same instant as the one before it follows it.
 	l.p.loop.push(vevent{due: due, d: d, kind: k, data: data})
@@ -261,6 +288,12 @@ func (d *vdir) pushAt(k kind, data []byte, due time.Time) {
 // deliver performs one item's effect on dst, on the event loop's goroutine.
 func (d *vdir) deliver(ev *vevent) {
 	l := d.l
+	if ev.arr != nil {
+		l.mu.Lock()
+		ev.arr.open = false // what is pushed from now on is a later item's
+		ev.data = ev.arr.data
+		l.mu.Unlock()
+	}
 	if l.isDone() {
 		// Torn down: what was in flight is dropped, as link's queues are.
 		d.release(len(ev.data))

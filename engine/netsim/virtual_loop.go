@@ -15,7 +15,8 @@ type vevent struct {
 	d    *vdir
 	kind kind
 	data []byte
-	call func() // set for the proxy's own timed steps (a modelled accept, a delayed dial)
+	arr  *arrival // a link's data item: its bytes (vdir.pushAt)
+	call func()   // set for the proxy's own timed steps (a modelled accept, a delayed dial)
 }
 
 // eventLoop is the single scheduler of a VirtualProxy: a min-heap of items keyed by (due

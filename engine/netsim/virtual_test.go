@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -1068,4 +1069,48 @@ func TestVirtualThousandRequests(t *testing.T) {
 	took := vRequests(t, 1000, vRTT)
 	exactly(t, "virtual time", took, vRTT+1000*vRTT)
 	t.Logf("1,000 requests: %v of virtual time in %v", took, time.Since(t0))
+}
+
+// TestVirtualSameInstantArriveTogether: two writes a server makes at one instant reach
+// the client as one arrival, however the server's and the link reader's goroutines took
+// turns between them (here the server yields after the first, so the reader takes it
+// alone): on an ordered network the client's first read holds both, at exactly 2 RTT.
+// Delivered apart, the client would act on the first before the second landed, and
+// which of the two it saw would be Go's scheduler's choice.
+func TestVirtualSameInstantArriveTogether(t *testing.T) {
+	for _, yield := range []bool{false, true} {
+		t.Run(fmt.Sprintf("server yields %v", yield), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				n := newVNet(t)
+				n.Order(synctest.Wait)
+				up := vServer(t, n, func(c *vnet.Conn) {
+					defer c.Close()
+					if _, err := c.Read(make([]byte, 16)); err != nil {
+						return
+					}
+					_, _ = c.Write([]byte("response"))
+					for i := 0; yield && i < 20; i++ {
+						runtime.Gosched() // the link's reader reads "response" alone
+					}
+					_, _ = c.Write([]byte("+alert"))
+					_, _ = io.Copy(io.Discard, c)
+				})
+				p := startVirtual(t, n, Config{Upstream: up, RTT: vRTT})
+				c := vDial(t, n, p, start)
+				if _, err := c.Write([]byte("x")); err != nil {
+					t.Fatal(err)
+				}
+				b := make([]byte, 64)
+				k, err := c.Read(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(b[:k]) != "response+alert" {
+					t.Errorf("first read %q, want both writes of the instant: %q", b[:k], "response+alert")
+				}
+				exactly(t, "arrival", time.Since(start), 2*vRTT)
+			})
+		})
+	}
 }

@@ -79,6 +79,18 @@ func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, q
 	return t
 }
 
+// startSamplers starts what measures the machine's CPU pressure and this process's waits
+// for a core over a run. A virtual run starts none: nothing the machine did moved its
+// simulated time, so they would judge nothing, and reading every thread's schedstat at its
+// start and end was a sixth of the CPU of a run of a few requests. Zero samplers say "not
+// measured" (machineTook leaves their fields out).
+func startSamplers(virtual bool) (lag.Pressure, lag.CPUWait, lag.Sched, lag.RunQueue) {
+	if virtual {
+		return lag.Pressure{}, lag.CPUWait{}, lag.Sched{}, lag.RunQueue{}
+	}
+	return lag.StartPressure(), lag.StartCPUWait(), lag.StartSched(), lag.StartRunQueue()
+}
+
 // realTimers judges, on a real-clock run, what needs both its timers and what the machine
 // took: a real server's own idle close against its wait for a core, and how far the CPU
 // other processes took could have moved the metrics of timers no source watches
@@ -197,7 +209,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	}
 	watchEdges(tm, st, jg)
 	start := time.Now()
-	pressure, cpuWait, sched, queue := lag.StartPressure(), lag.StartCPUWait(), lag.StartSched(), lag.StartRunQueue()
+	pressure, cpuWait, sched, queue := startSamplers(st.Clock == scenario.ClockVirtual)
 	var m check.Metrics
 	var conns topology.Result
 	var err error

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -67,6 +68,37 @@ func newCertificate(ed25519Key bool) (tls.Certificate, *x509.CertPool, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }
 
+// virtualCert is the Ed25519 certificate of the runs on the virtual clock, made once per
+// process: making one (a key, a signature, its check and a parse) was a twentieth of the CPU
+// of a run of a few requests, and every run on the virtual clock would make one just like
+// it. Every testing/synctest bubble starts its clock at the same instant (midnight UTC,
+// 2000-01-01), so a certificate made at the start of one run is valid for the same span of
+// model time in the next; one is reused only when it was made within an hour of the
+// caller's now, so its validity is a fresh one's. Its bytes have a fresh one's sizes
+// (Ed25519, 8-byte serial), so no count or byte count changes; the certificate and the pool
+// are only read once made, so runs in parallel share them.
+var virtualCert struct {
+	sync.Mutex
+	cert tls.Certificate
+	pool *x509.CertPool
+}
+
+// ed25519Certificate is newCertificate(true), reusing virtualCert when it is fresh for now.
+func ed25519Certificate() (tls.Certificate, *x509.CertPool, error) {
+	virtualCert.Lock()
+	defer virtualCert.Unlock()
+	now := time.Now()
+	if c := virtualCert.cert.Leaf; c != nil && !now.Before(c.NotBefore) && now.Before(c.NotBefore.Add(2*time.Hour)) {
+		return virtualCert.cert, virtualCert.pool, nil
+	}
+	cert, pool, err := newCertificate(true)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	virtualCert.cert, virtualCert.pool = cert, pool
+	return cert, pool, nil
+}
+
 // CertName is the DNS name the certificates of NewCertificate are issued for.
 const CertName = certName
 
@@ -76,5 +108,6 @@ const CertName = certName
 func NewCertificate() (tls.Certificate, *x509.CertPool, error) { return newCertificate(false) }
 
 // NewEd25519Certificate is NewCertificate with an Ed25519 key (Config.Ed25519Cert): a
-// handshake of one size, for a run on the virtual clock whose byte counts repeat.
-func NewEd25519Certificate() (tls.Certificate, *x509.CertPool, error) { return newCertificate(true) }
+// handshake of one size, for a run on the virtual clock whose byte counts repeat. It is
+// made once per process and shared while fresh (virtualCert).
+func NewEd25519Certificate() (tls.Certificate, *x509.CertPool, error) { return ed25519Certificate() }

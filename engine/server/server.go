@@ -144,7 +144,11 @@ func Start(cfg Config) (*Server, error) {
 		serveDone: make(chan struct{}),
 	}
 	if cfg.TLS {
-		cert, pool, err := newCertificate(cfg.Ed25519Cert)
+		makeCert := NewCertificate
+		if cfg.Ed25519Cert {
+			makeCert = ed25519Certificate
+		}
+		cert, pool, err := makeCert()
 		if err != nil {
 			return nil, fmt.Errorf("starting server: %w", err)
 		}
