@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kalab-dev/kalab/engine/internal/testci"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // TestVirtualRepeats runs every run of the bundled suite that goes on the virtual clock
