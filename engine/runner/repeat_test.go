@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/testkit/testci"
@@ -107,8 +108,8 @@ func virtualSuite(t *testing.T) *scenario.Plan {
 	opt := virtualOpts(t)
 	for _, sc := range p.Scenarios {
 		sc.Runs = slices.DeleteFunc(sc.Runs, func(r *scenario.Run) bool {
-			st, _, _, refused := prepare(r, opt)
-			return st.Clock != scenario.ClockVirtual || refused != ""
+			c := compile.One(sc, r, opt.Compile())
+			return !c.Virtual || c.Refused != ""
 		})
 	}
 	p.Scenarios = slices.DeleteFunc(p.Scenarios, func(sc *scenario.Scenario) bool { return len(sc.Runs) == 0 })
