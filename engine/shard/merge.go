@@ -338,7 +338,7 @@ func copyRunFile(from, to, rel string) error {
 		}
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only: a failed close loses nothing
 	o, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode)
 	if err != nil {
 		return err

@@ -160,6 +160,6 @@ func mapTable(w io.Writer, rec *MapRecord, fx, fy func(float64) string) {
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
-	tw.Flush()
+	_ = tw.Flush() // output for a terminal, as the Fprint lines around it
 	fmt.Fprintln(w)
 }
