@@ -98,12 +98,12 @@ func extractBuiltin() (string, error) {
 		return "", err
 	}
 	if err := write(filepath.Join(tmp, "scenarios"), files); err != nil {
-		os.RemoveAll(tmp)
+		_ = os.RemoveAll(tmp) // the error returned says what failed
 		return "", err
 	}
 	if err := os.Rename(tmp, top); err == nil || verify(top, files) == nil {
 		if err != nil {
-			os.RemoveAll(tmp) // another kalab wrote the same files first
+			_ = os.RemoveAll(tmp) // another kalab wrote the same files first
 		}
 		return dir, nil
 	}

@@ -53,7 +53,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			fmt.Fprintf(stderr, "kalab: internal error (please report): %v\n", r)
 			if f, err := os.CreateTemp("", "kalab-crash-*.txt"); err == nil {
 				fmt.Fprintf(f, "panic: %v\n\n%s", r, debug.Stack())
-				f.Close()
+				_ = f.Close() // the report is best effort: the panic is on stderr already
 				fmt.Fprintf(stderr, "kalab: the stack is in %s\n", f.Name())
 			}
 			code = exitEngine
@@ -282,7 +282,10 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kalab schema: takes no arguments\n")
 		return exitInvalid
 	}
-	stdout.Write(schema.Scenario)
+	if _, err := stdout.Write(schema.Scenario); err != nil {
+		fmt.Fprintf(stderr, "kalab schema: %v\n", err)
+		return exitEngine
+	}
 	return exitOK
 }
 

@@ -13,7 +13,9 @@ import (
 // validate --format json: the problems as data, with the exit code of the text form.
 func TestValidateJSON(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("name: x\nclient: {idle_timout: 1s}\nload: {requests: 2}\nexpect: [\"erors == 0\"]\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("name: x\nclient: {idle_timout: 1s}\nload: {requests: 2}\nexpect: [\"erors == 0\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var out, errb strings.Builder
 	code := Main([]string{"validate", "--format", "json", bad}, &out, &errb)
 	if code != exitInvalid {

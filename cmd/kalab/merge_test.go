@@ -230,7 +230,9 @@ func TestMergeEqualsUnsharded(t *testing.T) {
 	}
 	mp := filepath.Join(other, "latest", shard.ManifestFile)
 	b, _ := os.ReadFile(mp)
-	os.WriteFile(mp, bytes.Replace(b, []byte(`"kalab_version": "dev"`), []byte(`"kalab_version": "v9.9.9"`), 1), 0o644)
+	if err := os.WriteFile(mp, bytes.Replace(b, []byte(`"kalab_version": "dev"`), []byte(`"kalab_version": "v9.9.9"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, out := kalab(t, append(append([]string{"merge"}, some...), other, "--out", filepath.Join(tmp, "mixed"))...); code != exitInvalid || !strings.Contains(out, "v9.9.9") {
 		t.Errorf("mixed kalab versions: exit %d, want 2\n%s", code, out)
 	}
@@ -305,7 +307,9 @@ func TestMergeBundledSuite(t *testing.T) {
 	}
 	whole := t.TempDir()
 	writeResults(t, filepath.Join(whole, "run"), base.Runs, scs, nil)
-	os.Symlink("run", filepath.Join(whole, "latest"))
+	if err := os.Symlink("run", filepath.Join(whole, "latest")); err != nil {
+		t.Fatal(err)
+	}
 	want := outcomeLines(t, whole)
 	opt := runner.Options{}
 	weight := func(sc *scenario.Scenario, r *scenario.Run) time.Duration {
@@ -383,10 +387,14 @@ func writeResults(t *testing.T, dir string, runs []report.Run, scs []report.Scen
 			sv := *r.Server
 			sv.Logs, r.Server = nil, &sv
 		}
-		enc.Encode(&r)
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range scs {
-		enc.Encode(&scs[i])
+		if err := enc.Encode(&scs[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)

@@ -94,8 +94,9 @@ func CheckDir(dir string) error {
 		return &RefusedError{Path: dir, Reason: "cannot create files there: " + unwrap(err).Error()}
 	}
 	name := f.Name()
-	f.Close()
-	os.Remove(name)
+	// an empty probe file: only whether it could be created matters
+	_ = f.Close()
+	_ = os.Remove(name)
 	return nil
 }
 
@@ -167,7 +168,7 @@ func (f *File) Commit() error {
 		err = os.Rename(name, f.path)
 	}
 	if err != nil {
-		os.Remove(name)
+		_ = os.Remove(name) // the error returned says what failed
 		var re *RefusedError
 		if errors.As(err, &re) {
 			return err
@@ -187,8 +188,9 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	name := f.tmp.Name()
-	f.tmp.Close()
-	os.Remove(name)
+	// aborted: the temporary file is thrown away
+	_ = f.tmp.Close()
+	_ = os.Remove(name)
 }
 
 // Write writes path in one go: fill writes the content, and the file replaces the target only

@@ -36,7 +36,9 @@ func TestWriteReplacesRegularFileWhole(t *testing.T) {
 func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.xml")
-	os.WriteFile(target, []byte("keep"), 0o644)
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(dir, "link.xml")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,9 @@ func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	mkfifo(t, fifo)
 	sub := filepath.Join(dir, "sub")
-	os.Mkdir(sub, 0o755)
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ path, want string }{
 		{link, "is a symbolic link"},
 		{fifo, "is a named pipe (FIFO)"},
@@ -84,7 +88,9 @@ func TestCommitRechecksTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.WriteString(f, "x")
-	os.Symlink("/dev/null", p)
+	if err := os.Symlink("/dev/null", p); err != nil {
+		t.Fatal(err)
+	}
 	var re *RefusedError
 	if err := f.Commit(); !errors.As(err, &re) {
 		t.Fatalf("Commit over a symlink = %v", err)
@@ -101,7 +107,9 @@ func TestCheckDirNotWritable(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	os.Chmod(dir, 0o555)
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
 	defer os.Chmod(dir, 0o755)
 	if err := CheckDir(dir); err == nil || !strings.Contains(err.Error(), "cannot create files there") {
 		t.Fatalf("CheckDir(read-only) = %v", err)

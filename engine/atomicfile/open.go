@@ -18,11 +18,11 @@ func Open(path string) (*os.File, error) {
 	}
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close() // the error returned says what failed
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // the error returned says what failed
 		return nil, refusedRead(path, st.Mode())
 	}
 	return f, nil

@@ -162,7 +162,7 @@ func Start(cfg Config) (*Balancer, error) {
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-			pool.Close()
+			_ = pool.Close() // the error returned says what failed
 			return nil, fmt.Errorf("starting balancer: listening on %s: %w", cfg.Listen, err)
 		}
 	}
@@ -216,7 +216,9 @@ func (b *Balancer) Close() error {
 		b.book.closing.Store(true)
 		err := b.srv.Close()
 		<-b.serveDone
-		b.pool.Close()
+		if perr := b.pool.Close(); err == nil || errors.Is(err, net.ErrClosed) {
+			err = perr
+		}
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			b.closeErr = fmt.Errorf("closing balancer: %w", err)
 		}

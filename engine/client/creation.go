@@ -131,7 +131,7 @@ func (m *model) getCreation(ctx context.Context, deadline time.Time, ev *Event, 
 	closeAll(gone)
 	gone = nil
 	if dead != nil {
-		dead.nc.Close()
+		_ = dead.nc.Close() // dropping the connection: nothing waits on how its close went
 	}
 	return m.dialIn(ctx, deadline, ev, s)
 }
@@ -217,7 +217,7 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 		m.closing(c, why)
 		gone := m.disconnect(why == ReasonBroken)
 		m.mu.Unlock()
-		c.nc.Close()
+		_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 		closeAll(gone)
 		w <- &pconn{slot: s} // the waiter dials in this slot; m.open passes to it
 		return
@@ -242,7 +242,7 @@ func (m *model) putCreation(c *pconn, why string, life time.Duration) {
 	// socket closes in a later phase (eventsCome).
 	gone := m.disconnect(why == ReasonBroken)
 	m.mu.Unlock()
-	c.nc.Close()
+	_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 	closeAll(gone)
 }
 

@@ -93,6 +93,6 @@ func nilOr(p *undiciagent.Pool) []*undiciagent.Pool {
 // closeAll closes cs, outside m.mu.
 func closeAll(cs []*pconn) {
 	for _, c := range cs {
-		c.nc.Close()
+		_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 	}
 }

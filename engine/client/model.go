@@ -142,7 +142,7 @@ func (m *model) Close() error {
 	m.waiters = nil
 	m.mu.Unlock()
 	for _, c := range idle {
-		c.nc.Close()
+		_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 	}
 	return nil
 }
@@ -222,12 +222,12 @@ func (m *model) attempt(ctx context.Context, start time.Time, ev *Event, o *send
 	r := attemptResult{reused: reused}
 
 	if !deadline.IsZero() {
-		c.nc.SetDeadline(deadline)
+		_ = c.nc.SetDeadline(deadline) // fails only on a closed connection, which the read or write that follows reports
 	}
 	// A cancelled caller interrupts the blocked read or write through the deadline.
 	var stop func() bool
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) }) // on a closed connection the read or write is over already
 		defer func() {
 			if stop != nil {
 				stop()
@@ -296,7 +296,7 @@ func (m *model) get(ctx context.Context, deadline time.Time, ev *Event, o *sendO
 	var dead []*pconn
 	defer func() {
 		for _, c := range dead {
-			c.nc.Close()
+			_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 		}
 	}()
 	m.mu.Lock()
@@ -415,7 +415,7 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg 
 	}
 	if h := m.cfg.Handshake; h != nil {
 		if err := h(ctx, t0); err != nil {
-			nc.Close()
+			_ = nc.Close() // the error returned says what failed
 			return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
 		}
 	}
@@ -432,10 +432,10 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg 
 		t1 := time.Now()
 		tc := tls.Client(nc, tlsCfg)
 		if !deadline.IsZero() {
-			tc.SetDeadline(deadline)
+			_ = tc.SetDeadline(deadline) // fails only on a closed connection, which the read or write that follows reports
 		}
 		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
+			_ = nc.Close() // the error returned says what failed
 			return nil, fmt.Errorf("tls handshake with %s: %w", m.cfg.Addr, err)
 		}
 		ev.TLS = time.Since(t1)
@@ -502,7 +502,7 @@ func (m *model) put(c *pconn, why string, life time.Duration) {
 	m.closing(c, why)
 	m.mu.Unlock()
 	if c != nil {
-		c.nc.Close()
+		_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 	}
 }
 
@@ -574,6 +574,6 @@ func (m *model) expire(c *pconn) {
 	m.closing(c, ReasonIdle)
 	gone := m.disconnect(c.slot != nil) // undici's keepAliveTimeout destroys the socket: its 'close' follows
 	m.mu.Unlock()
-	c.nc.Close()
+	_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
 	closeAll(gone)
 }

@@ -68,7 +68,7 @@ func (s *stdClient) countedDial(connect DialFunc, handshake func(context.Context
 		}
 		if handshake != nil {
 			if err := handshake(ctx, t0); err != nil {
-				nc.Close()
+				_ = nc.Close() // the error returned says what failed
 				return nil, err
 			}
 			// httptrace's ConnectDone fired when the kernel connected; the request
@@ -451,7 +451,7 @@ func (s *stdClient) attempt(ctx context.Context, start time.Time, ev *Event) att
 		s.stats.h2Streams.Add(1)
 	}
 	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close() // the body was read to its end above: closing it can lose nothing
 	ev.BytesRead = n
 	if err != nil {
 		return fail(r, fmt.Errorf("read response body: %w", err))

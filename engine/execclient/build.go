@@ -74,7 +74,7 @@ func (a *Adapter) build(ctx context.Context, runtimePath string, src []byte, dir
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a temporary directory: nothing more to do if removing it fails
 	script := filepath.Join(tmp, a.Script)
 	if err := os.WriteFile(script, src, 0o644); err != nil {
 		return err

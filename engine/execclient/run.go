@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config, id Identity, emit func(client.Event)) 
 	if err != nil {
 		return rep, fmt.Errorf("exec: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing more to do if removing it fails
 	plan := cfg.Plan
 	plan.URL = cfg.URL
 	cmd, argv, err := buildCommand(ctx, cfg, id, dir, plan)
@@ -421,17 +421,20 @@ func start(cmd *exec.Cmd, tmpDir string) (*started, error) {
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
+		// the error returned says what failed
+		_ = outR.Close()
+		_ = outW.Close()
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	g, err := proc.Start(cmd, tmpDir)
-	outW.Close()
-	errW.Close()
+	// the child holds its own copy of the write end
+	_ = outW.Close()
+	_ = errW.Close()
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		// the error returned says what failed
+		_ = outR.Close()
+		_ = errR.Close()
 		return nil, err
 	}
 	st := &started{group: g, stdout: outR, stderr: errR, waited: make(chan error, 1)}
@@ -445,8 +448,9 @@ func start(cmd *exec.Cmd, tmpDir string) (*started, error) {
 
 // close closes the read ends once both are drained.
 func (st *started) close() {
-	st.stdout.Close()
-	st.stderr.Close()
+	// drained: closing a read end loses nothing
+	_ = st.stdout.Close()
+	_ = st.stderr.Close()
 }
 
 func (id Identity) label() string {

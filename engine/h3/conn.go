@@ -87,8 +87,9 @@ func (c *Client) watch(qc *qconn) {
 // closeSocket closes the transport, then the socket. quic-go's Transport does not own a
 // socket it was given: its Close wakes the read loop with a read deadline and waits for it.
 func (qc *qconn) closeSocket() {
-	qc.tr.Close()
-	qc.pc.Close()
+	// shutting down: nothing waits on how this close went
+	_ = qc.tr.Close()
+	_ = qc.pc.Close()
 }
 
 // alive reports whether the connection can take a request. quic-go fails the streams with

@@ -136,7 +136,7 @@ func (c *Client) Close() error {
 	conns := append([]*qconn(nil), c.conns...)
 	c.mu.Unlock()
 	for _, qc := range conns {
-		qc.conn.CloseWithError(codeNoError, "")
+		_ = qc.conn.CloseWithError(codeNoError, "") // shutting down: nothing waits on how this close went
 	}
 	for _, qc := range conns {
 		<-qc.done

@@ -118,7 +118,7 @@ func StartServer(pc net.PacketConn, cfg ServerConfig) (*Server, error) {
 		Tracer:         s.tracer,
 	})
 	if err != nil {
-		s.tr.Close()
+		_ = s.tr.Close() // the error returned says what failed
 		return nil, fmt.Errorf("h3 server: listen: %w", err)
 	}
 	s.ln = ln
@@ -259,7 +259,7 @@ func (s *Server) Close() error {
 			err = cerr
 		}
 		<-s.served
-		s.tr.Close()
+		_ = s.tr.Close() // the socket's own close, next, reports a failure to let go of it
 		if cerr := s.pc.Close(); err == nil {
 			err = cerr
 		}

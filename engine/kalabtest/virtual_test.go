@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"github.com/kalab-dev/kalab/engine/kalabtest"
 )
 
@@ -53,8 +54,13 @@ func TestDocsExampleVirtual(t *testing.T) {
 					if got != want {
 						t.Errorf("run %d, %s: errors, hidden re-sends, connections = %v, want %v", i, name, got, want)
 					}
-					if r.Clock != "virtual" || r.WallMs >= 1000 {
-						t.Errorf("run %d, %s: clock %s, %.0f ms of wall time; want the virtual clock, under 1 s", i, name, r.Clock, r.WallMs)
+					if r.Clock != "virtual" {
+						t.Errorf("run %d, %s: clock %s, want the virtual clock", i, name, r.Clock)
+					}
+					// Wall time: under the race detector, which slows every goroutine several
+					// times, the plain test pass judges it; the counts above hold there too.
+					if r.WallMs >= 1000 && !testci.Race() {
+						t.Errorf("run %d, %s: %.0f ms of wall time, want under 1 s", i, name, r.WallMs)
 					}
 				}
 				if fp := fingerprints(runs); first == nil {
@@ -143,7 +149,10 @@ func TestCallersTimersVirtual(t *testing.T) {
 	}
 	c := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 500 * time.Millisecond}}
 	r := kalabtest.Run(t, sc, kalabtest.Client(c))[0]
-	if r.Metrics.LatencyMs.P50 != 500 || r.Metrics.LatencyMs.Max != 500 || r.WallMs >= 1000 {
-		t.Errorf("latency p50 %v ms, max %v ms, %v ms of wall time; want 500, 500, under 1 s", r.Metrics.LatencyMs.P50, r.Metrics.LatencyMs.Max, r.WallMs)
+	if r.Metrics.LatencyMs.P50 != 500 || r.Metrics.LatencyMs.Max != 500 {
+		t.Errorf("latency p50 %v ms, max %v ms; want 500, 500", r.Metrics.LatencyMs.P50, r.Metrics.LatencyMs.Max)
+	}
+	if r.WallMs >= 1000 && !testci.Race() { // wall time: the plain test pass judges it
+		t.Errorf("%v ms of wall time for 1.5 s of simulated waiting, want under 1 s", r.WallMs)
 	}
 }

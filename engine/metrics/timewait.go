@@ -48,7 +48,7 @@ func countTimeWait(path string, port int, own func(int) bool, seen map[string]bo
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Scan() // header

@@ -504,7 +504,7 @@ var freePort = func() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // only its port was wanted
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 

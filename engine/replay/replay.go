@@ -141,7 +141,7 @@ func Open(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // the error returned says what failed
 		return nil, fmt.Errorf("%s is not a regular file", cfg.Path)
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -150,7 +150,7 @@ func Open(cfg Config) (*Source, error) {
 	}
 	p, err := newParser(cfg, br)
 	if err != nil {
-		f.Close()
+		_ = f.Close() // the error returned says what failed
 		return nil, err
 	}
 	return &Source{cfg: cfg, f: f, p: p, sum: Summary{Format: cfg.Format}}, nil
@@ -382,7 +382,7 @@ func Scan(cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // read only: a failed close loses nothing
 	for {
 		if _, ok := s.Next(); !ok {
 			break

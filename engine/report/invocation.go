@@ -126,7 +126,7 @@ func Seal(out, runID, reason string, now time.Time) (bool, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Truncate(p, int64(len(data)))
+		_ = os.Truncate(p, int64(len(data))) // the write error returned is the news; this only tries to take back a partial line
 		return false, fmt.Errorf("write %s: %w", p, unwrapPath(err))
 	}
 	return true, pointLatest(out, runID)

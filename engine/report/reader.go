@@ -38,7 +38,7 @@ func readFile(path string, lenient bool) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	res, err := read(f, lenient)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%w", path, err)

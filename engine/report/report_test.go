@@ -306,11 +306,15 @@ func TestValidateFileCatchesSchemaBreaks(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "results.jsonl")
 	good, _ := json.Marshal(sampleRun())
 	var bad map[string]any
-	json.Unmarshal(good, &bad)
+	if err := json.Unmarshal(good, &bad); err != nil {
+		t.Fatal(err)
+	}
 	bad["record"], bad["record_version"] = "run", 1
 	delete(bad, "metrics")
 	badLine, _ := json.Marshal(bad)
-	os.WriteFile(p, append(badLine, '\n'), 0o644)
+	if err := os.WriteFile(p, append(badLine, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := validateFile(p, false); err == nil || !strings.Contains(err.Error(), ":1:") {
 		t.Fatalf("a run without metrics passed validation: %v", err)
 	}

@@ -103,7 +103,9 @@ func BenchmarkRequestLine(b *testing.B) {
 		enc := json.NewEncoder(bw)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			enc.Encode(&reqs[i%len(reqs)])
+			if err := enc.Encode(&reqs[i%len(reqs)]); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("append", func(b *testing.B) {

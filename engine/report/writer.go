@@ -111,12 +111,12 @@ func CheckOut(out string) error {
 // pointLatest makes <out>/latest a symlink to the run directory, replacing it atomically.
 func pointLatest(out, runID string) error {
 	tmp := filepath.Join(out, ".latest-"+runID)
-	os.Remove(tmp)
+	_ = os.Remove(tmp) // a leftover of an earlier try, if any: the Symlink below fails if it stays
 	if err := os.Symlink(runID, tmp); err != nil {
 		return fmt.Errorf("point %s at %s: %w", filepath.Join(out, "latest"), runID, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(out, "latest")); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // the error returned says what failed
 		return fmt.Errorf("point %s at %s: %w", filepath.Join(out, "latest"), runID, err)
 	}
 	return nil

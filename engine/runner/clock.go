@@ -42,7 +42,8 @@ func inBubble(ctx context.Context, host *vclock.Host, name string, f func(ctx co
 		bctx, stop, wake := bubbleContext(ctx)
 		n.SetOnEvent(func() { progress.Add(1); wake() })
 		n.Order(vclock.Settle) // same-instant events in the network's order, not the scheduler's
-		defer n.Close()
+		// The run is over when f returns: its records are taken, whatever closing the network says.
+		defer func() { _ = n.Close() }()
 		defer stop()
 		f(bctx, n)
 	}, append([]vclock.Option{vclock.Progress(&progress), vclock.StallAfter(virtualStall), vclock.OutsideAfter(virtualOutside)}, extra...)...)

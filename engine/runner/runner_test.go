@@ -188,7 +188,9 @@ func TestSameSeedSameScheduleAndCounts(t *testing.T) {
 		var prev float64
 		for j, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			var rq report.Request
-			json.Unmarshal([]byte(line), &rq)
+			if err := json.Unmarshal([]byte(line), &rq); err != nil {
+				t.Fatal(err)
+			}
 			if j%4 == 0 && j > 0 {
 				gaps[i] = append(gaps[i], rq.StartMs-prev)
 			}

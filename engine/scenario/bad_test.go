@@ -82,8 +82,12 @@ func TestDuplicateScenarioNamesAcrossFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	os.WriteFile(a, []byte("name: same\n"), 0o644)
-	os.WriteFile(b, []byte("# second\nname: same\n"), 0o644)
+	if err := os.WriteFile(a, []byte("name: same\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("# second\nname: same\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := LoadFiles([]string{a, b})
 	want := b + `:2:1: name: scenario name "same" is already used by ` + a
 	if err == nil || err.Error() != want {

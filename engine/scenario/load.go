@@ -155,7 +155,7 @@ func readLimited(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", unwrapPath(err))

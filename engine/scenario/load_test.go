@@ -232,7 +232,9 @@ func TestFindFilesOrder(t *testing.T) {
 	for _, n := range []string{"b.yaml", "a.yml", "c.txt", ".hidden/x.yaml", "sub/d.yaml"} {
 		p := filepath.Join(dir, n)
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte("name: x\n"), 0o644)
+		if err := os.WriteFile(p, []byte("name: x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got, err := FindFiles([]string{dir})
 	if err != nil {

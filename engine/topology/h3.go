@@ -165,7 +165,7 @@ func (e *h3Server) Start(context.Context, string) (string, error) {
 	cfg.Cert = cert
 	srv, err := h3.StartServer(pc, cfg)
 	if err != nil {
-		pc.Close()
+		_ = pc.Close() // the error returned says what failed
 		return "", err
 	}
 	e.srv, e.roots, e.cert = srv, roots, cert

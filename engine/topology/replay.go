@@ -63,7 +63,7 @@ func (r *replayClient) drive(ctx context.Context, rc *recorder) error {
 	if err != nil {
 		return fmt.Errorf("load.replay: %w", err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }() // read only: a failed close loses nothing
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	reqs := make(chan replay.Request, replayAhead)

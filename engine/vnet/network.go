@@ -238,11 +238,12 @@ func (n *Network) Close() error {
 	slices.SortFunc(ls, func(a, b *Listener) int { return a.addr.Port - b.addr.Port })
 	slices.SortFunc(ps, func(a, b *pair) int { return a.port - b.port })
 	for _, l := range ls {
-		l.Close()
+		_ = l.Close() // shutting down: nothing waits on how this close went
 	}
 	for _, p := range ps {
-		p.ends[0].close(true)
-		p.ends[1].close(true)
+		// shutting down: nothing waits on how this close went
+		_ = p.ends[0].close(true)
+		_ = p.ends[1].close(true)
 	}
 	if o := n.order.Load(); o != nil {
 		o.close()
@@ -318,7 +319,7 @@ func (l *Listener) Close() error {
 	signal(l.notify)
 	n.mu.Unlock()
 	for _, c := range q {
-		c.close(true)
+		_ = c.close(true) // shutting down: nothing waits on how this close went
 	}
 	return nil
 }

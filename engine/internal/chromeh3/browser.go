@@ -63,8 +63,9 @@ func launch(bin string, args []string, root, tmp string, onEvent func(method, se
 	}
 	replyR, replyW, err := os.Pipe()
 	if err != nil {
-		cmdR.Close()
-		cmdW.Close()
+		// the error returned says what failed
+		_ = cmdR.Close()
+		_ = cmdW.Close()
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
@@ -74,11 +75,13 @@ func launch(bin string, args []string, root, tmp string, onEvent func(method, se
 	b := &browser{cmd: cmd, toIt: cmdW, fromIt: replyR, waited: make(chan error, 1), stderr: &tail{max: 8 << 10}}
 	cmd.Stderr = b.stderr
 	b.group, err = proc.Start(cmd, root)
-	cmdR.Close() // Chromium holds its own ends now
-	replyW.Close()
+	// Chromium holds its own ends now.
+	_ = cmdR.Close()
+	_ = replyW.Close()
 	if err != nil {
-		cmdW.Close()
-		replyR.Close()
+		// the error returned says what failed
+		_ = cmdW.Close()
+		_ = replyR.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	go func() { b.waited <- cmd.Wait() }()
@@ -91,12 +94,14 @@ func launch(bin string, args []string, root, tmp string, onEvent func(method, se
 func (b *browser) close() {
 	b.group.Kill()
 	select {
-	case <-b.waited:
+	case werr := <-b.waited:
+		_ = werr // killed above: how it exited says nothing more
 	case <-time.After(10 * time.Second):
 	}
 	b.group.Release()
-	b.toIt.Close()
-	b.fromIt.Close()
+	// shutting down: nothing waits on how this close went
+	_ = b.toIt.Close()
+	_ = b.fromIt.Close()
 	<-b.cdp.done
 }
 

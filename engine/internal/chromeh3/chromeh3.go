@@ -82,7 +82,7 @@ func Run(ctx context.Context, bin string, opt Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }() // a temporary directory: nothing more to do if removing it fails
 	profile, tmp := filepath.Join(root, "profile"), filepath.Join(root, "t")
 	for _, d := range []string{profile, tmp} {
 		if err := os.Mkdir(d, 0o700); err != nil {

@@ -69,17 +69,17 @@ func wrap(cmd *exec.Cmd, r, alive *os.File) {
 // startCleaner starts the cleaner of tmpDir (cleanerScript) and returns kalab's end of its
 // release pipe; alive is the read end of the watcher's pipe, closed here.
 func startCleaner(tmpDir string, alive *os.File) (*os.File, error) {
-	defer alive.Close()
+	defer func() { _ = alive.Close() }() // kalab's copy: the cleaner holds its own
 	relR, relW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	defer relR.Close()
+	defer func() { _ = relR.Close() }() // kalab's copy: the cleaner holds its own
 	c := exec.Command("/bin/sh", "-c", cleanerScript, "kalab-cleaner", tmpDir)
 	c.ExtraFiles = []*os.File{relR, alive}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.Start(); err != nil {
-		relW.Close()
+		_ = relW.Close() // the error returned says what failed
 		return nil, err
 	}
 	go func() { _ = c.Wait() }()

@@ -31,7 +31,7 @@ func ListenBacklog(addr *net.TCPAddr, backlog int) (*net.TCPListener, error) {
 	}
 	syscall.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), "netsim-listener")
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the listener holds its own descriptor (FileListener dups it)
 	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
 		return nil, fmt.Errorf("SO_REUSEADDR: %w", err)
 	}

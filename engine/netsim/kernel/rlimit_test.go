@@ -38,7 +38,9 @@ func TestRaiseFileLimitPastHardAsRoot(t *testing.T) {
 	need := lim.Max + 1000
 	if nrOpen, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
 		var n uint64
-		fmt.Sscan(string(nrOpen), &n)
+		if _, err := fmt.Sscan(string(nrOpen), &n); err != nil {
+			t.Fatal(err)
+		}
 		if need > n {
 			t.Skipf("fs.nr_open %d is below %d", n, need) // skip: a machine setting, not load: not in .ci/allowed-skips, so CI fails on it
 		}

@@ -99,7 +99,7 @@ func (ps *Pools) sweep(now time.Time) {
 	ps.lastSweep = now
 	for k, p := range ps.byKey {
 		if p.inflight == 0 && now.Sub(p.idleAt) > ps.DropAfter {
-			ps.closeOne(p)
+			_ = ps.closeOne(p) // an idle pool dropped: its counts are taken whether or not its close failed
 			delete(ps.byKey, k)
 			ps.Dropped++
 		}

@@ -49,7 +49,7 @@ func metrics(w io.Writer) {
 	for _, d := range check.Docs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Name, d.Unit, d.Meaning)
 	}
-	tw.Flush()
+	_ = tw.Flush() // output for a terminal, as the Fprint lines around it
 	fmt.Fprintln(w, "\nA compare expression reads another run's metric as variant('NAME').METRIC.")
 	fmt.Fprint(w, Timing)
 }

@@ -107,7 +107,9 @@ func peakRSS(tb testing.TB) float64 {
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
 			var kb float64
-			fmt.Sscanf(string(bytes.TrimSpace(v)), "%f", &kb)
+			if _, err := fmt.Sscanf(string(bytes.TrimSpace(v)), "%f", &kb); err != nil {
+				tb.Fatal(err)
+			}
 			return kb / 1024
 		}
 	}

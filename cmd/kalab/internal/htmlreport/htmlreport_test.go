@@ -158,7 +158,9 @@ func TestLargeRunsAreAggregated(t *testing.T) {
 	total := 0
 	for _, m := range regexp.MustCompile(`class="bucket[^"]*"[^>]*data-n="(\d+)"`).FindAllStringSubmatch(page, -1) {
 		var k int
-		fmt.Sscan(m[1], &k)
+		if _, err := fmt.Sscan(m[1], &k); err != nil {
+			t.Fatal(err)
+		}
 		total += k
 	}
 	if total != n {

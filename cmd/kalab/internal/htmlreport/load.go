@@ -228,7 +228,7 @@ func readRequests(path string) ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	var out []Request
 	br := bufio.NewReaderSize(f, 256<<10)
 	extra := false // whether lines carry *_ms fields beyond the known ones (checked on the first)
@@ -282,7 +282,7 @@ func readConns(path string) ([]report.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	var out []report.Conn
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)

@@ -89,7 +89,7 @@ func (m *Manifest) Write(dir string) error {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // the error returned says what failed
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil

@@ -43,7 +43,9 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
 	var v any
-	json.Unmarshal(b, &v)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
 	if err := sch.Validate(v); err != nil {
 		t.Errorf("shard.json does not match schema/shard.schema.json: %v", err)
 	}
@@ -56,7 +58,9 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	// The schema must be able to fail: a run without its shard.
 	var bad map[string]any
-	json.Unmarshal(b, &bad)
+	if err := json.Unmarshal(b, &bad); err != nil {
+		t.Fatal(err)
+	}
 	delete(bad["runs"].([]any)[0].(map[string]any), "shard")
 	if err := sch.Validate(bad); err == nil {
 		t.Errorf("the schema accepted a run without its shard")
@@ -70,7 +74,9 @@ func TestManifestRoundTrip(t *testing.T) {
 		},
 		"out of range": func(b []byte) []byte { return bytes.Replace(b, []byte(`"shard": 2,`), []byte(`"shard": 3,`), 1) },
 	} {
-		os.WriteFile(filepath.Join(dir, ManifestFile), edit(b), 0o644)
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), edit(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := ReadManifest(dir); err == nil {
 			t.Errorf("%s: accepted", name)
 		}

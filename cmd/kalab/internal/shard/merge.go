@@ -230,7 +230,7 @@ func (m *Merge) Write(out string) (*runner.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }() // on an early return; the end closes it and keeps how that went
 	started := time.Now().UTC()
 	rec := &report.Invocation{KalabVersion: m.Options.KalabVersion, RunID: runID, State: report.InvocationStarted,
 		PlanHash: m.PlanHash, Planned: plan.Runs(), StartedAt: started}
@@ -287,6 +287,7 @@ func (m *Merge) Write(out string) (*runner.Outcome, error) {
 		rec.Reason = fmt.Sprintf("merged from shards with %d gap%s: %s", len(gaps), plural(len(gaps)), strings.Join(gaps, "; "))
 	}
 	keep(w.Finish(rec))
+	keep(w.Close())
 	outcome.Invocation = rec
 	return outcome, werr
 }
@@ -338,7 +339,7 @@ func copyRunFile(from, to, rel string) error {
 		}
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only: a failed close loses nothing
 	o, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, atomicfile.Mode)
 	if err != nil {
 		return err

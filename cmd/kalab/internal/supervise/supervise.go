@@ -82,7 +82,7 @@ func Run(args []string, out string, stderr *os.File) (code int, ok bool) {
 	// Unlinked at once, so that nothing is left behind if kalab is killed (kill -9); a
 	// crash's dump is copied out of the open file.
 	_ = os.Remove(dump.Name())
-	defer dump.Close()
+	defer func() { _ = dump.Close() }() // unlinked above: closing it frees the space, and a failure to leaves nothing behind
 
 	cmd := &exec.Cmd{Path: exe, Args: append([]string{os.Args[0], "run"}, args...),
 		Stdin: os.Stdin, Stdout: os.Stdout, Env: append(os.Environ(), envRunID+"="+runID)}
@@ -102,7 +102,7 @@ func Run(args []string, out string, stderr *os.File) (code int, ok bool) {
 	}
 	go func() {
 		for s := range sigs {
-			cmd.Process.Signal(s)
+			_ = cmd.Process.Signal(s) // a child that has exited has nothing to forward the signal to
 		}
 	}()
 	first, lines := copyUntilCrash(pipe, stderr, dump)
@@ -162,8 +162,9 @@ func keepCrashDump(dump *os.File, dir string) string {
 	if err != nil {
 		return ""
 	}
-	kept.Close()
-	os.Remove(kept.Name())
+	// Only its name was wanted: the copy is made under it below.
+	_ = kept.Close()
+	_ = os.Remove(kept.Name())
 	if copyFile(dump, kept.Name()) != nil {
 		return ""
 	}
@@ -176,7 +177,8 @@ func keepCrashDump(dump *os.File, dir string) string {
 func copyUntilCrash(r io.Reader, w, dump io.Writer) (first string, lines int) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriter(dump)
-	defer bw.Flush()
+	// The dump is best effort: the crash's first line is returned whether or not it was kept.
+	defer func() { _ = bw.Flush() }()
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
@@ -184,10 +186,10 @@ func copyUntilCrash(r io.Reader, w, dump io.Writer) (first string, lines int) {
 				first = trimNL(line)
 			}
 			if first != "" {
-				bw.WriteString(line)
+				_, _ = bw.WriteString(line) // best effort, as the flush above
 				lines++
 			} else {
-				io.WriteString(w, line)
+				_, _ = io.WriteString(w, line) // the child's output for a terminal, as an Fprint
 			}
 		}
 		if err != nil {
@@ -217,7 +219,7 @@ func copyFile(src *os.File, to string) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(to)
+		_ = os.Remove(to) // the error returned says what failed
 	}
 	return err
 }
@@ -237,7 +239,7 @@ func injectFault(kind string) {
 		go func() { panic("forced by " + envTestFault + "=panic") }()
 		<-done
 	case "sigkill":
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // the process ends here; select waits for the signal
 		select {}
 	case "oom":
 		debug.SetGCPercent(-1)

@@ -99,7 +99,7 @@ func (o *Options) runMap(ctx context.Context, tx *Target, w io.Writer) (*Outcome
 	if err != nil {
 		return nil, err
 	}
-	defer jf.Close()
+	defer func() { _ = jf.Close() }() // on an early return; closeRecord closes it and says how that went
 	enc := json.NewEncoder(jf)
 	rec := o.newRecord(tx)
 	opt := o.runOptions(out.Dir)
@@ -137,7 +137,7 @@ func (o *Options) runMap(ctx context.Context, tx *Target, w io.Writer) (*Outcome
 	}
 	fmt.Fprintf(w, "%d runs (budget %d, %d seed%s per cell)\n", m.Runs, o.Budget, o.Seeds, plural(o.Seeds))
 	out.plot(w, func(pw io.Writer) error { return HeatMap(pw, mrec, tx.Format, ty.Format) })
-	return out, closeRecord(ctx, err, enc, mrec)
+	return out, closeRecord(ctx, err, enc, jf, mrec)
 }
 
 // mapTable writes the grid: one line per value of the second parameter (highest first),
@@ -160,6 +160,6 @@ func mapTable(w io.Writer, rec *MapRecord, fx, fy func(float64) string) {
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
-	tw.Flush()
+	_ = tw.Flush() // output for a terminal, as the Fprint lines around it
 	fmt.Fprintln(w)
 }

@@ -350,7 +350,7 @@ func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, 
 	if err != nil {
 		return nil, err
 	}
-	defer jf.Close()
+	defer func() { _ = jf.Close() }() // on an early return; closeRecord closes it and says how that went
 	enc := json.NewEncoder(jf)
 	rec := o.newRecord(t)
 	cfg := Config{Lo: o.lo, Hi: o.hi, Resolution: o.res, Seeds: rec.Seeds, Budget: o.Budget, Grid: o.Grid, Integer: o.integer(), MaxTries: o.Tries,
@@ -380,7 +380,7 @@ func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, 
 	if err == nil && werr != nil {
 		err = fmt.Errorf("sweep.jsonl: %w", werr)
 	}
-	return out, closeRecord(ctx, err, enc, rec)
+	return out, closeRecord(ctx, err, enc, jf, rec)
 }
 
 // create makes the sweep's directory under Out and creates its sweep.jsonl, with the modes
@@ -412,18 +412,23 @@ type closing interface{ interrupt() }
 func (rec *Record) interrupt()    { rec.Interrupted = true }
 func (rec *MapRecord) interrupt() { rec.Interrupted = true }
 
-// closeRecord ends a sweep or a map: its closing record rec is written to sweep.jsonl,
+// closeRecord ends a sweep or a map: its closing record rec is written to sweep.jsonl (f,
+// closed here: a failed close is a failed write),
 // marked interrupted when ctx ended it (its sentences then say which points have no
 // verdict, and a later --baseline refuses it), and the context's error is returned; a
 // sweep that failed otherwise writes none.
-func closeRecord(ctx context.Context, err error, enc *json.Encoder, rec closing) error {
+func closeRecord(ctx context.Context, err error, enc *json.Encoder, f io.Closer, rec closing) error {
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		rec.interrupt()
 	}
-	if werr := enc.Encode(rec); werr != nil {
+	werr := enc.Encode(rec)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
 		return errors.Join(ctx.Err(), fmt.Errorf("sweep.jsonl: %v", werr))
 	}
 	return ctx.Err()

@@ -53,7 +53,7 @@ func Summary(w io.Writer, plan *scenario.Plan, files []string) {
 	for _, s := range plan.Scenarios {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", s.Name, s.File, len(s.Runs), checks(s))
 	}
-	tw.Flush()
+	_ = tw.Flush() // output for a terminal, as the Fprint lines around it
 	fmt.Fprintf(w, "%d file%s valid, %d run%s\n", len(files), plural(len(files)), plan.Runs(), plural(plan.Runs()))
 	programs(w, runner.Programs(plan))
 }
@@ -82,7 +82,7 @@ func programs(w io.Writer, progs []runner.Program) {
 		}
 		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", where, p.Scenario, p.Variant, p.Path, p.Command, needs)
 	}
-	tw.Flush()
+	_ = tw.Flush() // output for a terminal, as the Fprint lines around it
 	need := "--allow-exec=bundled (or " + runner.EnvAllowExec + "=bundled)"
 	if needAll {
 		need = "--allow-exec (or " + runner.EnvAllowExec + "=1)"
