@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"github.com/kalab-dev/kalab/engine/kalabtest"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // The docs' example (testdata/stale.yaml): RTT 100 ms, a server that closes a connection
