@@ -89,7 +89,7 @@ func Validate(file string, root *yaml.Node, doc any) yamldoc.Diagnostics {
 			byLoc[loc] = append(byLoc[loc], e)
 			return
 		}
-		for _, c := range e.Causes {
+		for _, c := range fittingBranches(e) {
 			walk(c)
 		}
 	}
@@ -468,4 +468,37 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 		return found[i]
 	}
 	return "" // not found: the document's root
+}
+
+// fittingBranches are the causes of a failure worth reporting: of a oneOf, the branches
+// whose type the value has (a list given where one object or a list is allowed is judged
+// as a list, not also as "not a mapping"), unless every branch failed on its type.
+func fittingBranches(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if _, ok := e.ErrorKind.(*kind.OneOf); !ok {
+		return e.Causes
+	}
+	var fit []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		if !wrongType(c, pointer(e.InstanceLocation)) {
+			fit = append(fit, c)
+		}
+	}
+	if len(fit) == 0 {
+		return e.Causes
+	}
+	return fit
+}
+
+// wrongType reports whether every leaf of a failure is a type mismatch of the value at loc.
+func wrongType(e *jsonschema.ValidationError, loc string) bool {
+	if len(e.Causes) == 0 {
+		_, isType := e.ErrorKind.(*kind.Type)
+		return isType && pointer(e.InstanceLocation) == loc
+	}
+	for _, c := range e.Causes {
+		if !wrongType(c, loc) {
+			return false
+		}
+	}
+	return true
 }
