@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/topology"
+)
+
+// chainFile is a path of three boxes from the client: an AWS NLB (350 s, an RST to the
+// next segment), kube-proxy's IPVS table (900 s, drop) and a node firewall that forgets a
+// flow idle for 120 s (drop), in front of a server that never closes an idle connection.
+// requests' pool keeps every connection (no idle timeout, no keepalive probes), and the
+// pauses of 1-8 min between bursts of 2 straddle the boxes' timeouts. The flip variant
+// puts the 120 s box first on the path, nlb-ipvs drops it, and nlb-first-retry has the
+// client re-send a request that drew a reset (a hang it does not re-send).
+const chainFile = `
+name: chain
+server: {idle_timeout: none}
+client: {preset: python-requests, timeout: 30s}
+middlebox:
+  - {preset: aws-nlb}
+  - {preset: kube-ipvs}
+  - {idle_timeout: 120s, on_expiry: drop}
+load: {requests: 24, burst: 2, pause: 1m..8m, seed: 7}
+variants:
+  - name: nlb-first
+  - name: tight-first
+    middlebox:
+      - {idle_timeout: 120s, on_expiry: drop}
+      - {preset: kube-ipvs}
+      - {preset: aws-nlb}
+  - name: nlb-ipvs
+    middlebox: [{preset: aws-nlb}, {preset: kube-ipvs}]
+  - name: nlb-first-retry
+    client: {retry: {attempts: 1, on: [reset, eof]}}
+`
+
+// chainBox is a box of the chain as the test derives its outcomes: its idle timeout and
+// whether it drops (else it resets the next segment).
+type chainBox struct {
+	idle time.Duration
+	drop bool
+}
+
+// chainExpect derives a run's counts from the plan's pauses alone: the request after a
+// pause meets the first box on the path whose timeout the pause outlasts (its segment
+// crosses the boxes in order); a dropping box makes it hang for the client's 30 s timeout,
+// a resetting one fails it at once. Each lost request costs its burst a new connection.
+// met counts the requests each box met on a forgotten flow.
+func chainExpect(t *testing.T, pauses []time.Duration, boxes []chainBox) (timeouts, resets int, met []int) {
+	t.Helper()
+	met = make([]int, len(boxes))
+	for _, g := range pauses {
+		for i, b := range boxes {
+			if g >= b.idle && g < b.idle+time.Second {
+				t.Fatalf("a pause of %v ends within a second of a box's %v timeout, where its poll decides: choose another seed", g, b.idle)
+			}
+			if g < b.idle {
+				continue
+			}
+			met[i]++
+			if b.drop {
+				timeouts++
+			} else {
+				resets++
+			}
+			break
+		}
+	}
+	return timeouts, resets, met
+}
+
+// On the virtual clock a chain of three boxes fails exactly the requests the geometry
+// says: behind NLB -> IPVS -> 120 s firewall, a pause of 2-5.8 min hangs at the firewall
+// and a longer one draws the NLB's reset; with the firewall first every long pause hangs
+// there and the NLB never answers; without it only the NLB's resets remain. Each count is
+// the oracle's too, and the record lists each box with its own figures.
+func TestChainOfBoxesFailsWhereTheGeometrySays(t *testing.T) {
+	t.Parallel()
+	p := plan(t, chainFile)
+	st := p.Scenarios[0].Runs[0].Settings
+	pauses := load.Pauses(configure.Load(st, shape.Scale(1)))
+	nlb, ipvs, fw := chainBox{350 * time.Second, false}, chainBox{900 * time.Second, true}, chainBox{120 * time.Second, true}
+	paths := map[string][]chainBox{"nlb-first": {nlb, ipvs, fw}, "tight-first": {fw, ipvs, nlb}, "nlb-ipvs": {nlb, ipvs}, "nlb-first-retry": {nlb, ipvs, fw}}
+	out, err := Execute(context.Background(), p, virtualOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := map[string][2]int{}
+	for _, r := range out.Runs {
+		boxes := paths[r.Variant]
+		timeouts, resets, met := chainExpect(t, pauses, boxes)
+		classes[r.Variant] = [2]int{timeouts, resets}
+		if r.Clock != scenario.ClockVirtual || r.Status != report.StatusPass {
+			t.Fatalf("%s: %s on the %q clock: %s", r.Variant, r.Status, r.Clock, r.Error)
+		}
+		m := r.Metrics
+		failed, retried := timeouts+resets, 0
+		if r.Variant == "nlb-first-retry" {
+			failed, retried = timeouts, resets // each reset is re-sent on a new connection
+		}
+		got := fmt.Sprintf("errors %v (timeout %v, reset %v), retries %v, connections %v, middlebox_resets %v",
+			m.Errors, m.ErrorsByClass.Timeout, m.ErrorsByClass.Reset, m.Retries, m.Connections, m.MiddleboxResets)
+		want := fmt.Sprintf("errors %d (timeout %d, reset %d), retries %d, connections %d, middlebox_resets %d",
+			failed, timeouts, failed-timeouts, retried, 1+timeouts+resets, resets)
+		t.Logf("%s: %s", r.Variant, got)
+		if got != want {
+			t.Errorf("%s: measured %s; the pauses %v say %s", r.Variant, got, pauses, want)
+		}
+		if r.Predicted == nil || !predictedErrors(r, failed) {
+			t.Errorf("%s: the oracle does not predict %d errors: %+v", r.Variant, failed, r.Predicted)
+		}
+		exactPredictions(t, r)
+		checkChainHops(t, r, boxes, met)
+	}
+	// The seed's pauses must tell the paths apart: behind the NLB first some requests hang
+	// at the firewall and some draw the NLB's reset; with the firewall first all of them
+	// hang; without the firewall only the resets remain.
+	nf, tf, ni := classes["nlb-first"], classes["tight-first"], classes["nlb-ipvs"]
+	if nf[0] == 0 || nf[1] == 0 || tf != [2]int{nf[0] + nf[1], 0} || ni != [2]int{0, nf[1]} {
+		t.Errorf("timeouts and resets per path %v: the pauses do not tell the paths apart", classes)
+	}
+}
+
+// predictedErrors reports whether the run's prediction counts n errors.
+func predictedErrors(r *report.Run, n int) bool {
+	for _, c := range r.Predicted.Counts {
+		if c.Metric == "errors" {
+			return c.Predicted && c.Value == n
+		}
+	}
+	return false
+}
+
+// checkChainHops checks the record's hops: the boxes in path order, each with its own
+// figures (a box drops the bytes of each request it met on a forgotten flow, and a
+// resetting box answers each with its reset), and every box carrying every connection.
+func checkChainHops(t *testing.T, r *report.Run, boxes []chainBox, met []int) {
+	t.Helper()
+	var mb []report.Hop
+	for _, h := range r.Hops {
+		if h.Role == topology.RoleMiddlebox {
+			mb = append(mb, h)
+		}
+	}
+	if len(mb) != len(boxes) || r.Hops[1].Role != topology.RoleMiddlebox {
+		t.Fatalf("%s: hops %+v, want %d boxes behind the client", r.Variant, r.Hops, len(boxes))
+	}
+	for i, b := range boxes {
+		wantResets := 0.0
+		if !b.drop {
+			wantResets = float64(met[i])
+		}
+		if mb[i].Stats["middlebox_resets"] != wantResets {
+			t.Errorf("%s: box %d (%s) sent %v resets, want %v", r.Variant, i, mb[i].Name, mb[i].Stats["middlebox_resets"], wantResets)
+		}
+		if dropped := mb[i].Stats["middlebox_dropped_bytes"] > 0; dropped != (met[i] > 0) {
+			t.Errorf("%s: box %d (%s) dropped %v bytes and met %d requests on a forgotten flow", r.Variant, i, mb[i].Name, mb[i].Stats["middlebox_dropped_bytes"], met[i])
+		}
+		if mb[i].Stats["middlebox_flows"] != r.Metrics.Connections {
+			t.Errorf("%s: box %d carried %v flows, the client opened %v connections", r.Variant, i, mb[i].Stats["middlebox_flows"], r.Metrics.Connections)
+		}
+	}
+}
