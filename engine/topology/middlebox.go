@@ -72,7 +72,6 @@ func (m *middleboxHop) AcceptedFrom(peer int) bool { return m.b.AcceptedFrom(pee
 // middleboxStats are the box's counters.
 type middleboxStats middlebox.Stats
 
-//
 // Behind a chain of boxes the flat metrics add the boxes' counters up (a hop's own record
 // starts from nothing, so there each is its box's alone), except middlebox_flows and
 // middlebox_probe_refreshes: the flows the client opened and the probes that refreshed
