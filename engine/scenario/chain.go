@@ -123,3 +123,32 @@ func (l *loader) checkChain(r *Run, at func(string) *yaml.Node, where string) {
 		}
 	}
 }
+
+// checkChainOverlay refuses what would turn a middlebox list into one box unseen: a
+// variant's middlebox mapping over the file's list (a mapping merges field by field into
+// one object, which a list has not), and a matrix axis over middlebox.<field> where the run's
+// middlebox is a list. A variant's list replaces the file's whole.
+func (l *loader) checkChainOverlay(base, variant *yaml.Node, axes []matrixAxis) bool {
+	isList := func(n *yaml.Node) bool {
+		_, m := yamldoc.Lookup(n, "middlebox")
+		m = yamldoc.Resolve(m)
+		return m != nil && m.Kind == yaml.SequenceNode
+	}
+	_, vm := yamldoc.Lookup(variant, "middlebox")
+	if vm = yamldoc.Resolve(vm); vm != nil && vm.Kind == yaml.MappingNode && isList(base) {
+		l.add(vm, "middlebox", "the file's middlebox is a list (a chain of boxes), which a variant's one box cannot merge into; give the variant's middlebox as a list: it replaces the file's whole")
+		return false
+	}
+	if !isList(base) && !isList(variant) {
+		return true
+	}
+	for _, ax := range axes {
+		if ax.path[0] == "middlebox" {
+			_, m := yamldoc.Lookup(l.root, "matrix")
+			k, _ := yamldoc.Lookup(m, strings.Join(ax.path, "."))
+			l.add(k, "matrix", "a matrix cannot vary %s: the run's middlebox is a list (a chain of boxes); write the chains as variants", strings.Join(ax.path, "."))
+			return false
+		}
+	}
+	return true
+}

@@ -377,6 +377,9 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 	var runs []*Run
 	seen := map[string]*yaml.Node{}
 	for _, v := range variants {
+		if !l.checkChainOverlay(base, v.node, axes) {
+			continue
+		}
 		for _, cell := range cells {
 			node := yamldoc.Merged(base, v.node)
 			var parts []string

@@ -378,7 +378,7 @@ func fieldSchema(path string) map[string]any {
 	}
 	cur := schemaDoc
 	for _, part := range strings.Split(path, ".") {
-		cur = deref(cur)
+		cur = oneOrList(deref(cur))
 		props, _ := cur["properties"].(map[string]any)
 		next, ok := props[part].(map[string]any)
 		if !ok {
@@ -387,6 +387,21 @@ func fieldSchema(path string) map[string]any {
 		cur = next
 	}
 	return deref(cur)
+}
+
+// oneOrList is the object of a "one object or a list of them" schema (middlebox), whose
+// fields a path names as the lone object's; any other schema as it is.
+func oneOrList(m map[string]any) map[string]any {
+	branches, _ := m["oneOf"].([]any)
+	if len(branches) != 2 {
+		return m
+	}
+	one, _ := branches[0].(map[string]any)
+	list, _ := branches[1].(map[string]any)
+	if list["type"] != "array" || one == nil {
+		return m
+	}
+	return deref(one)
 }
 
 func deref(m map[string]any) map[string]any {
