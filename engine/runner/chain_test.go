@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/configure"
+	"github.com/kalab-dev/kalab/engine/explain"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -48,6 +51,7 @@ variants:
 type chainBox struct {
 	idle time.Duration
 	drop bool
+	name string // as explain names it
 }
 
 // chainExpect derives a run's counts from the plan's pauses alone: the request after a
@@ -88,7 +92,7 @@ func TestChainOfBoxesFailsWhereTheGeometrySays(t *testing.T) {
 	p := plan(t, chainFile)
 	st := p.Scenarios[0].Runs[0].Settings
 	pauses := load.Pauses(configure.Load(st, shape.Scale(1)))
-	nlb, ipvs, fw := chainBox{350 * time.Second, false}, chainBox{900 * time.Second, true}, chainBox{120 * time.Second, true}
+	nlb, ipvs, fw := chainBox{350 * time.Second, false, "aws-nlb"}, chainBox{900 * time.Second, true, "kube-ipvs"}, chainBox{120 * time.Second, true, ""}
 	paths := map[string][]chainBox{"nlb-first": {nlb, ipvs, fw}, "tight-first": {fw, ipvs, nlb}, "nlb-ipvs": {nlb, ipvs}, "nlb-first-retry": {nlb, ipvs, fw}}
 	out, err := Execute(context.Background(), p, virtualOpts(t))
 	if err != nil {
@@ -120,6 +124,9 @@ func TestChainOfBoxesFailsWhereTheGeometrySays(t *testing.T) {
 		}
 		exactPredictions(t, r)
 		checkChainHops(t, r, boxes, met)
+		if r.Variant != "nlb-first-retry" {
+			checkChainExplained(t, out.Dir, r.Variant, boxes)
+		}
 	}
 	// The seed's pauses must tell the paths apart: behind the NLB first some requests hang
 	// at the firewall and some draw the NLB's reset; with the firewall first all of them
@@ -167,6 +174,45 @@ func checkChainHops(t *testing.T, r *report.Run, boxes []chainBox, met []int) {
 		}
 		if mb[i].Stats["middlebox_flows"] != r.Metrics.Connections {
 			t.Errorf("%s: box %d carried %v flows, the client opened %v connections", r.Variant, i, mb[i].Stats["middlebox_flows"], r.Metrics.Connections)
+		}
+	}
+}
+
+// checkChainExplained checks that explain names, for each failed request, the box of the
+// chain it met: the first on the path whose timeout the connection's idle time outlasted,
+// with that box's fate.
+func checkChainExplained(t *testing.T, dir, variant string, boxes []chainBox) {
+	t.Helper()
+	run, err := explain.Load(dir, "chain/"+variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range run.Requests {
+		if q.Class == "" {
+			continue
+		}
+		var last report.Request
+		for _, p := range run.Requests {
+			if p.Conn == q.Conn && p.Status > 0 && p.Seq < q.Seq {
+				last = p
+			}
+		}
+		idle := time.Duration((q.StartMs - last.StartMs - last.LatencyMs) * float64(time.Millisecond))
+		i := slices.IndexFunc(boxes, func(b chainBox) bool { return idle >= b.idle })
+		if i < 0 {
+			t.Fatalf("%s request %d failed after %v idle, under every box's timeout", variant, q.Seq, idle)
+		}
+		name := fmt.Sprintf("idle timeout of box %d of %d on the path", i+1, len(boxes))
+		if boxes[i].name != "" {
+			name += " (" + boxes[i].name + ")"
+		}
+		fate := "Its GET went into the void: the box dropped it"
+		if !boxes[i].drop {
+			fate = "Its GET was the flow's next segment, and the box answered it with a reset."
+		}
+		text, _ := explain.Request(run, q.Seq)
+		if !strings.Contains(text, name+": the box forgot the flow") || !strings.Contains(text, fate) {
+			t.Errorf("%s request %d (idle %v): %s\nwant %q and %q", variant, q.Seq, idle, text, name, fate)
 		}
 	}
 }
