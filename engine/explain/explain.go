@@ -74,7 +74,7 @@ type params struct {
 		Burst       int `json:"burst"`
 	} `json:"load"`
 	Middlebox paramBoxes `json:"middlebox"`
-	Balancer *struct {
+	Balancer  *struct {
 		Preset         string `json:"preset"`
 		IdleTimeout    string `json:"idle_timeout"`
 		OnBackendError string `json:"on_backend_error"`
