@@ -161,6 +161,15 @@ func checkChainHops(t *testing.T, r *report.Run, boxes []chainBox, met []int) {
 	if len(mb) != len(boxes) || r.Hops[1].Role != topology.RoleMiddlebox {
 		t.Fatalf("%s: hops %+v, want %d boxes behind the client", r.Variant, r.Hops, len(boxes))
 	}
+	var expired, dropped float64
+	for _, h := range mb {
+		expired += h.Stats["middlebox_expired"]
+		dropped += h.Stats["middlebox_dropped_bytes"]
+	}
+	if m := r.Metrics; m.MiddleboxExpired != expired || m.MiddleboxDroppedBytes != dropped || m.MiddleboxFlows != mb[0].Stats["middlebox_flows"] || expired == 0 {
+		t.Errorf("%s: flat middlebox_expired %v, dropped_bytes %v, flows %v; the boxes' sums %v and %v, the first box's flows %v",
+			r.Variant, m.MiddleboxExpired, m.MiddleboxDroppedBytes, m.MiddleboxFlows, expired, dropped, mb[0].Stats["middlebox_flows"])
+	}
 	for i, b := range boxes {
 		wantResets := 0.0
 		if !b.drop {
