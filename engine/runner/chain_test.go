@@ -225,3 +225,40 @@ func checkChainExplained(t *testing.T, dir, variant string, boxes []chainBox) {
 		}
 	}
 }
+
+// On the real clock the same chain runs as three relays on loopback sockets, at 1/50 of
+// scenario time: the first five pauses (186, 104, 167, 261 and 377 s, each at least 14 s of
+// scenario time, 280 ms of real time, from a box's timeout) fail three requests at the
+// 120 s firewall and one at the NLB's reset, as on the virtual clock.
+func TestChainOfBoxesOnTheRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 25 s of real time")
+	}
+	t.Parallel()
+	src := strings.Replace(chainFile, "requests: 24", "requests: 12", 1)
+	src = strings.Replace(src, "name: chain\n", "name: chain\nclock: real\ntime_scale: 0.02\n", 1)
+	src = src[:strings.Index(src, "variants:")]
+	p := plan(t, src)
+	st := p.Scenarios[0].Runs[0].Settings
+	pauses := load.Pauses(configure.Load(st, shape.Scale(1)))
+	boxes := []chainBox{{350 * time.Second, false, "aws-nlb"}, {900 * time.Second, true, "kube-ipvs"}, {120 * time.Second, true, ""}}
+	timeouts, resets, met := chainExpect(t, pauses, boxes)
+	if timeouts != 3 || resets != 1 {
+		t.Fatalf("the pauses %v say %d hangs and %d resets; the test is written for 3 and 1", pauses, timeouts, resets)
+	}
+	out, err := Execute(context.Background(), p, opts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipIfNoisy(t, out)
+	r := out.Runs[0]
+	if r.Clock != scenario.ClockReal || r.Status != report.StatusPass {
+		t.Fatalf("%s on the %q clock: %s", r.Status, r.Clock, r.Error)
+	}
+	m := r.Metrics
+	if m.ErrorsByClass.Timeout != 3 || m.ErrorsByClass.Reset != 1 || m.Errors != 4 || m.Connections != 5 {
+		t.Errorf("measured %v errors (timeout %v, reset %v) on %v connections; the pauses say 4 (3, 1) on 5",
+			m.Errors, m.ErrorsByClass.Timeout, m.ErrorsByClass.Reset, m.Connections)
+	}
+	checkChainHops(t, r, boxes, met)
+}
