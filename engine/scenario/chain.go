@@ -103,8 +103,8 @@ func child(n *yaml.Node, part string) *yaml.Node {
 	return nil
 }
 
-// checkChain refuses what a chain of boxes cannot do: HTTP/3's datagram boxes stand alone
-// on the path, and a matrix axis over middlebox.<field> would replace the list with one box.
+// checkChain refuses what a chain of boxes cannot do: HTTP/3's datagram boxes (and their
+// replay_first_flight) stand alone on the path, and a chain holds at most MaxMiddleboxes.
 func (l *loader) checkChain(r *Run, at func(string) *yaml.Node, where string) {
 	n := len(r.Settings.MiddleboxChain)
 	if n < 2 {
@@ -115,12 +115,6 @@ func (l *loader) checkChain(r *Run, at func(string) *yaml.Node, where string) {
 	}
 	if n > MaxMiddleboxes {
 		l.add(at("middlebox"), "middlebox", "a chain of %d boxes is more than the %d kalab runs%s", n, MaxMiddleboxes, where)
-	}
-	for _, b := range r.Settings.MiddleboxChain {
-		if b.ReplayFirstFlight > 0 {
-			l.add(at("middlebox"), "middlebox", "replay_first_flight is an HTTP/3 box's, never a chain's%s", where)
-			return
-		}
 	}
 }
 
