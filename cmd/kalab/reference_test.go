@@ -173,10 +173,14 @@ func (s *scenarioSchema) rows(b *strings.Builder, prefix string, n schemaNode, d
 	}
 }
 
-// def resolves a node to the object it describes, through a $ref, when there is one.
+// def resolves a node to the object it describes, through a $ref, when there is one; of a
+// "one object or a list of them" definition (middlebox), the object.
 func (s *scenarioSchema) def(n schemaNode) (schemaNode, bool) {
 	if n.Ref != "" {
 		d, ok := s.Defs[strings.TrimPrefix(n.Ref, "#/$defs/")]
+		if len(d.OneOf) == 2 && d.OneOf[0].Ref != "" && d.OneOf[1].Items != nil {
+			return s.def(d.OneOf[0])
+		}
 		return d, ok
 	}
 	return n, len(n.Properties) > 0
@@ -186,6 +190,9 @@ func (s *scenarioSchema) def(n schemaNode) (schemaNode, bool) {
 func (s *scenarioSchema) describe(n schemaNode) string {
 	if n.Description != "" {
 		return n.Description
+	}
+	if d := s.Defs[strings.TrimPrefix(n.Ref, "#/$defs/")]; n.Ref != "" && d.Description != "" {
+		return d.Description
 	}
 	if d, ok := s.def(n); ok {
 		return d.Description
@@ -200,6 +207,8 @@ func (s *scenarioSchema) typeOf(n schemaNode) string {
 		name := strings.TrimPrefix(n.Ref, "#/$defs/")
 		if d := s.Defs[name]; len(d.Properties) > 0 {
 			return "object"
+		} else if len(d.OneOf) > 0 {
+			return s.typeOf(d)
 		}
 		return name
 	case len(n.Enum) > 0:

@@ -70,12 +70,12 @@ var Docs = []MetricDoc{
 	{"queue_wait_ms.max", "ms", "longest such wait"},
 	{"status_5xx", "responses", "responses with a 5xx status at the client: a balancer's 502 is a response, so errors does not count it"},
 	// The middlebox hop (a middlebox: section); all 0 without one.
-	{"middlebox_flows", "connections", "connections the middlebox carried, each its own flow"},
-	{"middlebox_expired", "flows", "flows the middlebox forgot after its idle timeout"},
-	{"middlebox_dropped_segments", "segments", "TCP segments (data, FIN, keepalive probes) that reached the middlebox on a forgotten flow and went no further, as the kernel counted them (Linux)"},
-	{"middlebox_dropped_bytes", "bytes", "payload bytes the middlebox dropped on forgotten flows"},
-	{"middlebox_resets", "resets", "RSTs the middlebox sent, one per end reset"},
-	{"middlebox_probe_refreshes", "probes", "segments without data from the client (TCP keepalive probes) that refreshed a flow's idle clock"},
+	{"middlebox_flows", "connections", "connections the middlebox carried, each its own flow (behind a chain of boxes, the first box's)"},
+	{"middlebox_expired", "flows", "flows the middlebox forgot after its idle timeout (behind a chain of boxes, summed over the boxes)"},
+	{"middlebox_dropped_segments", "segments", "TCP segments (data, FIN, keepalive probes) that reached the middlebox on a forgotten flow and went no further, as the kernel counted them (Linux; behind a chain of boxes, summed over the boxes)"},
+	{"middlebox_dropped_bytes", "bytes", "payload bytes the middlebox dropped on forgotten flows (behind a chain of boxes, summed over the boxes)"},
+	{"middlebox_resets", "resets", "RSTs the middlebox sent, one per end reset (behind a chain of boxes, summed over the boxes)"},
+	{"middlebox_probe_refreshes", "probes", "segments without data from the client (TCP keepalive probes) that refreshed a flow's idle clock (behind a chain of boxes, the first box's: the probes reach no other)"},
 	// The balancer hop (a balancer: section); all 0 in a single-hop run.
 	{"balancer_connections", "connections", "client-facing connections the balancer accepted"},
 	{"balancer_requests", "requests", "requests the balancer received"},

@@ -217,6 +217,12 @@ func scheduleTime(st scenario.Settings, c costs) (total time.Duration, conns int
 // client's are its own: not counted).
 func middleboxHang(st scenario.Settings, pause time.Duration, pools bool, idle time.Duration, c costs) time.Duration {
 	mb := st.Middlebox
+	for _, b := range st.Middleboxes() {
+		if b.IdleTimeout > 0 && pause >= b.IdleTimeout.D() {
+			mb = b // behind a chain, the first box on the path that forgot the flow decides
+			break
+		}
+	}
 	switch {
 	case mb == nil || mb.OnExpiry != "drop" || mb.IdleTimeout <= 0 || !pools:
 		return 0

@@ -73,14 +73,8 @@ type params struct {
 		Concurrency int `json:"concurrency"`
 		Burst       int `json:"burst"`
 	} `json:"load"`
-	Middlebox *struct {
-		Preset      string `json:"preset"`
-		IdleTimeout string `json:"idle_timeout"`
-		OnExpiry    string `json:"on_expiry"`
-		ResetAt     string `json:"reset_at"`
-		ResetTo     string `json:"reset_to"`
-	} `json:"middlebox"`
-	Balancer *struct {
+	Middlebox paramBoxes `json:"middlebox"`
+	Balancer  *struct {
 		Preset         string `json:"preset"`
 		IdleTimeout    string `json:"idle_timeout"`
 		OnBackendError string `json:"on_backend_error"`

@@ -13,7 +13,7 @@ func (r *Run) h3() bool { return r.params.Server.HTTP == "3" }
 // idle timeout, the NAT forgot a flow in the run, and its connection had not sat idle past
 // that timeout before it.
 func (r *Run) natExpiredInFlight(i int) bool {
-	q, m := r.Requests[i], r.params.Middlebox
+	q, m := r.Requests[i], r.params.Middlebox.first()
 	if !r.h3() || m == nil || q.Class == "" || r.Record.Metrics.MiddleboxExpired == 0 {
 		return false
 	}
@@ -32,7 +32,7 @@ func (r *Run) natExpiredInFlight(i int) bool {
 // client, sending nothing, never moved to a new port the server could follow; its idle
 // timeout ended the connection. A PING more often than the NAT's timeout keeps the flow.
 func (r *Run) natStory(i int) string {
-	q, m, met := r.Requests[i], r.params.Middlebox, r.Record.Metrics
+	q, m, met := r.Requests[i], r.params.Middlebox.first(), r.Record.Metrics
 	timeout := msD(dur(m.IdleTimeout))
 	var b strings.Builder
 	b.WriteString(r.outcome(q))
@@ -74,7 +74,7 @@ func (r *Run) quicIdleText() string {
 
 // middleboxName is the middlebox as the text names it, with its preset.
 func (r *Run) middleboxName() string {
-	if m := r.params.Middlebox; m != nil && m.Preset != "" {
+	if m := r.params.Middlebox.first(); m != nil && m.Preset != "" {
 		return "the NAT " + m.Preset
 	}
 	return "a NAT"

@@ -32,6 +32,9 @@ type Plan struct {
 	// Middlebox is a box on the client's path that forgets idle flows; nil when there is
 	// none.
 	Middlebox *Middlebox
+	// Chain, when the path holds more than one box, is every box in path order from the
+	// client (Middlebox is its first); nil for one box or none.
+	Chain []*Middlebox
 	// Replay names a recording the run replays (load.replay); "" for a schedule. The
 	// oracle does not predict from a recording's gaps.
 	Replay string

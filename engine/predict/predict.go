@@ -41,7 +41,14 @@ func Plan(st scenario.Settings) oracle.Plan {
 		Client:   oracleClient(st),
 		Balancer: oracleBalancer(st.Balancer),
 	}
-	p.Middlebox = oracleMiddlebox(st, shape.Scale(scale))
+	if boxes := st.Middleboxes(); len(boxes) > 0 {
+		p.Middlebox = oracleMiddlebox(boxes[0], shape.Scale(scale))
+	}
+	if boxes := st.Middleboxes(); len(boxes) > 1 {
+		for _, b := range boxes {
+			p.Chain = append(p.Chain, oracleMiddlebox(b, shape.Scale(scale)))
+		}
+	}
 	if ka, err := configure.TCPKeepalive(st, shape.Scale(scale)); err == nil && ka.Enable {
 		// The probes the kernel sends (in whole seconds of real time), in scenario time.
 		p.Client.KeepaliveIdle = time.Duration(float64(ka.Idle) / scale)
@@ -62,13 +69,8 @@ func Plan(st scenario.Settings) oracle.Plan {
 	return p
 }
 
-// oracleMiddlebox is the box the run puts on the client's path, in scenario time; nil when
-// there is none.
-func oracleMiddlebox(st scenario.Settings, scale shape.Scale) *oracle.Middlebox {
-	m := st.Middlebox
-	if m == nil {
-		return nil
-	}
+// oracleMiddlebox is a box the run puts on the client's path, in scenario time.
+func oracleMiddlebox(m *scenario.Middlebox, scale shape.Scale) *oracle.Middlebox {
 	name := m.Preset
 	if name == "" {
 		name = "idle timeout " + m.IdleTimeout.String()

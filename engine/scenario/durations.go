@@ -60,6 +60,19 @@ func durationFields(st Settings) []durationAt {
 		}
 	}
 	walk(reflect.ValueOf(st), "")
+	if len(st.MiddleboxChain) > 1 {
+		// The chain's first box was walked as middlebox; each box by its index instead.
+		kept := out[:0]
+		for _, d := range out {
+			if !strings.HasPrefix(d.path, "middlebox.") {
+				kept = append(kept, d)
+			}
+		}
+		out = kept
+		for i, b := range st.MiddleboxChain {
+			walk(reflect.ValueOf(*b), MiddleboxPath(i, len(st.MiddleboxChain)))
+		}
+	}
 	return out
 }
 

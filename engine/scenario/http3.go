@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kalab-dev/kalab/engine/scenario/internal/yamldoc"
 )
 
 // udpPresets are the middlebox presets that model a box's UDP flows: the only ones an
@@ -123,7 +121,7 @@ func (l *loader) checkHTTP3Middlebox(st Settings, refuse func(path, why string))
 // presets and defaults) sets the dotted path.
 func written(node *yaml.Node, path string) bool {
 	for _, part := range strings.Split(path, ".") {
-		if _, node = yamldoc.Lookup(node, part); node == nil {
+		if node = child(node, part); node == nil {
 			return false
 		}
 	}
@@ -133,10 +131,15 @@ func written(node *yaml.Node, path string) bool {
 // checkMiddleboxExpiry refuses what the box does at expiry on a box that never forgets a
 // flow (idle_timeout 0 or none): the run would ignore it.
 func (l *loader) checkMiddleboxExpiry(st Settings, node *yaml.Node, refuse func(path, why string)) {
-	if mb := st.Middlebox; mb != nil && mb.IdleTimeout == 0 {
-		for _, path := range []string{"middlebox.on_expiry", "middlebox.reset_at", "middlebox.reset_to"} {
-			if written(node, path) {
-				refuse(path, "never applies: middlebox.idle_timeout is 0 (none), so the box never forgets a flow; give idle_timeout a duration, or remove "+path)
+	boxes := st.Middleboxes()
+	for i, mb := range boxes {
+		if mb.IdleTimeout != 0 {
+			continue
+		}
+		at := MiddleboxPath(i, len(boxes))
+		for _, field := range []string{"on_expiry", "reset_at", "reset_to"} {
+			if path := at + "." + field; written(node, path) {
+				refuse(path, "never applies: "+at+".idle_timeout is 0 (none), so the box never forgets a flow; give idle_timeout a duration, or remove "+path)
 			}
 		}
 	}
@@ -153,14 +156,16 @@ func (l *loader) checkTCPOnly(st Settings, node *yaml.Node, refuse func(path, wh
 	if st.Server.ZeroRTT {
 		refuse("server.zero_rtt", "0-RTT is modelled over HTTP/3 only; set server.http: \"3\"")
 	}
-	if mb := st.Middlebox; mb != nil {
+	boxes := st.Middleboxes()
+	for i, mb := range boxes {
+		at := MiddleboxPath(i, len(boxes))
 		switch {
 		case udpPresets[mb.Preset]:
-			refuse("middlebox.preset", "models a box's UDP flows, which only HTTP/3 uses; name a TCP preset or set server.http: \"3\"")
+			refuse(at+".preset", "models a box's UDP flows, which only HTTP/3 uses; name a TCP preset or set server.http: \"3\"")
 		case mb.OnExpiry == "rebind":
-			refuse("middlebox.on_expiry", "a NAT rebinding is modelled for UDP flows (HTTP/3); a TCP connection cannot move to a new port")
+			refuse(at+".on_expiry", "a NAT rebinding is modelled for UDP flows (HTTP/3); a TCP connection cannot move to a new port")
 		case mb.ReplayFirstFlight > 0:
-			refuse("middlebox.replay_first_flight", "replays QUIC's 0-RTT first flight; set server.http: \"3\"")
+			refuse(at+".replay_first_flight", "replays QUIC's 0-RTT first flight; set server.http: \"3\"")
 		}
 	}
 	if e := st.Client.Exec; e != nil && e.Adapter == chromiumAdapter {

@@ -377,6 +377,9 @@ func (l *loader) expand(name string, expect []Assertion, decode bool) []*Run {
 	var runs []*Run
 	seen := map[string]*yaml.Node{}
 	for _, v := range variants {
+		if !l.checkChainOverlay(base, v.node, axes) {
+			continue
+		}
 		for _, cell := range cells {
 			node := yamldoc.Merged(base, v.node)
 			var parts []string
@@ -534,10 +537,17 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 		s.Balancer = &bd
 		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
 	}
-	if _, m := yamldoc.Lookup(node, "middlebox"); m != nil && yamldoc.Resolve(m).Kind == yaml.MappingNode {
+	_, m := yamldoc.Lookup(node, "middlebox")
+	switch m = yamldoc.Resolve(m); {
+	case m != nil && m.Kind == yaml.MappingNode:
 		md := middleboxDefaults
 		s.Middlebox = &md
 		sections = append(sections, section{"middlebox", MiddleboxPresets, s.Middlebox})
+	case m != nil && m.Kind == yaml.SequenceNode:
+		var ok bool
+		if node, ok = l.decodeMiddleboxChain(yamldoc.Resolve(node), m, &s); !ok {
+			return s, false
+		}
 	}
 	for _, sec := range sections {
 		_, section := yamldoc.Lookup(node, sec.key)
@@ -558,20 +568,25 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 		}
 	}
 	if err := node.Decode(&s); err != nil {
-		var te *yaml.TypeError
-		var ne *yamldoc.NodeError
-		if errors.As(err, &ne) {
-			l.diags = append(l.diags, Diagnostic{File: l.file, Line: ne.Line, Col: ne.Col, Message: ne.Err.Error()})
-		} else if errors.As(err, &te) {
-			for _, msg := range te.Errors {
-				l.add(nil, "", "%s", msg)
-			}
-		} else {
-			l.add(node, "", "%v", err)
-		}
+		l.decodeError(node, err)
 		return s, false
 	}
 	return s, true
+}
+
+// decodeError reports a failed decode of node at the positions the error carries.
+func (l *loader) decodeError(node *yaml.Node, err error) {
+	var te *yaml.TypeError
+	var ne *yamldoc.NodeError
+	if errors.As(err, &ne) {
+		l.diags = append(l.diags, Diagnostic{File: l.file, Line: ne.Line, Col: ne.Col, Message: ne.Err.Error()})
+	} else if errors.As(err, &te) {
+		for _, msg := range te.Errors {
+			l.add(nil, "", "%s", msg)
+		}
+	} else {
+		l.add(node, "", "%v", err)
+	}
 }
 
 // semantic checks what the schema cannot express.
@@ -579,7 +594,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	at := func(path string) *yaml.Node {
 		n := node
 		for _, part := range strings.Split(path, ".") {
-			_, next := yamldoc.Lookup(n, part)
+			next := child(n, part)
 			if next == nil {
 				return n
 			}
@@ -600,6 +615,7 @@ func (l *loader) semantic(r *Run, node *yaml.Node) {
 	l.checkEvents(r, at, where)
 	l.checkGoAwayClient(r, at, where)
 	l.checkHTTP3(r, at, where)
+	l.checkChain(r, at, where)
 	l.checkVersion(r.Settings.Client, at, where)
 	if r.Settings.Client.Exec != nil {
 		l.checkExec(r, node, at, where)

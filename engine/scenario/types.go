@@ -29,7 +29,10 @@ type Settings struct {
 	// Middlebox, when set, puts a box that forgets idle flows (a NAT gateway, a firewall,
 	// a cloud load balancer's flow table) where the client's connections leave it:
 	// client -> middlebox -> network -> ... -> server; nil is none.
-	Middlebox *Middlebox `yaml:"middlebox" json:"middlebox,omitempty"`
+	// A list of boxes (middlebox: [...]) is a chain in path order from the client; then
+	// Middlebox is its first box and MiddleboxChain the whole list (Middleboxes reads both).
+	Middlebox      *Middlebox   `yaml:"middlebox" json:"middlebox,omitempty"`
+	MiddleboxChain []*Middlebox `yaml:"-" json:"-"`
 	// Env is what the programs a run starts (client.exec, server.exec, server.command) get
 	// besides kalab's allowlist: NAME=value sets a variable, a bare NAME passes kalab's
 	// own value of it through. Nothing else of kalab's environment reaches them.

@@ -72,11 +72,15 @@ func (m *middleboxHop) AcceptedFrom(peer int) bool { return m.b.AcceptedFrom(pee
 // middleboxStats are the box's counters.
 type middleboxStats middlebox.Stats
 
+// Behind a chain of boxes the flat metrics add the boxes' counters up (a hop's own record
+// starts from nothing, so there each is its box's alone), except middlebox_flows and
+// middlebox_probe_refreshes: the flows the client opened and the probes that refreshed
+// them are the first box's, the one the client dials (the boxes flatten last to first).
 func (s middleboxStats) Flatten(into map[string]float64) {
 	into["middlebox_flows"] = float64(s.Flows)
-	into["middlebox_expired"] = float64(s.Expired)
-	into["middlebox_dropped_segments"] = float64(s.DroppedSegments)
-	into["middlebox_dropped_bytes"] = float64(s.DroppedBytes)
-	into["middlebox_resets"] = float64(s.ResetsSent)
+	into["middlebox_expired"] += float64(s.Expired)
+	into["middlebox_dropped_segments"] += float64(s.DroppedSegments)
+	into["middlebox_dropped_bytes"] += float64(s.DroppedBytes)
+	into["middlebox_resets"] += float64(s.ResetsSent)
 	into["middlebox_probe_refreshes"] = float64(s.ProbeRefreshes)
 }

@@ -85,12 +85,12 @@ func buildTopology(run *Run) (*topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The boxes are where the client's connections leave it, in path order, so that the
+	// client's own keepalive probes reach the first box's socket (the only place they can
+	// be seen); each box dials the next.
 	var box *middleboxHop
-	if st.Middlebox != nil {
-		// The box is where the client's connections leave it, so that the client's own
-		// keepalive probes reach the box's socket (the only place they can be seen).
-		box = &middleboxHop{cfg: configure.Middlebox(st.Middlebox, scale), preset: st.Middlebox.Preset,
-			version: opt.KalabVersion, net: t.net}
+	for _, mb := range st.Middleboxes() {
+		box = &middleboxHop{cfg: configure.Middlebox(mb, scale), preset: mb.Preset, version: opt.KalabVersion, net: t.net}
 		t.path = append(t.path, box)
 	}
 	// With no link to simulate (rtt and jitter 0) the client dials the embedded server

@@ -19,6 +19,12 @@ var Middlebox = registry([]Preset{
 		YAML:   "idle_timeout: 350s\non_expiry: reset\nreset_at: next-segment\nreset_to: client",
 	},
 	{
+		Name:   "aws-nlb",
+		Models: "AWS Network Load Balancer, TCP listener: a flow idle for 350 s (60-6,000 s) times out silently; data from either side after that gets an RST",
+		Source: "AWS ELB user guide for Network Load Balancers, 'Update the TCP idle timeout' (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html): 'The default idle timeout value for TCP flows is 350 seconds', 'Enter a value for TCP idle timeout from 60-6000 seconds'; 'Network Load Balancers', Connection idle timeout (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#connection-idle-timeout): 'If a client or a target sends data after the idle timeout period elapses, it receives a TCP RST packet to indicate that the connection is no longer valid.' TCP keepalive packets reset the idle timer. The RST goes to the end that sent: reset_to both at the next segment",
+		YAML:   "idle_timeout: 350s\non_expiry: reset\nreset_at: next-segment\nreset_to: both",
+	},
+	{
 		Name:   "aws-network-firewall",
 		Models: "AWS Network Firewall: TCP idle timeout 350 s by default (60-6,000 s); then data packets are dropped, and a new SYN is a new flow",
 		Source: "AWS Network Firewall API reference, FlowTimeouts (https://docs.aws.amazon.com/network-firewall/latest/APIReference/API_FlowTimeouts.html): 'After the idle timeout passes, data packets are dropped, however, the next TCP SYN packet is considered a new flow and is processed by the firewall. Clients or targets can use TCP keepalive packets to reset the idle timeout. You can define the TcpIdleTimeoutSeconds value to be between 60 and 6000 seconds. If no value is provided, it defaults to 350 seconds.'",
@@ -47,6 +53,18 @@ var Middlebox = registry([]Preset{
 		Models: "Google Cloud NAT's UDP mappings (HTTP/3): a mapping idle for 30 s (udpIdleTimeoutSec) is forgotten; the client's next datagram gets a new mapping, a new source port the server sees",
 		Source: "Compute Engine API, RouterNat.udpIdleTimeoutSec: 'Timeout (in seconds) for UDP connections. Defaults to 30s if not set.' (Compute Engine API v1, RouterNat); the new mapping's port is the NAT's choice: modelled as a different one",
 		YAML:   "idle_timeout: 30s\non_expiry: rebind",
+	},
+	{
+		Name:   "kube-conntrack",
+		Models: "a Kubernetes node's netfilter connection tracking as kube-proxy sets it: established TCP flows forgotten after 86,400 s (24 h) idle, the NAT mapping with them; later segments dropped",
+		Source: "kube-proxy reference (https://kubernetes.io/docs/reference/generated/kube-proxy): '--conntrack-tcp-timeout-established duration Default: 24h0m0s Idle timeout for established TCP connections (0 to leave as-is)', which kube-proxy writes to nf_conntrack_tcp_timeout_established (the kernel's own default is 432,000 s: linux-conntrack). What a later segment meets depends on nf_conntrack_tcp_loose and the node's rules, not verified: modelled as a drop, the NAT mapping being gone",
+		YAML:   "idle_timeout: 86400s\non_expiry: drop",
+	},
+	{
+		Name:   "kube-ipvs",
+		Models: "kube-proxy in IPVS mode: an established TCP connection's IPVS entry expires after 900 s idle (the kernel's default, which --ipvs-tcp-timeout 0 leaves as-is); later segments dropped (what they meet is not verified)",
+		Source: "kube-proxy reference (https://kubernetes.io/docs/reference/generated/kube-proxy): '--ipvs-tcp-timeout duration The timeout for idle IPVS TCP connections, 0 to leave as-is. (e.g. '5s', '1m', '2h22m').' with no default, so the kernel's applies: Linux net/netfilter/ipvs/ip_vs_proto_tcp.c, tcp_timeouts[]: '[IP_VS_TCP_S_ESTABLISHED] = 15*60*HZ'. Once the entry expires IPVS has no state for the flow; whether the next non-SYN segment is dropped or answered with an RST was not found in a source: modelled as a drop",
+		YAML:   "idle_timeout: 900s\non_expiry: drop",
 	},
 	{
 		Name:   "linux-conntrack",

@@ -89,7 +89,7 @@ func Validate(file string, root *yaml.Node, doc any) yamldoc.Diagnostics {
 			byLoc[loc] = append(byLoc[loc], e)
 			return
 		}
-		for _, c := range e.Causes {
+		for _, c := range fittingBranches(e) {
 			walk(c)
 		}
 	}
@@ -378,7 +378,7 @@ func fieldSchema(path string) map[string]any {
 	}
 	cur := schemaDoc
 	for _, part := range strings.Split(path, ".") {
-		cur = deref(cur)
+		cur = oneOrList(deref(cur))
 		props, _ := cur["properties"].(map[string]any)
 		next, ok := props[part].(map[string]any)
 		if !ok {
@@ -387,6 +387,21 @@ func fieldSchema(path string) map[string]any {
 		cur = next
 	}
 	return deref(cur)
+}
+
+// oneOrList is the object of a "one object or a list of them" schema (middlebox), whose
+// fields a path names as the lone object's; any other schema as it is.
+func oneOrList(m map[string]any) map[string]any {
+	branches, _ := m["oneOf"].([]any)
+	if len(branches) != 2 {
+		return m
+	}
+	one, _ := branches[0].(map[string]any)
+	list, _ := branches[1].(map[string]any)
+	if list["type"] != "array" || one == nil {
+		return m
+	}
+	return deref(one)
 }
 
 func deref(m map[string]any) map[string]any {
@@ -468,4 +483,37 @@ func (f keyFinder) mapping(schemaURL, key string) string {
 		return found[i]
 	}
 	return "" // not found: the document's root
+}
+
+// fittingBranches are the causes of a failure worth reporting: of a oneOf, the branches
+// whose type the value has (a list given where one object or a list is allowed is judged
+// as a list, not also as "not a mapping"), unless every branch failed on its type.
+func fittingBranches(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if _, ok := e.ErrorKind.(*kind.OneOf); !ok {
+		return e.Causes
+	}
+	var fit []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		if !wrongType(c, pointer(e.InstanceLocation)) {
+			fit = append(fit, c)
+		}
+	}
+	if len(fit) == 0 {
+		return e.Causes
+	}
+	return fit
+}
+
+// wrongType reports whether every leaf of a failure is a type mismatch of the value at loc.
+func wrongType(e *jsonschema.ValidationError, loc string) bool {
+	if len(e.Causes) == 0 {
+		_, isType := e.ErrorKind.(*kind.Type)
+		return isType && pointer(e.InstanceLocation) == loc
+	}
+	for _, c := range e.Causes {
+		if !wrongType(c, loc) {
+			return false
+		}
+	}
+	return true
 }
