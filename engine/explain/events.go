@@ -14,24 +14,17 @@ var eventReasons = map[string]string{
 	"restart": "a restart (server.events restart): every connection closed at once",
 }
 
+// eventNouns name each server event (server.events do:) as the stories say it.
+var eventNouns = map[string]string{"goaway": "reload", "drain": "drain", "restart": "restart"}
+
 // eventClosed names the server event that closed the connection request i rode, or "".
 func (r *Run) eventClosed(i int) string {
-	q := r.Requests[i]
-	conn, serverID := q.Conn, q.ServerConn
-	if p := r.prev(i); q.Class == "" && p >= 0 {
-		conn, serverID = r.Requests[p].Conn, 0
-	}
+	conn, serverID := r.attemptConn(i)
 	sc := r.serverConn(serverID, conn)
 	if sc == nil || r.params.Balancer != nil {
 		return ""
 	}
-	switch sc.Reason {
-	case "goaway":
-		return "reload"
-	case "drain", "restart":
-		return sc.Reason
-	}
-	return ""
+	return eventNouns[sc.Reason]
 }
 
 // goAwayFacts tells the story of an HTTP/2 request that met a reload's or a drain's GOAWAY:
@@ -41,7 +34,7 @@ func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn,
 	if r.params.Server.HTTP != "2" || (sc.Reason != "goaway" && sc.Reason != "drain") {
 		return false
 	}
-	kind := map[string]string{"goaway": "reload", "drain": "drain"}[sc.Reason]
+	kind := eventNouns[sc.Reason]
 	when := "(server.events " + sc.Reason + ")"
 	at := q.StartMs + owd
 	for _, e := range r.params.Server.Events {

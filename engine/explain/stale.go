@@ -7,18 +7,25 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
+// attemptConn is the client connection (and the server's id for it, when the record names
+// it) that request i's failed attempt rode. A retried or re-sent request's record names its
+// final connection; in a sequential run the attempt that failed rode the connection the
+// request before it left in the pool.
+func (r *Run) attemptConn(i int) (conn, serverID uint64) {
+	q := r.Requests[i]
+	if p := r.prev(i); q.Class == "" && p >= 0 && r.sequential() {
+		return r.Requests[p].Conn, 0
+	}
+	return q.Conn, q.ServerConn
+}
+
 // staleStory explains a request that failed, or was retried or re-sent, on the client's
 // own connection: the stale-connection race and its relatives.
 func (r *Run) staleStory(i int) string {
 	q := r.Requests[i]
 	var b strings.Builder
 	b.WriteString(r.outcome(q))
-	conn, serverID := q.Conn, q.ServerConn
-	if p := r.prev(i); q.Class == "" && p >= 0 && r.sequential() {
-		// A retried or re-sent request's record names its final connection; the attempt that
-		// failed rode the connection the request before it left in the pool.
-		conn, serverID = r.Requests[p].Conn, 0
-	}
+	conn, serverID := r.attemptConn(i)
 	r.pauseFacts(&b, i)
 	j := r.prevResponse(i, conn)
 	if j < 0 {
