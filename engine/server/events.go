@@ -110,9 +110,7 @@ type events struct {
 	cancels []context.CancelFunc // each retired generation's Shutdown
 	stopped sync.WaitGroup       // every Shutdown goroutine
 	serving sync.WaitGroup       // the accept loop and every generation's Serve
-	errMu   sync.Mutex
-	err     error
-	refused atomic.Int64 // connections accepted while no generation served, closed at once
+	err     error                // the first serving error; guarded by mu
 	byCount map[int64][]Event
 }
 
@@ -132,9 +130,9 @@ func (s *Server) serveWithEvents() {
 	go s.acceptLoop()
 	go func() {
 		ev.serving.Wait()
-		ev.errMu.Lock()
+		ev.mu.Lock()
 		s.serveErr = ev.err
-		ev.errMu.Unlock()
+		ev.mu.Unlock()
 		close(s.serveDone)
 	}()
 }
@@ -161,11 +159,11 @@ func (s *Server) startGeneration(srv *http.Server) {
 }
 
 func (ev *events) setErr(err error) {
-	ev.errMu.Lock()
+	ev.mu.Lock()
 	if ev.err == nil {
 		ev.err = err
 	}
-	ev.errMu.Unlock()
+	ev.mu.Unlock()
 }
 
 // acceptLoop hands every accepted connection to the generation serving, or closes it at
@@ -190,7 +188,6 @@ func (s *Server) handOff(c net.Conn) {
 		g := s.ev.cur
 		s.ev.mu.Unlock()
 		if g == nil || s.closing.Load() {
-			s.ev.refused.Add(1)
 			_ = c.Close() // nothing serves: the client sees the close on its first request
 			return
 		}
@@ -211,8 +208,11 @@ func (s *Server) ArmEvents(t0 time.Time) {
 	}
 	s.ev.mu.Lock()
 	defer s.ev.mu.Unlock()
+	if s.closing.Load() {
+		return
+	}
 	for _, e := range s.cfg.Events {
-		if e.AfterRequests > 0 || s.closing.Load() {
+		if e.AfterRequests > 0 {
 			continue
 		}
 		due := t0.Add(e.At)
@@ -270,9 +270,12 @@ func (s *Server) fire(e Event) {
 		return
 	}
 	old.srv.SetKeepAlivesEnabled(false) // closes idle HTTP/1.1 connections now
-	ctx, cancel := context.WithCancel(context.Background())
+	var ctx context.Context
+	var cancel context.CancelFunc
 	if e.Kind == EventDrain && e.Grace > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), e.Grace)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
 	}
 	ev.cancels = append(ev.cancels, cancel)
 	ev.stopped.Add(1)

@@ -119,9 +119,6 @@ type Stats struct {
 	// "Connection: close" (MaxRequests reached or CloseEvery), not counting requests
 	// whose client asked to close.
 	ServerCloses int64
-	// Refused counts connections accepted while no generation served (a restart's gap,
-	// after a drain), closed at once.
-	Refused int64
 	// RequestsPerConn maps a number of requests to how many connections, open or
 	// closed, carried exactly that many (0 = connected but never sent a request).
 	RequestsPerConn map[int64]int64
@@ -295,9 +292,6 @@ func (s *Server) Stats() Stats {
 		MaxRequestsOnOneConn: s.maxOnOneConn.Load(),
 		ServerCloses:         s.serverCloses.Load(),
 		RequestsPerConn:      make(map[int64]int64),
-	}
-	if s.ev != nil {
-		st.Refused = s.ev.refused.Load()
 	}
 	s.histMu.Lock()
 	for k, v := range s.closedBy {
