@@ -71,7 +71,7 @@ func Drive(ctx context.Context, run *Run) (m check.Metrics, co Result, err error
 		rc.reqs = inorder.For(reqs, topo.net != nil) // on the virtual clock, same-instant requests in seq order
 	}
 	rc.start = time.Now()
-	if a, ok := topo.server.(interface{ armEvents(time.Time) }); ok {
+	if a, ok := topo.server.(eventArmer); ok {
 		a.armEvents(rc.start) // server.events at times: from the start of the load
 	}
 	loadErr := topo.client.drive(runCtx, rc)

@@ -117,7 +117,10 @@ func (e *embeddedServer) Close() error {
 	return e.srv.Close()
 }
 
-// armEvents starts the server's timed events from t0, the start of the run's load.
+// eventArmer is a server hop with timed events (server.events at a time): armEvents starts
+// them from t0, the start of the run's load.
+type eventArmer interface{ armEvents(t0 time.Time) }
+
 func (e *embeddedServer) armEvents(t0 time.Time) { e.srv.ArmEvents(t0) }
 
 func (e *embeddedServer) accepted() int64            { return e.srv.Stats().Connections }
@@ -184,7 +187,6 @@ func (r *realServer) Timing() map[string]*lag.Recorder {
 	return map[string]*lag.Recorder{judge.SrcIdleClose: &r.events}
 }
 
-// armEvents starts the server's timed events from t0, the start of the run's load.
 func (r *realServer) armEvents(t0 time.Time) { r.rs.ArmEvents(t0, &r.events) }
 
 func (r *realServer) Stats() Stats {
