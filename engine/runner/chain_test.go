@@ -200,12 +200,7 @@ func checkChainExplained(t *testing.T, dir, variant string, boxes []chainBox) {
 		if q.Class == "" {
 			continue
 		}
-		var last report.Request
-		for _, p := range run.Requests {
-			if p.Conn == q.Conn && p.Status > 0 && p.Seq < q.Seq {
-				last = p
-			}
-		}
+		last := lastAnswered(run.Requests, q)
 		idle := time.Duration((q.StartMs - last.StartMs - last.LatencyMs) * float64(time.Millisecond))
 		i := slices.IndexFunc(boxes, func(b chainBox) bool { return idle >= b.idle })
 		if i < 0 {

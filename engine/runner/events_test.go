@@ -1,25 +1,15 @@
 package runner
 
 import (
-	"context"
 	"testing"
-
-	"github.com/kalab-dev/kalab/engine/report"
 )
 
-// runVariants runs src on the virtual clock and returns each variant's flat metrics.
-func runVariants(t *testing.T, src string) map[string]map[string]float64 {
+// flatByVariant is each variant's flat metrics of runPlan(src).
+func flatByVariant(t *testing.T, src string) map[string]map[string]float64 {
 	t.Helper()
-	out, err := Execute(context.Background(), plan(t, src), virtualOpts(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]map[string]float64{}
-	for _, r := range out.Runs {
-		if r.Status != report.StatusPass {
-			t.Fatalf("%s: %s (%s)", r.Variant, r.Status, r.Error)
-		}
-		got[r.Variant] = r.Metrics.Flat()
+	for v, r := range runPlan(t, src) {
+		got[v] = r.Metrics.Flat()
 	}
 	return got
 }
@@ -60,7 +50,7 @@ variants:
 // each, which no re-send hides (a connection lost after the request was written).
 func TestServerEventsHTTP2(t *testing.T) {
 	t.Parallel()
-	got := runVariants(t, eventsH2Src)
+	got := flatByVariant(t, eventsH2Src)
 	want := map[string][2]float64{ // errors, hidden_retries
 		"quiet": {0, 0}, "goaway": {0, 10}, "goaway-no-resend": {10, 0}, "goaway-after-arrival": {0, 0}, "drain": {10, 0}, "restart": {10, 0},
 	}
@@ -108,7 +98,7 @@ variants:
 // TestServerEventsHTTP1: the counts each event gives, from the schedule above.
 func TestServerEventsHTTP1(t *testing.T) {
 	t.Parallel()
-	got := runVariants(t, eventsH1Src)
+	got := flatByVariant(t, eventsH1Src)
 	want := map[string][3]float64{ // errors, hidden_retries, connections
 		"node-agent": {1, 0, 2}, "go-default": {0, 1, 2}, "requests": {1, 0, 2}, "undici": {1, 0, 2},
 		"reload-after-2": {0, 0, 2}, "drain-after-2": {2, 0, 3}, "restart-gap": {1, 0, 3},

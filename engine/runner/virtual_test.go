@@ -236,12 +236,7 @@ func TestMiddleboxHangsExplained(t *testing.T) {
 			if q.Class == "" {
 				continue
 			}
-			var last report.Request
-			for _, p := range run.Requests {
-				if p.Conn == q.Conn && p.Status > 0 && p.Seq < q.Seq {
-					last = p
-				}
-			}
+			last := lastAnswered(run.Requests, q)
 			seen := last.StartMs + last.LatencyMs
 			text, _ := explain.Request(run, q.Seq)
 			want := []string{
@@ -379,4 +374,16 @@ func TestServerIdleClosesBehindTheBalancer(t *testing.T) {
 		return
 	}
 	t.Fatal("no alb-node run")
+}
+
+// lastAnswered is the last request before q that was answered on q's connection: the one
+// whose response left the connection idle until q.
+func lastAnswered(reqs []report.Request, q report.Request) report.Request {
+	var last report.Request
+	for _, p := range reqs {
+		if p.Conn == q.Conn && p.Status > 0 && p.Seq < q.Seq {
+			last = p
+		}
+	}
+	return last
 }
