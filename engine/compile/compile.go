@@ -45,8 +45,6 @@ type Run struct {
 	// chosen (Settings.Clock), and its time scale the one it runs at (1 for a real
 	// program, the caller's client on the real clock, and the virtual clock).
 	Settings scenario.Settings
-	Scale    shape.Scale // Settings.TimeScale
-	Virtual  bool        // it runs on the virtual clock
 	// Notes are the record's notes on what of the file the run does not apply, and why it
 	// runs on the real clock.
 	Notes []string
@@ -62,6 +60,12 @@ type Run struct {
 	// Expected is how long the run should take in real time (Expected).
 	Expected time.Duration
 }
+
+// Scale is the run's time scale, Settings.TimeScale.
+func (c *Run) Scale() shape.Scale { return shape.Scale(c.Settings.TimeScale) }
+
+// Virtual reports whether the run goes on the virtual clock (Settings.Clock).
+func (c *Run) Virtual() bool { return c.Settings.Clock == scenario.ClockVirtual }
 
 // Plan compiles every run of plan, in the plan's order.
 func Plan(plan *scenario.Plan, opt Options) []*Run {
@@ -117,8 +121,8 @@ func One(sc *scenario.Scenario, r *scenario.Run, opt Options) *Run {
 			cc.refused = why
 		}
 	}
-	c.Settings, c.Scale, c.Virtual, c.Refused = st, shape.Scale(st.TimeScale), cc.clock == scenario.ClockVirtual, cc.refused
-	c.Pauses = load.Pauses(configure.Load(st, c.Scale))
+	c.Settings, c.Refused = st, cc.refused
+	c.Pauses = load.Pauses(configure.Load(st, c.Scale()))
 	c.Oracle = predict.Plan(st)
 	c.Expected = estimate(st)
 	return c
@@ -131,7 +135,7 @@ func RealRuns(runs []*Run) *scenario.Plan {
 	out := &scenario.Plan{}
 	var last *scenario.Scenario
 	for _, c := range runs {
-		if c.Virtual {
+		if c.Virtual() {
 			continue
 		}
 		if c.Scenario != last {

@@ -32,7 +32,7 @@ func virtualPart(plan *scenario.Plan, opt Options) *scenario.Plan {
 		c := *sc
 		c.Runs, c.Compare = nil, nil
 		for _, r := range sc.Runs {
-			if compile.One(sc, r, opt.Compile()).Virtual {
+			if compile.One(sc, r, opt.Compile()).Virtual() {
 				c.Runs = append(c.Runs, r)
 			}
 		}

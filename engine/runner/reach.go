@@ -38,10 +38,10 @@ func reached(sc *scenario.Scenario, variant string) bool {
 // margin is the clocks' precision when the edge rule judged each request against the
 // lateness around it (--lag-tolerance not below 0), else the timers' p99 lateness.
 func keepSlack(rec *report.Run, c *compile.Run, tm *judge.Timers, opt Options) {
-	if rec.Timing == nil || c.Virtual || !reached(c.Scenario, rec.Variant) {
+	if rec.Timing == nil || c.Virtual() || !reached(c.Scenario, rec.Variant) {
 		return
 	}
-	st, scale := c.Settings, c.Scale
+	st, scale := c.Settings, c.Scale()
 	p := judge.SlackPlan{Burst: st.Load.Burst, Pauses: c.Pauses,
 		RTT: scale.D(st.Network.RTT), Delay: scale.D(st.Server.Response.Delay), Handshakes: 1, Scale: st.TimeScale}
 	if st.Server.TLS {

@@ -109,7 +109,7 @@ func virtualSuite(t *testing.T) *scenario.Plan {
 	for _, sc := range p.Scenarios {
 		sc.Runs = slices.DeleteFunc(sc.Runs, func(r *scenario.Run) bool {
 			c := compile.One(sc, r, opt.Compile())
-			return !c.Virtual || c.Refused != ""
+			return !c.Virtual() || c.Refused != ""
 		})
 	}
 	p.Scenarios = slices.DeleteFunc(p.Scenarios, func(sc *scenario.Scenario) bool { return len(sc.Runs) == 0 })

@@ -221,7 +221,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	if c.Refused != "" && err == nil {
 		err = errors.New(c.Refused)
 	} else if err == nil {
-		if c.Virtual {
+		if c.Virtual() {
 			m, conns, model, err = driveVirtual(ctx, w, c, opt, log, tm)
 		} else {
 			m, conns, err = topology.Drive(ctx, &topology.Run{Run: c, W: w, Options: opt.topology(nil),
@@ -239,7 +239,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.ModelMs = modelMs(model, rec.WallMs, st.TimeScale)
 	rec.Metrics = m
-	virtual := c.Virtual
+	virtual := c.Virtual()
 	if virtual {
 		// virtual: not judged. Its time is simulated, so nothing the machine did moved
 		// it: no timer lateness, no CPU rule, no baseline excuse (report.machineShift).

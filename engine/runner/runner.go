@@ -463,7 +463,7 @@ func planJobs(plan *scenario.Plan, compiled []*compile.Run, opt Options) ([]job,
 			if c == nil {
 				c = compileRun(sc, r, copt)
 			}
-			if c.Virtual {
+			if c.Virtual() {
 				// An in-memory network holds no descriptor, and no neighbour's timers can
 				// make a virtual run late.
 				h, w = admit.Hold{}, 0
@@ -563,7 +563,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		return rec
 	}
 	jg, tol := judgeOf(j, opt)
-	if j.c.Virtual {
+	if j.c.Virtual() {
 		// Simulated time: no descriptors to hold, no headroom to wait for, and nothing the
 		// machine does can make the run noisy, so it runs once.
 		rec := execute(ctx, w, j.c, opt, opt.timers(), jg)

@@ -33,8 +33,8 @@ func startOrder(jobs []job, opt Options) []job {
 		ks[i] = keyed{j: j, alone: j.alone, exp: j.c.Expected}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
-		if a.j.c.Virtual != b.j.c.Virtual {
-			if a.j.c.Virtual {
+		if a.j.c.Virtual() != b.j.c.Virtual() {
+			if a.j.c.Virtual() {
 				return -1
 			}
 			return 1
@@ -66,7 +66,7 @@ func feed(ctx context.Context, queue chan<- job, jobs []job, virtualAtOnce int) 
 	var virtual []chan struct{}
 	slots := make(chan struct{}, max(virtualAtOnce, 1))
 	for _, j := range jobs {
-		if j.c.Virtual {
+		if j.c.Virtual() {
 			j.done = make(chan struct{})
 			virtual = append(virtual, j.done)
 			select {
@@ -99,7 +99,7 @@ func feed(ctx context.Context, queue chan<- job, jobs []job, virtualAtOnce int) 
 		case <-ctx.Done():
 			return
 		}
-		if j.done == nil || j.c.Virtual {
+		if j.done == nil || j.c.Virtual() {
 			continue
 		}
 		select {

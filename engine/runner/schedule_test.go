@@ -95,7 +95,7 @@ func TestFeedWaitsForARunAlone(t *testing.T) {
 func TestFeedLimitsVirtualRunsAtOnce(t *testing.T) {
 	t.Parallel()
 	queue := make(chan job)
-	go feed(context.Background(), queue, []job{{c: &compile.Run{Virtual: true}, idx: 0}, {c: &compile.Run{Virtual: true}, idx: 1}, {c: &compile.Run{Virtual: true}, idx: 2}, {c: &compile.Run{}, idx: 3}}, 2)
+	go feed(context.Background(), queue, []job{{c: &compile.Run{Settings: scenario.Settings{Clock: scenario.ClockVirtual}}, idx: 0}, {c: &compile.Run{Settings: scenario.Settings{Clock: scenario.ClockVirtual}}, idx: 1}, {c: &compile.Run{Settings: scenario.Settings{Clock: scenario.ClockVirtual}}, idx: 2}, {c: &compile.Run{}, idx: 3}}, 2)
 	first, second := <-queue, <-queue
 	none := func(while string) {
 		t.Helper()

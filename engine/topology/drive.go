@@ -38,7 +38,7 @@ type Result struct {
 // Drive builds the run's topology, starts it, runs the load through it and gathers the
 // metrics. Hops are stopped in reverse order whatever happens.
 func Drive(ctx context.Context, run *Run) (m check.Metrics, co Result, err error) {
-	w, sc, r, st, scale, opt := run.W, run.Scenario, run.Source, run.Settings, run.Scale, run.Options
+	w, sc, r, st, scale, opt := run.W, run.Scenario, run.Source, run.Settings, run.Scale(), run.Options
 	log, tm, probe := run.Log, run.Timers, run.Probe
 	// A hop that does not close cleanly (connections still open after the server's grace
 	// period) does not change the run's figures, which are read before: it is a warning in

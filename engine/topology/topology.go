@@ -66,7 +66,7 @@ type Observer interface {
 // adds, server.
 // Nothing starts here.
 func buildTopology(run *Run) (*topology, error) {
-	st, scale, opt, tm := run.Settings, run.Scale, run.Options, run.Timers
+	st, scale, opt, tm := run.Settings, run.Scale(), run.Options, run.Timers
 	t := &topology{net: opt.Network}
 	if st.Server.HTTP3() {
 		t.buildH3(st, scale, opt, tm)
@@ -120,7 +120,7 @@ func buildTopology(run *Run) (*topology, error) {
 // buildServer makes the server hop: the embedded one, or a real program (or URL) the link
 // puts in front of. It returns the server's request log for a real client program.
 func (t *topology) buildServer(run *Run, links *connLog) (*serverLog, error) {
-	st, scale, opt, ex, tm := run.Settings, run.Scale, run.Options, run.Exec, run.Timers
+	st, scale, opt, ex, tm := run.Settings, run.Scale(), run.Options, run.Exec, run.Timers
 	if rc, ok := configure.RealServer(st, scale, opt.AllowRemote); ok {
 		if ex != nil {
 			// Check refuses this at load time; kept here so no path reaches a nil server.
@@ -169,7 +169,7 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 
 // buildClient makes the client hop: a real program, or a Go client in kalab's process.
 func buildClient(run *Run, t *topology, srvLog *serverLog) clientHop {
-	st, scale, opt, ex, tm := run.Settings, run.Scale, run.Options, run.Exec, run.Timers
+	st, scale, opt, ex, tm := run.Settings, run.Scale(), run.Options, run.Exec, run.Timers
 	w, name, variant := run.W, run.Scenario.Name, run.Source.Variant
 	if ex != nil && ex.Config.Adapter != nil && ex.Config.Adapter.Native {
 		return &chromiumClient{x: ex, st: st, scale: scale, topo: t}

@@ -273,7 +273,7 @@ const (
 // goes on.
 func (o *Options) byClock(t *Target) {
 	seeds, budget := RealSeeds, RealBudget
-	if compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile()).Virtual {
+	if compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile()).Virtual() {
 		seeds, budget = VirtualSeeds, VirtualBudget
 	}
 	if o.Seeds == 0 {
