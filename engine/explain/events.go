@@ -55,7 +55,7 @@ func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn,
 	fmt.Fprintf(b, " The server's %s sent a GOAWAY on it %s; the request reached the server at about %s, after that GOAWAY, on a stream above its last stream id, which the server discards (h2_bundle.go processFrame).", kind, when, ms(at))
 	switch {
 	case r.params.Client.HTTP2GoAway == "fail":
-		b.WriteString(" client.http2_goaway fail: the client hands a stream the server did not process to the caller instead of re-sending it, as Node's http2 client and undici do: the error reached the caller.")
+		b.WriteString(" client.http2_goaway fail: the client hands a stream the server did not process to the caller instead of re-sending it (Node's http2 client does; undici's source says it does too): the error reached the caller.")
 	case q.HiddenRetries > 0:
 		b.WriteString(" " + r.rule(q))
 	default:
