@@ -4,87 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 )
-
-// Region is a stretch of the parameter, open at both ends, that the geometry predicts to
-// have one verdict: an unsafe band where a pause races a close, or a safe stretch between
-// bands. Its ends may be infinite.
-type Region struct {
-	Lo, Hi float64
-	Unsafe bool
-}
-
-// contains reports whether v lies inside the region.
-func (r Region) contains(v float64) bool { return v > r.Lo && v < r.Hi }
-
-// regions are the stretches between the prediction's edges that meet [lo, hi], in order.
-// The edges alternate: below the first nothing races, between the first and the second
-// these seeds' pauses race, and so on (an odd count leaves the last band open above). A
-// safe stretch between two bands no wider than res, which the sweep does not resolve, is
-// merged into them; a band is kept however narrow it is, since a grid can step over it.
-func (p *Prediction) regions(lo, hi, res float64) []Region {
-	if p == nil || len(p.Edges) == 0 {
-		return nil
-	}
-	bounds := append(append([]float64{math.Inf(-1)}, p.Edges...), math.Inf(1))
-	var all []Region
-	for i := 1; i < len(bounds); i++ {
-		r := Region{Lo: bounds[i-1], Hi: bounds[i], Unsafe: i%2 == 0}
-		if n := len(all); n >= 2 && r.Unsafe && all[n-1].Hi-all[n-1].Lo <= res*(1+1e-9) {
-			all = all[:n-1] // the narrow safe stretch goes into the band before it
-			all[n-2].Hi = r.Hi
-			continue
-		}
-		all = append(all, r)
-	}
-	var out []Region
-	for _, r := range all {
-		if r.Hi > lo && r.Lo < hi {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// bands are the unsafe regions that meet [lo, hi].
-func (p *Prediction) bands(lo, hi, res float64) []Region {
-	var out []Region
-	for _, r := range p.regions(lo, hi, res) {
-		if r.Unsafe {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// probes are the regions the search must run a point inside, beyond its grid: every band
-// (a grid can step over one), and every safe stretch wider than res.
-func (p *Prediction) probes(lo, hi, res float64) []Region {
-	var out []Region
-	for _, r := range p.regions(lo, hi, res) {
-		if r.Unsafe || math.Min(r.Hi, hi)-math.Max(r.Lo, lo) > res {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// edge is a value where the geometry's verdict changes inside the range; up says the
-// region above it is the unsafe one.
-type edge struct {
-	at float64
-	up bool
-}
-
-func (p *Prediction) edgesIn(lo, hi, res float64) []edge {
-	var out []edge
-	for _, r := range p.regions(lo, hi, res) {
-		if r.Lo > lo && r.Lo < hi {
-			out = append(out, edge{r.Lo, r.Unsafe})
-		}
-	}
-	return out
-}
 
 // geometrySentence sets the brackets found beside the geometry's edges inside the range:
 // they agree when each edge lies inside a bracket of the same direction, or within one
@@ -104,7 +26,7 @@ func geometrySentence(rec *Record, res *Result, format func(float64) string) str
 		}
 		return boundSentence(rec, res.Brackets[0], format)
 	}
-	edges := p.edgesIn(rec.Lo, rec.Hi, rec.Resolution)
+	edges := p.EdgesIn(rec.Lo, rec.Hi, rec.Resolution)
 	if len(edges) == 0 && len(res.Brackets) == 0 {
 		return ""
 	}
@@ -112,13 +34,13 @@ func geometrySentence(rec *Record, res *Result, format func(float64) string) str
 	var agree, differ []string
 	for _, e := range edges {
 		i := nearestBracket(res.Brackets, used, e)
-		if i < 0 || offBracket(res.Brackets[i], e.at) > tol {
-			differ = append(differ, fmt.Sprintf("its edge %s has no bracket within one resolution", format(e.at)))
+		if i < 0 || offBracket(res.Brackets[i], e.At) > tol {
+			differ = append(differ, fmt.Sprintf("its edge %s has no bracket within one resolution", format(e.At)))
 			continue
 		}
 		used[i] = true
 		lo, hi := span(res.Brackets[i])
-		agree = append(agree, fmt.Sprintf("its boundary %s lies within one resolution of the bracket %s..%s", format(e.at), format(lo), format(hi)))
+		agree = append(agree, fmt.Sprintf("its boundary %s lies within one resolution of the bracket %s..%s", format(e.At), format(lo), format(hi)))
 	}
 	for i, b := range res.Brackets {
 		if !used[i] {
@@ -136,13 +58,13 @@ const whyDiffer = "On the real clock, timers the machine made late move pauses a
 	"on the virtual clock no timer is late, so the runs and the geometry's rules differ: look at the runs past the boundary with kalab explain"
 
 // nearestBracket is the unused bracket of e's direction nearest to it, or -1.
-func nearestBracket(bs []Bracket, used []bool, e edge) int {
+func nearestBracket(bs []Bracket, used []bool, e geometry.Edge) int {
 	best, off := -1, math.Inf(1)
 	for i, b := range bs {
-		if used[i] || (b.Safe < b.Unsafe) != e.up {
+		if used[i] || (b.Safe < b.Unsafe) != e.Up {
 			continue
 		}
-		if d := offBracket(b, e.at); d < off {
+		if d := offBracket(b, e.At); d < off {
 			best, off = i, d
 		}
 	}
@@ -173,12 +95,12 @@ func boundSentence(rec *Record, b Bracket, format func(float64) string) string {
 func bandSentence(rec *Record, res *Result, format func(float64) string, ctx string) string {
 	var names []string
 	judged, unjudged := 0, 0
-	for _, b := range rec.Prediction.bands(rec.Lo, rec.Hi, rec.Resolution) {
+	for _, b := range rec.Prediction.Bands(rec.Lo, rec.Hi, rec.Resolution) {
 		names = append(names, format(math.Max(b.Lo, rec.Lo))+".."+format(math.Min(b.Hi, rec.Hi)))
 		for _, st := range res.Steps {
-			if b.contains(st.Value) && st.Verdict == Unjudged {
+			if b.Contains(st.Value) && st.Verdict == Unjudged {
 				unjudged++
-			} else if b.contains(st.Value) {
+			} else if b.Contains(st.Value) {
 				judged++
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/browsertest"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 )
 
 // The browser tests' Chromium (cmd/kalab/cmd/kalab/internal/browsertest).
@@ -30,14 +31,14 @@ func TestPlotInChromium(t *testing.T) {
 	rec := &Record{Record: "sweep", File: "04-stale-race.yaml", Run: "node-agent", Param: "client.idle_timeout", Unit: "s",
 		Lo: 1, Hi: 2.5, Resolution: 0.05, Seeds: []int64{1, 2}, Check: "errors == 0", Metric: "errors", Requests: 1000,
 		Prediction: &Prediction{Rule: "server idle − RTT", Bound: 1.85}}
-	rec.Fill(res, fmtSec)
+	rec.Fill(res, geometry.Seconds)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "plot.html")
 	f, err := os.Create(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Plot(f, rec, fmtSec); err != nil {
+	if err := Plot(f, rec, geometry.Seconds); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

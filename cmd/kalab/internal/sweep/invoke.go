@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/compile"
@@ -354,7 +355,7 @@ func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, 
 	enc := json.NewEncoder(jf)
 	rec := o.newRecord(t)
 	cfg := Config{Lo: o.lo, Hi: o.hi, Resolution: o.res, Seeds: rec.Seeds, Budget: o.Budget, Grid: o.Grid, Integer: o.integer(), MaxTries: o.Tries,
-		Probes: rec.Prediction.probes(o.lo, o.hi, o.res)}
+		Probes: rec.Prediction.Probes(o.lo, o.hi, o.res)}
 	rn := &Runner{Target: t, Options: o.runOptions(out.Dir), Metric: o.Metric}
 	var werr error
 	observe := func(s Sample) {
@@ -457,7 +458,7 @@ func (o *Options) newRecord(t *Target) *Record {
 		rec.Seeds = append(rec.Seeds, st.Load.Seed+int64(i))
 	}
 	rec.Context = topology(st, o.Param)
-	rec.Prediction = Predict(o.Param, st, rec.Seeds)
+	rec.Prediction = geometry.Predict(o.Param, st, rec.Seeds)
 	return rec
 }
 

@@ -214,7 +214,7 @@ func noBoundary(rec *Record, res *Result, format func(float64) string, ctx strin
 	case !res.Settled():
 		return []string{fmt.Sprintf("%s: no boundary found among the %d point%s judged, and nothing is said of the whole range %s..%s: %s",
 			rec.Param, judged, plural(judged), format(rec.Lo), format(rec.Hi), gapReason(rec, res, format))}
-	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0 && len(rec.Prediction.bands(rec.Lo, rec.Hi, rec.Resolution)) > 0:
+	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0 && len(rec.Prediction.Bands(rec.Lo, rec.Hi, rec.Resolution)) > 0:
 		return []string{bandSentence(rec, res, format, ctx)}
 	case verdicts[Safe] > 0 && verdicts[Unsafe] == 0:
 		return []string{fmt.Sprintf("%s is safe over the whole range %s..%s (%s at every seed of %d points, the grid %s apart: a narrower unsafe band could lie between them)%s",

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/testkit/plantest"
@@ -24,7 +25,7 @@ func baseRun(t *testing.T, file, run, param string) *Target {
 func TestPredictStaleRace(t *testing.T) {
 	t.Parallel()
 	tg := baseRun(t, "04-stale-race.yaml", "node-agent", "client.idle_timeout")
-	p := Predict("client.idle_timeout", tg.Base.Settings, []int64{4})
+	p := geometry.Predict("client.idle_timeout", tg.Base.Settings, []int64{4})
 	if p == nil {
 		t.Fatal("no prediction for the stale race")
 	}
@@ -34,7 +35,7 @@ func TestPredictStaleRace(t *testing.T) {
 	if len(p.Edges) != 1 || p.Edges[0] <= 1.85 || p.Edges[0] >= 1.9 {
 		t.Errorf("edges %v; want the first racing pause of seed 4, inside (1.85 s, 1.9 s)", p.Edges)
 	}
-	if Predict("client.max_idle", tg.Base.Settings, []int64{4}) != nil {
+	if geometry.Predict("client.max_idle", tg.Base.Settings, []int64{4}) != nil {
 		t.Error("a prediction for a parameter the race does not turn on")
 	}
 }
@@ -54,7 +55,7 @@ func inside(edges []float64, v float64) bool {
 func TestPredictBalancer(t *testing.T) {
 	t.Parallel()
 	tg := baseRun(t, "12-alb-backend-race.yaml", "alb-node", "server.idle_timeout")
-	p := Predict("server.idle_timeout", tg.Base.Settings, []int64{995})
+	p := geometry.Predict("server.idle_timeout", tg.Base.Settings, []int64{995})
 	if p == nil {
 		t.Fatal("no prediction behind the balancer")
 	}
@@ -96,12 +97,12 @@ func TestPredictClientIdleBehindTheBalancer(t *testing.T) {
 	if first == time.Duration(math.MaxInt64) {
 		t.Fatal("seed 7 draws no pause inside (59.9 s, 60 s): pick another seed")
 	}
-	p := Predict("client.idle_timeout", st, []int64{7})
+	p := geometry.Predict("client.idle_timeout", st, []int64{7})
 	if p == nil {
 		t.Fatal("no geometry for a client idle timeout behind the balancer")
 	}
 	want := "balancer idle − RTT = 1m0s − 100ms = 59.9s: the balancer's FIN takes RTT/2 back, the request RTT/2 out, " +
-		"so a client idle timeout at or below it never sends into a close; with these seeds' pauses the first race is a pause of " + fmtSec(first.Seconds())
+		"so a client idle timeout at or below it never sends into a close; with these seeds' pauses the first race is a pause of " + geometry.Seconds(first.Seconds())
 	if p.Rule != want || p.Bound != (idle-rtt).Seconds() || len(p.Edges) != 1 || p.Edges[0] != first.Seconds() {
 		t.Errorf("geometry %q, bound %v, edges %v;\nwant %q, bound %v, edges [%v]", p.Rule, p.Bound, p.Edges, want, (idle - rtt).Seconds(), first.Seconds())
 	}
@@ -124,7 +125,7 @@ func TestPredictHTTP3SpeaksOfTheNegotiatedTimeout(t *testing.T) {
 		{"server-10s", "client.idle_timeout", neg + "min(C, the server's 10s)" + tail + pauses},
 	} {
 		tg := baseRun(t, "17-h3-negotiated-idle.yaml", c.run, c.param)
-		p := Predict(c.param, tg.Base.Settings, []int64{1, 2})
+		p := geometry.Predict(c.param, tg.Base.Settings, []int64{1, 2})
 		if p == nil || p.Rule != c.want || len(p.Edges) != 0 || p.Bound != 15 {
 			t.Errorf("%s: %+v;\nwant rule %q, no edges, bound 15", c.param, p, c.want)
 		}
@@ -136,7 +137,7 @@ server: {http: "3", idle_timeout: 20s}
 client: {preset: quic-go-http3}
 load: {requests: 12, burst: 3, pause: 15s}
 `)).Settings
-	p := Predict("client.idle_timeout", st, []int64{1})
+	p := geometry.Predict("client.idle_timeout", st, []int64{1})
 	want := neg + "min(C, the server's 20s)" + tail + "; the client's keep-alive PINGs (after 10s without a packet, or half the negotiated timeout if less) keep the connection through any pause"
 	if p == nil || p.Rule != want || len(p.Edges) != 0 || p.Bound != 0 {
 		t.Errorf("PINGs: %+v;\nwant rule %q, no edges, bound 0", p, want)

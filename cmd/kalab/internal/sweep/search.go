@@ -217,12 +217,12 @@ func (s *searcher) grid() []float64 {
 func (s *searcher) probe(r Region) (v float64, ok bool) {
 	lo, hi := math.Max(r.Lo, s.cfg.Lo), math.Min(r.Hi, s.cfg.Hi)
 	for _, st := range s.res.Steps {
-		if st.Value >= lo && st.Value <= hi && r.contains(st.Value) {
+		if st.Value >= lo && st.Value <= hi && r.Contains(st.Value) {
 			return 0, false
 		}
 	}
 	v = s.round(lo + (hi-lo)/2)
-	return v, lo <= hi && r.contains(v) && v >= s.cfg.Lo && v <= s.cfg.Hi
+	return v, lo <= hi && r.Contains(v) && v >= s.cfg.Lo && v <= s.cfg.Hi
 }
 
 func (s *searcher) round(v float64) float64 {

@@ -331,7 +331,7 @@ func TestProbesFindABandTheGridStepsOver(t *testing.T) {
 		t.Fatalf("without probes: brackets %+v (%v); the grid should step over the band", r.Brackets, err)
 	}
 	p := &Prediction{Edges: []float64{5.92, 6.14}}
-	c.Probes = p.probes(c.Lo, c.Hi, c.Resolution)
+	c.Probes = p.Probes(c.Lo, c.Hi, c.Resolution)
 	if len(c.Probes) != 3 || !c.Probes[1].Unsafe || c.Probes[1].Lo != 5.92 || c.Probes[1].Hi != 6.14 {
 		t.Fatalf("probes %+v; want the stretch below, the band 5.92..6.14 and the stretch above", c.Probes)
 	}
@@ -384,7 +384,7 @@ func TestNoSafeRangeOverABand(t *testing.T) {
 		{nil, "server.idle_timeout is safe over the whole range 5..8"},
 	} {
 		p := &Prediction{Edges: c.edges}
-		cfg := Config{Lo: 5, Hi: 8, Resolution: 0.1, Seeds: []int64{1}, Budget: 100, Grid: 5, Probes: p.probes(5, 8, 0.1)}
+		cfg := Config{Lo: 5, Hi: 8, Resolution: 0.1, Seeds: []int64{1}, Budget: 100, Grid: 5, Probes: p.Probes(5, 8, 0.1)}
 		r, err := Search(context.Background(), cfg, pass, nil)
 		if err != nil {
 			t.Fatal(err)

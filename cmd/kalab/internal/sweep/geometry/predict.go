@@ -1,4 +1,7 @@
-package sweep
+// Package geometry is what the stale race's geometry predicts of a sweep's boundary: from a
+// run's settings and its seeded pauses, the values of a parameter where a pause races a
+// close, and the regions of the range each verdict holds in.
+package geometry
 
 import (
 	"fmt"
@@ -68,10 +71,10 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 			}
 		}
 		pr := &Prediction{Bound: idle - rtt, Rule: fmt.Sprintf("%s idle − RTT = %s − %s = %s: the %s's FIN takes RTT/2 back, the request RTT/2 out, so a client idle timeout at or below it never sends into a close",
-			who, fmtSec(idle), fmtSec(rtt), fmtSec(idle-rtt), who)}
+			who, Seconds(idle), Seconds(rtt), Seconds(idle-rtt), who)}
 		if !math.IsInf(first, 1) {
 			pr.Edges = []float64{first}
-			pr.Rule += fmt.Sprintf("; with these seeds' pauses the first race is a pause of %s", fmtSec(first))
+			pr.Rule += fmt.Sprintf("; with these seeds' pauses the first race is a pause of %s", Seconds(first))
 		}
 		return pr
 	case param == "server.idle_timeout":
@@ -119,12 +122,12 @@ func windows(pauses map[int64][]float64, offset, rtt, pool, pmax float64, who st
 		pr.Edges = append(pr.Edges, lo, hi)
 	}
 	pr.Rule = fmt.Sprintf("a server idle timeout S races an idle gap g when S − %s < g < S (g: the pause%s; %s: the round trip from the %s to the server); the longest pause of the range, %s, is safe from S = %s",
-		fmtSec(rtt), plusOffset(offset), fmtSec(rtt), who, fmtSec(pmax), fmtSec(pr.Bound))
+		Seconds(rtt), plusOffset(offset), Seconds(rtt), who, Seconds(pmax), Seconds(pr.Bound))
 	if pool > 0 {
-		pr.Rule += fmt.Sprintf(", and any S above the %s's idle timeout of %s is safe whatever the pauses", who, fmtSec(pool))
+		pr.Rule += fmt.Sprintf(", and any S above the %s's idle timeout of %s is safe whatever the pauses", who, Seconds(pool))
 	}
 	if n := len(pr.Edges); n > 0 {
-		pr.Rule += fmt.Sprintf("; with these seeds' pauses S races from %s to %s", fmtSec(pr.Edges[0]), fmtSec(pr.Edges[n-1]))
+		pr.Rule += fmt.Sprintf("; with these seeds' pauses S races from %s to %s", Seconds(pr.Edges[0]), Seconds(pr.Edges[n-1]))
 	}
 	return pr
 }
@@ -133,11 +136,11 @@ func plusOffset(o float64) string {
 	if o == 0 {
 		return ""
 	}
-	return " plus the client link's RTT, " + fmtSec(o)
+	return " plus the client link's RTT, " + Seconds(o)
 }
 
-// fmtSec writes seconds as a duration.
-func fmtSec(s float64) string {
+// Seconds writes seconds as a duration.
+func Seconds(s float64) string {
 	return time.Duration(math.Round(s * 1e9)).Round(time.Microsecond).String()
 }
 
@@ -174,6 +177,6 @@ func quicGeometry(param string, st scenario.Settings, pauses map[int64][]float64
 			pr.Bound = math.Max(pr.Bound, p)
 		}
 	}
-	pr.Rule += fmt.Sprintf("; the longest of these seeds' pauses is %s: with a negotiated timeout above it (by a round trip, %s) one connection carries every request", fmtSec(pr.Bound), st.Network.RTT)
+	pr.Rule += fmt.Sprintf("; the longest of these seeds' pauses is %s: with a negotiated timeout above it (by a round trip, %s) one connection carries every request", Seconds(pr.Bound), st.Network.RTT)
 	return pr
 }
