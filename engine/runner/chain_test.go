@@ -14,6 +14,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"github.com/kalab-dev/kalab/engine/topology"
 )
 
@@ -228,6 +229,12 @@ func checkChainExplained(t *testing.T, dir, variant string, boxes []chainBox) {
 func TestChainOfBoxesOnTheRealClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 25 s of real time")
+	}
+	if testci.Race() {
+		// The detector slows the relays past what the boxes' expiry polls see (a box once met
+		// a request on a forgotten flow without dropping its bytes, and the run was not judged
+		// noisy); the plain pass judges this test.
+		t.Skip("real-clock chain relays under the race detector measure the detector") // skip: -race only: CI's plain pass runs it
 	}
 	t.Parallel()
 	src := strings.Replace(chainFile, "requests: 24", "requests: 12", 1)
