@@ -32,6 +32,7 @@ type h3Server struct {
 	Addr  string // 127.0.0.1:PORT
 	SPKI  string // for Options.CertSPKI
 	start time.Time
+	trip  time.Duration // how long each datagram to Chromium is held, a one-way trip
 
 	mu    sync.Mutex
 	conns []*h3Conn
@@ -71,12 +72,20 @@ type connKey struct{}
 // query holds its response for D (an open stream while the connection is otherwise idle).
 func startH3(t *testing.T, idle time.Duration) *h3Server {
 	t.Helper()
+	return startH3Trip(t, idle, 0)
+}
+
+// startH3Trip is startH3 with every datagram to Chromium held for trip: the server's
+// handshake reaches Chromium no sooner than trip after its ClientHello left, as across a
+// network, instead of within a millisecond, as on loopback.
+func startH3Trip(t *testing.T, idle, trip time.Duration) *h3Server {
+	t.Helper()
 	cert, _, err := server.NewCertificate()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(cert.Leaf.RawSubjectPublicKeyInfo)
-	s := &h3Server{SPKI: base64.StdEncoding.EncodeToString(sum[:]), start: time.Now(), from: map[string][]time.Duration{}}
+	s := &h3Server{SPKI: base64.StdEncoding.EncodeToString(sum[:]), start: time.Now(), trip: trip, from: map[string][]time.Duration{}}
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +180,17 @@ func (c *countingConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		c.s.mu.Unlock()
 	}
 	return n, addr, err
+}
+
+// WriteTo sends p at once, or after the server's trip when it has one. A held datagram
+// is copied: quic-go reuses p once WriteTo returns.
+func (c *countingConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	if c.s.trip == 0 {
+		return c.PacketConn.WriteTo(p, addr)
+	}
+	held := append([]byte(nil), p...)
+	time.AfterFunc(c.s.trip, func() { _, _ = c.PacketConn.WriteTo(held, addr) })
+	return len(p), nil
 }
 
 // tracer gives each connection a qlog trace that records into its h3Conn.
