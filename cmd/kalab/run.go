@@ -84,6 +84,7 @@ type runFlags struct {
 	filter       string
 	noRequests   bool
 	baselinePath string
+	reuseReal    string // --reuse-real: the results whose real-program runs are taken, not run
 	tolerances   []string
 	failMissing  bool
 	allowPartial bool
@@ -124,6 +125,7 @@ func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.filter, "filter", "", "run only runs whose scenario/variant matches this regular expression")
 	fs.BoolVar(&f.noRequests, "no-requests", false, "do not write per-request files")
 	fs.StringVar(&f.baselinePath, "baseline", "", "compare each run with the same scenario and variant in this results.jsonl (or run directory); a regression fails the run")
+	fs.StringVar(&f.reuseReal, "reuse-real", "", "take each run of a real program (client.exec, a real server) from this results.jsonl (or run directory) where it holds a passed run of the same file, variant and settings, instead of running the program again; the modelled runs run (a truth file's model side against recorded real runs)")
 	fs.StringArrayVar(&f.tolerances, "tolerance", nil, "METRIC=TOLERANCE for --baseline, e.g. latency_ms.p50=5%, errors=3 or 'latency_ms.*=off' (repeatable; overrides scenario files)")
 	fs.BoolVar(&f.failMissing, "fail-missing", false, "with --baseline: fail when a run of the baseline did not run")
 	fs.BoolVar(&f.allowPartial, "allow-partial", false, "with --baseline: accept a baseline whose invocation did not complete (interrupted, killed, stopped by an error)")
@@ -172,6 +174,9 @@ func (f *runFlags) check(allowExec string) error {
 	}
 	if (len(f.tolerances) > 0 || f.failMissing || f.allowPartial) && f.baselinePath == "" {
 		return errors.New("--tolerance, --fail-missing and --allow-partial need --baseline")
+	}
+	if f.reuseReal != "" && f.baselinePath != "" {
+		return errors.New("--reuse-real cannot go with --baseline: a reused run was judged in the invocation that ran it")
 	}
 	// Every output is checked before the first run: a bad path is found now, not after the
 	// last run has ended.
@@ -244,6 +249,11 @@ func prepareRun(f *runFlags, stderr io.Writer) (inv *invocation, code int, ok bo
 	}
 	if inv.cmp, err = baselineComparer(f); err != nil {
 		return fail("%v", err)
+	}
+	if f.reuseReal != "" {
+		if inv.opt.Reuse, err = runner.LoadReuse(f.reuseReal); err != nil {
+			return fail("--reuse-real: %v", err)
+		}
 	}
 	var files []string
 	inv.plan, files, code = loadPlan(f.fs.Args(), stderr, f.log, runner.CheckOptions{AllowRemote: f.allowRemote, TimeScale: inv.opt.TimeScale})

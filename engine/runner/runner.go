@@ -90,6 +90,9 @@ type Options struct {
 	// vclock.FromTest in a test); nil puts every run on the real clock, and a file that
 	// asks for the virtual one is refused.
 	Host *Host
+	// Reuse, when set, gives the runs of real programs it holds instead of running them
+	// again (kalab run --reuse-real).
+	Reuse *Reuse
 
 	middleboxes []func() topology.Hop // hops added between the link and the server (tests)
 	newTimers   func() *judge.Timers  // makes each attempt's timers; nil: empty ones (tests inject lateness)
@@ -550,6 +553,17 @@ const DefaultHeadroomWait = 30 * time.Second
 // headroom is waitHeadroom; tests of the attempts that stand in for the judge replace it.
 var headroom = admit.WaitHeadroom
 
+// beforeStart is the record of a run that does not start: one that cannot get its
+// descriptors (an error), or one --reuse-real takes from an earlier file; nil otherwise.
+func beforeStart(j job, opt Options) *report.Run {
+	if j.tooBig != "" {
+		rec := notStarted(j.sc, j.run, opt)
+		rec.Status, rec.Error = report.StatusError, j.tooBig
+		return rec
+	}
+	return opt.Reuse.take(j, opt)
+}
+
 // attempts runs a job until it is not noisy or opt.Attempts is reached. The first attempt
 // is admitted by measured headroom among the runs in flight; a rerun waits until it has the
 // process to itself, and then until probe timers on the machine keep inside the run's
@@ -557,9 +571,7 @@ var headroom = admit.WaitHeadroom
 // headroom, ends as an engine error: the machine could not hold its timing, and no verdict
 // is given.
 func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *admit.Budget, adm *admit.Admission) *report.Run {
-	if j.tooBig != "" {
-		rec := notStarted(j.sc, j.run, opt)
-		rec.Status, rec.Error = report.StatusError, j.tooBig
+	if rec := beforeStart(j, opt); rec != nil {
 		return rec
 	}
 	jg, tol := judgeOf(j, opt)
