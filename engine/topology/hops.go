@@ -253,7 +253,7 @@ type link struct {
 // the in-memory network of the virtual clock.
 type proxy interface {
 	Addr() string
-	Handshake(ctx context.Context, start time.Time) error
+	Handshake(ctx context.Context, start time.Time, local net.Addr) error
 	AcceptedFrom(peer int) bool
 	Stats() netsim.Stats
 	Close() error
@@ -317,9 +317,10 @@ func (l *link) dialer() func(ctx context.Context, network, addr string) (net.Con
 	return l.net.DialContext
 }
 
-// handshake is the simulated SYN/SYN-ACK wait the client calls after each connect.
-func (l *link) handshake(ctx context.Context, start time.Time) error {
-	return l.p.Handshake(ctx, start)
+// handshake is the simulated SYN/SYN-ACK wait the client calls after each connect of c:
+// ECONNREFUSED when the server behind the link refused it.
+func (l *link) handshake(ctx context.Context, start time.Time, c net.Conn) error {
+	return l.p.Handshake(ctx, start, c.LocalAddr())
 }
 
 // finish closes the proxy, which records the links still open as closed at the run's end:
