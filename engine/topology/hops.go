@@ -80,6 +80,7 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 			return "", err
 		}
 		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
+		cfg.Relisten = e.relisten         // a restart's gap ends on the same in-memory port
 		cfg.Wait = e.net.Sleep            // delayed responses in the network's order
 		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
 	}
@@ -89,6 +90,15 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 	}
 	e.srv = srv
 	return srv.Addr(), nil
+}
+
+// relisten binds addr again in the in-memory network: the end of a restart's gap.
+func (e *embeddedServer) relisten(addr string) (net.Listener, error) {
+	l, err := e.net.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func (e *embeddedServer) Identity() Identity {
