@@ -77,7 +77,8 @@ func TestServerEventsHTTP2(t *testing.T) {
 // connection. A restart at 1,500 ms with a 1 s gap closes connection 1 and the listener:
 // request 3's connect (2,400 ms) is refused; request 4 (3,500 ms, 1 s after that failure
 // at 2,500) finds the server listening again on the same address: 1 error (refused) and
-// 2 connections.
+// 2 connections. A reload in the gap (2,000 ms) finds nothing listening and changes none
+// of that.
 const eventsH1Src = `
 name: h1-events
 clock: virtual
@@ -101,6 +102,8 @@ variants:
     server: {events: [{do: drain, at: 2420ms}]}
   - name: restart-gap
     server: {events: [{do: restart, at: 1500ms, gap: 1s}]}
+  - name: restart-gap-reload
+    server: {events: [{do: restart, at: 1500ms, gap: 1s}, {do: goaway, at: 2s}]}
 `
 
 // TestServerEventsHTTP1: the counts each event gives, from the schedule above. A refused
@@ -111,7 +114,7 @@ func TestServerEventsHTTP1(t *testing.T) {
 	want := map[string][5]float64{ // errors, hidden_retries, connections, refused, eof
 		"node-agent": {1, 0, 2, 0, 1}, "go-default": {0, 1, 2, 0, 0}, "requests": {1, 0, 2, 0, 1}, "undici": {1, 0, 2, 0, 1},
 		"reload-after-2": {0, 0, 2, 0, 0}, "drain-after-2": {2, 0, 1, 2, 0}, "drain-race": {2, 0, 1, 1, 1},
-		"restart-gap": {1, 0, 2, 1, 0},
+		"restart-gap": {1, 0, 2, 1, 0}, "restart-gap-reload": {1, 0, 2, 1, 0},
 	}
 	for v, w := range want {
 		m := got[v]

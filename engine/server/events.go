@@ -289,12 +289,14 @@ func (s *Server) fire(e Event) {
 		return
 	}
 	old := ev.cur
+	if old == nil {
+		// A restart's gap or a drain already retired every generation and closed the
+		// listener: nothing listens to reload, drain or restart.
+		return
+	}
 	ev.cur = nil
 	if e.Kind == EventGoAway {
 		s.startGeneration(s.newHTTPServer())
-	}
-	if old == nil {
-		return // a restart's gap or a drain already retired every generation
 	}
 	old.reason.Store(e.Kind)
 	if e.Kind == EventRestart {
