@@ -44,11 +44,12 @@ const (
 type Config struct {
 	Implementation string // "model" (default) or "go-net-http"
 	Addr           string // host:port to dial; the host must be localhost or a loopback IP
-	// Handshake, when set, is called right after a TCP connect that started at start, and
-	// returns once the simulated link's SYN-ACK would be back (netsim.Proxy.Handshake): the
-	// client then books the simulated handshake as connect time, as a real client over a
-	// real link would, instead of finding it as delay on its first bytes.
-	Handshake func(ctx context.Context, start time.Time) error
+	// Handshake, when set, is called right after a TCP connect of c that started at start,
+	// and returns once the simulated link's SYN-ACK would be back (netsim.Proxy.Handshake):
+	// the client then books the simulated handshake as connect time, as a real client over
+	// a real link would, instead of finding it as delay on its first bytes. An error (the
+	// server behind the link refused the connection: ECONNREFUSED) fails the connect.
+	Handshake func(ctx context.Context, start time.Time, c net.Conn) error
 	// Dial, when set, connects instead of a net.Dialer: the in-memory network of a run on
 	// the virtual clock. TCPKeepAlive does not apply to what it returns.
 	Dial              func(ctx context.Context, network, addr string) (net.Conn, error)

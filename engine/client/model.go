@@ -414,7 +414,7 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg 
 		return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
 	}
 	if h := m.cfg.Handshake; h != nil {
-		if err := h(ctx, t0); err != nil {
+		if err := h(ctx, t0, nc); err != nil {
 			_ = nc.Close() // the error returned says what failed
 			return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
 		}

@@ -59,7 +59,7 @@ func (s *stdClient) newIDConn(ctx context.Context, nc net.Conn) *idConn {
 
 // countedDial connects with connect, waits out the simulated link's handshake when there is
 // one, and counts and names the connection.
-func (s *stdClient) countedDial(connect DialFunc, handshake func(context.Context, time.Time) error) DialFunc {
+func (s *stdClient) countedDial(connect DialFunc, handshake func(context.Context, time.Time, net.Conn) error) DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		t0 := time.Now()
 		nc, err := connect(ctx, network, addr)
@@ -67,7 +67,7 @@ func (s *stdClient) countedDial(connect DialFunc, handshake func(context.Context
 			return nil, err
 		}
 		if handshake != nil {
-			if err := handshake(ctx, t0); err != nil {
+			if err := handshake(ctx, t0, nc); err != nil {
 				_ = nc.Close() // the error returned says what failed
 				return nil, err
 			}

@@ -59,7 +59,7 @@ func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn,
 	case q.HiddenRetries > 0:
 		b.WriteString(" " + r.rule(q))
 	default:
-		b.WriteString(" Go's Transport re-sent it on a new connection (h2_bundle.go canRetryError), which the drain closed at once: the error reached the caller.")
+		b.WriteString(" Go's Transport re-sent it on a new connection (h2_bundle.go canRetryError), whose connect the drained server refused (it listens on nothing): the error reached the caller.")
 	}
 	return true
 }

@@ -83,8 +83,13 @@ const (
 	// new connections on the old generation but leaves its idle connections open, instead of
 	// closing them at once as Go's Shutdown and nginx -s reload do.
 	ReloadKeepsIdle = "reload-keeps-idle"
+	// DrainAccepts: a drain of the embedded server (server.events drain) keeps its listener
+	// open and closes each connection made after it at once, so the client sees the close
+	// on its first request (eof) instead of a refused connect, as Go's Shutdown and nginx -s
+	// quit give.
+	DrainAccepts = "drain-accepts"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts}

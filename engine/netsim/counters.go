@@ -1,8 +1,12 @@
 package netsim
 
 import (
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // counters are what a link counts, the same for the relay over loopback sockets (Proxy)
@@ -15,7 +19,38 @@ type counters struct {
 	overflows                atomic.Int64
 
 	peersMu sync.Mutex
-	peers   map[int]struct{} // client ports of every accepted connection
+	peers   map[int]struct{}  // client ports of every accepted connection
+	refused map[int]time.Time // client ports whose upstream refused the connection, and when
+}
+
+// upstreamRefused notes that the upstream refused the connection from the client port
+// peer at at: the server listens on nothing (a drain, a restart's gap, an exited program).
+func (c *counters) upstreamRefused(peer int, at time.Time) {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	if c.refused == nil {
+		c.refused = make(map[int]time.Time)
+	}
+	c.refused[peer] = at
+}
+
+// connectResult is what the client's connect from local, started at start, comes to once
+// its SYN-ACK would be back: nil, or ECONNREFUSED when the upstream refused it. A server
+// that listens on nothing answers the SYN with a reset, so the client's connect fails and
+// opens no connection, as it would without the link; a refusal noted before start was an
+// earlier connection's from the same port.
+func (c *counters) connectResult(local net.Addr, start time.Time, addr net.Addr) error {
+	port := 0
+	if t, ok := local.(*net.TCPAddr); ok {
+		port = t.Port
+	}
+	c.peersMu.Lock()
+	at, ok := c.refused[port]
+	c.peersMu.Unlock()
+	if !ok || at.Before(start) {
+		return nil
+	}
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
 // addPeer notes the client port of an accepted connection.

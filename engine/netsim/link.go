@@ -103,6 +103,9 @@ func (l *link) run() {
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(l.p.ctx, "tcp", l.p.cfg.Upstream)
 	if err != nil {
+		if a, ok := l.client.RemoteAddr().(*net.TCPAddr); ok {
+			l.p.upstreamRefused(a.Port, time.Now())
+		}
 		l.refused()
 		return
 	}

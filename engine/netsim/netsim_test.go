@@ -13,6 +13,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -328,13 +329,19 @@ func TestResetFromClient(t *testing.T) {
 	waitFor(t, "reset counted", func() bool { return p.Stats().ResetsUp == 1 })
 }
 
-// TestUpstreamRefused: a refused upstream connect is a reset to the client.
+// TestUpstreamRefused: a refused upstream connect fails the client's connect when its
+// simulated handshake ends (Handshake: ECONNREFUSED), and is a reset to a client that
+// writes without waiting for it.
 func TestUpstreamRefused(t *testing.T) {
 	t.Parallel()
 	const rtt = 240 * time.Millisecond
 	p := startProxy(t, refusingAddr(t), rtt)
 	start := time.Now()
 	c := dial(t, p.Addr())
+	if err := p.Handshake(t.Context(), start, c.LocalAddr()); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("handshake = %v, want ECONNREFUSED", err)
+	}
+	withinTrips(t, p, "refused connect", time.Since(start), rtt, rtt+slack, 1)
 	_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := c.Read(make([]byte, 10))

@@ -124,8 +124,10 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // TCP handshake as its connect time; its first bytes then reach the link when the link's
 // own model lets them through (1.5 RTT after the connect), so nothing else changes. The
 // wait goes through the same precise clock as the link, and its lateness is recorded in
-// Config.Lag like a chunk's.
-func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
+// Config.Lag like a chunk's. A connect from local whose upstream refused it fails then
+// with ECONNREFUSED (counters.connectResult): the link dials the upstream as it accepts,
+// so its answer is in long before the round trip ends unless the machine stalls.
+func (p *Proxy) Handshake(ctx context.Context, start time.Time, local net.Addr) error {
 	due := start.Add(p.cfg.RTT)
 	if fault.On(fault.HandshakeShort) {
 		due = start // the SYN-ACK back at once: a round trip short, with the floors (newLink)
@@ -135,7 +137,7 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 		// full listen queue dropped (server.backlog), or the machine stalled. No timer of
 		// the model was armed, so there is no lateness of the model's to record; the
 		// chunks' timers still record a stall.
-		return nil
+		return p.connectResult(local, start, p.ln.Addr())
 	}
 	var (
 		t *time.Timer
@@ -151,7 +153,7 @@ func (p *Proxy) Handshake(ctx context.Context, start time.Time) error {
 		t.Stop()
 	}
 	p.cfg.Lag.Since(due)
-	return nil
+	return p.connectResult(local, start, p.ln.Addr())
 }
 
 // Close stops accepting, tears down every link without waiting for queued

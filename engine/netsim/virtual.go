@@ -112,20 +112,20 @@ func (p *VirtualProxy) Addr() string { return p.ln.Addr().String() }
 // Handshake waits until a connection whose connect started at start would have its
 // SYN-ACK back: one RTT later, on a Go timer (exact on the virtual clock). It returns at
 // once when that instant has passed (a connect that DialContext held through SYN
-// retries), and with ctx's cause if ctx ends first.
-func (p *VirtualProxy) Handshake(ctx context.Context, start time.Time) error {
+// retries), and with ctx's cause if ctx ends first. A connect from local whose upstream
+// refused it fails then with ECONNREFUSED (counters.connectResult).
+func (p *VirtualProxy) Handshake(ctx context.Context, start time.Time, local net.Addr) error {
 	due := start.Add(p.cfg.RTT)
 	if fault.On(fault.HandshakeShort) {
 		due = start // the SYN-ACK back at once: a round trip short, with the floors (newVLink)
 	}
-	if !time.Now().Before(due) {
-		return nil
+	if time.Now().Before(due) {
+		if err := p.sleepUntil(ctx, due); err != nil {
+			return fmt.Errorf("simulated TCP handshake: %w", err)
+		}
+		p.cfg.Lag.Add(time.Since(due))
 	}
-	if err := p.sleepUntil(ctx, due); err != nil {
-		return fmt.Errorf("simulated TCP handshake: %w", err)
-	}
-	p.cfg.Lag.Add(time.Since(due))
-	return nil
+	return p.connectResult(local, start, p.ln.Addr())
 }
 
 // synRetrySchedule is when a client's kernel sends an unanswered SYN again, counted from

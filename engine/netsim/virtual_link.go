@@ -106,6 +106,7 @@ func (l *vlink) openLater(at time.Time) {
 func (l *vlink) dial() bool {
 	u, err := l.p.net.Dial(context.Background(), l.p.cfg.Upstream)
 	if err != nil {
+		l.p.upstreamRefused(portOf(l.client.RemoteAddr()), time.Now())
 		l.refuse()
 		return false
 	}

@@ -73,7 +73,7 @@ func vDial(t *testing.T, n *vnet.Network, p *VirtualProxy, start time.Time) *vne
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	if err := p.Handshake(t.Context(), start); err != nil {
+	if err := p.Handshake(t.Context(), start, c.LocalAddr()); err != nil {
 		t.Fatalf("handshake: %v", err)
 	}
 	return c
@@ -354,8 +354,10 @@ func TestVirtualIdleCloseRecord(t *testing.T) {
 	})
 }
 
-// TestVirtualRefusedUpstream: an upstream that refuses becomes a reset at the client one
-// RTT after its connect (RTT/2 after its SYN reached the server), and a refused record.
+// TestVirtualRefusedUpstream: an upstream that refuses fails the client's connect one RTT
+// after it started (Handshake: ECONNREFUSED), and becomes a reset at the client then (RTT/2
+// after its SYN reached the server) for a client that does not wait for the handshake, and
+// a refused record.
 func TestVirtualRefusedUpstream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
@@ -371,13 +373,22 @@ func TestVirtualRefusedUpstream(t *testing.T) {
 		if _, _, reset := c.Pending(); reset {
 			t.Fatal("the reset came before one RTT")
 		}
-		if err := p.Handshake(t.Context(), start); err != nil {
-			t.Fatal(err)
+		// The connect fails as a refused one does; a second connect from another port, made
+		// with the same start, is not taken for it.
+		if err := p.Handshake(t.Context(), start, c.LocalAddr()); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("handshake %v, want ECONNREFUSED", err)
+		}
+		if err := p.Handshake(t.Context(), start, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}); err != nil {
+			t.Fatalf("handshake of another port: %v", err)
 		}
 		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
 			t.Fatalf("read %v, want ECONNRESET", err)
 		}
 		exactly(t, "reset at the client", time.Since(start), vRTT)
+		// A later connect from the same port is not an earlier one's refusal.
+		if err := p.Handshake(t.Context(), time.Now().Add(-vRTT+time.Nanosecond), c.LocalAddr()); err != nil {
+			t.Fatalf("handshake of a later connect from the same port: %v", err)
+		}
 		synctest.Wait()
 		recs := rec.all()
 		if len(recs) != 1 {
@@ -724,7 +735,7 @@ func TestVirtualListenQueueRefuse(t *testing.T) {
 			}
 			conns[i] = c
 		}
-		if err := p.Handshake(t.Context(), start); err != nil {
+		if err := p.Handshake(t.Context(), start, conns[0].LocalAddr()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := conns[3].Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
@@ -771,7 +782,7 @@ func TestVirtualListenQueueDropsSYN(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if err := p.Handshake(t.Context(), start); err != nil {
+				if err := p.Handshake(t.Context(), start, c.LocalAddr()); err != nil {
 					t.Error(err)
 					return
 				}

@@ -80,8 +80,9 @@ type Config struct {
 	Status               int // 0 means 200
 	BodyBytes            int
 	Delay                time.Duration
-	// Events are the reloads (server.Event with Kind server.EventGoAway and a time) kalab
-	// gives nginx during the run, as nginx -s reload does: SIGHUP to its master process.
+	// Events are the reloads and drains (server.Event with Kind server.EventGoAway or
+	// server.EventDrain, no grace, and a time) kalab gives nginx during the run, as nginx -s
+	// reload and nginx -s quit do: SIGHUP or SIGQUIT to its master process.
 	Events []server.Event
 
 	// LogDir keeps the server's logs and generated configuration; empty keeps them only

@@ -45,19 +45,20 @@ variants:
 // id on a new connection (h2_bundle.go, canRetryError: errClientConnGotGoAway), so a
 // reload with ten streams on the wire costs ten hidden re-sends and no error, and a client
 // that does not re-send (client.http2_goaway fail) ten errors; the same
-// GOAWAY once the server has seen them costs nothing. A drain refuses the new connections
-// the re-sends need, and a restart closes the connections under the streams: ten errors
-// each, which no re-send hides (a connection lost after the request was written).
+// GOAWAY once the server has seen them costs nothing. A drain closes the listener, so the
+// connects the re-sends need are refused (ten errors of class refused), and a restart
+// closes the connections under the streams: ten errors, which no re-send hides (a
+// connection lost after the request was written).
 func TestServerEventsHTTP2(t *testing.T) {
 	t.Parallel()
 	got := flatByVariant(t, eventsH2Src)
-	want := map[string][2]float64{ // errors, hidden_retries
-		"quiet": {0, 0}, "goaway": {0, 10}, "goaway-no-resend": {10, 0}, "goaway-after-arrival": {0, 0}, "drain": {10, 0}, "restart": {10, 0},
+	want := map[string][3]float64{ // errors, hidden_retries, errors_by_class.refused
+		"quiet": {0, 0, 0}, "goaway": {0, 10, 0}, "goaway-no-resend": {10, 0, 0}, "goaway-after-arrival": {0, 0, 0}, "drain": {10, 0, 10}, "restart": {10, 0, 0},
 	}
 	for v, w := range want {
 		m := got[v]
-		if m["errors"] != w[0] || m["hidden_retries"] != w[1] {
-			t.Errorf("%s: %v errors, %v hidden re-sends; want %v and %v", v, m["errors"], m["hidden_retries"], w[0], w[1])
+		if g := [3]float64{m["errors"], m["hidden_retries"], m["errors_by_class.refused"]}; g != w {
+			t.Errorf("%s: errors, hidden re-sends, refused = %v; want %v", v, g, w)
 		}
 	}
 }
@@ -69,9 +70,15 @@ func TestServerEventsHTTP2(t *testing.T) {
 // (nothing of the response was read); Node's agent, requests and undici hand the error to
 // the caller. After request 2 a reload makes request 2's response the last on its
 // connection ("Connection: close"), so request 3 opens a new one and nothing fails; a
-// drain instead leaves requests 3 and 4 nothing to connect to. A restart at 1,500 ms with
-// a 1 s gap closes connection 1 and refuses request 3's new connection (2,400 ms); request
-// 4 (1 s after that failure) finds the server back.
+// drain instead closes the listener, so the connects of requests 3 (2,400 ms) and 4 (1 s
+// after that failure) are refused: 2 errors, both refused, and only connection 1 opened.
+// A drain at 2,420 ms races request 3 as the reload does (its FIN reaches Node's agent at
+// 2,470 ms: eof), and request 4's connect at 3,470 ms is refused: 2 errors on 1
+// connection. A restart at 1,500 ms with a 1 s gap closes connection 1 and the listener:
+// request 3's connect (2,400 ms) is refused; request 4 (3,500 ms, 1 s after that failure
+// at 2,500) finds the server listening again on the same address: 1 error (refused) and
+// 2 connections. A reload in the gap (2,000 ms) finds nothing listening and changes none
+// of that.
 const eventsH1Src = `
 name: h1-events
 clock: virtual
@@ -91,23 +98,28 @@ variants:
     server: {events: [{do: goaway, after_requests: 2}]}
   - name: drain-after-2
     server: {events: [{do: drain, after_requests: 2}]}
+  - name: drain-race
+    server: {events: [{do: drain, at: 2420ms}]}
   - name: restart-gap
     server: {events: [{do: restart, at: 1500ms, gap: 1s}]}
+  - name: restart-gap-reload
+    server: {events: [{do: restart, at: 1500ms, gap: 1s}, {do: goaway, at: 2s}]}
 `
 
-// TestServerEventsHTTP1: the counts each event gives, from the schedule above.
+// TestServerEventsHTTP1: the counts each event gives, from the schedule above. A refused
+// connect is an error of class refused and opens no connection.
 func TestServerEventsHTTP1(t *testing.T) {
 	t.Parallel()
 	got := flatByVariant(t, eventsH1Src)
-	want := map[string][3]float64{ // errors, hidden_retries, connections
-		"node-agent": {1, 0, 2}, "go-default": {0, 1, 2}, "requests": {1, 0, 2}, "undici": {1, 0, 2},
-		"reload-after-2": {0, 0, 2}, "drain-after-2": {2, 0, 3}, "restart-gap": {1, 0, 3},
+	want := map[string][5]float64{ // errors, hidden_retries, connections, refused, eof
+		"node-agent": {1, 0, 2, 0, 1}, "go-default": {0, 1, 2, 0, 0}, "requests": {1, 0, 2, 0, 1}, "undici": {1, 0, 2, 0, 1},
+		"reload-after-2": {0, 0, 2, 0, 0}, "drain-after-2": {2, 0, 1, 2, 0}, "drain-race": {2, 0, 1, 1, 1},
+		"restart-gap": {1, 0, 2, 1, 0}, "restart-gap-reload": {1, 0, 2, 1, 0},
 	}
 	for v, w := range want {
 		m := got[v]
-		if m["errors"] != w[0] || m["hidden_retries"] != w[1] || m["connections"] != w[2] {
-			t.Errorf("%s: %v errors, %v hidden re-sends, %v connections; want %v, %v and %v",
-				v, m["errors"], m["hidden_retries"], m["connections"], w[0], w[1], w[2])
+		if g := [5]float64{m["errors"], m["hidden_retries"], m["connections"], m["errors_by_class.refused"], m["errors_by_class.eof"]}; g != w {
+			t.Errorf("%s: errors, hidden re-sends, connections, refused, eof = %v; want %v", v, g, w)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"math"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -123,7 +124,10 @@ func TestPhasesMatchTheModel(t *testing.T) {
 					}
 					defer p.Close()
 					cl, err := client.New(client.Config{Implementation: impl, Addr: p.Addr(), TLS: c.tls, TLSVersion: c.version,
-						RootCAs: srv.RootCAs(), ServerName: srv.ServerName(), KeepAlive: c.keepalive, Handshake: p.Handshake,
+						RootCAs: srv.RootCAs(), ServerName: srv.ServerName(), KeepAlive: c.keepalive,
+						Handshake: func(ctx context.Context, start time.Time, c net.Conn) error {
+							return p.Handshake(ctx, start, c.LocalAddr())
+						},
 						Timeout: 10 * time.Second})
 					if err != nil {
 						t.Fatal(err)

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -33,11 +34,7 @@ func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 		l.add(list, "server.events", "events apply to kalab's embedded server and to nginx (a reload); this real server (exec, command, url) is reloaded or stopped by its own means%s", where)
 		return
 	case s.Real():
-		for i, e := range s.Events {
-			if e.Do != EventGoAway || e.AfterRequests > 0 {
-				l.add(item(i), "server.events", "event %d: nginx takes a reload at a time (do: goaway, at: ...), which kalab gives it as nginx -s reload; not %s%s", i+1, eventWhen(e), where)
-			}
-		}
+		l.checkNginxEvents(s.Events, item, where)
 	case s.HTTP3():
 		l.add(list, "server.events", "events are not modelled over HTTP/3 yet (no GOAWAY from the HTTP/3 server); use server.http \"1.1\" or \"2\"%s", where)
 		return
@@ -51,6 +48,28 @@ func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 			l.add(n, "server.events", "event %d: grace is how long a drain waits for open connections; %s has none%s", i+1, e.Do, where)
 		case e.Gap > 0 && e.Do != EventRestart:
 			l.add(n, "server.events", "event %d: gap is how long a restart serves nothing; %s has none%s", i+1, e.Do, where)
+		}
+	}
+}
+
+// checkNginxEvents checks nginx's events: a reload (nginx -s reload) or a drain (nginx -s
+// quit) at a time; a drain has no grace (nginx's worker_shutdown_timeout is its
+// configuration's, not the signal's) and, since nginx exits after it, no event follows it.
+func (l *loader) checkNginxEvents(events []ServerEvent, item func(int) *yaml.Node, where string) {
+	var drainAt time.Duration = -1
+	for _, e := range events {
+		if e.Do == EventDrain && e.AfterRequests == 0 && (drainAt < 0 || e.At.D() < drainAt) {
+			drainAt = e.At.D()
+		}
+	}
+	for i, e := range events {
+		switch {
+		case (e.Do != EventGoAway && e.Do != EventDrain) || e.AfterRequests > 0:
+			l.add(item(i), "server.events", "event %d: nginx takes a reload or a drain at a time (do: goaway or drain, at: ...), which kalab gives it as nginx -s reload or nginx -s quit; not %s%s", i+1, eventWhen(e), where)
+		case e.Do == EventDrain && e.Grace > 0:
+			l.add(item(i), "server.events", "event %d: nginx -s quit has no grace of its own (nginx's worker_shutdown_timeout is its configuration's): remove grace%s", i+1, where)
+		case drainAt >= 0 && e.At.D() > drainAt:
+			l.add(item(i), "server.events", "event %d: nginx exits after the drain at %v (nginx -s quit): no event can follow it%s", i+1, drainAt, where)
 		}
 	}
 }

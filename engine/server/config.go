@@ -112,6 +112,10 @@ type Config struct {
 	// Listener, when set, is where the server accepts instead of binding Listen: an
 	// in-memory listener of a run on the virtual clock.
 	Listener net.Listener
+	// Relisten, when set, binds the listener again after a restart's gap, on the address
+	// the first one had (the in-memory network's Listen on the virtual clock); when nil
+	// net.Listen binds it on loopback.
+	Relisten func(addr string) (net.Listener, error)
 	// Lag, when set, receives how late each idle close happened after IdleTimeout (over
 	// HTTP/2, after IdleTimeout and GoAwayGrace).
 	Lag *lag.Recorder

@@ -24,11 +24,16 @@ const (
 	// initiated after the identified last stream sent in a GOAWAY").
 	EventGoAway = "goaway"
 	// EventDrain is a graceful shutdown (Go's Server.Shutdown, nginx -s quit, Node's
-	// server.close()): the same as EventGoAway, but no new connection is served; a
-	// connection still open Grace after the event is closed.
+	// server.close()): the same as EventGoAway, but the listener closes, so a later
+	// connect is refused; a connection still open Grace after the event is closed. Go's
+	// Shutdown closes its listeners first (src/net/http/server.go, Shutdown: "first
+	// closing all open listeners"), and so does each nginx worker on quit
+	// (src/os/unix/ngx_process_cycle.c, ngx_worker_process_cycle: ngx_quit calls
+	// ngx_close_listening_sockets, then ngx_close_idle_connections).
 	EventDrain = "drain"
-	// EventRestart is a crash or a kill and a restart: every connection closes at once, no
-	// connection is served for Gap, then the server serves again.
+	// EventRestart is a crash or a kill and a restart: every connection closes at once and
+	// so does the listener (a dead process listens on nothing: a connect is refused) for
+	// Gap; then the server listens again on the same address and serves.
 	EventRestart = "restart"
 )
 
@@ -104,7 +109,9 @@ func (h *handoff) Addr() net.Addr { return h.addr }
 // events is the state of a server with Config.Events.
 type events struct {
 	mu      sync.Mutex
-	cur     *generation // nil while a restart's gap lasts or after a drain
+	cur     *generation  // nil while a restart's gap lasts or after a drain
+	ln      net.Listener // the listener accepting; nil while a restart's gap lasts or after a drain
+	closed  bool         // closeEvents ran: nothing listens again
 	gens    []*generation
 	timers  []*time.Timer
 	cancels []context.CancelFunc // each retired generation's Shutdown
@@ -116,9 +123,11 @@ type events struct {
 
 // serveWithEvents starts the first generation and the accept loop, and arms the events.
 func (s *Server) serveWithEvents() {
-	ev := &events{byCount: make(map[int64][]Event)}
+	ev := &events{byCount: make(map[int64][]Event), ln: s.ln}
 	s.ev = ev
-	ev.serving.Add(1)
+	// One count for the server itself, given back by closeEvents: a drain or a restart's
+	// gap ends every accept loop and generation, and the server is not done then.
+	ev.serving.Add(2)
 	ev.mu.Lock()
 	s.startGeneration(s.srv)
 	ev.mu.Unlock()
@@ -127,7 +136,7 @@ func (s *Server) serveWithEvents() {
 			ev.byCount[e.AfterRequests] = append(ev.byCount[e.AfterRequests], e)
 		}
 	}
-	go s.acceptLoop()
+	go s.acceptLoop(s.ln)
 	go func() {
 		ev.serving.Wait()
 		ev.mu.Lock()
@@ -166,12 +175,12 @@ func (ev *events) setErr(err error) {
 	ev.mu.Unlock()
 }
 
-// acceptLoop hands every accepted connection to the generation serving, or closes it at
-// once when none does.
-func (s *Server) acceptLoop() {
+// acceptLoop hands every connection ln accepts to the generation serving, or closes it at
+// once when none does; it ends when ln closes (a drain, a restart, Close).
+func (s *Server) acceptLoop(ln net.Listener) {
 	defer s.ev.serving.Done()
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if !s.closing.Load() && !errors.Is(err, net.ErrClosed) {
 				s.ev.setErr(err)
@@ -180,6 +189,40 @@ func (s *Server) acceptLoop() {
 		}
 		s.handOff(c)
 	}
+}
+
+// closeListener stops accepting: a connect from now on is refused, as when a process
+// that stopped or died holds no listening socket. ev.mu is held.
+func (s *Server) closeListener() {
+	if s.ev.ln == nil {
+		return
+	}
+	_ = s.ev.ln.Close()
+	s.ev.ln = nil
+}
+
+// relisten ends a restart's gap: the server listens on its address again and a new
+// generation serves. ev.mu is held.
+func (s *Server) relisten() {
+	ev := s.ev
+	if ev.closed || s.closing.Load() || ev.cur != nil {
+		return
+	}
+	listen := s.cfg.Relisten
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(s.ln.Addr().String())
+	if err != nil {
+		if ev.err == nil {
+			ev.err = fmt.Errorf("listening again after a restart: %w", err)
+		}
+		return
+	}
+	ev.ln = ln
+	ev.serving.Add(1)
+	go s.acceptLoop(ln)
+	s.startGeneration(s.newHTTPServer())
 }
 
 func (s *Server) handOff(c net.Conn) {
@@ -246,24 +289,28 @@ func (s *Server) fire(e Event) {
 		return
 	}
 	old := ev.cur
+	if old == nil {
+		// A restart's gap or a drain already retired every generation and closed the
+		// listener: nothing listens to reload, drain or restart.
+		return
+	}
 	ev.cur = nil
 	if e.Kind == EventGoAway {
 		s.startGeneration(s.newHTTPServer())
 	}
-	if old == nil {
-		return // a restart's gap or a drain already retired every generation
-	}
 	old.reason.Store(e.Kind)
 	if e.Kind == EventRestart {
+		s.closeListener()
 		_ = old.srv.Close() // every connection at once
 		ev.timers = append(ev.timers, time.AfterFunc(e.Gap, func() {
 			ev.mu.Lock()
 			defer ev.mu.Unlock()
-			if !s.closing.Load() && ev.cur == nil {
-				s.startGeneration(s.newHTTPServer())
-			}
+			s.relisten()
 		}))
 		return
+	}
+	if e.Kind == EventDrain && !fault.On(fault.DrainAccepts) {
+		s.closeListener()
 	}
 	if e.Kind == EventGoAway && fault.On(fault.ReloadKeepsIdle) {
 		_ = old.ln.Close() // new connections go to the new generation; the old ones stay
@@ -302,9 +349,16 @@ func (s *Server) closeEvents() error {
 	for _, cancel := range ev.cancels {
 		cancel()
 	}
-	err := s.ln.Close()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
+	var err error
+	if ev.ln != nil {
+		if err = ev.ln.Close(); errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+		ev.ln = nil
+	}
+	if !ev.closed {
+		ev.closed = true
+		ev.serving.Done() // the server's own count (serveWithEvents)
 	}
 	for _, g := range ev.gens {
 		_ = g.ln.Close()

@@ -80,6 +80,7 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 			return "", err
 		}
 		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
+		cfg.Relisten = e.relisten         // a restart's gap ends on the same in-memory port
 		cfg.Wait = e.net.Sleep            // delayed responses in the network's order
 		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
 	}
@@ -89,6 +90,15 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 	}
 	e.srv = srv
 	return srv.Addr(), nil
+}
+
+// relisten binds addr again in the in-memory network: the end of a restart's gap.
+func (e *embeddedServer) relisten(addr string) (net.Listener, error) {
+	l, err := e.net.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func (e *embeddedServer) Identity() Identity {
@@ -253,7 +263,7 @@ type link struct {
 // the in-memory network of the virtual clock.
 type proxy interface {
 	Addr() string
-	Handshake(ctx context.Context, start time.Time) error
+	Handshake(ctx context.Context, start time.Time, local net.Addr) error
 	AcceptedFrom(peer int) bool
 	Stats() netsim.Stats
 	Close() error
@@ -317,9 +327,10 @@ func (l *link) dialer() func(ctx context.Context, network, addr string) (net.Con
 	return l.net.DialContext
 }
 
-// handshake is the simulated SYN/SYN-ACK wait the client calls after each connect.
-func (l *link) handshake(ctx context.Context, start time.Time) error {
-	return l.p.Handshake(ctx, start)
+// handshake is the simulated SYN/SYN-ACK wait the client calls after each connect of c:
+// ECONNREFUSED when the server behind the link refused it.
+func (l *link) handshake(ctx context.Context, start time.Time, c net.Conn) error {
+	return l.p.Handshake(ctx, start, c.LocalAddr())
 }
 
 // finish closes the proxy, which records the links still open as closed at the run's end:
