@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -30,8 +32,9 @@ func LoadReuse(path string) (*Reuse, error) {
 	u := &Reuse{From: res.Path, runs: map[reuseKey]*report.Run{}}
 	for i := range res.Runs {
 		r := &res.Runs[i]
-		if r.Status == report.StatusPass {
-			u.runs[reuseKey{r.File, r.Variant, string(r.Params), r.Seed}] = r
+		var params bytes.Buffer
+		if r.Status == report.StatusPass && json.Compact(&params, r.Params) == nil {
+			u.runs[reuseKey{r.File, r.Variant, params.String(), r.Seed}] = r
 		}
 	}
 	return u, nil
