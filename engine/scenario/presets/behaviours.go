@@ -10,7 +10,7 @@ import (
 // Behaviour is one rule that sets a preset apart from the others, and what guards it: the
 // truth file whose compare against the real program fails when the model breaks the rule,
 // and the fault (engine/fault) that breaks it, which .ci/faults runs that truth
-// file against (`FAULT run FILE`).
+// file against (`FAULT run FILE`, or `FAULT model FILE`).
 type Behaviour struct {
 	Name string // a few words: "reconnect in place"
 	Rule string // the rule, in one line
