@@ -25,6 +25,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -222,7 +223,7 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	runs []*compile.Run // the plan compiled once, before a shard's split: Execute reads it
-	cmp  *report.Comparer
+	cmp  *baseline.Comparer
 	part *shard.Part // with --shard: this part of the split; only its runs are missed
 	// paths are the scenario files or directories asked for; nil: the command's arguments
 	// (kalab merge takes them from the shards' manifest).
@@ -429,11 +430,11 @@ func allowPrograms(f *runFlags, selected *scenario.Plan, stderr io.Writer) bool 
 
 // baselineComparer loads --baseline, if given, refusing a partial one unless
 // --allow-partial; nil when there is no baseline.
-func baselineComparer(f *runFlags) (*report.Comparer, error) {
+func baselineComparer(f *runFlags) (*baseline.Comparer, error) {
 	if f.baselinePath == "" {
 		return nil, nil
 	}
-	base, err := report.LoadBaseline(f.baselinePath)
+	base, err := baseline.Load(f.baselinePath)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +445,7 @@ func baselineComparer(f *runFlags) (*report.Comparer, error) {
 	} else if legacy {
 		f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
 	}
-	return &report.Comparer{Baseline: base}, nil
+	return &baseline.Comparer{Baseline: base}, nil
 }
 
 // runnerOptions are the runner options the flags give.

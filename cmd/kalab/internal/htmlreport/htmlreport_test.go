@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // writeResults makes a results directory with one run of the given requests and server
@@ -231,7 +232,7 @@ func TestBaselineFiguresAreLinked(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Runs[0].Baseline = &report.BaselineRef{File: basePath, RunID: "b1", State: "compared"}
-	if _, err := report.LoadBaseline(basePath); err != nil {
+	if _, err := baseline.Load(basePath); err != nil {
 		t.Fatal(err)
 	}
 	linkBaselines(res.Runs)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // Results is what a results directory holds, as the report reads it.
@@ -182,7 +183,7 @@ func exists(path string) bool {
 // file its record names. A baseline file that is gone or unreadable leaves the link out:
 // the record's verdicts are still shown.
 func linkBaselines(runs []*RunData) {
-	files := map[string]*report.Baseline{}
+	files := map[string]*baseline.Baseline{}
 	for _, rd := range runs {
 		b := rd.Baseline
 		if b == nil || b.File == "" || b.RunID == "" {
@@ -190,7 +191,7 @@ func linkBaselines(runs []*RunData) {
 		}
 		base, seen := files[b.File]
 		if !seen {
-			base, _ = report.LoadBaseline(b.File)
+			base, _ = baseline.Load(b.File)
 			files[b.File] = base
 		}
 		if base == nil {

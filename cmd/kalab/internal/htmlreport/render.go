@@ -15,6 +15,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 //go:embed page.html.tmpl
@@ -84,8 +85,8 @@ type Options struct {
 	// Baseline, when set (kalab report --baseline), is compared with every run under
 	// Tolerances (nil: the default rules): its run is shown beside each run, and the
 	// metrics that regressed are marked and listed at the top.
-	Baseline   *report.Baseline
-	Tolerances *report.Tolerances
+	Baseline   *baseline.Baseline
+	Tolerances *baseline.Tolerances
 }
 
 // RunKey names a run of a plan.
@@ -288,7 +289,7 @@ func compareRun(rv *runView, opt Options) {
 	if opt.Baseline == nil {
 		return
 	}
-	c := &report.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
+	c := &baseline.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
 	d := c.CompareRun(&rv.Run)
 	rv.Diff = &d
 	if br := opt.Baseline.Run(rv.Scenario, rv.Variant); br != nil {
