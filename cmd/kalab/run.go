@@ -26,6 +26,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/report/baseline"
+	"github.com/kalab-dev/kalab/engine/report/terminal"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -313,9 +314,9 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			err = e
 		}
 	}
-	summary := report.Summary
+	summary := terminal.Summary
 	if f.quiet {
-		summary = report.Brief
+		summary = terminal.Brief
 	}
 	keep(summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
@@ -386,11 +387,11 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 	none := o.Errored()
 	if nr := o.NotRun(); len(nr) > 0 && !f.allowMissing && !f.failMissing {
-		report.NotRunHint(stderr, f.name, nr)
+		terminal.NotRunHint(stderr, f.name, nr)
 		none = true
 	}
 	if u := o.Unjudged(); len(u) > 0 {
-		report.UnjudgedHint(stderr, f.name, u)
+		terminal.UnjudgedHint(stderr, f.name, u)
 		none = true
 	}
 	return none

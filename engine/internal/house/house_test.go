@@ -143,6 +143,7 @@ func TestDataFlowsOneWay(t *testing.T) {
 		"engine/compile":          {"engine/runner", "engine/topology", "engine/admit"},
 		"engine/report":           {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
 		"engine/report/baseline":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"engine/report/terminal":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
 		"engine/topology":         {"engine/runner", "engine/admit"},
 		"engine/judge":            {"engine/runner", "engine/topology", "engine/admit"},
 		"engine/admit":            {"engine/runner", "engine/topology"},
