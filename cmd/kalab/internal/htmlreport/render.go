@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
@@ -113,7 +114,7 @@ type runView struct {
 	*RunData
 	ID, Title    string
 	Open         bool
-	Timeline     timeline
+	Timeline     timeline.Timeline
 	Hist, Phases template.HTML
 	PhaseRows    []phaseRow
 	Params       string
@@ -217,7 +218,7 @@ func planOrder(runs []*RunData, order []RunKey) []*RunData {
 }
 
 func buildRun(rd *RunData) *runView {
-	pl := readPlan(rd.Params)
+	pl := timeline.ReadPlan(rd.Params)
 	rv := &runView{RunData: rd, ID: "run-" + report.SafeName(rd.Scenario) + "--" + report.SafeName(rd.Variant),
 		Title: rd.Scenario + " / " + rd.Variant}
 	rv.Timeline = buildTimeline(rd, pl)
@@ -259,6 +260,14 @@ func buildRun(rd *RunData) *runView {
 	}
 	rv.Closes = strings.Join(closes, ", ")
 	return rv
+}
+
+// buildTimeline draws a run's lanes from its requests, or from its digest when it has one.
+func buildTimeline(rd *RunData, pl timeline.Plan) timeline.Timeline {
+	if rd.Digest != nil {
+		return timeline.Build(nil, rd.Conns, rd.Digest.Digest, pl)
+	}
+	return timeline.Build(rd.Requests, rd.Conns, nil, pl)
 }
 
 // WriteFile renders res into path through engine/atomicfile: a reader sees the old file or
