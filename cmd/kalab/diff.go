@@ -7,7 +7,7 @@ import (
 
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/diff"
 	"github.com/kalab-dev/kalab/engine/gate"
-	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // cmdDiff compares two results files with the rules kalab run --baseline applies.
@@ -50,7 +50,7 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int {
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "kalab diff: warning: %s\n", w)
 	}
-	tols := &report.Tolerances{Flags: flagTols, Scenarios: map[string]report.ScenarioTolerances{}}
+	tols := &baseline.Tolerances{Flags: flagTols, Scenarios: map[string]baseline.ScenarioTolerances{}}
 	diffs, fileWarnings := diff.Compare(old, cur, tols, !*noScenarios)
 	for _, w := range fileWarnings {
 		fmt.Fprintf(stderr, "kalab diff: %v\n", w)

@@ -10,6 +10,7 @@ import (
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/runner"
 )
 
@@ -116,14 +117,14 @@ func mergedInvocation(f *runFlags, shards []shard.Dir, stderr io.Writer) (*shard
 	if err != nil {
 		return nil, nil, fmt.Errorf("--tolerance %v", err)
 	}
-	base, err := report.LoadBaseline(f.baselinePath)
+	base, err := baseline.Load(f.baselinePath)
 	if err != nil {
 		return nil, nil, err
 	}
 	if _, err := base.Complete(); err != nil && !f.allowPartial {
 		return nil, nil, err
 	}
-	inv.cmp = &report.Comparer{Baseline: base, Tolerances: diff.PlanTolerances(m.Plan, flagTols)}
+	inv.cmp = &baseline.Comparer{Baseline: base, Tolerances: diff.PlanTolerances(m.Plan, flagTols)}
 	m.Baseline = inv.cmp
 	return m, inv, nil
 }

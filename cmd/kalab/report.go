@@ -8,7 +8,7 @@ import (
 
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
-	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // cmdReport writes the HTML report of a results directory.
@@ -17,7 +17,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	out := fs.StringP("out", "o", "", "directory that receives report.html, as --out of run and merge names a directory (default: RESULTS_DIR)")
 	html := fs.String("html", "", "the HTML file to write, when a name other than DIR/report.html is wanted")
 	metrics := fs.String("metrics", "", "write the runs' metrics, checks and predictions in the Prometheus text format to this file (docs/metrics-export.md); the HTML report only with --out or --html")
-	baseline := fs.String("baseline", "", "compare every run with this baseline (a results.jsonl or its directory): its runs beside them, regressions marked")
+	basePath := fs.String("baseline", "", "compare every run with this baseline (a results.jsonl or its directory): its runs beside them, regressions marked")
 	if ok, code := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -49,9 +49,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if older {
 		fmt.Fprintf(stderr, "kalab report: --out %s names a file; --out now names a directory (as for run and merge): use --html %s\n", *out, *out)
 	}
-	var base *report.Baseline
-	if *baseline != "" {
-		if base, err = report.LoadBaseline(*baseline); err != nil {
+	var base *baseline.Baseline
+	if *basePath != "" {
+		if base, err = baseline.Load(*basePath); err != nil {
 			fmt.Fprintf(stderr, "kalab report: %v\n", err)
 			return exitInvalid
 		}

@@ -25,6 +25,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
+	"github.com/kalab-dev/kalab/engine/report/terminal"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -222,7 +224,7 @@ type invocation struct {
 	opt  runner.Options
 	plan *scenario.Plan
 	runs []*compile.Run // the plan compiled once, before a shard's split: Execute reads it
-	cmp  *report.Comparer
+	cmp  *baseline.Comparer
 	part *shard.Part // with --shard: this part of the split; only its runs are missed
 	// paths are the scenario files or directories asked for; nil: the command's arguments
 	// (kalab merge takes them from the shards' manifest).
@@ -312,9 +314,9 @@ func reportRun(f *runFlags, inv *invocation, outcome *runner.Outcome, stdout io.
 			err = e
 		}
 	}
-	summary := report.Summary
+	summary := terminal.Summary
 	if f.quiet {
-		summary = report.Brief
+		summary = terminal.Brief
 	}
 	keep(summary(stdout, outcome.Runs, outcome.Scenarios))
 	if cmp := inv.cmp; cmp != nil {
@@ -385,11 +387,11 @@ func runExitCode(f *runFlags, outcome *runner.Outcome, missing []gate.RunDiff, e
 func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 	none := o.Errored()
 	if nr := o.NotRun(); len(nr) > 0 && !f.allowMissing && !f.failMissing {
-		report.NotRunHint(stderr, f.name, nr)
+		terminal.NotRunHint(stderr, f.name, nr)
 		none = true
 	}
 	if u := o.Unjudged(); len(u) > 0 {
-		report.UnjudgedHint(stderr, f.name, u)
+		terminal.UnjudgedHint(stderr, f.name, u)
 		none = true
 	}
 	return none
@@ -429,11 +431,11 @@ func allowPrograms(f *runFlags, selected *scenario.Plan, stderr io.Writer) bool 
 
 // baselineComparer loads --baseline, if given, refusing a partial one unless
 // --allow-partial; nil when there is no baseline.
-func baselineComparer(f *runFlags) (*report.Comparer, error) {
+func baselineComparer(f *runFlags) (*baseline.Comparer, error) {
 	if f.baselinePath == "" {
 		return nil, nil
 	}
-	base, err := report.LoadBaseline(f.baselinePath)
+	base, err := baseline.Load(f.baselinePath)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +446,7 @@ func baselineComparer(f *runFlags) (*report.Comparer, error) {
 	} else if legacy {
 		f.log.Warn().Str("baseline", base.Path).Msg("the baseline has no invocation record (written by a kalab before invocation records): whether its invocation completed is unknown")
 	}
-	return &report.Comparer{Baseline: base}, nil
+	return &baseline.Comparer{Baseline: base}, nil
 }
 
 // runnerOptions are the runner options the flags give.

@@ -1,6 +1,6 @@
 // Package gate decides whether a metric regressed against its baseline value: the
 // direction each metric gets worse in, its default tolerance, the slack a tolerance allows
-// at a run's time scale, and the verdict. engine/report applies it to whole runs.
+// at a run's time scale, and the verdict. engine/report/baseline applies it to whole runs.
 //
 // # Baselines
 //
@@ -33,7 +33,7 @@
 // run; a file compares them with its model's in the same invocation instead.
 //
 // The figures come from five runs of the default suite (kalab run scenarios --time-scale
-// 0.1, four runs in parallel) on a 2-core AMD EPYC (engine/report names it), compared
+// 0.1, four runs in parallel) on a 2-core AMD EPYC (engine/report/baseline names it), compared
 // pairwise both ways. Between quiet runs p50 moved up to 26% (http2-burst, 5,000 requests at once), p90 up to 108%,
 // p99 up to 155%, total_ms up to 58% at 1 ms RTT (1.9 ms real per request), errors 16 vs
 // 15, connections 67 vs 65; with the defaults only http2-burst (whose counts depend on a

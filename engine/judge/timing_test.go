@@ -8,6 +8,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/terminal"
 )
 
 // TestMarginOfAnExpectCheck: the margin is the lateness per trip that, taken off the
@@ -53,7 +54,7 @@ func TestSummaryCountsReruns(t *testing.T) {
 		{Scenario: "s", Variant: "c", Status: report.StatusPass, Timing: &report.Timing{Attempt: 1}},
 	}
 	var b bytes.Buffer
-	if err := report.Summary(&b, runs, nil); err != nil {
+	if err := terminal.Summary(&b, runs, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"timing: 2 of 3 runs rerun alone", "1 still noisy", "s / a: attempt 1: link late", "s / b: rerun alone, still noisy: no verdict (2 attempts)"} {

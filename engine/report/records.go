@@ -205,6 +205,10 @@ type Run struct {
 	line int // the line it was read from, for messages about a file
 }
 
+// Line is the line of results.jsonl the record was read from, for messages about the file;
+// 0 for a record that was not read from one.
+func (r *Run) Line() int { return r.line }
+
 // Replay is what a replay run read: lines (a HAR file's entries), the requests it sent,
 // the distinct clients (one connection pool each), and every line it could not read,
 // counted, the first of them kept with their numbers and why.
@@ -334,7 +338,7 @@ type Timing struct {
 	// turn (3 for a new plain connection, 5 with TLS 1.3, 7 with TLS 1.2); absent without a
 	// link. Against a baseline, the extra wait per request and the extra link lateness
 	// times these trips are what a busier machine could add to a request: a time metric's
-	// regression inside that makes the run noisy (report.machineShift).
+	// regression inside that makes the run noisy (machineShift in engine/report/baseline).
 	LinkTrips int `json:"link_trips,omitempty"`
 	// ServerCPUWaitMs is how long, in real milliseconds, a real server program's threads
 	// (every process of its group) were ready to run during the run but waited for a core

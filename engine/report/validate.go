@@ -59,6 +59,13 @@ func validateFile(path string, requests bool) (lines int, err error) {
 	return validateLines(path, s)
 }
 
+// ValidateResults checks every line of a results.jsonl against schema/result.schema.json;
+// the error, "path:line: what is wrong", names the first bad line.
+func ValidateResults(path string) error {
+	_, err := validateFile(path, false)
+	return err
+}
+
 // validateConnectionsFile checks every line of a connection file against
 // #/$defs/connection.
 func validateConnectionsFile(path string) (lines int, err error) {

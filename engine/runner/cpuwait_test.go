@@ -12,6 +12,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
@@ -109,17 +110,17 @@ func TestCPUWaitJudgedAgainstABaseline(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		b, err := report.LoadBaseline(w.Path)
+		b, err := baseline.Load(w.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cur := *busy
 		tm := *busy.Timing
 		cur.Timing, cur.Checks = &tm, nil
-		tols := &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{"cpu": {Rules: map[string]scenario.Tolerance{
+		tols := &baseline.Tolerances{Scenarios: map[string]baseline.ScenarioTolerances{"cpu": {Rules: map[string]scenario.Tolerance{
 			"latency_ms.mean": {Value: 1}, // the mean may rise by 1 ms
 		}}}}
-		(&report.Comparer{Baseline: b, Tolerances: tols}).Apply(&cur)
+		(&baseline.Comparer{Baseline: b, Tolerances: tols}).Apply(&cur)
 		return &cur
 	}
 	// What the judge excuses: the extra wait and the link's extra lateness over its trips.
@@ -166,7 +167,7 @@ func hiddenHog(quiet, busy *report.Run) string {
 // TestJudgeMadeNoisyIsRerun: a run the baseline judge finds noisy (a regression inside its
 // extra wait for a core) is not a result: its checks are dropped, it is rerun alone, and
 // if it stays noisy it ends as an engine error that says what to do. The judge here is a
-// stand-in for report.Comparer (tested above on real records); what is under test is the
+// stand-in for baseline.Comparer (tested above on real records); what is under test is the
 // runner's handling of its finding.
 func TestJudgeMadeNoisyIsRerun(t *testing.T) {
 	src := `
@@ -215,7 +216,7 @@ expect: ["errors == 0"]
 	}
 }
 
-// noisyBaseline stands in for report.Comparer: it finds the first times runs noisy.
+// noisyBaseline stands in for baseline.Comparer: it finds the first times runs noisy.
 type noisyBaseline struct{ times, calls int }
 
 func (b *noisyBaseline) Apply(r *report.Run) {

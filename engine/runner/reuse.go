@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // Reuse holds the runs of an earlier results file that kalab run --reuse-real takes
@@ -25,7 +26,7 @@ type reuseKey struct {
 // LoadReuse reads the runs of path (a results.jsonl, or a run directory holding one, read
 // and checked as a baseline is) that a later invocation may reuse.
 func LoadReuse(path string) (*Reuse, error) {
-	res, err := report.LoadBaseline(path)
+	res, err := baseline.Load(path)
 	if err != nil {
 		return nil, err
 	}

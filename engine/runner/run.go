@@ -242,7 +242,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	virtual := c.Virtual()
 	if virtual {
 		// virtual: not judged. Its time is simulated, so nothing the machine did moved
-		// it: no timer lateness, no CPU rule, no baseline excuse (report.machineShift).
+		// it: no timer lateness, no CPU rule, no baseline excuse (machineShift in engine/report/baseline).
 		rec.Timing = machineTook(&report.Timing{Sources: map[string]report.TimingSource{}}, pressure, cpuWait, queue)
 	} else {
 		sched.Into(&tm.Sched)

@@ -119,7 +119,7 @@ func (o Options) Compile() compile.Options {
 		CallerClient: o.NewClient != nil, CallerRealClock: o.CallerRealClock, TestHops: len(o.middleboxes) > 0}
 }
 
-// Baseline is the baseline comparison a run is judged by (a *report.Comparer).
+// Baseline is the baseline comparison a run is judged by (a *baseline.Comparer).
 type Baseline interface {
 	// Apply sees a run's record after its checks and before it is written, and may add
 	// checks or find the run noisy.

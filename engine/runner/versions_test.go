@@ -13,6 +13,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/terminal"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -120,7 +121,7 @@ compare: ["variant('real').errors == variant('model').errors"]
 			t.Fatalf("the run recorded version %q: the stand-in did not answer the probe", real.Client.Version)
 		}
 		var sum bytes.Buffer
-		if err := report.Summary(&sum, out.Runs, out.Scenarios); err != nil {
+		if err := terminal.Summary(&sum, out.Runs, out.Scenarios); err != nil {
 			t.Fatal(err)
 		}
 		note := "undici 6.99.0 is not among the versions the undici preset was verified against (6.24.1 on 2026-12-07, 7.30.3 on 2026-12-07)"

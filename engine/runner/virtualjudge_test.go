@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -49,11 +50,11 @@ func TestVirtualRegressionBesideBusyProcesses(t *testing.T) {
 		t.Fatalf("baseline run: status %s (%s), p50 %v, want a pass at 40 ms", base.Status, base.Error, base.Metrics.LatencyMs.P50)
 	}
 	b := reporttest.Baseline(t, base)
-	tols := &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{"rtt": {Rules: map[string]scenario.Tolerance{
+	tols := &baseline.Tolerances{Scenarios: map[string]baseline.ScenarioTolerances{"rtt": {Rules: map[string]scenario.Tolerance{
 		"latency_ms.p50": {Value: 9.9},
 	}}}}
 	hog(t)
-	r := run("30ms", &report.Comparer{Baseline: b, Tolerances: tols})
+	r := run("30ms", &baseline.Comparer{Baseline: b, Tolerances: tols})
 	if r.Status != report.StatusFail || r.Timing.Noisy || r.Baseline == nil || !slices.Contains(r.Baseline.Regressed, "latency_ms.p50") {
 		t.Errorf("p50 %v against 40: status %s (%s), noisy %v, baseline %+v; want a failed run with latency_ms.p50 regressed",
 			r.Metrics.LatencyMs.P50, r.Status, r.Error, r.Timing.Noisy, r.Baseline)

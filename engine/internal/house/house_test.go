@@ -142,6 +142,8 @@ func TestDataFlowsOneWay(t *testing.T) {
 		"engine/scenario":         {"engine/execclient", "engine/client", "engine/runner", "engine/report", "engine/topology", "engine/compile"},
 		"engine/compile":          {"engine/runner", "engine/topology", "engine/admit"},
 		"engine/report":           {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"engine/report/baseline":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"engine/report/terminal":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
 		"engine/topology":         {"engine/runner", "engine/admit"},
 		"engine/judge":            {"engine/runner", "engine/topology", "engine/admit"},
 		"engine/admit":            {"engine/runner", "engine/topology"},

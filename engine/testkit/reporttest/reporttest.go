@@ -12,6 +12,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // Run is a passed run of 200 requests on one reused connection at about 155 ms each.
@@ -28,7 +29,7 @@ func Run(sc, variant string) *report.Run {
 }
 
 // Baseline writes runs as a results file and loads it as a baseline.
-func Baseline(t *testing.T, runs ...*report.Run) *report.Baseline {
+func Baseline(t *testing.T, runs ...*report.Run) *baseline.Baseline {
 	t.Helper()
 	w, err := report.Create(t.TempDir(), "base")
 	if err != nil {
@@ -42,7 +43,7 @@ func Baseline(t *testing.T, runs ...*report.Run) *report.Baseline {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := report.LoadBaseline(w.Path)
+	b, err := baseline.Load(w.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -23,15 +24,15 @@ func (p Problems) Error() string { return errors.Join(p...).Error() }
 // plays the baseline: a partial one would make every run it lacks look new and hide
 // regressions, so it is refused unless allowPartial. NEW may be partial: the table shows
 // what it has. warnings say what was taken anyway.
-func Load(oldPath, newPath string, allowPartial bool) (old, cur *report.Baseline, warnings []string, err error) {
-	old, oerr := report.LoadBaseline(oldPath)
-	cur, cerr := report.LoadBaseline(newPath)
+func Load(oldPath, newPath string, allowPartial bool) (old, cur *baseline.Baseline, warnings []string, err error) {
+	old, oerr := baseline.Load(oldPath)
+	cur, cerr := baseline.Load(newPath)
 	var bad Problems
 	for _, e := range []struct {
 		role string
 		err  error
 	}{{"OLD", oerr}, {"NEW", cerr}} {
-		var be *report.BaselineError
+		var be *baseline.Error
 		switch {
 		case errors.As(e.err, &be):
 			bad = append(bad, fmt.Errorf("%s %s: %v", e.role, be.Path, be.Err))
@@ -44,7 +45,7 @@ func Load(oldPath, newPath string, allowPartial bool) (old, cur *report.Baseline
 	}
 	for _, e := range []struct {
 		role    string
-		b       *report.Baseline
+		b       *baseline.Baseline
 		partial bool
 	}{{"OLD", old, allowPartial}, {"NEW", cur, true}} {
 		legacy, err := e.b.Complete()
@@ -64,7 +65,7 @@ func Load(oldPath, newPath string, allowPartial bool) (old, cur *report.Baseline
 // scenario, then OLD's runs that NEW lacks. With scenarioFiles, the baseline: blocks of the
 // scenario files NEW names apply as kalab run applies them, and runs follow their files'
 // order; each file that does not load is a warning, and its runs get the defaults.
-func Compare(old, cur *report.Baseline, tols *report.Tolerances, scenarioFiles bool) (diffs []gate.RunDiff, warnings []error) {
+func Compare(old, cur *baseline.Baseline, tols *baseline.Tolerances, scenarioFiles bool) (diffs []gate.RunDiff, warnings []error) {
 	runs := make([]*report.Run, len(cur.Runs))
 	for i := range cur.Runs {
 		runs[i] = &cur.Runs[i]
@@ -74,7 +75,7 @@ func Compare(old, cur *report.Baseline, tols *report.Tolerances, scenarioFiles b
 		order, warnings = fileTolerances(runs, tols)
 	}
 	sortRuns(runs, order)
-	cmp := &report.Comparer{Baseline: old, Tolerances: tols}
+	cmp := &baseline.Comparer{Baseline: old, Tolerances: tols}
 	return cmp.Diff(runs), warnings
 }
 
@@ -110,7 +111,7 @@ func sortRuns(runs []*report.Run, order map[string]int) {
 // run would have, and returns each planned run's place in its file (key scenario NUL
 // variant). A file that is gone is skipped (results from another checkout: defaults apply);
 // one that no longer loads is a warning.
-func fileTolerances(runs []*report.Run, tols *report.Tolerances) (map[string]int, []error) {
+func fileTolerances(runs []*report.Run, tols *baseline.Tolerances) (map[string]int, []error) {
 	order := map[string]int{}
 	files := map[string]bool{}
 	for _, r := range runs {
@@ -150,7 +151,7 @@ func fileTolerances(runs []*report.Run, tols *report.Tolerances) (map[string]int
 // invocation meant to run (keep: the files it selected, its filter, a shard's part) but
 // did not record, unless it was interrupted, and those planned but not run here (a program
 // they need is missing).
-func Gate(w io.Writer, cmp *report.Comparer, runs []*report.Run, interrupted bool, keep func(*report.Run) bool, failMissing bool) ([]gate.RunDiff, error) {
+func Gate(w io.Writer, cmp *baseline.Comparer, runs []*report.Run, interrupted bool, keep func(*report.Run) bool, failMissing bool) ([]gate.RunDiff, error) {
 	diffs := make([]gate.RunDiff, 0, len(runs))
 	for _, r := range runs {
 		diffs = append(diffs, cmp.CompareRun(r))

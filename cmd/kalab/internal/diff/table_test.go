@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 func TestDiffTable(t *testing.T) {
@@ -15,7 +16,7 @@ func TestDiffTable(t *testing.T) {
 	cur.Metrics.Connections = 50
 	cur.Metrics.LatencyMs.Mean = 100
 	cur.Metrics.LatencyMs.Max = 4000
-	cmp := &report.Comparer{Baseline: b}
+	cmp := &baseline.Comparer{Baseline: b}
 	diffs := cmp.Diff([]*report.Run{cur, baseRun("s", "fresh")})
 	var buf bytes.Buffer
 	if err := DiffTable(&buf, diffs, false); err != nil {

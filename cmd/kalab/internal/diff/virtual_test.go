@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // TestVirtualRegressionRegresses: kalab diff of a virtual run whose p50 went 40 -> 49.988
@@ -23,7 +24,7 @@ func TestVirtualRegressionRegresses(t *testing.T) {
 		return r
 	}
 	old, cur := loadBase(t, run("base", 40, 20)), loadBase(t, run("now", 49.988, 1125.4))
-	diffs, _ := Compare(old, cur, &report.Tolerances{}, false)
+	diffs, _ := Compare(old, cur, &baseline.Tolerances{}, false)
 	if c := Count(diffs); c.Regressed != 1 || c.NotComparable != 0 {
 		t.Errorf("counts %+v, want 1 regressed (kalab diff exit 1)", c)
 	}

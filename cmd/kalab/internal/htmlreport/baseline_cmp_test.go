@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -43,7 +43,7 @@ func TestBrowserBaselineComparison(t *testing.T) {
 	const plan = "name: cmp\nload: {requests: 4}\nclient: {keepalive: %s}\n"
 	base := runPlan(t, t.TempDir(), strings.Replace(plan, "%s", "true", 1))
 	cur := runPlan(t, t.TempDir(), strings.Replace(plan, "%s", "false", 1))
-	b, err := report.LoadBaseline(base)
+	b, err := baseline.Load(base)
 	if err != nil {
 		t.Fatal(err)
 	}

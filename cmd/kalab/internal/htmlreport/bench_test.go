@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -117,9 +118,9 @@ func TestSuiteLikeReportDrawsEveryRequest(t *testing.T) {
 		if w == `class="bar` {
 			bars++
 		}
-		// A run of many lanes is painted from its requests as data (canvas.go).
+		// A run of many lanes is painted from its requests as data (timeline/canvas.go).
 		if data, ok := strings.CutPrefix(w, `class="tldata">`); ok {
-			var d canvasData
+			var d timeline.CanvasData
 			data, _, _ = strings.Cut(data, "</script>")
 			if err := json.Unmarshal([]byte(data), &d); err != nil {
 				t.Fatalf("canvas data: %v", err)

@@ -5,13 +5,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 )
 
 // histogram draws the latency distribution with reused, new and failed requests stacked
 // in each bin. Bins are logarithmic when latencies span more than a factor of 4 (a run
 // mixes 1-RTT reused and 3-RTT new requests), else linear; heights are on a square-root
 // scale, so 15 failures still show beside 900 reused requests.
-func histogram(reqs []Request) template.HTML {
+func histogram(reqs []timeline.Request) template.HTML {
 	if len(reqs) == 0 {
 		return ""
 	}
@@ -50,7 +52,7 @@ func (h *histCounts) pos(v float64) float64 {
 	return (v - h.lo) / (h.hi - h.lo)
 }
 
-func (h *histCounts) add(r *Request) {
+func (h *histCounts) add(r *timeline.Request) {
 	k := min(int(h.pos(r.LatencyMs)*histBins), histBins-1)
 	h.n++
 	switch {
@@ -166,7 +168,7 @@ type phaseRow struct {
 // first byte; a queue phase is any field whose name holds "queue" (a newer kalab's queue
 // wait). What precedes the first byte beyond those is the wait for the server (the request
 // crossing the link and the response coming back), and what follows it is the body.
-func phaseSplit(reqs []Request) []phaseRow {
+func phaseSplit(reqs []timeline.Request) []phaseRow {
 	var a phaseAcc
 	for i := range reqs {
 		a.add(&reqs[i])
@@ -183,7 +185,7 @@ type phaseSum struct {
 // phaseAcc sums the phases of successful new and reused requests, one request at a time.
 type phaseAcc [2]phaseSum // new, reused
 
-func (a *phaseAcc) add(r *Request) {
+func (a *phaseAcc) add(r *timeline.Request) {
 	if r.Class != "" {
 		return
 	}
@@ -265,5 +267,8 @@ func phaseChart(rows []phaseRow) template.HTML {
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // numbers and escaped text only
 }
+
+// ms writes a time in ms as the whole page does (the timeline's way).
+func ms(v float64) string { return timeline.Ms(v) }
 
 func fmtf(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }

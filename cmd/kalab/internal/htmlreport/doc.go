@@ -1,7 +1,9 @@
 // Package htmlreport renders a results directory as one self-contained HTML file: per
 // scenario file its runs side by side with their checks, and per run a request timeline
-// with one lane per client connection, a latency histogram, the phases of a request and
-// the resolved parameters.
+// with one lane per client connection (drawn by cmd/kalab/internal/htmlreport/timeline), a
+// latency histogram, the phases of a request and the resolved parameters. It reads the
+// results, their request and connection files (a run too large to hold as a digest), and
+// an optional baseline to compare with.
 //
 // The charts are SVG written by this package (html/template for the page, a strings
 // builder for the thousands of bars, whose attributes are numbers and fixed class names),

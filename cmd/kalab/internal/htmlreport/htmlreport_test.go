@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // writeResults makes a results directory with one run of the given requests and server
@@ -126,26 +128,10 @@ func TestTimelineDrawsEachRequestOnItsConnection(t *testing.T) {
 	}
 }
 
-func TestPausesBetweenBurstsAreFound(t *testing.T) {
-	t.Parallel()
-	var reqs []Request
-	for i, s := range []float64{0, 100, 1600, 1700, 3800, 3900} { // bursts of 2, pauses of 1.4 s and 2 s
-		reqs = append(reqs, Request{Request: report.Request{Seq: i, StartMs: s, LatencyMs: 100}})
-	}
-	got := findPauses(reqs, plan{Burst: 2, PauseMinMs: 1000})
-	want := [][2]float64{{200, 1600}, {1800, 3800}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("pauses %v; want %v", got, want)
-	}
-	if p := findPauses(reqs, plan{}); p != nil {
-		t.Fatalf("pauses %v without bursts in the plan", p)
-	}
-}
-
-// Above MaxDrawn requests the lanes hold time buckets that still account for every request.
+// Above timeline.MaxDrawn requests the lanes hold time buckets that still account for every request.
 func TestLargeRunsAreAggregated(t *testing.T) {
 	t.Parallel()
-	const n = MaxDrawn + 2000
+	const n = timeline.MaxDrawn + 2000
 	reqs := make([]report.Request, n)
 	for i := range reqs {
 		reqs[i] = report.Request{Seq: i, StartMs: float64(i), LatencyMs: 5, Conn: uint64(i%3 + 1), Reused: i > 3, Attempts: 1, Status: 200}
@@ -231,7 +217,7 @@ func TestBaselineFiguresAreLinked(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Runs[0].Baseline = &report.BaselineRef{File: basePath, RunID: "b1", State: "compared"}
-	if _, err := report.LoadBaseline(basePath); err != nil {
+	if _, err := baseline.Load(basePath); err != nil {
 		t.Fatal(err)
 	}
 	linkBaselines(res.Runs)

@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 // Results is what a results directory holds, as the report reads it.
@@ -59,7 +61,7 @@ func runsOf(rds []*RunData) []report.Run {
 // RunData is one run record with its request and connection lines.
 type RunData struct {
 	report.Run
-	Requests []Request
+	Requests []timeline.Request
 	Conns    []report.Conn
 	// Missing says why requests or connections could not be read ("" when they were).
 	Missing string
@@ -81,28 +83,6 @@ func (rd *RunData) Count() int {
 
 // HasRequests says whether the run has requests to draw.
 func (rd *RunData) HasRequests() bool { return rd.Count() > 0 }
-
-// pauses are the pauses between the run's bursts (findPauses).
-func (rd *RunData) pauses(pl plan) [][2]float64 {
-	if rd.Digest != nil {
-		return rd.Digest.Pauses
-	}
-	return findPauses(rd.Requests, pl)
-}
-
-// Request is a request line with the phase fields it carries, whatever their names.
-type Request struct {
-	report.Request
-	// Extra holds numeric *_ms fields the report does not know by name (phases added by
-	// a newer kalab), in the order the line had them.
-	Extra []Field
-}
-
-// Field is a named number.
-type Field struct {
-	Name  string
-	Value float64
-}
 
 // Load reads dir/results.jsonl and every request and connection file its runs name.
 // Unknown record kinds and unknown fields are tolerated: the report draws what it knows.
@@ -165,7 +145,7 @@ func readRun(path string, rd *RunData) error {
 		return rerr
 	}
 	ex := newExplainer(rd)
-	d, err := digestRequests(path, rd.Conns, readPlan(rd.Params), ex.see)
+	d, err := digestRequests(path, rd.Conns, timeline.ReadPlan(rd.Params), ex.see)
 	if d != nil {
 		d.Explain = ex.json()
 	}
@@ -182,7 +162,7 @@ func exists(path string) bool {
 // file its record names. A baseline file that is gone or unreadable leaves the link out:
 // the record's verdicts are still shown.
 func linkBaselines(runs []*RunData) {
-	files := map[string]*report.Baseline{}
+	files := map[string]*baseline.Baseline{}
 	for _, rd := range runs {
 		b := rd.Baseline
 		if b == nil || b.File == "" || b.RunID == "" {
@@ -190,7 +170,7 @@ func linkBaselines(runs []*RunData) {
 		}
 		base, seen := files[b.File]
 		if !seen {
-			base, _ = report.LoadBaseline(b.File)
+			base, _ = baseline.Load(b.File)
 			files[b.File] = base
 		}
 		if base == nil {
@@ -216,26 +196,26 @@ var knownMs = map[string]bool{"start_ms": true, "latency_ms": true, "connect_ms"
 // beside the ones the report knows by name: every line of a scheduled run carries
 // queue_wait_ms, 0 where the request began on time, so reading it by name keeps such a
 // file from being parsed twice a line for its unknown fields.
-func withQueueWait(r *Request) {
+func withQueueWait(r *timeline.Request) {
 	if q := r.QueueWaitMs; q != nil && *q != 0 {
-		r.Extra = append(r.Extra, Field{"queue_wait_ms", *q})
+		r.Extra = append(r.Extra, timeline.Field{Name: "queue_wait_ms", Value: *q})
 		sort.Slice(r.Extra, func(i, j int) bool { return r.Extra[i].Name < r.Extra[j].Name })
 	}
 }
 
-func readRequests(path string) ([]Request, error) {
+func readRequests(path string) ([]timeline.Request, error) {
 	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
-	var out []Request
+	var out []timeline.Request
 	br := bufio.NewReaderSize(f, 256<<10)
 	extra := false // whether lines carry *_ms fields beyond the known ones (checked on the first)
 	for n := 1; ; n++ {
 		b, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			var r Request
+			var r timeline.Request
 			if jerr := json.Unmarshal(b, &r.Request); jerr != nil {
 				return out, fmt.Errorf("%s:%d: %v", path, n, jerr)
 			}
@@ -258,19 +238,19 @@ func readRequests(path string) ([]Request, error) {
 }
 
 // unknownMs returns the numeric *_ms fields of a JSON object that knownMs does not name.
-func unknownMs(b []byte) []Field {
+func unknownMs(b []byte) []timeline.Field {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(b, &m) != nil {
 		return nil
 	}
-	var out []Field
+	var out []timeline.Field
 	for k, v := range m {
 		if !strings.HasSuffix(k, "_ms") || knownMs[k] {
 			continue
 		}
 		var x float64
 		if json.Unmarshal(v, &x) == nil {
-			out = append(out, Field{k, x})
+			out = append(out, timeline.Field{Name: k, Value: x})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 )
 
 //go:embed page.html.tmpl
@@ -84,8 +86,8 @@ type Options struct {
 	// Baseline, when set (kalab report --baseline), is compared with every run under
 	// Tolerances (nil: the default rules): its run is shown beside each run, and the
 	// metrics that regressed are marked and listed at the top.
-	Baseline   *report.Baseline
-	Tolerances *report.Tolerances
+	Baseline   *baseline.Baseline
+	Tolerances *baseline.Tolerances
 }
 
 // RunKey names a run of a plan.
@@ -112,7 +114,7 @@ type runView struct {
 	*RunData
 	ID, Title    string
 	Open         bool
-	Timeline     timeline
+	Timeline     timeline.Timeline
 	Hist, Phases template.HTML
 	PhaseRows    []phaseRow
 	Params       string
@@ -216,7 +218,7 @@ func planOrder(runs []*RunData, order []RunKey) []*RunData {
 }
 
 func buildRun(rd *RunData) *runView {
-	pl := readPlan(rd.Params)
+	pl := timeline.ReadPlan(rd.Params)
 	rv := &runView{RunData: rd, ID: "run-" + report.SafeName(rd.Scenario) + "--" + report.SafeName(rd.Variant),
 		Title: rd.Scenario + " / " + rd.Variant}
 	rv.Timeline = buildTimeline(rd, pl)
@@ -260,6 +262,14 @@ func buildRun(rd *RunData) *runView {
 	return rv
 }
 
+// buildTimeline draws a run's lanes from its requests, or from its digest when it has one.
+func buildTimeline(rd *RunData, pl timeline.Plan) timeline.Timeline {
+	if rd.Digest != nil {
+		return timeline.Build(nil, rd.Conns, rd.Digest.Digest, pl)
+	}
+	return timeline.Build(rd.Requests, rd.Conns, nil, pl)
+}
+
 // WriteFile renders res into path through engine/atomicfile: a reader sees the old file or
 // the whole new one, and a target that is not a regular file (directory, symlink, device,
 // FIFO) is refused with an *atomicfile.RefusedError.
@@ -288,7 +298,7 @@ func compareRun(rv *runView, opt Options) {
 	if opt.Baseline == nil {
 		return
 	}
-	c := &report.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
+	c := &baseline.Comparer{Baseline: opt.Baseline, Tolerances: opt.Tolerances}
 	d := c.CompareRun(&rv.Run)
 	rv.Diff = &d
 	if br := opt.Baseline.Run(rv.Scenario, rv.Variant); br != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -134,13 +135,13 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 	if rd.Digest == nil || len(rd.Requests) != 0 {
 		t.Fatalf("%d requests held, digest %v: want a digest and no request held", len(rd.Requests), rd.Digest != nil)
 	}
-	tl := buildTimeline(rd, readPlan(rd.Params))
+	tl := buildTimeline(rd, timeline.ReadPlan(rd.Params))
 	if !tl.Canvas || tl.Aggregated == "" {
 		t.Fatalf("canvas %v, note %q: want a canvas that says it merged", tl.Canvas, tl.Aggregated)
 	}
 	_, data, _ := strings.Cut(string(tl.SVG), `class="tldata">`)
 	data, _, _ = strings.Cut(data, "</script>")
-	var d canvasData
+	var d timeline.CanvasData
 	if err := json.Unmarshal([]byte(data), &d); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestMillionScaleRunsMergeButKeepFailures(t *testing.T) {
 		} else {
 			counted++
 		}
-		if d.R[i+3] == kindCodes[kindFailed] {
+		if d.R[i+3] == timeline.KindCodes[timeline.KindFailed] {
 			failed++
 		}
 	}
@@ -200,7 +201,7 @@ func TestDigestDrawsAsHeldRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	hd := &RunData{Run: dg.Run, Requests: held, Conns: dg.Conns}
-	pl := readPlan(dg.Params)
+	pl := timeline.ReadPlan(dg.Params)
 	a, b := buildTimeline(dg, pl), buildTimeline(hd, pl)
 	if a.Pauses == 0 || a.SVG != b.SVG || a.Axis != b.Axis || a.Aggregated != b.Aggregated {
 		t.Errorf("the digest's timeline (%d pauses, %d bytes) differs from the held requests' (%d pauses, %d bytes)", a.Pauses, len(a.SVG), b.Pauses, len(b.SVG))

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/htmlreport/timeline"
 	"github.com/kalab-dev/kalab/engine/report"
 )
 
@@ -23,9 +24,9 @@ func TestHistogramTicksDistinct(t *testing.T) {
 		{"a narrow range", []float64{100.01, 100.02}, 1},
 		{"a wide range", []float64{100, 400}, 7},
 	} {
-		var reqs []Request
+		var reqs []timeline.Request
 		for _, l := range c.lat {
-			reqs = append(reqs, Request{Request: report.Request{LatencyMs: l, Status: 200}})
+			reqs = append(reqs, timeline.Request{Request: report.Request{LatencyMs: l, Status: 200}})
 		}
 		got := tick.FindAllStringSubmatch(string(histogram(reqs)), -1)
 		seen := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
-	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -32,7 +32,7 @@ func CheckPath(path string) error { return atomicfile.Check(path) }
 // is not nil. The scenario files the results name give each scenario's description, the
 // plan's order of their runs, and their baseline tolerances; a file that is gone or no
 // longer loads is skipped. log hears of runs drawn without their requests.
-func Report(dir, path, version string, base *report.Baseline, log zerolog.Logger) error {
+func Report(dir, path, version string, base *baseline.Baseline, log zerolog.Logger) error {
 	res, err := Load(dir)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errInput, err)
@@ -46,7 +46,7 @@ func Report(dir, path, version string, base *report.Baseline, log zerolog.Logger
 		}
 	}
 	opt := Options{Version: version, Descriptions: map[string]string{}}
-	tols := &report.Tolerances{Scenarios: map[string]report.ScenarioTolerances{}}
+	tols := &baseline.Tolerances{Scenarios: map[string]baseline.ScenarioTolerances{}}
 	for _, f := range scenarioFiles(res) {
 		plan, err := scenario.LoadFiles([]string{f})
 		if err != nil {
@@ -57,7 +57,7 @@ func Report(dir, path, version string, base *report.Baseline, log zerolog.Logger
 			opt.Descriptions[s.Name] = s.Description
 			if len(s.Baseline) > 0 {
 				// The tolerances kalab diff applies: the scenario files' baseline sections.
-				tols.Scenarios[s.Name] = report.ScenarioTolerances{File: s.File, Rules: s.Baseline}
+				tols.Scenarios[s.Name] = baseline.ScenarioTolerances{File: s.File, Rules: s.Baseline}
 			}
 			for _, r := range s.Runs {
 				opt.Order = append(opt.Order, RunKey{Scenario: s.Name, Variant: r.Variant})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/atomicfile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -126,7 +127,7 @@ type Merge struct {
 	// PlanHash is the whole plan's (before the filter), as each shard's invocation record has it.
 	PlanHash string
 	// Baseline, when set, judges each merged run once, against its own baseline.
-	Baseline *report.Comparer
+	Baseline *baseline.Comparer
 	// Gaps say what Collect found missing: whole shards, and runs a shard was given but did
 	// not record.
 	Gaps []string

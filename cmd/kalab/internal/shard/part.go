@@ -9,6 +9,7 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/report/baseline"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
@@ -71,7 +72,7 @@ func Select(plan *scenario.Plan, opt *runner.Options, spec Spec, weights string,
 // measuredWeights weighs each run by its wall time in the results at path, where it ran
 // on the clock it runs on here; the plan's estimate otherwise.
 func measuredWeights(path string, opt runner.Options) (Weight, error) {
-	base, err := report.LoadBaseline(path)
+	base, err := baseline.Load(path)
 	if err != nil {
 		return nil, err
 	}

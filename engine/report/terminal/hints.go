@@ -1,13 +1,15 @@
-package report
+package terminal
 
 import (
 	"fmt"
 	"io"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // UnjudgedHint tells why the exit code is 3 when every run passed: compare checks the
 // machine's timing left without a verdict.
-func UnjudgedHint(w io.Writer, name string, checks []Check) {
+func UnjudgedHint(w io.Writer, name string, checks []report.Check) {
 	fmt.Fprintf(w, "kalab %s: %d compare check%s not evaluated, the machine's timing could change %s verdict (exit 3); try --parallel 1, a larger --time-scale or a quieter machine:\n",
 		name, len(checks), plural(len(checks)), map[bool]string{true: "its", false: "their"}[len(checks) == 1])
 	for _, c := range checks {
@@ -17,7 +19,7 @@ func UnjudgedHint(w io.Writer, name string, checks []Check) {
 
 // NotRunHint tells, at the end, why the exit code is 3 when every run that ran passed:
 // the programs to install, or --allow-missing.
-func NotRunHint(w io.Writer, name string, runs []*Run) {
+func NotRunHint(w io.Writer, name string, runs []*report.Run) {
 	fmt.Fprintf(w, "kalab %s: %d run%s not run here, because a program is not installed; the checks that read them were not evaluated (exit 3):\n",
 		name, len(runs), plural(len(runs)))
 	seen := map[string]bool{}

@@ -1,22 +1,24 @@
-package report
+package terminal
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // The summary lists, beside the runs' verdicts, each run whose real program ran at a version
 // its preset was not verified against, with its note; other notes stay in the record.
 func TestSummaryShowsUnverifiedVersions(t *testing.T) {
 	t.Parallel()
-	note := UnverifiedVersionNote("undici", "6.99.0", "undici", "6.24.1 on 2026-12-01")
+	note := report.UnverifiedVersionNote("undici", "6.99.0", "undici", "6.24.1 on 2026-12-01")
 	other := sampleRun()
 	other.Variant, other.Notes = "model", []string{"exec client: ran at time scale 1, not 0.5"}
 	real := sampleRun()
 	real.Variant, real.Notes = "real", []string{"exec client: ran at time scale 1, not 0.5", note}
 	var b bytes.Buffer
-	if err := Summary(&b, []*Run{other, real}, nil); err != nil {
+	if err := Summary(&b, []*report.Run{other, real}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
@@ -31,7 +33,7 @@ func TestSummaryShowsUnverifiedVersions(t *testing.T) {
 		t.Errorf("note %q", note)
 	}
 	b.Reset()
-	if err := Summary(&b, []*Run{other}, nil); err != nil {
+	if err := Summary(&b, []*report.Run{other}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "versions:") {

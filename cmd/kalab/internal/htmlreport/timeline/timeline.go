@@ -1,4 +1,4 @@
-package htmlreport
+package timeline
 
 import (
 	"cmp"
@@ -20,29 +20,29 @@ const plotW = 1200
 
 // Bar kinds, also the CSS classes of the bars.
 const (
-	kindNew     = "new"
-	kindReused  = "reused"
-	kindFailed  = "failed"
-	kindRetried = "retried" // the client retried it visibly (attempts > 1) and it succeeded
-	kindHidden  = "hidden"  // the library re-sent it on its own (go-net-http) and it succeeded
+	KindNew     = "new"
+	KindReused  = "reused"
+	KindFailed  = "failed"
+	KindRetried = "retried" // the client retried it visibly (attempts > 1) and it succeeded
+	KindHidden  = "hidden"  // the library re-sent it on its own (go-net-http) and it succeeded
 )
 
 func kindOf(r *report.Request) string {
 	switch {
 	case r.Class != "":
-		return kindFailed
+		return KindFailed
 	case r.HiddenRetries > 0:
-		return kindHidden
+		return KindHidden
 	case r.Attempts > 1:
-		return kindRetried
+		return KindRetried
 	case r.Reused:
-		return kindReused
+		return KindReused
 	}
-	return kindNew
+	return KindNew
 }
 
-// timeline is one run's lane chart, rendered.
-type timeline struct {
+// Timeline is one run's lane chart, rendered.
+type Timeline struct {
 	SVG        template.HTML // the lanes
 	Axis       template.HTML // the time axis with bursts and pauses
 	Labels     template.HTML // lane names, beside the lanes
@@ -78,15 +78,15 @@ func f1(b []byte, v float64) []byte {
 
 // laneOrder groups a run's requests into one lane per client connection, with the server's
 // closes of each, in dial order (the requests that got no connection last), and returns
-// them with the time the axis must cover.
-func laneOrder(rd *RunData, pl plan) ([]*lane, float64) {
-	if rd.Digest != nil {
-		return rd.Digest.Lanes, rd.Digest.Span
+// them with the time the axis must cover. A digest has its lanes laid already.
+func laneOrder(reqs []Request, conns []report.Conn, dg *Digest, pl Plan) ([]*lane, float64) {
+	if dg != nil {
+		return dg.Lanes, dg.Span
 	}
 	lanes := map[uint64]*lane{}
 	span := 1.0
-	for i := range rd.Requests {
-		r := &rd.Requests[i]
+	for i := range reqs {
+		r := &reqs[i]
 		l := lanes[r.Conn]
 		if l == nil {
 			l = &lane{conn: r.Conn, from: r.StartMs}
@@ -96,12 +96,12 @@ func laneOrder(rd *RunData, pl plan) ([]*lane, float64) {
 		l.from, l.to = min(l.from, r.StartMs), max(l.to, r.StartMs+r.LatencyMs)
 		span = max(span, r.StartMs+r.LatencyMs)
 	}
-	return sortLanes(lanes, rd.Conns, pl, span)
+	return sortLanes(lanes, conns, pl, span)
 }
 
 // sortLanes adds the server's closes to their lanes and returns the lanes in dial order
 // (the requests that got no connection last) with the time the axis must cover.
-func sortLanes(lanes map[uint64]*lane, conns []report.Conn, pl plan, span float64) ([]*lane, float64) {
+func sortLanes(lanes map[uint64]*lane, conns []report.Conn, pl Plan, span float64) ([]*lane, float64) {
 	for _, c := range conns {
 		if c.ClientConn == 0 || c.ClosedMs == nil {
 			continue
@@ -129,29 +129,38 @@ func sortLanes(lanes map[uint64]*lane, conns []report.Conn, pl plan, span float6
 	return order, span
 }
 
-func buildTimeline(rd *RunData, pl plan) timeline {
-	tl := timeline{}
-	order, span := laneOrder(rd, pl)
+// Build draws a run's lanes: from its requests held one by one (reqs, with the server's
+// connection records conns), or, when dg is not nil, from the digest of a run too large to
+// hold (reqs is then empty). Above CanvasLanes lanes the page paints them on a canvas from
+// the requests as data; else each request is an SVG bar, or above MaxDrawn requests each
+// lane a row of time buckets.
+func Build(reqs []Request, conns []report.Conn, dg *Digest, pl Plan) Timeline {
+	tl := Timeline{}
+	order, span := laneOrder(reqs, conns, dg, pl)
 	tl.SpanMs = span
 	x := func(t float64) float64 { return t / span * plotW }
+	pauses := findPauses(reqs, pl) // drawn behind the lanes
+	count := len(reqs)
+	if dg != nil {
+		pauses, count = dg.Pauses, dg.N
+	}
 	if len(order) > CanvasLanes {
-		canvasTimeline(&tl, rd, order, pl, span)
-		tl.Axis = template.HTML(axis(span, rd.pauses(pl), x))
+		canvasTimeline(&tl, dg, order, pl, span)
+		tl.Axis = template.HTML(axis(span, pauses, x))
 		return tl
 	}
 	g := laneGeometry(len(order))
 	g.x = x
 	tl.Height = int(g.laneH*float64(len(order))) + 1
-	g.aggregate = rd.Count() > MaxDrawn
+	g.aggregate = count > MaxDrawn
 	g.bucketMs = span / 400
 	if g.aggregate {
-		tl.Aggregated = "This run has " + strconv.Itoa(rd.Count()) + " requests, more than " +
+		tl.Aggregated = "This run has " + strconv.Itoa(count) + " requests, more than " +
 			strconv.Itoa(MaxDrawn) + ": each lane shows buckets of " + strconv.FormatFloat(g.bucketMs, 'f', 1, 64) +
 			" ms; the darker a bucket, the more requests started in it; red buckets hold a failure."
 	}
 
 	b := svgOpen(nil, tl.Height, span, g)
-	pauses := rd.pauses(pl) // drawn behind the lanes
 	tl.Pauses = len(pauses)
 	b = appendPauses(b, pauses, x, tl.Height)
 	var lb []byte
@@ -234,7 +243,7 @@ func appendPauses(b []byte, pauses [][2]float64, x func(float64) float64, height
 
 // appendLane draws lane i (one connection) with its requests and marks, counting bars,
 // failures and their classes in tl.
-func appendLane(b []byte, tl *timeline, i int, l *lane, pl plan, g laneLayout) []byte {
+func appendLane(b []byte, tl *Timeline, i int, l *lane, pl Plan, g laneLayout) []byte {
 	cls := "lane"
 	if l.conn == 0 {
 		cls = "lane-none" // requests that failed before any connection: not a connection
@@ -267,13 +276,13 @@ func appendLane(b []byte, tl *timeline, i int, l *lane, pl plan, g laneLayout) [
 		for _, r := range l.reqs {
 			k := kindOf(&r.Request)
 			tl.Bars++
-			if k == kindFailed {
+			if k == KindFailed {
 				tl.Failed++
 				if !slices.Contains(tl.Classes, r.Class) {
 					tl.Classes = append(tl.Classes, r.Class)
 				}
 			}
-			if k == kindFailed || k == kindRetried || k == kindHidden {
+			if k == KindFailed || k == KindRetried || k == KindHidden {
 				tl.Marked++
 			}
 			b = appendBar(b, r, k, g.x)
@@ -363,7 +372,8 @@ func appendBar(b []byte, r *Request, kind string, x func(float64) float64) []byt
 	return b
 }
 
-func ms(v float64) string {
+// Ms writes a time in ms as the page does: whole from 100 ms, else with one decimal.
+func Ms(v float64) string {
 	if math.Abs(v) >= 100 {
 		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
 	}
@@ -374,7 +384,7 @@ func ms(v float64) string {
 // client RTT/2 later, as the link delays it like data; QUIC sends no FIN), or by the client. Marks are short
 // paths whose hover text the page's script writes from data-t and data-reason: a run of
 // 5,000 connections has 10,000 of them.
-func appendMark(b []byte, c report.Conn, pl plan, x func(float64) float64, gap, laneH float64) []byte {
+func appendMark(b []byte, c report.Conn, pl Plan, x func(float64) float64, gap, laneH float64) []byte {
 	t := *c.ClosedMs
 	mark := func(cls string, at float64, reason bool) {
 		b = append(b, `<path class="mark `...)
@@ -441,8 +451,8 @@ func appendBuckets(b []byte, l *lane, bucketMs float64, x func(float64) float64,
 		b = append(b, `" data-failed="`...)
 		b = strconv.AppendInt(b, int64(c.failed), 10)
 		b = append(b, `" data-tip="`...)
-		b = append(b, template.HTMLEscapeString(strconv.Itoa(c.n)+" request(s) started in "+ms(float64(k)*bucketMs)+
-			" – "+ms(float64(k+1)*bucketMs)+" on connection "+strconv.FormatUint(l.conn, 10)+", "+strconv.Itoa(c.failed)+" failed")...)
+		b = append(b, template.HTMLEscapeString(strconv.Itoa(c.n)+" request(s) started in "+Ms(float64(k)*bucketMs)+
+			" – "+Ms(float64(k+1)*bucketMs)+" on connection "+strconv.FormatUint(l.conn, 10)+", "+strconv.Itoa(c.failed)+" failed")...)
 		b = append(b, `"></rect>`...)
 	}
 	return b
@@ -450,7 +460,7 @@ func appendBuckets(b []byte, l *lane, bucketMs float64, x func(float64) float64,
 
 // findPauses returns the gaps between bursts, [from, to] in ms: stretches in which no
 // request was in flight that are longer than half the plan's shortest pause.
-func findPauses(reqs []Request, pl plan) [][2]float64 {
+func findPauses(reqs []Request, pl Plan) [][2]float64 {
 	if pl.Burst <= 0 || pl.PauseMinMs <= 0 || len(reqs) == 0 {
 		return nil
 	}

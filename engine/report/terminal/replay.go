@@ -1,15 +1,17 @@
-package report
+package terminal
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // replaySummary prints, for each replay run, what it read of its recording and the lines
 // it could not read, with their numbers: "access.log (nginx): 1,204 lines, 1,200
 // requests from 3 clients, 4 bad lines: 17 (no [time_local]), 90 (...)".
-func replaySummary(w io.Writer, runs []*Run) {
+func replaySummary(w io.Writer, runs []*report.Run) {
 	first := true
 	for _, r := range runs {
 		p := r.Replay
@@ -25,7 +27,7 @@ func replaySummary(w io.Writer, runs []*Run) {
 }
 
 // replayLine renders a replay block on one line.
-func replayLine(p *Replay) string {
+func replayLine(p *report.Replay) string {
 	more := ""
 	if p.ClientsCapped {
 		more = " or more"

@@ -1,4 +1,4 @@
-package report
+package terminal
 
 import (
 	"fmt"
@@ -8,14 +8,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/kalab-dev/kalab/engine/numtext"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // Summary renders the terminal table of runs, in the order given (the plan's), with a
 // "compare" row after each scenario that has compare checks; then every failed check with
 // the values it read; then one totals line. TOTAL s is the run's total_ms in scenario time,
 // WALL s the real time the run took: they differ by the time scale.
-func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
-	byName := make(map[string]*Scenario, len(scenarios))
+func Summary(w io.Writer, runs []*report.Run, scenarios []*report.Scenario) error {
+	byName := make(map[string]*report.Scenario, len(scenarios))
 	for _, s := range scenarios {
 		byName[s.Scenario] = s
 	}
@@ -56,17 +57,17 @@ func Summary(w io.Writer, runs []*Run, scenarios []*Scenario) error {
 // checks of each kind passed out of those evaluated, with the ones not evaluated apart
 // (never counted as passed), e.g. "4 runs: 3 pass, 1 fail, 0 error; expect checks 7/8,
 // compare checks 12/12 (2 not evaluated)".
-func totalsLine(runs []*Run, scenarios []*Scenario) string {
+func totalsLine(runs []*report.Run, scenarios []*report.Scenario) string {
 	status := map[string]int{}
 	for _, r := range runs {
 		status[r.Status]++
 	}
 	s := fmt.Sprintf("%d run%s: %d pass, %d fail, %d error", len(runs), plural(len(runs)),
-		status[StatusPass], status[StatusFail], status[StatusError])
+		status[report.StatusPass], status[report.StatusFail], status[report.StatusError])
 	// Any other status (interrupted, or one added later) is named when it occurs.
 	others := make([]string, 0, len(status))
 	for st := range status {
-		if st != StatusPass && st != StatusFail && st != StatusError {
+		if st != report.StatusPass && st != report.StatusFail && st != report.StatusError {
 			others = append(others, st)
 		}
 	}
@@ -74,7 +75,7 @@ func totalsLine(runs []*Run, scenarios []*Scenario) string {
 	for _, st := range others {
 		s += fmt.Sprintf(", %d %s", status[st], st)
 	}
-	var all []Check
+	var all []report.Check
 	for _, r := range runs {
 		all = append(all, r.Checks...)
 	}
@@ -101,16 +102,16 @@ func totalsLine(runs []*Run, scenarios []*Scenario) string {
 
 // countChecks counts the checks of kind ("" for all) by verdict: passed and evaluated
 // (passed or failed), and apart those not evaluated.
-func countChecks(cs []Check, kind string) (passed, evaluated, notEvaluated int) {
+func countChecks(cs []report.Check, kind string) (passed, evaluated, notEvaluated int) {
 	for _, c := range cs {
 		if kind != "" && c.Kind != kind {
 			continue
 		}
 		switch c.Verdict() {
-		case VerdictPass:
+		case report.VerdictPass:
 			passed++
 			evaluated++
-		case VerdictFail:
+		case report.VerdictFail:
 			evaluated++
 		default:
 			notEvaluated++
@@ -121,7 +122,7 @@ func countChecks(cs []Check, kind string) (passed, evaluated, notEvaluated int) 
 
 // checksCell is a row's CHECKS column: passed/evaluated, then the checks that were not
 // evaluated apart, so "0/0 +2 not evaluated" never reads as a pass.
-func checksCell(cs []Check) string {
+func checksCell(cs []report.Check) string {
 	passed, evaluated, notEvaluated := countChecks(cs, "")
 	s := fmt.Sprintf("%d/%d", passed, evaluated)
 	if notEvaluated > 0 {
@@ -130,13 +131,13 @@ func checksCell(cs []Check) string {
 	return s
 }
 
-func describeCheck(where string, c Check) string {
-	if c.Verdict() == VerdictNotEvaluated {
+func describeCheck(where string, c report.Check) string {
+	if c.Verdict() == report.VerdictNotEvaluated {
 		return fmt.Sprintf("%s:%d:%d: %s: NOT EVALUATED %s: %s", c.File, c.Line, c.Col, where, c.Expr, briefWhy(c.NotEvaluated))
 	}
 	s := fmt.Sprintf("%s:%d:%d: %s: FAIL %s", c.File, c.Line, c.Col, where, c.Expr)
 	if len(c.Observed) > 0 {
-		s += " (" + Observed(c.Observed) + ")"
+		s += " (" + report.Observed(c.Observed) + ")"
 	}
 	if c.Error != "" {
 		s += ": " + c.Error
@@ -161,27 +162,8 @@ func briefWhy(why string) string {
 	return why
 }
 
-// Observed renders observed values as "name=value, ..." in key order.
-func Observed(obs map[string]float64) string {
-	keys := make([]string, 0, len(obs))
-	for k := range obs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := ""
-	for i, k := range keys {
-		if i > 0 {
-			out += ", "
-		}
-		out += k + "=" + num(obs[k])
-	}
-	return out
-}
-
-func num(f float64) string { return numtext.Format(f) }
-
 // timingSummary says how many runs were rerun because their timers ran late, and why.
-func timingSummary(w io.Writer, runs []*Run) {
+func timingSummary(w io.Writer, runs []*report.Run) {
 	var reran, noisy int
 	var lines []string
 	for _, r := range runs {
@@ -215,3 +197,4 @@ func plural(n int) string {
 	}
 	return "s"
 }
+func num(f float64) string { return numtext.Format(f) }

@@ -1,4 +1,4 @@
-package report
+package baseline
 
 import (
 	"encoding/json"
@@ -14,6 +14,8 @@ import (
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
+	"github.com/kalab-dev/kalab/engine/numtext"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // Tolerances layers the tolerance overrides on the defaults: a scenario file's baseline:
@@ -54,10 +56,10 @@ func (t *Tolerances) Rule(scenarioName, metric string) gate.Rule {
 // Baseline is a results.jsonl of an earlier run that later runs are compared with.
 type Baseline struct {
 	Path string
-	Runs []Run
+	Runs []report.Run
 	// Invocation is the file's closing invocation record; nil for a file written before
 	// kalab recorded invocations (its completeness is unknown, see Complete).
-	Invocation *Invocation
+	Invocation *report.Invocation
 	index      map[string]int
 }
 
@@ -71,38 +73,38 @@ func (b *Baseline) Complete() (legacy bool, err error) {
 	case inv == nil:
 		return true, nil
 	case !inv.Completed:
-		return false, &BaselineError{Path: b.Path, Err: fmt.Errorf("is from an invocation that did not complete (%s); use a complete run, or pass --allow-partial to compare with the runs it has", inv.Describe())}
+		return false, &Error{Path: b.Path, Err: fmt.Errorf("is from an invocation that did not complete (%s); use a complete run, or pass --allow-partial to compare with the runs it has", inv.Describe())}
 	}
 	return false, nil
 }
 
-// BaselineError is bad baseline input: a file that cannot be read as kalab results.
-type BaselineError struct {
+// Error is bad baseline input: a file that cannot be read as kalab results.
+type Error struct {
 	Path string
 	Err  error
 }
 
 // Error names the baseline file and what is wrong with it.
-func (e *BaselineError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("baseline %s: %v", e.Path, e.Err)
 }
 
 // Unwrap returns the underlying error.
-func (e *BaselineError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// LoadBaseline reads a results.jsonl (or a run directory holding one) as a baseline. It
-// rejects lines that are not JSON, that break schema/result.schema.json or that carry
-// another record version, a file without runs, and a scenario/variant seen twice; every
-// such error is a *BaselineError.
-func LoadBaseline(path string) (*Baseline, error) {
+// Load reads a results.jsonl (or a run directory holding one) as a baseline. It rejects
+// lines that are not JSON, that break schema/result.schema.json or that carry another
+// record version, a file without runs, and a scenario/variant seen twice; every such
+// error is an *Error.
+func Load(path string) (*Baseline, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "results.jsonl")
 	}
 	// A FIFO or a device would block the read or never end: refuse it before opening.
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, &BaselineError{Path: path, Err: fmt.Errorf("is not a regular file (%s); a baseline is a results.jsonl file", st.Mode().Type())}
+		return nil, &Error{Path: path, Err: fmt.Errorf("is not a regular file (%s); a baseline is a results.jsonl file", st.Mode().Type())}
 	}
-	res, err := ReadFile(path)
+	res, err := report.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -110,22 +112,22 @@ func LoadBaseline(path string) (*Baseline, error) {
 		} else {
 			err = fmt.Errorf("line %w", trimPathPrefix(err, path))
 		}
-		return nil, &BaselineError{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	if len(res.Runs) == 0 {
-		return nil, &BaselineError{Path: path, Err: errors.New("holds no run records; write a baseline with kalab run --out DIR and copy DIR/latest/results.jsonl")}
+		return nil, &Error{Path: path, Err: errors.New("holds no run records; write a baseline with kalab run --out DIR and copy DIR/latest/results.jsonl")}
 	}
-	if _, err := validateFile(path, false); err != nil {
-		return nil, &BaselineError{Path: path, Err: fmt.Errorf("does not match schema/result.schema.json: line %w", trimPathPrefix(err, path))}
+	if err := report.ValidateResults(path); err != nil {
+		return nil, &Error{Path: path, Err: fmt.Errorf("does not match schema/result.schema.json: line %w", trimPathPrefix(err, path))}
 	}
 	b := &Baseline{Path: path, Runs: res.Runs, Invocation: res.Invocation, index: make(map[string]int, len(res.Runs))}
 	for i, r := range res.Runs {
 		if err := physical(r); err != nil {
-			return nil, &BaselineError{Path: path, Err: fmt.Errorf("line %d: run %s / %s: %w", r.line, r.Scenario, r.Variant, err)}
+			return nil, &Error{Path: path, Err: fmt.Errorf("line %d: run %s / %s: %w", r.Line(), r.Scenario, r.Variant, err)}
 		}
 		k := runKey(r.Scenario, r.Variant)
 		if _, dup := b.index[k]; dup {
-			return nil, &BaselineError{Path: path, Err: fmt.Errorf("run %s / %s appears twice; a baseline is the results of one invocation", r.Scenario, r.Variant)}
+			return nil, &Error{Path: path, Err: fmt.Errorf("run %s / %s appears twice; a baseline is the results of one invocation", r.Scenario, r.Variant)}
 		}
 		b.index[k] = i
 	}
@@ -139,7 +141,7 @@ const maxMs = float64(math.MaxInt64) / 1e6
 // ratio outside 0..1, a time longer than a time.Duration can hold (in scenario time). Such
 // a value is a hand-edited or corrupt baseline, and would otherwise print as a 309-digit
 // number and a -Inf% change.
-func physical(r Run) error {
+func physical(r report.Run) error {
 	g := func(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 	scale := r.TimeScale
 	if scale <= 0 {
@@ -177,14 +179,14 @@ func physical(r Run) error {
 	return nil
 }
 
-// trimPathPrefix drops the "path:" that ReadFile and validateFile put first, so the message
+// trimPathPrefix drops the "path:" that report.ReadFile and report.ValidateResults put first, so the message
 // can say "line N" instead.
 func trimPathPrefix(err error, path string) error {
 	return errors.New(strings.TrimPrefix(err.Error(), path+":"))
 }
 
 // Run returns the baseline run of a scenario and variant, or nil.
-func (b *Baseline) Run(scenarioName, variant string) *Run {
+func (b *Baseline) Run(scenarioName, variant string) *report.Run {
 	if i, ok := b.index[runKey(scenarioName, variant)]; ok {
 		return &b.Runs[i]
 	}
@@ -201,7 +203,7 @@ type Comparer struct {
 }
 
 // CompareRun compares one run with its baseline run.
-func (c *Comparer) CompareRun(cur *Run) gate.RunDiff {
+func (c *Comparer) CompareRun(cur *report.Run) gate.RunDiff {
 	d := gate.RunDiff{Scenario: cur.Scenario, Variant: cur.Variant, File: cur.File}
 	old := c.Baseline.Run(cur.Scenario, cur.Variant)
 	if old == nil {
@@ -209,7 +211,7 @@ func (c *Comparer) CompareRun(cur *Run) gate.RunDiff {
 		return d
 	}
 	d.BaselineRunID = old.RunID
-	if cur.Status == StatusNotRun {
+	if cur.Status == report.StatusNotRun {
 		// Planned but not run here: as missing as a run the invocation left out
 		// (--fail-missing fails on it).
 		d.State, d.Note = gate.StateMissing, "not run here: "+cur.Reason
@@ -269,7 +271,7 @@ type taken struct {
 	hasWait, hasLn bool
 }
 
-func takenFrom(r *Run) taken {
+func takenFrom(r *report.Run) taken {
 	var t taken
 	if r != nil && r.Virtual() {
 		// virtual: not judged. The machine took nothing from its simulated time, whatever
@@ -327,7 +329,7 @@ func (s shift) of(metric string, value float64) float64 {
 //
 // Counts, bytes and CPU are not moved. The link's own limits (timing.sources.link) still
 // judge its lateness alone; this judges it together with the wait for a core.
-func machineShift(old, cur *Run) shift {
+func machineShift(old, cur *report.Run) shift {
 	if cur.Virtual() {
 		return shift{} // virtual: not judged; its time metrics are the model's, exactly
 	}
@@ -352,7 +354,7 @@ func machineShift(old, cur *Run) shift {
 
 // realProgram reports whether a run drove a real client program (client.exec) or a real
 // server (nginx, Node, HAProxy, a command or a URL).
-func realProgram(r *Run) bool {
+func realProgram(r *report.Run) bool {
 	return r.Client != nil || (r.Server != nil && r.Server.Kind != "" && r.Server.Kind != "embedded")
 }
 
@@ -367,7 +369,7 @@ func programTiming(metric string) bool {
 	return metric == "total_ms" || metric == "rps" || strings.HasPrefix(metric, "latency_ms.")
 }
 
-func completed(status string) bool { return status == StatusPass || status == StatusFail }
+func completed(status string) bool { return status == report.StatusPass || status == report.StatusFail }
 
 // Gates returns the metrics the comparison gates for a run, each with the slack its rule
 // allows (how far it may move from the baseline value, in its own unit), at the smaller
@@ -401,23 +403,23 @@ func (c *Comparer) Gates(scenarioName, variant string, scale float64) map[string
 
 // Apply compares a run that just ended with its baseline and records the outcome on it: a
 // failed check of kind "baseline" per regressed metric (which fails the run), and a
-// BaselineRef naming the baseline run, its state, the regressions and the improvements.
-func (c *Comparer) Apply(cur *Run) {
+// report.BaselineRef naming the baseline run, its state, the regressions and the improvements.
+func (c *Comparer) Apply(cur *report.Run) {
 	d := c.CompareRun(cur)
 	var unsure []string
-	ref := &BaselineRef{File: c.Baseline.Path, RunID: d.BaselineRunID, State: d.State, Note: d.Note}
+	ref := &report.BaselineRef{File: c.Baseline.Path, RunID: d.BaselineRunID, State: d.State, Note: d.Note}
 	for _, m := range d.Metrics {
 		switch m.Verdict {
 		case gate.VerdictRegressed:
 			ref.Regressed = append(ref.Regressed, m.Metric)
-			ch := Check{Kind: "baseline", Expr: m.Expr(), Pass: false,
+			ch := report.Check{Kind: "baseline", Expr: m.Expr(), Pass: false,
 				Observed: map[string]float64{m.Metric: m.New, "baseline": m.Old},
 				File:     cur.File, Line: 1, Col: 1}
 			if t := m.Rule.Tolerance; t.Line > 0 {
 				ch.Line, ch.Col = t.Line, max(t.Col, 1)
 			}
 			cur.Checks = append(cur.Checks, ch)
-			cur.Status = StatusFail
+			cur.Status = report.StatusFail
 		case gate.VerdictImproved:
 			ref.Improved = append(ref.Improved, m.Metric)
 		case gate.VerdictMachine:
@@ -441,7 +443,7 @@ func (c *Comparer) Apply(cur *Run) {
 // Missing lists the baseline runs that are not among runs, in baseline order. keep, when
 // not nil, limits it to the runs the invocation meant to run (the files it selected, a
 // --filter).
-func (b *Baseline) Missing(runs []*Run, keep func(base *Run) bool) []gate.RunDiff {
+func (b *Baseline) Missing(runs []*report.Run, keep func(base *report.Run) bool) []gate.RunDiff {
 	seen := make(map[string]bool, len(runs))
 	for _, r := range runs {
 		seen[runKey(r.Scenario, r.Variant)] = true
@@ -459,10 +461,12 @@ func (b *Baseline) Missing(runs []*Run, keep func(base *Run) bool) []gate.RunDif
 
 // Diff compares every run with the baseline: the runs in their order, then the baseline
 // runs that are missing.
-func (c *Comparer) Diff(runs []*Run) []gate.RunDiff {
+func (c *Comparer) Diff(runs []*report.Run) []gate.RunDiff {
 	out := make([]gate.RunDiff, 0, len(runs))
 	for _, r := range runs {
 		out = append(out, c.CompareRun(r))
 	}
 	return append(out, c.Baseline.Missing(runs, nil)...)
 }
+
+func num(f float64) string { return numtext.Format(f) }

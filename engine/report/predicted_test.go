@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,28 +18,6 @@ func predictedRun(measured float64, verdict string) *Run {
 			{Metric: "reused_requests", Verdict: ModelNotPredicted, Reason: "scheduling"},
 		}}
 	return r
-}
-
-// The summary shows each prediction beside its measurement, and a disagreement apart.
-func TestSummaryShowsPredictedBesideMeasured(t *testing.T) {
-	t.Parallel()
-	var b bytes.Buffer
-	if err := Summary(&b, []*Run{predictedRun(17, ModelAgree)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := "stale-race / node-agent: errors 15 [12..21] (measured 17), connections at most 402 (398), reused_requests not predicted"
-	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "model disagreement") {
-		t.Errorf("summary:\n%s\nwant the line %q and no disagreement", b.String(), want)
-	}
-	b.Reset()
-	if err := Summary(&b, []*Run{predictedRun(22, ModelDisagree)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []string{"errors 15 [12..21] (measured 22) DISAGREES", "model disagreement: stale-race / node-agent: errors measured 22", "1 model disagreement;"} {
-		if !strings.Contains(b.String(), w) {
-			t.Errorf("summary:\n%s\nwant %q", b.String(), w)
-		}
-	}
 }
 
 // A run record with a prediction fits the result schema.

@@ -1,10 +1,11 @@
-package report
+package baseline
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/gate"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // TestVirtualRunNotExcusedByTheMachine: a run on the virtual clock is judged as what it
@@ -18,7 +19,7 @@ import (
 // whole of its own wait.
 func TestVirtualRunNotExcusedByTheMachine(t *testing.T) {
 	t.Parallel()
-	run := func(id, clock string, p50, mean, waitMs float64) *Run {
+	run := func(id, clock string, p50, mean, waitMs float64) *report.Run {
 		r := withWait(baseRun("rtt", "default"), waitMs)
 		r.RunID, r.Clock = id, clock
 		r.Params = json.RawMessage(`{"network":{},"server":{},"client":{},"load":{"concurrency":1},"time_scale":1}`)
@@ -29,9 +30,9 @@ func TestVirtualRunNotExcusedByTheMachine(t *testing.T) {
 	// by less than the 5.527 ms a request the current run's threads waited beyond the
 	// baseline run's 0.1 (1,125.4 ms and 20 ms over 200 requests).
 	base := run("base", "virtual", 40, 40.2, 20)
-	cur := func(clock string) *Run { return run("now", clock, 49.988, 53, 1125.4) }
+	cur := func(clock string) *report.Run { return run("now", clock, 49.988, 53, 1125.4) }
 	cmp := &Comparer{Baseline: loadBase(t, base), Tolerances: &Tolerances{}}
-	verdicts := func(r *Run) map[string]string {
+	verdicts := func(r *report.Run) map[string]string {
 		out := map[string]string{}
 		for _, m := range cmp.CompareRun(r).Metrics {
 			out[m.Metric] = m.Verdict
@@ -48,7 +49,7 @@ func TestVirtualRunNotExcusedByTheMachine(t *testing.T) {
 	}
 	r := cur("virtual")
 	cmp.Apply(r)
-	if r.Timing.Noisy || r.Status != StatusFail || len(r.Baseline.Regressed) != 2 {
+	if r.Timing.Noisy || r.Status != report.StatusFail || len(r.Baseline.Regressed) != 2 {
 		t.Errorf("virtual run against its baseline: noisy %v (%s), status %s, regressed %v; want a failed run with p50 and mean regressed",
 			r.Timing.Noisy, r.Timing.Reason, r.Status, r.Baseline.Regressed)
 	}
@@ -84,7 +85,7 @@ func verdictOf(d gate.RunDiff, metric string) string {
 // regress; with either run on the real clock the floors stand and they do not.
 func TestVirtualRunGatedWithoutNoiseFloors(t *testing.T) {
 	t.Parallel()
-	run := func(id, clock string, total, p50 float64) *Run {
+	run := func(id, clock string, total, p50 float64) *report.Run {
 		r := baseRun("fast", "default")
 		r.RunID, r.Clock = id, clock
 		r.Metrics.TotalMs, r.Metrics.LatencyMs.P50 = total, p50

@@ -1,4 +1,4 @@
-package htmlreport
+package timeline
 
 import (
 	"cmp"
@@ -17,11 +17,11 @@ import (
 // 3,500 lanes took 90-294 ms per wheel zoom).
 const CanvasLanes = 1000
 
-// canvasData is what the page's script paints a canvas timeline from. R holds five
+// CanvasData is what the page's script paints a canvas timeline from. R holds five
 // numbers per request, sorted by lane then start: lane index, start, latency (ms, one
-// decimal), kind (kindCodes) and sequence number. Marks holds three per close: lane, time,
+// decimal), kind (KindCodes) and sequence number. Marks holds three per close: lane, time,
 // 0 for the server's close, 1 for its FIN at the client, 2 for the client's close.
-type canvasData struct {
+type CanvasData struct {
 	Span  float64           `json:"span"`
 	LaneH float64           `json:"lane_h"`
 	Conns []uint64          `json:"conns"`
@@ -30,14 +30,15 @@ type canvasData struct {
 	Err   map[string]string `json:"err"` // request index in R/5 -> error text and the server's close
 }
 
-var kindCodes = map[string]float64{kindNew: 0, kindReused: 1, kindFailed: 2, kindRetried: 3, kindHidden: 4}
+// KindCodes number the bar kinds in CanvasData.R, as the page's script reads them.
+var KindCodes = map[string]float64{KindNew: 0, KindReused: 1, KindFailed: 2, KindRetried: 3, KindHidden: 4}
 
 // canvasTimeline fills tl for a run of many lanes: the canvas, its data, and the counts.
-func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span float64) {
+func canvasTimeline(tl *Timeline, dg *Digest, order []*lane, pl Plan, span float64) {
 	laneH := max(2, math.Floor(700/float64(len(order))))
-	d := canvasData{Span: round1(span), LaneH: laneH, Err: map[string]string{}, Conns: []uint64{}, R: []float64{}, Marks: []float64{}}
-	if dg := rd.Digest; dg != nil {
-		tl.Aggregated = "This run has " + strconv.Itoa(dg.N) + " requests, more than " + strconv.Itoa(HoldMax) +
+	d := CanvasData{Span: round1(span), LaneH: laneH, Err: map[string]string{}, Conns: []uint64{}, R: []float64{}, Marks: []float64{}}
+	if dg != nil {
+		tl.Aggregated = "This run has " + strconv.Itoa(dg.N) + " requests, more than " + strconv.Itoa(MaxDrawn) +
 			": successful requests of one kind on a lane less than " + strconv.FormatFloat(dg.GapMs, 'f', 1, 64) +
 			" ms apart are painted as one bar (its hover text says how many); failed, retried and re-sent requests are kept one by one."
 	}
@@ -47,27 +48,27 @@ func canvasTimeline(tl *timeline, rd *RunData, order []*lane, pl plan, span floa
 		}
 		d.Conns = append(d.Conns, l.conn)
 		ents := l.ents
-		if rd.Digest == nil {
+		if dg == nil {
 			ents = laneEntries(l)
 		}
 		for _, e := range ents {
 			k := e.kind
 			tl.Bars += max(e.n, 1)
-			if k == kindFailed || k == kindRetried || k == kindHidden {
+			if k == KindFailed || k == KindRetried || k == KindHidden {
 				tl.Marked++
 			}
 			seq := float64(e.seq)
 			if e.n > 1 {
 				seq = -float64(e.n)
 			}
-			if k == kindFailed {
+			if k == KindFailed {
 				tl.Failed++
 				d.Err[strconv.Itoa(len(d.R)/5)] = e.err
 				if !slices.Contains(tl.Classes, e.class) {
 					tl.Classes = append(tl.Classes, e.class)
 				}
 			}
-			d.R = append(d.R, float64(li), round1(e.start), round1(e.lat), kindCodes[k], seq)
+			d.R = append(d.R, float64(li), round1(e.start), round1(e.lat), KindCodes[k], seq)
 		}
 		for _, c := range l.marks {
 			t := *c.ClosedMs
@@ -98,7 +99,7 @@ func laneEntries(l *lane) []entry {
 	out := make([]entry, len(l.reqs))
 	for i, r := range l.reqs {
 		out[i] = entry{start: r.StartMs, lat: r.LatencyMs, kind: kindOf(&r.Request), seq: r.Seq}
-		if out[i].kind == kindFailed {
+		if out[i].kind == KindFailed {
 			out[i].err, out[i].class = errText(r), r.Class
 		}
 	}

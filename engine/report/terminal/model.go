@@ -1,16 +1,18 @@
-package report
+package terminal
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // modelSummary prints, for each run with a prediction, one line of its predicted counts
 // beside the measured ones, e.g. "stale-race / node-agent: errors 15 (measured 15),
 // connections 57 (57)", and a "model disagreement" line for each run whose measured count
 // fell outside the prediction's bounds.
-func modelSummary(w io.Writer, runs []*Run) {
+func modelSummary(w io.Writer, runs []*report.Run) {
 	var lines, disagree []string
 	for _, r := range runs {
 		if line := predictedLine(r.Predicted); line != "" {
@@ -35,7 +37,7 @@ func modelSummary(w io.Writer, runs []*Run) {
 // predictedLine renders a prediction's counts on one line: "errors 15 (measured 15),
 // connections at most 402 (398), reused_requests not predicted"; "" when nothing is
 // predicted.
-func predictedLine(p *Predicted) string {
+func predictedLine(p *report.Predicted) string {
 	if p == nil {
 		return ""
 	}
@@ -58,7 +60,7 @@ func predictedLine(p *Predicted) string {
 			m = "measured " + m
 		}
 		mark := ""
-		if c.Verdict == ModelDisagree {
+		if c.Verdict == report.ModelDisagree {
 			mark = " DISAGREES"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%s)%s", c.Metric, v, m, mark))
@@ -71,7 +73,7 @@ func predictedLine(p *Predicted) string {
 }
 
 // disagreements counts the runs whose prediction disagreed with what they measured.
-func disagreements(runs []*Run) int {
+func disagreements(runs []*report.Run) int {
 	n := 0
 	for _, r := range runs {
 		if r.Predicted != nil && r.Predicted.Disagreement {

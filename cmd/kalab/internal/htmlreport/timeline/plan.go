@@ -1,4 +1,4 @@
-package htmlreport
+package timeline
 
 import (
 	"encoding/json"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// plan is what the report reads from a run's resolved parameters; every field is
+// Plan is what the report reads from a run's resolved parameters; every field is
 // optional, so records from another kalab version still render.
-type plan struct {
+type Plan struct {
 	RTTMs      float64 // network round trip, scenario time
 	Burst      int     // requests per burst; 0 = no bursts
 	PauseMinMs float64 // shortest pause between bursts
@@ -17,7 +17,8 @@ type plan struct {
 	HTTP3 bool
 }
 
-func readPlan(params json.RawMessage) plan {
+// ReadPlan reads a run record's params; a missing or odd field leaves its zero value.
+func ReadPlan(params json.RawMessage) Plan {
 	var p struct {
 		Network struct {
 			RTT string `json:"rtt"`
@@ -31,7 +32,7 @@ func readPlan(params json.RawMessage) plan {
 		} `json:"server"`
 	}
 	_ = json.Unmarshal(params, &p) // a missing or odd field leaves its zero value
-	out := plan{RTTMs: durMs(p.Network.RTT), Burst: p.Load.Burst, HTTP3: p.Server.HTTP == "3"}
+	out := Plan{RTTMs: durMs(p.Network.RTT), Burst: p.Load.Burst, HTTP3: p.Server.HTTP == "3"}
 	lo, _, _ := strings.Cut(p.Load.Pause, "..")
 	out.PauseMinMs = durMs(lo)
 	return out

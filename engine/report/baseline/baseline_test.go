@@ -1,4 +1,4 @@
-package report
+package baseline
 
 import (
 	"encoding/json"
@@ -13,25 +13,26 @@ import (
 	"github.com/kalab-dev/kalab/engine/check"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // baseRun is a completed run with round figures, for comparisons.
-func baseRun(sc, variant string) *Run {
-	return &Run{
+func baseRun(sc, variant string) *report.Run {
+	return &report.Run{
 		KalabVersion: "test", RunID: "base", Scenario: sc, File: sc + ".yaml", Variant: variant,
 		Params:    json.RawMessage(`{"network":{},"server":{},"client":{},"load":{},"time_scale":1}`),
-		TimeScale: 1, Seed: 7, StartedAt: time.Unix(0, 0).UTC(), WallMs: 1000, Status: StatusPass,
+		TimeScale: 1, Seed: 7, StartedAt: time.Unix(0, 0).UTC(), WallMs: 1000, Status: report.StatusPass,
 		Metrics: check.Metrics{Requests: 200, OK: 200, Connections: 1, ReusedRequests: 199, ReuseRatio: 0.995,
 			LatencyMs: check.Latency{Min: 150, P50: 155, P90: 160, P95: 170, P99: 200, Max: 400, Mean: 156},
 			TotalMs:   31000, RPS: 6.45},
-		Checks: []Check{},
+		Checks: []report.Check{},
 	}
 }
 
-func writeResults(t *testing.T, runs ...*Run) string {
+func writeResults(t *testing.T, runs ...*report.Run) string {
 	t.Helper()
 	out := t.TempDir()
-	w, err := Create(out, "base")
+	w, err := report.Create(out, "base")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +47,9 @@ func writeResults(t *testing.T, runs ...*Run) string {
 	return filepath.Join(out, "base", "results.jsonl")
 }
 
-func loadBase(t *testing.T, runs ...*Run) *Baseline {
+func loadBase(t *testing.T, runs ...*report.Run) *Baseline {
 	t.Helper()
-	b, err := LoadBaseline(writeResults(t, runs...))
+	b, err := Load(writeResults(t, runs...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +149,10 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	cur.Metrics.Connections = 200
 	cur.Metrics.LatencyMs.P50 = 120 // better by more than 10%
 	cmp.Apply(cur)
-	if cur.Baseline == nil || cur.Baseline.State != gate.StateCompared || cur.Status != StatusFail {
+	if cur.Baseline == nil || cur.Baseline.State != gate.StateCompared || cur.Status != report.StatusFail {
 		t.Fatalf("baseline %+v, status %s; want compared and fail", cur.Baseline, cur.Status)
 	}
-	var bc []Check
+	var bc []report.Check
 	for _, c := range cur.Checks {
 		if c.Kind == "baseline" {
 			bc = append(bc, c)
@@ -169,17 +170,17 @@ func TestApplyRecordsRegressionsAsChecks(t *testing.T) {
 	// A new run, and a run that errored: recorded, never failed.
 	fresh := baseRun("s", "new")
 	cmp.Apply(fresh)
-	if fresh.Status != StatusPass || fresh.Baseline.State != gate.StateNew {
+	if fresh.Status != report.StatusPass || fresh.Baseline.State != gate.StateNew {
 		t.Fatalf("new run: status %s, ref %+v", fresh.Status, fresh.Baseline)
 	}
 	broken := baseRun("s", "w")
-	broken.Status, broken.Error = StatusError, "server did not start"
-	if cmp.Apply(broken); broken.Baseline.State != gate.StateNotComparable || broken.Status != StatusError {
+	broken.Status, broken.Error = report.StatusError, "server did not start"
+	if cmp.Apply(broken); broken.Baseline.State != gate.StateNotComparable || broken.Status != report.StatusError {
 		t.Fatalf("errored run: %+v, status %s", broken.Baseline, broken.Status)
 	}
 
 	// Every record Apply touched still matches schema/result.schema.json.
-	if _, err := validateFile(writeResults(t, cur, fresh, broken), false); err != nil {
+	if err := report.ValidateResults(writeResults(t, cur, fresh, broken)); err != nil {
 		t.Fatal(err)
 	}
 	// Reading it as a baseline works too: the new fields round-trip.
@@ -193,7 +194,7 @@ func TestMissingAndNew(t *testing.T) {
 	t.Parallel()
 	b := loadBase(t, baseRun("s", "a"), baseRun("s", "b"), baseRun("t", "c"))
 	cmp := &Comparer{Baseline: b}
-	diffs := cmp.Diff([]*Run{baseRun("s", "a"), baseRun("s", "z")})
+	diffs := cmp.Diff([]*report.Run{baseRun("s", "a"), baseRun("s", "z")})
 	states := map[string]int{}
 	for _, d := range diffs {
 		states[d.State]++
@@ -201,7 +202,7 @@ func TestMissingAndNew(t *testing.T) {
 	if states[gate.StateCompared] != 1 || states[gate.StateNew] != 1 || states[gate.StateMissing] != 2 {
 		t.Fatalf("states %v", states)
 	}
-	only := b.Missing([]*Run{baseRun("s", "a")}, func(r *Run) bool { return r.Scenario == "s" })
+	only := b.Missing([]*report.Run{baseRun("s", "a")}, func(r *report.Run) bool { return r.Scenario == "s" })
 	if len(only) != 1 || only[0].Variant != "b" || only[0].State != gate.StateMissing {
 		t.Fatalf("filtered missing %+v", only)
 	}
@@ -209,7 +210,11 @@ func TestMissingAndNew(t *testing.T) {
 
 func TestLoadBaselineRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	good, err := json.Marshal(func() *Run { r := baseRun("s", "v"); r.Record, r.RecordVersion = "run", RecordVersion; return r }())
+	good, err := json.Marshal(func() *report.Run {
+		r := baseRun("s", "v")
+		r.Record, r.RecordVersion = "run", report.RecordVersion
+		return r
+	}())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,31 +242,31 @@ func TestLoadBaselineRejectsBadInput(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadBaseline(p)
-		var be *BaselineError
+		_, err := Load(p)
+		var be *Error
 		if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "baseline "+p+": ") {
-			t.Errorf("%s: err = %v; want a BaselineError containing %q", tc.name, err, tc.want)
+			t.Errorf("%s: err = %v; want an Error containing %q", tc.name, err, tc.want)
 		}
 	}
 	// A FIFO would block the read forever: refused before it is opened.
 	fifo := filepath.Join(t.TempDir(), "results.jsonl")
 	mkfifo(t, fifo)
-	if _, err := LoadBaseline(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+	if _, err := Load(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
 		t.Errorf("FIFO: %v", err)
 	}
-	if _, err := LoadBaseline(filepath.Join(t.TempDir(), "nope.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := Load(filepath.Join(t.TempDir(), "nope.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
 	// A run directory is read through its results.jsonl.
 	p := writeResults(t, baseRun("s", "v"))
-	if b, err := LoadBaseline(filepath.Dir(p)); err != nil || b.Run("s", "v") == nil {
+	if b, err := Load(filepath.Dir(p)); err != nil || b.Run("s", "v") == nil {
 		t.Errorf("run directory: %v", err)
 	}
 }
 
 // withWait sets a run's recorded wait for a core, in real ms.
-func withWait(r *Run, ms float64) *Run {
-	r.Timing = &Timing{Sources: map[string]TimingSource{}, Attempt: 1, CPUWaitMs: &ms}
+func withWait(r *report.Run, ms float64) *report.Run {
+	r.Timing = &report.Timing{Sources: map[string]report.TimingSource{}, Attempt: 1, CPUWaitMs: &ms}
 	return r
 }
 
@@ -275,14 +280,14 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	base := withWait(baseRun("s", "v"), 200)
 	base.Params = json.RawMessage(`{"network":{},"server":{},"client":{},"load":{"concurrency":10},"time_scale":1}`)
 	cmp := &Comparer{Baseline: loadBase(t, base), Tolerances: &Tolerances{}}
-	verdicts := func(cur *Run) map[string]string {
+	verdicts := func(cur *report.Run) map[string]string {
 		out := map[string]string{}
 		for _, m := range cmp.CompareRun(cur).Metrics {
 			out[m.Metric] = m.Verdict
 		}
 		return out
 	}
-	cur := func(waitMs, mean, total float64, conns float64) *Run {
+	cur := func(waitMs, mean, total float64, conns float64) *report.Run {
 		r := withWait(baseRun("s", "v"), waitMs)
 		r.Params = base.Params
 		r.RunID, r.Metrics.LatencyMs.Mean, r.Metrics.TotalMs, r.Metrics.Connections = "now", mean, total, conns
@@ -317,7 +322,7 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	// Apply: no verdict makes the run noisy, with no failed check; the runner reruns it.
 	r := cur(2200, 210, 31000, 1)
 	cmp.Apply(r)
-	if !r.Timing.Noisy || r.Status != StatusPass || len(r.Checks) != 0 ||
+	if !r.Timing.Noisy || r.Status != report.StatusPass || len(r.Checks) != 0 ||
 		!strings.Contains(r.Timing.Reason, "per request this run's threads waited 11 ms for a core and its link's timers added 0 ms, the baseline run's 1 and 0;") ||
 		!strings.Contains(r.Timing.Reason, "latency_ms.mean 210") {
 		t.Errorf("noisy %v, status %s, checks %+v, reason %q", r.Timing.Noisy, r.Status, r.Checks, r.Timing.Reason)
@@ -326,9 +331,9 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	// the baseline's link was 0.1 ms late on average, 3 trips a request. Each alone leaves
 	// the mean regressed (wait 5 ms more: 205; link 1 ms more x 3: 207), together they
 	// reach 202 <= 202.8.
-	withLink := func(r *Run, mean float64) *Run {
+	withLink := func(r *report.Run, mean float64) *report.Run {
 		r.Timing.LinkTrips = 3
-		r.Timing.Sources["link"] = TimingSource{Mean: mean}
+		r.Timing.Sources["link"] = report.TimingSource{Mean: mean}
 		return r
 	}
 	base2 := withLink(withWait(baseRun("s", "v"), 200), 0.1)
@@ -353,7 +358,7 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	// excused one is not a check.
 	r = cur(2200, 210, 31000, 5)
 	cmp.Apply(r)
-	if r.Timing.Noisy || r.Status != StatusFail || len(r.Checks) != 1 || r.Checks[0].Observed["connections"] != 5 {
+	if r.Timing.Noisy || r.Status != report.StatusFail || len(r.Checks) != 1 || r.Checks[0].Observed["connections"] != 5 {
 		t.Errorf("with connections regressed too: noisy %v, status %s, checks %+v", r.Timing.Noisy, r.Status, r.Checks)
 	}
 	// A baseline that does not say how long it waited excuses nothing.
@@ -361,7 +366,7 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 	cmp2 := &Comparer{Baseline: loadBase(t, old), Tolerances: &Tolerances{}}
 	r = cur(2200, 210, 31000, 1)
 	cmp2.Apply(r)
-	if r.Timing.Noisy || r.Status != StatusFail {
+	if r.Timing.Noisy || r.Status != report.StatusFail {
 		t.Errorf("against a baseline without cpu_wait_ms: noisy %v, status %s", r.Timing.Noisy, r.Status)
 	}
 }
@@ -373,25 +378,25 @@ func TestCPUWaitExcusesOnlyWhatItCouldAdd(t *testing.T) {
 // the real program's still regresses, and a tolerance a file sets still gates its timing.
 func TestRealProgramTimingIsNotGated(t *testing.T) {
 	t.Parallel()
-	slower := func(r *Run) {
+	slower := func(r *report.Run) {
 		r.RunID = "now"
 		r.Metrics.TotalMs *= 1.4
 		r.Metrics.RPS /= 1.4
 		r.Metrics.LatencyMs.P50 *= 1.4
 		r.Metrics.LatencyMs.Mean *= 1.4
 	}
-	withCurl := func(r *Run) *Run {
-		r.Client = &ClientRuntime{Adapter: "curl-loop", Command: []string{"bash", "curl-loop.sh"}}
+	withCurl := func(r *report.Run) *report.Run {
+		r.Client = &report.ClientRuntime{Adapter: "curl-loop", Command: []string{"bash", "curl-loop.sh"}}
 		return r
 	}
-	withNginx := func(r *Run) *Run {
-		r.Server = &Server{Kind: "nginx", Name: "nginx"}
+	withNginx := func(r *report.Run) *report.Run {
+		r.Server = &report.Server{Kind: "nginx", Name: "nginx"}
 		return r
 	}
 	timing := []string{"latency_ms.mean", "latency_ms.p50", "rps", "total_ms"}
 	cases := []struct {
 		name      string
-		base, cur *Run
+		base, cur *report.Run
 		tols      *Tolerances
 		want      []string // regressed
 		countToo  bool     // connections also grew

@@ -1,4 +1,4 @@
-package report
+package baseline
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/internal/tolerance"
+	"github.com/kalab-dev/kalab/engine/report"
 )
 
 // BenchmarkCompareRun is the cost added to each run by --baseline: every metric of one run
 // against its baseline run.
 func BenchmarkCompareRun(b *testing.B) {
-	base := &Baseline{Path: "b", Runs: []Run{*baseRun("s", "v")}, index: map[string]int{runKey("s", "v"): 0}}
+	base := &Baseline{Path: "b", Runs: []report.Run{*baseRun("s", "v")}, index: map[string]int{runKey("s", "v"): 0}}
 	cmp := &Comparer{Baseline: base, Tolerances: &Tolerances{Flags: map[string]tolerance.Tolerance{"errors": {Value: 1}}}}
 	cur := baseRun("s", "v")
 	cur.Metrics.Connections = 3
@@ -28,7 +29,7 @@ func BenchmarkCompareRun(b *testing.B) {
 // BenchmarkLoadBaseline reads and schema-checks a 1,000-run baseline (a large suite).
 func BenchmarkLoadBaseline(b *testing.B) {
 	out := b.TempDir()
-	w, err := Create(out, "base")
+	w, err := report.Create(out, "base")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func BenchmarkLoadBaseline(b *testing.B) {
 	b.SetBytes(st.Size())
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := LoadBaseline(p); err != nil {
+		if _, err := Load(p); err != nil {
 			b.Fatal(err)
 		}
 	}
