@@ -128,6 +128,7 @@ func Client(st scenario.Settings, sc shape.Scale, addr string, roots *x509.CertP
 		// One multiplexed connection: there is no hint to read, no idle connection to choose
 		// or to check, whatever the preset says.
 		cfg.HonorHint, cfg.LivenessCheck, cfg.Scheduling = false, false, ""
+		cfg.HTTP2NoResend = cfg.HTTP2NoResend || fault.On(fault.GoAwayResendDropped)
 	}
 	return cfg
 }

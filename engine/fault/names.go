@@ -88,8 +88,12 @@ const (
 	// on its first request (eof) instead of a refused connect, as Go's Shutdown and nginx -s
 	// quit give.
 	DrainAccepts = "drain-accepts"
+	// GoAwayResendDropped: kalab's HTTP/2 client hands a stream above a GOAWAY's last
+	// stream id to the caller instead of re-sending it on a new connection, as
+	// client.http2_goaway fail does, whatever the field says (Go's Transport re-sends it).
+	GoAwayResendDropped = "goaway-resend-dropped"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, GoAwayResendDropped}

@@ -53,6 +53,8 @@ var behaviours = map[string][]Behaviour{
 	"go-default": {
 		{Name: "silent re-send", Rule: "a request on a reused connection that died before any byte of the response is re-sent on a new one, unseen by the caller (hidden_retries)",
 			Truth: []string{"scenarios/truth/go.yaml"}, Compare: "real-race vs model-race", Fault: fault.HiddenUncounted},
+		{Name: "GOAWAY re-send", Rule: "over HTTP/2, a stream above a GOAWAY's last stream id is re-sent on a new connection, unseen by the caller; after a drain the re-send's connect fails",
+			Truth: []string{"scenarios/truth/deploys-h2.yaml"}, Compare: "real-goaway vs model-goaway, real-drain vs model-drain", Fault: fault.GoAwayResendDropped},
 		{Name: "idle pool of 2", Rule: "MaxIdleConnsPerHost 2: of more connections given back at once, all but 2 close (Go's own default, so no fault of kalab's breaks it)",
 			Truth: []string{"scenarios/truth/go.yaml"}, Compare: "real-pool vs model-pool"},
 	},
