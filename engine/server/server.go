@@ -380,6 +380,10 @@ func (s *Server) connState(c net.Conn, st http.ConnState) { s.connStateIn(c, st,
 // retirement names why its connections close.
 func (s *Server) connStateIn(c net.Conn, st http.ConnState, g *generation) {
 	switch st {
+	case http.StateNew:
+		if g != nil {
+			g.open.Add(1)
+		}
 	case http.StateActive:
 		if v, ok := s.conns.Load(underlying(c)); ok {
 			v.(*connInfo).idleSince.Store(0)
@@ -427,6 +431,9 @@ func (s *Server) connStateIn(c net.Conn, st http.ConnState, g *generation) {
 		s.histMu.Unlock()
 		s.open.Add(-1)
 		s.connWG.Done()
+		if g != nil {
+			s.genConnClosed(g)
+		}
 	}
 }
 
