@@ -88,8 +88,12 @@ const (
 	// on its first request (eof) instead of a refused connect, as Go's Shutdown and nginx -s
 	// quit give.
 	DrainAccepts = "drain-accepts"
+	// DeregisterReuses: behind a balancer, a deregistration (server.events deregister)
+	// leaves the balancer's pool as it was, so it keeps sending requests on its connections
+	// to the old target, instead of stopping as AWS ALB does for a deregistering target.
+	DeregisterReuses = "deregister-reuses"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, DeregisterReuses}
