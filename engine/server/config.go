@@ -138,6 +138,11 @@ type Config struct {
 	// order the requests arrived, not in the order Go's scheduler wakes their handlers.
 	// When nil a Go timer waits.
 	Wait func(at time.Time, done <-chan struct{}) bool
+	// Step, when set, runs f now as one step of the run's order of same-instant events: a
+	// run on the virtual clock passes its network's (vnet.Network.At), so that closes the
+	// server makes at one instant are seen one after another in a fixed order. When nil f
+	// runs at once.
+	Step func(f func())
 	// Events are the reloads, drains, restarts and deregistrations the server goes through
 	// during the run.
 	Events []Event

@@ -1,6 +1,11 @@
 package server
 
-import "time"
+import (
+	"cmp"
+	"net"
+	"slices"
+	"time"
+)
 
 // A deregistration is the backend taken out of the load balancer in front of it, as a
 // rolling deploy does (ECS, or Kubernetes with the AWS Load Balancer Controller): a new
@@ -49,13 +54,48 @@ func (s *Server) stopDeregistered(g *generation) {
 		return
 	}
 	g.reason.Store(ReasonDeregister)
-	_ = g.srv.Close() // its handoff listener and every connection, busy or idle
+	// Its connections close in accept order, each as one step of the run's order on the
+	// virtual clock, so that closes at one instant have their effects in the same order on
+	// every run (Server.Close would close them in a map's order); then its handoff listener
+	// closes, which ends its Serve. closeEvents closes its http.Server with the others.
+	type open struct {
+		id int64
+		c  net.Conn
+	}
+	var conns []open
+	s.conns.Range(func(k, v any) bool {
+		if ci := v.(*connInfo); ci.gen.Load() == g {
+			conns = append(conns, open{ci.id, k.(net.Conn)})
+		}
+		return true
+	})
+	slices.SortFunc(conns, func(a, b open) int { return cmp.Compare(a.id, b.id) })
+	for _, o := range conns {
+		closeConn := func() { _ = o.c.Close() } // net/http records the close through ConnState
+		if s.cfg.Step != nil {
+			s.cfg.Step(closeConn)
+		} else {
+			closeConn()
+		}
+	}
+	_ = g.ln.Close()
 }
 
-// genConnClosed counts a closed connection of g; the last one of a deregistering generation
+// genConnOpened counts a new connection of g (nil without events) and ties it to g.
+func (s *Server) genConnOpened(c net.Conn, g *generation) {
+	if g == nil {
+		return
+	}
+	g.open.Add(1)
+	if v, ok := s.conns.Load(underlying(c)); ok {
+		v.(*connInfo).gen.Store(g)
+	}
+}
+
+// genConnClosed counts a closed connection of g (nil without events); the last one of a deregistering generation
 // completes its deregistration at once.
 func (s *Server) genConnClosed(g *generation) {
-	if g.open.Add(-1) > 0 || !g.deregistering.Load() {
+	if g == nil || g.open.Add(-1) > 0 || !g.deregistering.Load() {
 		return
 	}
 	s.ev.mu.Lock()
