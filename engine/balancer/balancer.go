@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/client"
+	"github.com/kalab-dev/kalab/engine/fault"
 )
 
 // Policy says what the balancer does when the backend connection carrying a request fails
@@ -209,6 +210,18 @@ func (b *Balancer) Stats() Stats {
 // Conns returns the records of the client-facing connections, in accept order: when each
 // opened and closed, who closed it and why.
 func (b *Balancer) Conns() []ConnRecord { return b.book.all() }
+
+// Deregister takes the backend's current target out of service, as a balancer does for a
+// target it deregisters (AWS ALB: "stops sending requests to targets that are
+// deregistering"): no request goes on a backend connection open now, an idle one is not
+// reused and a busy one is not pooled after its response; later requests go on new
+// connections. It closes none of them: the target ends them (engine/server's deregister).
+func (b *Balancer) Deregister() error {
+	if fault.On(fault.DeregisterReuses) {
+		return nil
+	}
+	return b.pool.Retire()
+}
 
 // Close stops accepting, closes client-facing connections and the backend pool.
 func (b *Balancer) Close() error {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kalab-dev/kalab/engine/client/wire"
 	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/loopback"
 )
@@ -148,7 +149,7 @@ func (c Config) normalizedRequest() (Config, error) {
 	if c.Method == "" {
 		c.Method = "GET"
 	}
-	if !isToken(c.Method) {
+	if !wire.IsToken(c.Method) {
 		return c, fmt.Errorf("method %q: not an HTTP token", c.Method)
 	}
 	if c.BodyBytes < 0 || c.BodyBytes > maxRequestBody {
@@ -164,7 +165,7 @@ func (c Config) normalizedRequest() (Config, error) {
 		return c, fmt.Errorf("path %q: want an origin-form path starting with / and without spaces", c.Path)
 	}
 	for k, v := range c.Headers {
-		if !isToken(k) {
+		if !wire.IsToken(k) {
 			return c, fmt.Errorf("header name %q: not an HTTP token", k)
 		}
 		if strings.ContainsAny(v, "\r\n") {
@@ -268,20 +269,6 @@ func validClass(cl ErrorClass) bool {
 		}
 	}
 	return false
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // idempotent reports whether a failed request may be re-sent under RetryPolicy.IdempotentOnly

@@ -3,9 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -104,7 +102,9 @@ func readResponse(br *bufio.Reader, cfg *Config, head bool) (response, error) {
 		if r.status >= 100 && r.status < 200 && r.status != 101 {
 			continue // interim response; the real one follows
 		}
-		return readBody(br, r, head, chunked, contentLength)
+		n, untilClose, err := wire.DiscardBody(br, r.status, head, chunked, contentLength)
+		r.body, r.keepAlive = n, r.keepAlive && !untilClose
+		return r, err
 	}
 }
 
@@ -169,30 +169,5 @@ func recordHeader(cfg *Config, r *response, name, value []byte) {
 		}
 	case wire.EqualFold(name, "kalab-backend-reused"):
 		r.backendReused = len(value) == 1 && value[0] == '1'
-	}
-}
-
-// readBody discards the body that r's status and framing call for, counting its bytes.
-func readBody(br *bufio.Reader, r response, head, chunked bool, contentLength int64) (response, error) {
-	switch {
-	case head || r.status == 204 || r.status == 304 || r.status == 101:
-		return r, nil
-	case chunked:
-		n, err := wire.DiscardChunked(br)
-		r.body = n
-		return r, err
-	case contentLength >= 0:
-		n, err := br.Discard(int(contentLength))
-		r.body = int64(n)
-		if err != nil && errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return r, err
-	default:
-		// Delimited by the close: complete at EOF, never reusable.
-		r.keepAlive = false
-		n, err := io.Copy(io.Discard, br)
-		r.body = n
-		return r, err
 	}
 }

@@ -70,8 +70,9 @@ type pconn struct {
 	raw    syscall.RawConn // the TCP socket, for the liveness peek
 	mem    pendinger       // an in-memory connection, peeked instead of raw
 	br     *bufio.Reader
-	served int   // responses completed on this connection
-	slot   *slot // its place in a creation-order pool; nil in the others
+	served int    // responses completed on this connection
+	slot   *slot  // its place in a creation-order pool; nil in the others
+	epoch  uint64 // the pool's epoch when it was dialled: an older one is retired (retire.go)
 
 	// Guarded by model.mu.
 	idle    bool
@@ -99,6 +100,8 @@ type model struct {
 	heldEnd bool               // Scheduling Creation: that response closed its connection
 	agent   *undiciagent.Agent // Config.DropEmptyPool: undici 7's Agent; nil otherwise
 	why     map[uint64]string  // why the client closed each connection it closed itself (Reason*)
+	epoch   atomic.Uint64      // Pool.Retire's count: connections dialled before the last are not reused
+	retired []*pconn           // retired connections left open, closed by Close
 }
 
 func newModel(cfg Config) *model {
@@ -140,6 +143,8 @@ func (m *model) Close() error {
 		m.open++
 	}
 	m.waiters = nil
+	idle = append(idle, m.retired...)
+	m.retired = nil
 	m.mu.Unlock()
 	for _, c := range idle {
 		_ = c.nc.Close() // dropping the connection: nothing waits on how its close went
@@ -408,7 +413,7 @@ func (m *model) dialSlot(ctx context.Context, deadline time.Time, ev *Event) (*p
 }
 
 func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg *tls.Config) (*pconn, error) {
-	t0 := time.Now()
+	t0, epoch := time.Now(), m.epoch.Load()
 	nc, err := dial(ctx, m.cfg, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", m.cfg.Addr, err)
@@ -421,7 +426,7 @@ func (m *model) dial(ctx context.Context, deadline time.Time, ev *Event, tlsCfg 
 	}
 	ev.Connect = time.Since(t0)
 	m.stats.connections.Add(1)
-	c := &pconn{id: m.ids.Add(1), nc: nc}
+	c := &pconn{id: m.ids.Add(1), nc: nc, epoch: epoch}
 	switch tc := nc.(type) {
 	case *net.TCPConn:
 		c.raw, _ = tc.SyscallConn()
@@ -478,6 +483,11 @@ func (m *model) put(c *pconn, why string, life time.Duration) {
 	m.mu.Lock()
 	if why == "" && m.closed {
 		why = ReasonEnd
+	}
+	if why == "" && c.epoch != m.epoch.Load() {
+		m.keepRetired(c)
+		m.mu.Unlock()
+		return
 	}
 	if why == "" {
 		c.life = life

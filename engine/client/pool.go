@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/kalab-dev/kalab/engine/client/wire"
 )
 
 // Pool is the model client's connection pool used as a library, for a hop that forwards
@@ -69,10 +71,10 @@ func ProxyIdempotent(method string) bool {
 }
 
 func (p *Pool) render(r Request) ([]byte, error) {
-	if !isToken(r.Method) {
+	if !wire.IsToken(r.Method) {
 		return nil, fmt.Errorf("method %q: not an HTTP token", r.Method)
 	}
-	if len(r.Path) == 0 || r.Path[0] != '/' || containsAnyByte(r.Path, " \r\n\t") {
+	if len(r.Path) == 0 || r.Path[0] != '/' || wire.ContainsAnyByte(r.Path, " \r\n\t") {
 		return nil, fmt.Errorf("path %q: want an origin-form path", r.Path)
 	}
 	b := make([]byte, 0, 128+len(r.Body))
@@ -83,7 +85,7 @@ func (p *Pool) render(r Request) ([]byte, error) {
 	b = append(b, p.m.cfg.Addr...)
 	b = append(b, "\r\n"...)
 	for k, v := range r.Headers {
-		if !isToken(k) || containsAnyByte(v, "\r\n") {
+		if !wire.IsToken(k) || wire.ContainsAnyByte(v, "\r\n") {
 			continue
 		}
 		b = append(b, k...)
@@ -102,17 +104,6 @@ func (p *Pool) render(r Request) ([]byte, error) {
 	b = append(b, "\r\n"...)
 	b = append(b, r.Body...)
 	return b, nil
-}
-
-func containsAnyByte(s, set string) bool {
-	for i := 0; i < len(s); i++ {
-		for j := 0; j < len(set); j++ {
-			if s[i] == set[j] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Stats returns the pool's cumulative counters.

@@ -48,8 +48,12 @@ func Server(st scenario.Settings, sc shape.Scale) server.Config {
 		Delay:                sc.D(s.Response.Delay),
 	}
 	for _, e := range s.Events {
+		grace := e.Grace
+		if e.Do == scenario.EventDeregister && st.Balancer != nil {
+			grace = st.Balancer.DeregistrationDelay // how long the old target keeps its connections
+		}
 		cfg.Events = append(cfg.Events, server.Event{Kind: e.Do, At: sc.D(e.At),
-			AfterRequests: int64(e.AfterRequests), Grace: sc.D(e.Grace), Gap: sc.D(e.Gap)})
+			AfterRequests: int64(e.AfterRequests), Grace: sc.D(grace), Gap: sc.D(e.Gap)})
 	}
 	// The hint is written in scenario seconds whatever the time scale, so that a client
 	// reads the same "timeout=N" at every scale; the client scales N back (hintUnit).

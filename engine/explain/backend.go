@@ -21,6 +21,9 @@ func (r *Run) backendStory(i int) string {
 			q.Seq, ms(q.StartMs), q.Status, ms(q.LatencyMs), bal, q.BackendAttempts)
 	}
 	r.pauseFacts(&b, i)
+	if q.Status >= 500 && r.deregisterFacts(&b, q) {
+		return b.String()
+	}
 	front, back := msD(r.oneWay()), msD(r.backOneWay())
 	sent := q.StartMs + front
 	prev := r.prevBackend(i)

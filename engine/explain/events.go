@@ -9,9 +9,10 @@ import (
 
 // eventReasons tell which server event (server.events) closed a connection.
 var eventReasons = map[string]string{
-	"goaway":  "a reload (server.events goaway): the server told every connection to go",
-	"drain":   "a drain (server.events drain): the server stopped taking requests",
-	"restart": "a restart (server.events restart): every connection closed at once",
+	"goaway":     "a reload (server.events goaway): the server told every connection to go",
+	"drain":      "a drain (server.events drain): the server stopped taking requests",
+	"restart":    "a restart (server.events restart): every connection closed at once",
+	"deregister": "a deregistration (server.events deregister): the old target was stopped when its deregistration delay ended",
 }
 
 // eventNouns name each server event (server.events do:) as the stories say it.
@@ -61,5 +62,40 @@ func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn,
 	default:
 		b.WriteString(" Go's Transport re-sent it on a new connection (h2_bundle.go canRetryError), whose connect the drained server refused (it listens on nothing): the error reached the caller.")
 	}
+	return true
+}
+
+// deregisterFacts tells the story of a request the balancer answered with its error status
+// because the backend connection under it was closed by a deregistered target as it was
+// stopped: the deregistration delay ended while the request was in flight (AWS: "If a
+// deregistering target terminates the connection before the deregistration delay elapses,
+// the client receives a 500-level error response"). It reports whether it told it.
+func (r *Run) deregisterFacts(b *strings.Builder, q report.Request) bool {
+	sc := r.backendConn(q)
+	if sc == nil || sc.Reason != "deregister" || sc.ClosedMs == nil || r.params.Balancer == nil {
+		return false
+	}
+	closed := *sc.ClosedMs
+	at, when := -1.0, ""
+	for _, e := range r.params.Server.Events {
+		if t := msD(dur(e.At)); e.Do == "deregister" && e.At != "" && t <= closed && t > at {
+			at, when = t, e.At
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	delay := r.params.Balancer.DeregistrationDelay
+	if delay == "" {
+		delay = "0s"
+	}
+	fmt.Fprintf(b, " The backend was deregistered at %s (server.events deregister at %s); its deregistration delay of %s (balancer.deregistration_delay) ended at %s while this request was in flight: the old target was stopped and closed backend connection %d under it at %s, before any response byte.",
+		ms(at), when, delay, ms(at+msD(dur(delay))), sc.ID, ms(closed))
+	if on := r.params.Balancer.OnBackendError; on != "" && on != "error" {
+		b.WriteString(" " + r.balancerRule(q))
+		return true
+	}
+	fmt.Fprintf(b, " %s does not re-send a request whose backend connection failed (on_backend_error error): it answered %d. A deregistration delay longer than the longest request lets the requests in flight finish.",
+		capital(r.balancerName()), q.Status)
 	return true
 }

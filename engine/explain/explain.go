@@ -78,7 +78,9 @@ type params struct {
 		Preset         string `json:"preset"`
 		IdleTimeout    string `json:"idle_timeout"`
 		OnBackendError string `json:"on_backend_error"`
-		BackendNetwork struct {
+		// DeregistrationDelay is how long a deregistered backend kept its connections.
+		DeregistrationDelay string `json:"deregistration_delay"`
+		BackendNetwork      struct {
 			RTT string `json:"rtt"`
 		} `json:"backend_network"`
 	} `json:"balancer"`

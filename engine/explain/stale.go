@@ -212,7 +212,7 @@ func (r *Run) reasonText(who, reason string) string {
 		return "the request asked for Connection: close"
 	case "end":
 		return "the run ended"
-	case "goaway", "drain", "restart":
+	case "goaway", "drain", "restart", "deregister":
 		return eventReasons[reason]
 	case "", "unknown":
 		return "reason not recorded"

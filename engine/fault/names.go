@@ -92,8 +92,12 @@ const (
 	// stream id to the caller instead of re-sending it on a new connection, as
 	// client.http2_goaway fail does, whatever the field says (Go's Transport re-sends it).
 	GoAwayResendDropped = "goaway-resend-dropped"
+	// DeregisterReuses: behind a balancer, a deregistration (server.events deregister)
+	// leaves the balancer's pool as it was, so it keeps sending requests on its connections
+	// to the old target, instead of stopping as AWS ALB does for a deregistering target.
+	DeregisterReuses = "deregister-reuses"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, GoAwayResendDropped}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, GoAwayResendDropped, DeregisterReuses}

@@ -145,7 +145,7 @@ func unmodelled(p Plan) string {
 	case p.Server.CloseEvery > 0:
 		return "server.close_every closes connections at instants the plan does not fix"
 	case p.Server.Events > 0:
-		return "server.events: a reload, drain or restart closes connections outside the idle and per-connection rules the oracle walks"
+		return "server.events: a reload, drain, restart or deregistration closes connections outside the idle and per-connection rules the oracle walks"
 	case p.Backlog:
 		return "a modelled listen queue: which connections overflow depends on accept timing"
 	case p.Replay != "":

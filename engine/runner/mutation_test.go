@@ -41,6 +41,7 @@ var mutations = []mutation{
 	{"15-nat-black-hole.yaml", "no middlebox (nothing forgets an idle flow)", func(s *scenario.Settings) { s.Middlebox = nil }},
 	{"15-nat-black-hole.yaml", "TCP keepalive ignored", func(s *scenario.Settings) { s.Client.TCPKeepalive = scenario.TCPKeepalive{} }},
 	{"16-fin-timing.yaml", "no idle close on the server", func(s *scenario.Settings) { s.Server.IdleTimeout = 0 }},
+	{"23-alb-deregistration.yaml", "no deregistration delay", func(s *scenario.Settings) { s.Balancer.DeregistrationDelay = 0 }},
 }
 
 // TestSuiteFindingsCanFail runs each bundled file with its model broken and requires a

@@ -12,11 +12,15 @@ const (
 	EventGoAway  = "goaway"
 	EventDrain   = "drain"
 	EventRestart = "restart"
+	// EventDeregister takes the server out of the balancer in front of it (a rolling
+	// deploy's deregistration); balancer.deregistration_delay says how long it keeps its
+	// connections.
+	EventDeregister = "deregister"
 )
 
 // checkEvents checks server.events: each at a time or after a number of requests, never
 // both, with a grace only on a drain and a gap only on a restart, and only on the embedded
-// server over TCP.
+// server over TCP; a deregistration only at a time and behind a balancer.
 func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 	s := r.Settings.Server
 	if len(s.Events) == 0 {
@@ -44,11 +48,26 @@ func (l *loader) checkEvents(r *Run, at func(string) *yaml.Node, where string) {
 		switch {
 		case (e.At > 0) == (e.AfterRequests > 0):
 			l.add(n, "server.events", "event %d: give exactly one of at (a time after the start) and after_requests%s", i+1, where)
+		case e.Do == EventDeregister:
+			l.checkDeregister(r, e, n, i, where)
 		case e.Grace > 0 && e.Do != EventDrain:
 			l.add(n, "server.events", "event %d: grace is how long a drain waits for open connections; %s has none%s", i+1, e.Do, where)
 		case e.Gap > 0 && e.Do != EventRestart:
 			l.add(n, "server.events", "event %d: gap is how long a restart serves nothing; %s has none%s", i+1, e.Do, where)
 		}
+	}
+}
+
+// checkDeregister checks event i, a deregistration: behind a balancer, at a time, with
+// the balancer's deregistration_delay rather than a grace or a gap of its own.
+func (l *loader) checkDeregister(r *Run, e ServerEvent, n *yaml.Node, i int, where string) {
+	switch {
+	case r.Settings.Balancer == nil:
+		l.add(n, "server.events", "event %d: deregister takes the server out of the balancer in front of it, and this run has no balancer: add a balancer section (its deregistration_delay is how long the old target keeps its connections)%s", i+1, where)
+	case e.AfterRequests > 0:
+		l.add(n, "server.events", "event %d: a deregistration happens at a time: use at, not after_requests%s", i+1, where)
+	case e.Grace > 0 || e.Gap > 0:
+		l.add(n, "server.events", "event %d: a deregistration waits the balancer's deregistration_delay, not a grace or a gap of its own: set balancer.deregistration_delay%s", i+1, where)
 	}
 }
 

@@ -49,6 +49,9 @@ type Balancer struct {
 	Retries        int             `yaml:"retries" json:"retries"`
 	ErrorStatus    int             `yaml:"error_status" json:"error_status"`
 	Reuse          string          `yaml:"reuse" json:"reuse"`
+	// DeregistrationDelay is how long a deregistered backend (server.events deregister)
+	// keeps its open connections before it is stopped (AWS ALB's target group attribute).
+	DeregistrationDelay Duration `yaml:"deregistration_delay" json:"deregistration_delay,omitempty"`
 }
 
 // Middlebox is a box on the client's path that forgets a flow idle for IdleTimeout.
@@ -184,13 +187,13 @@ type Server struct {
 	Exec    string `yaml:"exec" json:"exec,omitempty"`       // nginx | node | haproxy
 	Command string `yaml:"command" json:"command,omitempty"` // a shell command with {port}
 	URL     string `yaml:"url" json:"url,omitempty"`         // a server the user runs
-	// Events are the reloads, drains and restarts the embedded server goes through.
+	// Events are the reloads, drains, restarts and deregistrations the embedded server goes through.
 	Events []ServerEvent `yaml:"events" json:"events,omitempty"`
 }
 
 // ServerEvent is a deploy's moment in a run: at a time, or after a number of requests.
 type ServerEvent struct {
-	Do            string   `yaml:"do" json:"do"` // goaway | drain | restart
+	Do            string   `yaml:"do" json:"do"` // goaway | drain | restart | deregister
 	At            Duration `yaml:"at" json:"at,omitempty"`
 	AfterRequests int      `yaml:"after_requests" json:"after_requests,omitempty"`
 	Grace         Duration `yaml:"grace" json:"grace,omitempty"` // drain only

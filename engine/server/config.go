@@ -138,8 +138,18 @@ type Config struct {
 	// order the requests arrived, not in the order Go's scheduler wakes their handlers.
 	// When nil a Go timer waits.
 	Wait func(at time.Time, done <-chan struct{}) bool
-	// Events are the reloads, drains and restarts the server goes through during the run.
+	// Step, when set, runs f now as one step of the run's order of same-instant events: a
+	// run on the virtual clock passes its network's (vnet.Network.At), so that closes the
+	// server makes at one instant are seen one after another in a fixed order. When nil f
+	// runs at once.
+	Step func(f func())
+	// Events are the reloads, drains, restarts and deregistrations the server goes through
+	// during the run.
 	Events []Event
+	// OnDeregister, when set, is called as a deregistration (EventDeregister) fires, before
+	// the new target takes a connection: the balancer in front stops using the old
+	// target's connections then.
+	OnDeregister func()
 }
 
 // maxBodyBytes bounds the body allocated at Start, so a typo cannot exhaust memory.

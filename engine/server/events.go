@@ -35,6 +35,11 @@ const (
 	// so does the listener (a dead process listens on nothing: a connect is refused) for
 	// Gap; then the server listens again on the same address and serves.
 	EventRestart = "restart"
+	// EventDeregister is the backend taken out of the balancer in front of it during a
+	// rolling deploy (deregister.go): a new target takes every new connection while the old
+	// one keeps its open connections until its deregistration delay (Grace) ends, or until
+	// it has none left; then it is stopped and closes what remains.
+	EventDeregister = "deregister"
 )
 
 // Event is a change the server goes through during a run.
@@ -44,10 +49,11 @@ type Event struct {
 	// AfterRequests, when set, makes it happen as the handler finishes this many requests
 	// (counted across connections): that request's response is the last on its connection.
 	AfterRequests int64
-	// Kind is EventGoAway, EventDrain or EventRestart.
+	// Kind is EventGoAway, EventDrain, EventRestart or EventDeregister.
 	Kind string
 	// Grace is how long a drain lets open connections finish before it closes them; 0 closes
-	// them when their requests are done and no later.
+	// them when their requests are done and no later. For a deregister it is the balancer's
+	// deregistration delay: 0 stops the old target at once.
 	Grace time.Duration
 	// Gap is how long a restart serves no connection.
 	Gap time.Duration
@@ -58,14 +64,16 @@ const (
 	ReasonGoAway  = EventGoAway
 	ReasonDrain   = EventDrain
 	ReasonRestart = EventRestart
+	// ReasonDeregister: the old target of a deregistration was stopped with the connection open.
+	ReasonDeregister = EventDeregister
 )
 
 // checkEvents rejects an event the server cannot carry out.
 func (cfg Config) checkEvents() error {
 	for i, e := range cfg.Events {
 		switch {
-		case e.Kind != EventGoAway && e.Kind != EventDrain && e.Kind != EventRestart:
-			return fmt.Errorf("event %d: kind %q: want %s, %s or %s", i+1, e.Kind, EventGoAway, EventDrain, EventRestart)
+		case e.Kind != EventGoAway && e.Kind != EventDrain && e.Kind != EventRestart && e.Kind != EventDeregister:
+			return fmt.Errorf("event %d: kind %q: want %s, %s, %s or %s", i+1, e.Kind, EventGoAway, EventDrain, EventRestart, EventDeregister)
 		case e.At < 0 || e.AfterRequests < 0 || e.Grace < 0 || e.Gap < 0:
 			return fmt.Errorf("event %d: a negative time or count", i+1)
 		}
@@ -79,6 +87,9 @@ type generation struct {
 	srv    *http.Server
 	ln     *handoff
 	reason atomic.Value // string: the event that retired it; unset while it serves
+	open   atomic.Int64 // its connections open now
+	// deregistering is set while a deregistration lets its connections finish (deregister.go).
+	deregistering atomic.Bool
 }
 
 // handoff is the listener a generation serves: the server's one accept loop hands it the
@@ -295,6 +306,10 @@ func (s *Server) fire(e Event) {
 		return
 	}
 	ev.cur = nil
+	if e.Kind == EventDeregister {
+		s.deregister(old, e.Grace)
+		return
+	}
 	if e.Kind == EventGoAway {
 		s.startGeneration(s.newHTTPServer())
 	}

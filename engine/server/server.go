@@ -86,10 +86,11 @@ type connInfo struct {
 	idText    string // id in decimal, for the ConnHeader of every response
 	opened    time.Time
 	requests  atomic.Int64
-	idleSince atomic.Int64 // UnixNano when the connection last went idle; 0 while active
-	http1     atomic.Bool  // it served an HTTP/1.1 request: the precise idle close applies
-	idleTimer *time.Timer  // the precise idle close's lead timer; only the ConnState hook touches it
-	closing   atomic.Value // string: the reason the server put "Connection: close" on a response
+	idleSince atomic.Int64               // UnixNano when the connection last went idle; 0 while active
+	http1     atomic.Bool                // it served an HTTP/1.1 request: the precise idle close applies
+	idleTimer *time.Timer                // the precise idle close's lead timer; only the ConnState hook touches it
+	closing   atomic.Value               // string: the reason the server put "Connection: close" on a response
+	gen       atomic.Pointer[generation] // the generation serving it, with Config.Events
 }
 
 type connKey struct{}
@@ -380,6 +381,8 @@ func (s *Server) connState(c net.Conn, st http.ConnState) { s.connStateIn(c, st,
 // retirement names why its connections close.
 func (s *Server) connStateIn(c net.Conn, st http.ConnState, g *generation) {
 	switch st {
+	case http.StateNew:
+		s.genConnOpened(c, g)
 	case http.StateActive:
 		if v, ok := s.conns.Load(underlying(c)); ok {
 			v.(*connInfo).idleSince.Store(0)
@@ -427,6 +430,7 @@ func (s *Server) connStateIn(c net.Conn, st http.ConnState, g *generation) {
 		s.histMu.Unlock()
 		s.open.Add(-1)
 		s.connWG.Done()
+		s.genConnClosed(g)
 	}
 }
 

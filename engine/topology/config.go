@@ -18,6 +18,9 @@ type balancerHop interface {
 	Stats() balancer.Stats
 	// Conns are the client-facing connections: when the balancer closed them, and why.
 	Conns() []balancer.ConnRecord
+	// Deregister stops sending requests on the backend connections open now (a
+	// deregistration: server.events deregister).
+	Deregister() error
 	Close() error
 }
 

@@ -183,6 +183,14 @@ func (t *topology) balancer() *balancerPart {
 	return nil
 }
 
+// deregistered tells the balancer that the server behind it is deregistering (server.events
+// deregister): it stops sending requests on its backend connections open now.
+func (t *topology) deregistered() {
+	if b := t.balancer(); b != nil && b.b != nil {
+		_ = b.b.Deregister() // fails only for a creation-order pool, which a balancer never has
+	}
+}
+
 // frontLink is the client's link: the first hop, or the one behind a middlebox (which
 // passes each client connection to it as one connection); nil when the client dials
 // something else.

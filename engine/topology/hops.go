@@ -79,10 +79,11 @@ func (e *embeddedServer) Start(context.Context, string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		cfg.Listener, cfg.Sleep = ln, nil // idle closes on Go's timers, exact on the virtual clock
-		cfg.Relisten = e.relisten         // a restart's gap ends on the same in-memory port
-		cfg.Wait = e.net.Sleep            // delayed responses in the network's order
-		cfg.Ed25519Cert = true            // handshakes of one size: byte counts that repeat
+		cfg.Listener, cfg.Sleep = ln, nil                     // idle closes on Go's timers, exact on the virtual clock
+		cfg.Relisten = e.relisten                             // a restart's gap ends on the same in-memory port
+		cfg.Wait = e.net.Sleep                                // delayed responses in the network's order
+		cfg.Step = func(f func()) { e.net.At(time.Now(), f) } // a deregistration's closes too
+		cfg.Ed25519Cert = true                                // handshakes of one size: byte counts that repeat
 	}
 	srv, err := server.Start(cfg)
 	if err != nil {

@@ -145,6 +145,9 @@ func (t *topology) buildServer(run *Run, links *connLog) (*serverLog, error) {
 		srvLog = newServerLog()
 		scfg.OnRequest = srvLog.observe
 	}
+	if st.Balancer != nil {
+		scfg.OnDeregister = t.deregistered // server.events deregister: the balancer stops first
+	}
 	t.server = &embeddedServer{cfg: scfg, version: opt.KalabVersion, net: t.net}
 	return srvLog, nil
 }

@@ -1,6 +1,7 @@
 // Package wire holds the byte-level pieces of HTTP/1.1 that engine/client's model client
-// reads a response with: lines, chunked bodies, decimal and hexadecimal numbers and
-// case-folded tokens, each without allocating on the common path.
+// reads a response with: lines, bodies (chunked, by length or up to the close), decimal
+// and hexadecimal numbers and case-folded tokens, each without allocating on the common
+// path; and the checks of the tokens and values it writes in a request.
 package wire
 
 import (
