@@ -297,7 +297,7 @@ func (c *path) boxIdle(n int, pauses map[int64][]float64, pmax float64) *Predict
 			e, _ := c.plan.Expiry(b)
 			who, what = c.label(at, false), fmt.Sprintf("outlasts it (%s, within one %s poll), and the box %s", Seconds(e.Seconds()), b.Poll, fate(b))
 		}
-		return &Prediction{Edges: []float64{0}, Rule: fmt.Sprintf("%s decides whatever the idle timeout of %s: a pause of %s %s; a request meets the first box on the path that forgot its flow, so no value of the swept box's idle timeout passes",
+		return &Prediction{Edges: []float64{0}, Rule: fmt.Sprintf("%s decides whatever the idle timeout of %s: a pause of %s %s, unless a box before it on the path forgot the flow too and meets the request first; so no value of the swept box's idle timeout passes",
 			who, swept, Seconds(fixed), what)}
 	}
 	if edge < 0 {

@@ -149,7 +149,7 @@ func TestChainBoxIdle(t *testing.T) {
 	first := firstFrom(ps, 120*time.Second)
 	p = Predict("middlebox.0.idle_timeout", st, seeds)
 	want = "box 3 of 3 (idle timeout 2m0s, drop) decides whatever the idle timeout of box 1 of 3 (aws-nlb, reset, its idle timeout swept): a pause of " + Seconds(first) +
-		" outlasts it (2m0s, within one 100ms poll), and the box drops the request (it hangs until the client's timeout); a request meets the first box on the path that forgot its flow, so no value of the swept box's idle timeout passes"
+		" outlasts it (2m0s, within one 100ms poll), and the box drops the request (it hangs until the client's timeout), unless a box before it on the path forgot the flow too and meets the request first; so no value of the swept box's idle timeout passes"
 	if p == nil || p.Rule != want || !slices.Equal(p.Edges, []float64{0}) {
 		t.Errorf("middlebox.0: %+v;\nwant rule %q, edges [0]", p, want)
 	}
