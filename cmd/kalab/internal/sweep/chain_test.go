@@ -276,3 +276,62 @@ func TestTargetBoxErrors(t *testing.T) {
 		}
 	}
 }
+
+// chainServer puts a server that closes idle connections behind the chain; every pause
+// (130 s to 5 min) outlasts the firewall's 120 s and no other box's timeout.
+const chainServer = `
+name: chain-server
+network: {rtt: 100ms}
+server: {idle_timeout: 30s}
+client: {preset: python-requests, timeout: 30s}
+middlebox:
+  - {preset: aws-nlb}
+  - {preset: kube-ipvs}
+  - {idle_timeout: 120s, on_expiry: drop}
+load: {requests: 12, burst: 2, pause: 130s..5m, seed: 3}
+`
+
+// The server's idle timeout behind the chain: below the firewall's 120 s the server's FIN
+// passes the boxes first and the client never sends on the closed connection; from
+// 120 s + one poll the firewall forgets the flow before the FIN passes it, the FIN is lost,
+// and every request after a pause meets the forgotten flow. The sweep finds that edge
+// where the geometry puts it (up to the poll it leaves open), and the rule names the box.
+func TestSweepServerIdleBehindAChainMeetsTheTightestBox(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "server.yaml")
+	if err := os.WriteFile(file, []byte(chainServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{File: file, Param: "server.idle_timeout", Range: "1m..3m", Until: "errors == 0", Seeds: chainSeeds, Grid: 5, Tries: 2,
+		Out: filepath.Join(dir, "out"), Host: runner.TestHost(t), Log: zerolog.Nop()}
+	if err := o.Check(); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := o.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w bytes.Buffer
+	out, err := Invoke(context.Background(), o, tg, &w)
+	if err != nil || out.Unsettled != "" {
+		t.Fatalf("sweep: %v, unsettled %q\n%s", err, out.Unsettled, w.String())
+	}
+	rec, err := LoadRecord(out.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const box = "box 3 of 3 (idle timeout 2m0s, drop) forgets first from S = 2m0.1s"
+	if p := rec.Prediction; p == nil || !slices.Equal(p.Edges, []float64{120.1}) || !strings.Contains(p.Rule, box) {
+		t.Fatalf("geometry %+v; want the edge 120.1 s and %q", p, box)
+	}
+	if len(rec.Brackets) != 1 {
+		t.Fatalf("brackets %+v; want one at 120 s\n%s", rec.Brackets, w.String())
+	}
+	if b := rec.Brackets[0]; !(b.Safe < 120.1 && b.Unsafe >= 120 && b.Safe < b.Unsafe) {
+		t.Errorf("bracket %+v: want safe below 120.1 s and unsafe from 120 s\n%s", b, w.String())
+	}
+	if !strings.Contains(w.String(), "the geometry agrees") {
+		t.Errorf("the geometry does not agree:\n%s", w.String())
+	}
+}
