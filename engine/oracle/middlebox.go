@@ -118,6 +118,33 @@ func (p Plan) tightest() *Middlebox {
 	return best
 }
 
+// Boxes lists the plan's boxes in path order from the client: its chain, its one box, or
+// none.
+func (p Plan) Boxes() []*Middlebox { return p.boxes() }
+
+// Forgetter is the oracle's rule for what a request sent gap after a burst's last response
+// meets, for a sweep's geometry to read: the box on a forgotten flow (the first in path
+// order that has noticed its expiry) and its place on the path from the client; -1 and nil
+// when no box has.
+func (p Plan) Forgetter(gap time.Duration) (int, *Middlebox) {
+	b := p.forgetter(gap)
+	return slices.Index(p.boxes(), b), b
+}
+
+// Tightest is the box that forgets a flow soonest (the first of equals in path order) and
+// its place; -1 and nil when the client's probes keep every box's flow alive.
+func (p Plan) Tightest() (int, *Middlebox) {
+	b := p.tightest()
+	return slices.Index(p.boxes(), b), b
+}
+
+// Expiry is how long after a burst's last response box b forgets the flow (noticed within
+// one of its polls after that); false when the client's probes keep the flow alive.
+func (p Plan) Expiry(b *Middlebox) (time.Duration, bool) {
+	e := boxExpiry(p, b)
+	return e, e != never
+}
+
 // behindBox turns what a burst's first request would meet on its pooled connection into
 // what it meets behind the boxes: a connection the client still trusts, idle past a box's
 // expiry, leads into a dropped flow (void) or that box's reset (a failed attempt, as a

@@ -274,7 +274,7 @@ const (
 // goes on.
 func (o *Options) byClock(t *Target) {
 	seeds, budget := RealSeeds, RealBudget
-	if compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile()).Virtual() {
+	if o.compiled(t).Virtual() {
 		seeds, budget = VirtualSeeds, VirtualBudget
 	}
 	if o.Seeds == 0 {
@@ -283,6 +283,12 @@ func (o *Options) byClock(t *Target) {
 	if o.Budget == 0 {
 		o.Budget = budget
 	}
+}
+
+// compiled is the swept run as it goes: on its clock, at the time scale it runs at (1 on
+// the virtual clock, whatever the file's time_scale).
+func (o *Options) compiled(t *Target) *compile.Run {
+	return compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile())
 }
 
 // deciding is the first metric the deciding checks read; errors when they read none.
@@ -458,7 +464,9 @@ func (o *Options) newRecord(t *Target) *Record {
 		rec.Seeds = append(rec.Seeds, st.Load.Seed+int64(i))
 	}
 	rec.Context = topology(st, o.Param)
-	rec.Prediction = geometry.Predict(o.Param, st, rec.Seeds)
+	// The geometry reads the run at the scale it goes at: a box's poll is its scaled
+	// timeout's hundredth, read back in scenario time.
+	rec.Prediction = geometry.Predict(o.Param, o.compiled(t).Settings, rec.Seeds)
 	return rec
 }
 
@@ -477,6 +485,9 @@ func topology(st scenario.Settings, param string) string {
 			parts = append(parts, fmt.Sprintf("balancer closes idle client connections at %s", b.IdleTimeout))
 		}
 		parts = append(parts, fmt.Sprintf("balancer pool idle %s, backend RTT %s", b.Backend.IdleTimeout, b.BackendNetwork.RTT))
+	}
+	if boxes := geometry.Boxes(st, param); boxes != "" {
+		parts = append(parts, boxes)
 	}
 	parts = append(parts, fmt.Sprintf("pauses %s", st.Load.Pause))
 	return strings.Join(parts, ", ")

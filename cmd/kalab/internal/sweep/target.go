@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -34,6 +35,9 @@ type Target struct {
 	data  []byte
 	field []string // the YAML path set
 	bound string   // "min" or "max" for one bound of load.pause; empty otherwise
+	// box is the place of the box whose field is set (middlebox.N.FIELD), field then the
+	// path inside it; -1 otherwise.
+	box int
 }
 
 // aliases maps parameter names to the field they set.
@@ -72,7 +76,7 @@ func open(file string, data []byte, param, run, until string, duration bool) (*T
 	if s == nil {
 		return nil, fmt.Errorf("%s: not a scenario", file)
 	}
-	t := &Target{File: file, Param: param, Until: until, Duration: duration, data: data}
+	t := &Target{File: file, Param: param, Until: until, Duration: duration, data: data, box: -1}
 	if err := t.setParam(param); err != nil {
 		return nil, err
 	}
@@ -96,6 +100,13 @@ func open(file string, data []byte, param, run, until string, duration bool) (*T
 	if t.Base.Variant != "default" || run != "" {
 		t.Run = t.Base.Variant
 	}
+	if t.field[0] == "middlebox" {
+		// A box's field goes into the run's own list of boxes: a list without N, or N
+		// beyond the list, is refused here, before anything runs.
+		if _, err := t.edited(0); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -112,6 +123,12 @@ func (t *Target) setParam(param string) error {
 	}
 	if len(parts) < 2 {
 		return fmt.Errorf("--param %q: name a field inside a section, such as client.idle_timeout", param)
+	}
+	if n, field, indexed, ok := geometry.BoxParam(path); ok && indexed {
+		if n < 0 {
+			return fmt.Errorf("--param %s: a box's place N counts from 0, the box nearest the client", param)
+		}
+		t.box, parts = n, append([]string{"middlebox"}, strings.Split(field, ".")...)
 	}
 	if n := len(parts); n == 3 && parts[0] == "load" && parts[1] == "pause" && (parts[2] == "min" || parts[2] == "max") {
 		t.bound, parts = parts[2], parts[:2]
@@ -224,8 +241,67 @@ func (t *Target) edit(root *yaml.Node, v float64) error {
 			val.Tag = "!!int"
 		}
 	}
+	if t.field[0] == "middlebox" {
+		return t.setBox(root, target, val)
+	}
 	set(target, t.field, val)
 	return nil
+}
+
+// setBox sets a field of the run's middlebox: of box N of its list (middlebox.N.FIELD), or
+// of its one box (middlebox.FIELD). The list is the run's: the variant's when it gives one
+// (it replaces the file's whole), else the file's.
+func (t *Target) setBox(root, target *yaml.Node, val *yaml.Node) error {
+	owner := target
+	_, boxes := get(target, "middlebox")
+	if boxes == nil && target != root {
+		owner = root
+		_, boxes = get(root, "middlebox")
+	}
+	field := strings.Join(t.field[1:], ".")
+	switch {
+	case t.box < 0 && boxes != nil && boxes.Kind == yaml.SequenceNode:
+		return fmt.Errorf("--param %s: the run's middlebox is a list of %s (a chain); name one by its place from the client, from 0: --param middlebox.0.%s%s",
+			t.Param, nBoxes(len(boxes.Content)), field, lastBox(len(boxes.Content), field))
+	case t.box < 0:
+		set(owner, t.field, val)
+		return nil
+	case boxes == nil:
+		return fmt.Errorf("--param %s: the run has no middlebox", t.Param)
+	case boxes.Kind != yaml.SequenceNode:
+		return fmt.Errorf("--param %s: the run's middlebox is one box, not a list: --param middlebox.%s", t.Param, field)
+	case t.box >= len(boxes.Content):
+		return fmt.Errorf("--param %s: the run's middlebox is a list of %s; N counts from 0 (the box nearest the client) to %d",
+			t.Param, nBoxes(len(boxes.Content)), len(boxes.Content)-1)
+	}
+	item := boxes.Content[t.box]
+	if item.Kind == yaml.AliasNode {
+		// An alias's box is copied, so that the value goes to this place of the path only.
+		c := *item.Alias
+		c.Content, c.Anchor = slices.Clone(c.Content), ""
+		boxes.Content[t.box], item = &c, &c
+	}
+	if item.Kind != yaml.MappingNode {
+		return fmt.Errorf("--param %s: box %d of the run's middlebox list is not a mapping", t.Param, t.box)
+	}
+	set(item, t.field[1:], val)
+	return nil
+}
+
+// nBoxes is a count of boxes in words.
+func nBoxes(n int) string {
+	if n == 1 {
+		return "1 box"
+	}
+	return fmt.Sprintf("%d boxes", n)
+}
+
+// lastBox names the last place of a list of n boxes, when there is more than one.
+func lastBox(n int, field string) string {
+	if n < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" to middlebox.%d.%s", n-1, field)
 }
 
 func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }

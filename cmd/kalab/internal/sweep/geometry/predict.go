@@ -1,6 +1,7 @@
 // Package geometry is what the stale race's geometry predicts of a sweep's boundary: from a
 // run's settings and its seeded pauses, the values of a parameter where a pause races a
-// close, and the regions of the range each verdict holds in.
+// close or meets a flow a middlebox forgot (and which tier decides), and the regions of the
+// range each verdict holds in.
 package geometry
 
 import (
@@ -37,7 +38,8 @@ type Prediction struct {
 // connections end at the balancer, so for the client's idle timeout the same holds with
 // the balancer's client-side idle timeout in place of the server's; for the server's idle
 // timeout it holds for the balancer's pool, with the backend link's RTT and the pause
-// lengthened by the client link's round trip.
+// lengthened by the client link's round trip. Behind middleboxes the tier that forgets or
+// closes first decides (chain.go).
 func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 	if st.Load.Burst <= 0 || st.Load.Concurrency > 1 || st.Client.Retry.Attempts > 0 || st.Load.Rate > 0 {
 		return nil
@@ -52,6 +54,9 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 	}
 	if st.Server.HTTP3() {
 		return quicGeometry(param, st, pauses)
+	}
+	if len(st.Middleboxes()) > 0 {
+		return behindBoxes(param, st, pauses)
 	}
 	sec := func(d scenario.Duration) float64 { return time.Duration(d).Seconds() }
 	pmax := sec(st.Load.Pause.Max)
