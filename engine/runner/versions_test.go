@@ -38,7 +38,7 @@ func TestVersionNotes(t *testing.T) {
 		{"fetch-verified", client("node-fetch", "node 20.20.2 undici 6.24.1 openssl 3.0.19"), ""},
 		{"fetch-same-minor", client("node-fetch", "node 20.20.2 undici 6.24.0 openssl 3.0.19"), ""},
 		{"agent-node22", client("node-agent", "node 22.11.0 undici 6.21.0 openssl 3.0.15"), "node 22.11.0 is not among the versions the node-agent preset"},
-		{"go-other", client("go-http", "go version go1.25.3 linux/amd64"), "go 1.25.3 is not among the versions the go-default preset was verified against (1.26.8 on 2026-12-02, 1.22.12 on 2026-12-05)"},
+		{"go-other", client("go-http", "go version go1.25.3 linux/amd64"), "go 1.25.3 is not among the versions the go-default preset was verified against (1.26.8 on 2026-12-07, 1.22.12 on 2026-12-05)"},
 		{"requests-verified", client("python-requests", "python 3.11.7 requests 2.34.2 urllib3 2.7.0 openssl 3.0.19"), ""},
 		{"libcurl-other", client("libcurl", "python 3.11.7 libcurl/8.5.0 OpenSSL/3.0.19"), "libcurl 8.5.0 is not among the versions the curl-multi preset was verified against (7.88.1 on 2026-12-05, 8.14.1 on 2026-12-05)"},
 		{"curl-loop-other", client("curl-loop", "curl 8.5.0 (x86_64-pc-linux-gnu) libcurl/8.5.0"), "curl 8.5.0 is not among the versions the curl-loop preset"},
