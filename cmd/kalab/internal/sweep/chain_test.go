@@ -16,6 +16,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/testkit/plantest"
+	"github.com/kalab-dev/kalab/engine/testkit/testci"
 )
 
 // chainSweep is a path of three boxes with three idle timeouts, in front of a server that
@@ -119,6 +120,7 @@ func sweepChain(t *testing.T, variant, param string) (*Record, string) {
 // no longer decides: every value fails, at the NLB, which the geometry names; the NLB's
 // own idle timeout now has the boundary, and its rule names the NLB.
 func TestSweepOfTheTightestBoxOfAChain(t *testing.T) {
+	sweepsOutsideRace(t)
 	t.Parallel()
 	ps := chainPauses(t, "fw-tight", 200*time.Second, 350*time.Second)
 	longest := ps[len(ps)-1].Seconds()
@@ -162,6 +164,7 @@ func TestSweepOfTheTightestBoxOfAChain(t *testing.T) {
 // forgets: flipping the tightest box from the firewall (200 s, third) to the NLB (100 s,
 // first) moves the boundary to the first pause past 100 s, and the box named with it.
 func TestSweepClientIdleBehindAChainMovesWithTheTightestBox(t *testing.T) {
+	sweepsOutsideRace(t)
 	t.Parallel()
 	ps := chainPauses(t, "fw-tight", 100*time.Second, 200*time.Second, 350*time.Second)
 	firstPast := func(e time.Duration) float64 {
@@ -297,6 +300,7 @@ load: {requests: 12, burst: 2, pause: 130s..5m, seed: 3}
 // and every request after a pause meets the forgotten flow. The sweep finds that edge
 // where the geometry puts it (up to the poll it leaves open), and the rule names the box.
 func TestSweepServerIdleBehindAChainMeetsTheTightestBox(t *testing.T) {
+	sweepsOutsideRace(t)
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "server.yaml")
@@ -333,5 +337,15 @@ func TestSweepServerIdleBehindAChainMeetsTheTightestBox(t *testing.T) {
 	}
 	if !strings.Contains(w.String(), "the geometry agrees") {
 		t.Errorf("the geometry does not agree:\n%s", w.String())
+	}
+}
+
+// sweepsOutsideRace skips a whole chain sweep under the race detector: its hundreds of
+// virtual runs took a minute there, through the search, target and geometry code the other
+// sweep tests run under the detector too. The plain pass runs it.
+func sweepsOutsideRace(t *testing.T) {
+	t.Helper()
+	if testci.Race() {
+		t.Skip("a whole chain sweep under the race detector: the plain pass runs it") // skip: -race only: CI's plain pass runs it
 	}
 }
