@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"github.com/kalab-dev/kalab/engine/testkit/testci"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/report"
@@ -68,7 +67,7 @@ func TestKeyShareMovesBytesNotCounts(t *testing.T) {
 // exact: the load's 4 s (a connect and three round trips at 1 s), then the client's FIN to
 // the server (0.5 s) and the server's back (0.5 s), the same in two runs (it read 5,000 and
 // 5,005 ms while the end of a run polled for the last close without letting the instant's
-// events land first), and far more than the wall time it costs; on the real clock it is
+// events land first), and more than the wall time it costs; on the real clock it is
 // wall_ms over the time scale.
 func TestModelTimeBesideWallTime(t *testing.T) {
 	t.Parallel()
@@ -85,9 +84,11 @@ func TestModelTimeBesideWallTime(t *testing.T) {
 	}
 	a, b := run(virtualSrc, virtualOpts(t)), run(virtualSrc, virtualOpts(t))
 	for _, r := range []*report.Run{a, b} {
-		// Simulated time runs far ahead of the wall clock, except under the race detector,
-		// which slows the run's own work several times over.
-		if r.Metrics.TotalMs != 4000 || r.ModelMs != 5000 || (!testci.Race() && r.ModelMs < 100*r.WallMs) {
+		// Simulated time runs ahead of the wall clock: a run that took its 5 s of model
+		// time in real time waited on real timers. How far ahead is the machine's to say
+		// (about 100x here, 96x once beside a loaded test pass; docs/performance.md measures
+		// it), not a verdict on the model.
+		if r.Metrics.TotalMs != 4000 || r.ModelMs != 5000 || r.ModelMs <= r.WallMs {
 			t.Errorf("virtual: model_ms %v (want 5000), total_ms %v (want 4000), wall_ms %v", r.ModelMs, r.Metrics.TotalMs, r.WallMs)
 		}
 	}
