@@ -68,11 +68,21 @@ func Start(cmd *exec.Cmd, tmpDir string) (*Group, error) {
 		return nil, fmt.Errorf("proc: %w", err)
 	}
 	g.guard = w
-	var aliveR, aliveW *os.File
+	var aliveW *os.File
 	if tmpDir != "" && r != nil {
+		var aliveR *os.File
 		if aliveR, aliveW, err = guardPipe(); err != nil {
 			closeAll(r, w)
 			return nil, fmt.Errorf("proc: %w", err)
+		}
+		// The cleaner starts before the program: started after it, a kalab killed in
+		// between (a loaded machine once gave Chromium time to write its profile there)
+		// left no one to remove the directory. Until the program starts, kalab's own copy
+		// of the watcher's pipe keeps the cleaner waiting; kalab gone then, the cleaner
+		// removes the directory, which nothing writes into yet.
+		if g.cleaner, err = startCleaner(tmpDir, aliveR); err != nil {
+			closeAll(r, w, aliveW)
+			return nil, fmt.Errorf("proc: the cleaner of %s: %w", tmpDir, err)
 		}
 	}
 	wrap(cmd, r, aliveW)
@@ -83,15 +93,11 @@ func Start(cmd *exec.Cmd, tmpDir string) (*Group, error) {
 	err = g.start()
 	closeAll(r, aliveW) // the child has its copies
 	if err != nil {
-		closeAll(w, aliveR)
-		return nil, err
-	}
-	if aliveR != nil {
-		if g.cleaner, err = startCleaner(tmpDir, aliveR); err != nil {
-			g.Release()
-			_ = cmd.Wait()
-			return nil, fmt.Errorf("proc: the cleaner of %s: %w", tmpDir, err)
+		if g.cleaner != nil {
+			_, _ = g.cleaner.WriteString("released\n") // the directory stays the caller's
 		}
+		closeAll(w, g.cleaner)
+		return nil, err
 	}
 	return g, nil
 }

@@ -132,6 +132,25 @@ func TestTempDirGoesAfterTheGroup(t *testing.T) {
 	}
 }
 
+// The cleaner starts before the program, so a failed start must release it: the directory
+// stays the caller's, as after Release, and no cleaner is left waiting.
+func TestFailedStartLeavesTheTempDirToTheCaller(t *testing.T) {
+	t.Parallel()
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "exit 0")
+	cmd.Dir = filepath.Join(tmp, "no-such-dir") // the fork's chdir fails: Start returns an error
+	if _, err := Start(cmd, tmp); err == nil {
+		t.Fatal("Start in a missing directory succeeded")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("a failed start removed the caller's temporary directory: %v", err)
+	}
+}
+
 // Release kills what is left of the group; the program is its leader, with its own exit
 // status (not the guard shell's).
 func TestReleaseKillsTheGroup(t *testing.T) {
