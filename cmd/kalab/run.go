@@ -22,11 +22,11 @@ import (
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/outputs"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/shard"
 	"github.com/kalab-dev/kalab/cmd/kalab/internal/supervise"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/terminal"
 	"github.com/kalab-dev/kalab/engine/compile"
 	"github.com/kalab-dev/kalab/engine/gate"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/report/baseline"
-	"github.com/kalab-dev/kalab/engine/report/terminal"
 	"github.com/kalab-dev/kalab/engine/runner"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )

@@ -1,14 +1,10 @@
 package judge
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/check"
-	"github.com/kalab-dev/kalab/engine/report"
-	"github.com/kalab-dev/kalab/engine/report/terminal"
 )
 
 // TestMarginOfAnExpectCheck: the margin is the lateness per trip that, taken off the
@@ -42,24 +38,6 @@ func TestMarginOfAnExpectCheck(t *testing.T) {
 		got, ok := margin(compile(c.expr), m, 3, c.scale, 0, 20*ms)
 		if ok != c.ok || got > c.want || got < c.want-c.want/100-20*ms/200 {
 			t.Errorf("%s at scale %g: margin %v (ok %v), want %v (ok %v) to one step", c.expr, c.scale, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestSummaryCountsReruns(t *testing.T) {
-	t.Parallel()
-	runs := []*report.Run{
-		{Scenario: "s", Variant: "a", Status: report.StatusPass, Timing: &report.Timing{Attempt: 2, Reruns: []string{"attempt 1: link late"}}},
-		{Scenario: "s", Variant: "b", Status: report.StatusError, Error: "noisy", Timing: &report.Timing{Attempt: 2, Noisy: true, Reruns: []string{"attempt 1: x", "attempt 2: y"}}},
-		{Scenario: "s", Variant: "c", Status: report.StatusPass, Timing: &report.Timing{Attempt: 1}},
-	}
-	var b bytes.Buffer
-	if err := terminal.Summary(&b, runs, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"timing: 2 of 3 runs rerun alone", "1 still noisy", "s / a: attempt 1: link late", "s / b: rerun alone, still noisy: no verdict (2 attempts)"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
 }

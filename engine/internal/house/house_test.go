@@ -139,21 +139,21 @@ func TestDataFlowsOneWay(t *testing.T) {
 	t.Parallel()
 	seen := 0
 	for dir, banned := range map[string][]string{
-		"engine/scenario":         {"engine/execclient", "engine/client", "engine/runner", "engine/report", "engine/topology", "engine/compile"},
-		"engine/compile":          {"engine/runner", "engine/topology", "engine/admit"},
-		"engine/report":           {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
-		"engine/report/baseline":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
-		"engine/report/terminal":  {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
-		"engine/topology":         {"engine/runner", "engine/admit"},
-		"engine/judge":            {"engine/runner", "engine/topology", "engine/admit"},
-		"engine/admit":            {"engine/runner", "engine/topology"},
-		"engine/shape":            {"engine/runner", "engine/topology", "engine/judge"},
-		"engine/configure":        {"engine/runner", "engine/topology", "engine/judge", "engine/report"},
-		"engine/gate":             {"engine/runner", "engine/scenario", "engine/report"},
-		"engine/oracle":           {"engine/runner", "engine/scenario", "engine/report"},
-		"engine/explain":          {"engine/runner", "engine/scenario"},
-		"cmd/kalab/internal/diff": {"engine/runner", "engine/topology"},
-		"cmd/kalab/internal/ci":   {"engine/runner", "engine/scenario"},
+		"engine/scenario":             {"engine/execclient", "engine/client", "engine/runner", "engine/report", "engine/topology", "engine/compile"},
+		"engine/compile":              {"engine/runner", "engine/topology", "engine/admit"},
+		"engine/report":               {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"engine/report/baseline":      {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"cmd/kalab/internal/terminal": {"engine/scenario", "engine/runner", "engine/execclient", "engine/topology"},
+		"engine/topology":             {"engine/runner", "engine/admit"},
+		"engine/judge":                {"engine/runner", "engine/topology", "engine/admit"},
+		"engine/admit":                {"engine/runner", "engine/topology"},
+		"engine/shape":                {"engine/runner", "engine/topology", "engine/judge"},
+		"engine/configure":            {"engine/runner", "engine/topology", "engine/judge", "engine/report"},
+		"engine/gate":                 {"engine/runner", "engine/scenario", "engine/report"},
+		"engine/oracle":               {"engine/runner", "engine/scenario", "engine/report"},
+		"engine/explain":              {"engine/runner", "engine/scenario"},
+		"cmd/kalab/internal/diff":     {"engine/runner", "engine/topology"},
+		"cmd/kalab/internal/ci":       {"engine/runner", "engine/scenario"},
 	} {
 		got := deps(t, dir)
 		seen += len(got)

@@ -57,3 +57,21 @@ func TestSummaryTotalsAndCompare(t *testing.T) {
 		t.Errorf("compare row not once after the scenario's last run:\n%s", out)
 	}
 }
+
+func TestSummaryCountsReruns(t *testing.T) {
+	t.Parallel()
+	runs := []*report.Run{
+		{Scenario: "s", Variant: "a", Status: report.StatusPass, Timing: &report.Timing{Attempt: 2, Reruns: []string{"attempt 1: link late"}}},
+		{Scenario: "s", Variant: "b", Status: report.StatusError, Error: "noisy", Timing: &report.Timing{Attempt: 2, Noisy: true, Reruns: []string{"attempt 1: x", "attempt 2: y"}}},
+		{Scenario: "s", Variant: "c", Status: report.StatusPass, Timing: &report.Timing{Attempt: 1}},
+	}
+	var b bytes.Buffer
+	if err := Summary(&b, runs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"timing: 2 of 3 runs rerun alone", "1 still noisy", "s / a: attempt 1: link late", "s / b: rerun alone, still noisy: no verdict (2 attempts)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
