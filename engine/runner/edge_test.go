@@ -49,6 +49,7 @@ func edgeRun(t *testing.T, skip int) *report.Run {
 // the late chunk 30 ms from the race window and gives no verdict. The same chunk in the
 // middle of burst 2, far from any edge, leaves the verdict alone: pass.
 func TestLateChunkAtTheEdgeIsNoVerdict(t *testing.T) {
+	realTimeOnly(t)
 	// Not parallel, and one after the other: a chunk held 40 ms late must be the only
 	// lateness near the edge, not other tests' load.
 	t.Run("at the edge", func(t *testing.T) {

@@ -28,6 +28,7 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 // a run the machine could not time: flagged noisy, never failed. Its lateness is the
 // program source of the run's timing record.
 func TestExecProgramLatenessIsNoisy(t *testing.T) {
+	realTimeOnly(t)
 	t.Parallel()
 	if err := exec.Command(testci.Program(t, "python3"), "-c", "import requests").Run(); err != nil {
 		testci.Missing(t, "python3's requests module", "Debian package python3-requests")

@@ -518,6 +518,7 @@ const libcurlResend = "Connection died, retrying a fresh connect"
 // failed attempts: they equal the re-sends libcurl itself logs, and the pauses of the plan
 // longer than idle-rtt (silentWindow, libcurl 7.88.1's rule); no request fails.
 func TestExecLibcurlSilentResends(t *testing.T) {
+	realTimeOnly(t)
 	t.Parallel()
 	const (
 		idle     = 500 * time.Millisecond
