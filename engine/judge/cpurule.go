@@ -20,7 +20,10 @@ import (
 // (cpu_wait_neighbours_ms of cpu_wait_ms, lag.CPUWait.Split). The own share, kalab's
 // threads queueing behind each other, is in every run of it, alone too, and its checks
 // were written against runs that had it; the neighbours' share is the machine's other
-// work. A request waits in turn through two wake-ups per link trip that no timer measures
+// work. The split is the whole process's: with another run in flight in the same process
+// the "own" share holds that run's threads too, so such a run records all of its wait as
+// the neighbours' (report.Timing.BesideOtherRuns; at --parallel 16 a total_ms compare of
+// file 07 failed on 544 ms of "own" wait that was other runs'). A request waits in turn through two wake-ups per link trip that no timer measures
 // (the proxy's reader on the chunk, the far end's reader on its delivery; the delivery
 // itself is the link's timer) and one more (the client on its answer), so other processes
 // could have added the neighbours' part of the mean wait times (2 x link_trips + 1) to

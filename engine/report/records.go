@@ -319,8 +319,13 @@ type Timing struct {
 	// CPUWaitNeighboursMs is the part of CPUWaitMs the machine's other processes caused
 	// (lag.CPUWait.Split: the threads' delay times the others' share of the machine's busy
 	// CPU, plus steal); the rest is kalab's threads queueing behind each other, which a run
-	// has alone too.
+	// has alone too. All of CPUWaitMs when the run was beside other runs (BesideOtherRuns).
 	CPUWaitNeighboursMs *float64 `json:"cpu_wait_neighbours_ms,omitempty"`
+	// BesideOtherRuns is true when another run was in flight in this kalab process during
+	// the run: the process's threads then include that run's, so what they waited for a core
+	// is all counted as others' (CPUWaitNeighboursMs equals CPUWaitMs) rather than split off
+	// as this run's own.
+	BesideOtherRuns bool `json:"beside_other_runs,omitempty"`
 	// RunQueueMs is how long kalab's threads waited for a core on average each time they
 	// got one during the run (lag.RunQueue). Its neighbours' part (times
 	// CPUWaitNeighboursMs over CPUWaitMs) over the wake-ups no timer measures a request waits

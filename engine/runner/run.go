@@ -6,6 +6,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/predict"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/topology"
@@ -61,13 +62,20 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 }
 
 // machineTook records on t what the machine says about CPU pressure and waiting during the
-// run. A virtual run records it too, and nothing judges it there.
-func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, queue lag.RunQueue) *report.Timing {
+// run. A virtual run records it too, and nothing judges it there. beside says another run
+// was in flight in this process during the run (runsBeside): the process's own share of
+// its wait for a core then holds that run's threads too, and all of the wait counts as
+// others' (cpu_wait_neighbours_ms equals cpu_wait_ms, beside_other_runs true).
+func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, queue lag.RunQueue, beside bool) *report.Timing {
 	if share, ok := pressure.Share(); ok {
 		v := math.Round(share*1000) / 1000
 		t.CPUPressure = &v
 	}
 	if own, others, ok := cpuWait.Split(); ok {
+		if beside {
+			own, others = 0, own+others
+			t.BesideOtherRuns = true
+		}
 		v := math.Round(float64(own+others)/float64(time.Microsecond)) / 1000
 		n := math.Round(float64(others)/float64(time.Microsecond)) / 1000
 		t.CPUWaitMs, t.CPUWaitNeighboursMs = &v, &n
@@ -77,6 +85,31 @@ func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, q
 		t.RunQueueMs = &v
 	}
 	return t
+}
+
+// runsInFlight and runStarts follow every run of this process (all plans, as the runs of
+// two plans in one process share its threads' wait too): a run is beside another when
+// one was in flight as it started or one started before it ended.
+var (
+	runsInFlight atomic.Int64
+	runStarts    atomic.Uint64
+)
+
+// besideMark is a run's view of the others in flight (markRun, then beside at its end).
+type besideMark struct {
+	epoch  uint64
+	others bool
+}
+
+func markRun() besideMark {
+	epoch := runStarts.Add(1)
+	return besideMark{epoch: epoch, others: runsInFlight.Add(1) > 1}
+}
+
+// beside ends the run's mark and reports whether another run was in flight during it.
+func (b besideMark) beside() bool {
+	runsInFlight.Add(-1)
+	return b.others || runStarts.Load() != b.epoch
 }
 
 // startSamplers starts what measures the machine's CPU pressure and this process's waits
@@ -209,6 +242,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	}
 	watchEdges(tm, st, jg)
 	start := time.Now()
+	mark := markRun()
 	pressure, cpuWait, sched, queue := startSamplers(st.Clock == scenario.ClockVirtual)
 	var m check.Metrics
 	var conns topology.Result
@@ -236,6 +270,7 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 		}
 	}
 	notRun := notRunReason(err)
+	beside := mark.beside()
 	rec.WallMs = float64(time.Since(start)) / float64(time.Millisecond)
 	rec.ModelMs = modelMs(model, rec.WallMs, st.TimeScale)
 	rec.Metrics = m
@@ -243,11 +278,11 @@ func execute(ctx context.Context, w *report.Writer, c *compile.Run, opt Options,
 	if virtual {
 		// virtual: not judged. Its time is simulated, so nothing the machine did moved
 		// it: no timer lateness, no CPU rule, no baseline excuse (machineShift in engine/report/baseline).
-		rec.Timing = machineTook(&report.Timing{Sources: map[string]report.TimingSource{}}, pressure, cpuWait, queue)
+		rec.Timing = machineTook(&report.Timing{Sources: map[string]report.TimingSource{}}, pressure, cpuWait, queue, beside)
 	} else {
 		sched.Into(&tm.Sched)
 		tol := jg.After(st, m)
-		rec.Timing = machineTook(runTiming(tm, jg, tol, st), pressure, cpuWait, queue)
+		rec.Timing = machineTook(runTiming(tm, jg, tol, st), pressure, cpuWait, queue, beside)
 		realTimers(rec, st, tol, opt)
 	}
 	keepSlack(rec, c, tm, opt)

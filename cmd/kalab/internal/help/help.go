@@ -183,7 +183,10 @@ can be believed, in real milliseconds:
                                       alone once, and it is judged on the reruns
   cpu_wait_ms                         how long kalab's threads waited for a core during the
                                       run
-  cpu_wait_neighbours_ms              the part of it other processes caused
+  cpu_wait_neighbours_ms              the part of it other processes caused (all of it
+                                      when beside_other_runs)
+  beside_other_runs                   another run was in flight in this process: its
+                                      threads' wait is not this run's own
   run_queue_ms                        kalab's threads' mean wait for a core per slice; its
                                       neighbours' share over 2 x link_trips + 1 wake-ups is
                                       what other processes could add to a request: an
