@@ -451,9 +451,14 @@ expect: ["errors_by_class.timeout == 3", "ok == 0"]
 				// times --max-time from the operation's start (t_startop) but reports
 				// time_total from the transfer's (t_startsingle, a step later: lib/connect.c
 				// Curl_timeleft, lib/progress.c), so its latency can read a little under the
-				// timeout (149.7 ms at load 4); 5 ms of that is allowed to curl only.
+				// timeout (149.7 ms at load 4). Node starts a timer from libuv's loop time,
+				// cached when the loop iteration began (lib/internal/timers.js
+				// insert(item, msecs, start = getLibuvNow())), so its timeout can fire
+				// before 150 ms have passed since the adapter stamped the request's start
+				// (149.95 ms for node-fetch in a loaded CI pass). 5 ms of that is allowed to
+				// curl and Node; Python's requests times from the socket's own timeout.
 				floor := 150.0
-				if strings.HasPrefix(rec.Variant, "curl") {
+				if strings.HasPrefix(rec.Variant, "curl") || strings.HasPrefix(rec.Variant, "node") {
 					floor = 145
 				}
 				if r.LatencyMs < floor {
