@@ -342,11 +342,16 @@ func TestUpstreamRefused(t *testing.T) {
 		t.Fatalf("handshake = %v, want ECONNREFUSED", err)
 	}
 	withinTrips(t, p, "refused connect", time.Since(start), rtt, rtt+slack, 1)
-	_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := c.Read(make([]byte, 10))
+	// The reset reaches the socket at the refused connect's round trip. The kernel reports
+	// it once, to the first call after it: the write when it came first (a loaded machine
+	// runs this goroutine late), and the read then sees the end of the stream.
+	_, err := c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
 	if !isConnReset(err) {
-		t.Fatalf("read error = %v, want ECONNRESET", err)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 10))
+	}
+	if !isConnReset(err) {
+		t.Fatalf("write, then read error = %v, want ECONNRESET", err)
 	}
 	withinTrips(t, p, "reset after connect", time.Since(start), rtt, rtt+slack, 2)
 	st := p.Stats()
