@@ -63,7 +63,7 @@ func runTiming(tm *judge.Timers, jg *judge.Judge, tol judge.Tolerance, st scenar
 
 // machineTook records on t what the machine says about CPU pressure and waiting during the
 // run. A virtual run records it too, and nothing judges it there. beside says another run
-// was in flight in this process during the run (runsBeside): the process's own share of
+// was in flight in this process during the run (markRun): the process's own share of
 // its wait for a core then holds that run's threads too, and all of the wait counts as
 // others' (cpu_wait_neighbours_ms equals cpu_wait_ms, beside_other_runs true).
 func machineTook(t *report.Timing, pressure lag.Pressure, cpuWait lag.CPUWait, queue lag.RunQueue, beside bool) *report.Timing {
