@@ -124,10 +124,30 @@ func TestRunSpeaksH3OverOneConnection(t *testing.T) {
 	s := startH3(t, 30*time.Second)
 	res := drive(t, s, "", Step{Path: "/a"}, Step{Path: "/b"}, Step{Method: "POST", Path: "/c"}, Step{Method: "HEAD", Path: "/d"})
 	sameConnection(t, res, 0, len(res))
-	if n := s.count(); n != 1 {
-		t.Errorf("the server accepted %d QUIC connections, want 1", n)
+	// The connection that carried requests; any other carried none. Chromium on a loaded
+	// machine can start a second handshake before the first one answers and use whichever
+	// finishes: a connection with no request says nothing of reuse, but it is not the
+	// single connection this test judges either, so the run cannot be judged.
+	var c *h3Conn
+	carrying, empty := 0, 0
+	for id := 1; id <= s.count(); id++ {
+		hc := s.conn(id)
+		hc.mu.Lock()
+		n := len(hc.requests)
+		hc.mu.Unlock()
+		if n == 0 {
+			empty++
+			continue
+		}
+		carrying++
+		c = hc
 	}
-	c := s.conn(1)
+	if carrying != 1 {
+		t.Fatalf("%d server connections carried requests, want 1", carrying)
+	}
+	if empty > 0 {
+		defer testci.SkipOrFail(t, "Chromium opened %d more QUIC connection(s) that carried no request: a second handshake on a loaded machine", empty)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// The driver's requests and no other: Chromium's favicon request is blocked.
