@@ -137,13 +137,8 @@ func HoldOf(st scenario.Settings) Hold {
 	if !shape.Direct(st) {
 		add(2, "link proxy ×2")
 	}
-	perBackend := 0
 	if st.Balancer != nil {
 		add(1, "balancer")
-		perBackend = 1 // the balancer's backend socket
-		if !shape.DirectBackend(st) {
-			perBackend += 2
-		}
 	}
 	server := 0
 	if !st.Server.Real() {
@@ -156,16 +151,29 @@ func HoldOf(st scenario.Settings) Hold {
 		h.Per = fmt.Sprintf("%d connections × %d (%s)", conns, per, strings.Join(parts, ", "))
 		return h
 	}
+	h.FDs = conns * per
+	h.Per = fmt.Sprintf("%d connections × %d (%s)", conns, per, strings.Join(parts, ", "))
+	// Each balancer's backend connections: its own socket, the link's two when one is
+	// between, and the next balancer's socket or the server's.
+	bs := st.Balancers()
 	backend := conns
-	if m := st.Balancer.Backend.MaxConns; m > 0 {
-		backend = min(backend, m+1)
+	for i, b := range bs {
+		if m := b.Backend.MaxConns; m > 0 {
+			backend = min(backend, m+1)
+		}
+		perBackend, link, next := 1, !shape.DirectBehind(st, i), server
+		if link {
+			perBackend += 2
+		}
+		if i < len(bs)-1 {
+			next = 1
+		}
+		perBackend += next
+		h.FDs += backend * perBackend
+		h.Per += fmt.Sprintf(" + %d backend connections × %d (balancer's socket%s%s)", backend, perBackend,
+			map[bool]string{true: ", backend link proxy ×2"}[link],
+			map[bool]string{true: map[bool]string{true: ", next balancer", false: ", server"}[i < len(bs)-1]}[next == 1])
 	}
-	perBackend += server
-	h.FDs = conns*per + backend*perBackend
-	h.Per = fmt.Sprintf("%d connections × %d (%s) + %d backend connections × %d (balancer's socket%s%s)",
-		conns, per, strings.Join(parts, ", "), backend, perBackend,
-		map[bool]string{true: ", backend link proxy ×2"}[!shape.DirectBackend(st)],
-		map[bool]string{true: ", server"}[server == 1])
 	return h
 }
 

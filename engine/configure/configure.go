@@ -49,8 +49,8 @@ func Server(st scenario.Settings, sc shape.Scale) server.Config {
 	}
 	for _, e := range s.Events {
 		grace := e.Grace
-		if e.Do == scenario.EventDeregister && st.Balancer != nil {
-			grace = st.Balancer.DeregistrationDelay // how long the old target keeps its connections
+		if b := st.ServerBalancer(); e.Do == scenario.EventDeregister && b != nil {
+			grace = b.DeregistrationDelay // how long the old target keeps its connections
 		}
 		cfg.Events = append(cfg.Events, server.Event{Kind: e.Do, At: sc.D(e.At),
 			AfterRequests: int64(e.AfterRequests), Grace: sc.D(grace), Gap: sc.D(e.Gap)})
@@ -173,24 +173,24 @@ func scaledBandwidth(b scenario.Bandwidth, sc shape.Scale) int64 {
 	return max(int64(float64(b)/float64(sc)), 1)
 }
 
-// BackendLink is the balancer-server link; its jitter draws from its own stream of
-// the seed, so the two links do not jitter in step.
-func BackendLink(st scenario.Settings, sc shape.Scale, upstream string) netsim.Config {
-	n := st.Balancer.BackendNetwork
+// BackendLink is the link behind balancer tier (0 the first) of st's balancers: to the
+// next balancer, or from the last to the server. Its jitter draws from its own stream of
+// the seed, so the links do not jitter in step.
+func BackendLink(st scenario.Settings, tier int, sc shape.Scale, upstream string) netsim.Config {
+	n := st.Balancers()[tier].BackendNetwork
 	c := netsim.Config{
 		Upstream: upstream,
 		RTT:      sc.D(n.RTT),
 		Jitter:   sc.D(n.Jitter),
-		Seed:     st.Load.Seed ^ 0x6b616c6162, // "kalab"
+		Seed:     st.Load.Seed ^ 0x6b616c6162 ^ int64(tier)<<40, // "kalab", and the tier
 	}
 	TCPModel(&c, n, sc)
 	return c
 }
 
-// Balancer translates a scenario's balancer section; addr is what its backend pool
-// dials (the backend link, or the server itself).
-func Balancer(st scenario.Settings, sc shape.Scale, addr string) balancer.Config {
-	b := st.Balancer
+// Balancer translates balancer b of a scenario's balancers; addr is what its backend
+// pool dials (its backend link, the next balancer, or the server itself).
+func Balancer(b *scenario.Balancer, sc shape.Scale, addr string) balancer.Config {
 	return balancer.Config{
 		IdleTimeout: sc.D(b.IdleTimeout),
 		Backend: client.Config{

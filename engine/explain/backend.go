@@ -10,6 +10,9 @@ import (
 // backendStory explains a request a balancer answered with its own error status, or
 // re-sent to the server without the client seeing it.
 func (r *Run) backendStory(i int) string {
+	if len(r.params.Tiers) > 1 {
+		return r.chainStory(i)
+	}
 	q := r.Requests[i]
 	var b strings.Builder
 	bal := r.balancerName()

@@ -6,6 +6,7 @@
 package explain
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -74,16 +75,39 @@ type params struct {
 		Burst       int `json:"burst"`
 	} `json:"load"`
 	Middlebox paramBoxes `json:"middlebox"`
-	Balancer  *struct {
-		Preset         string `json:"preset"`
-		IdleTimeout    string `json:"idle_timeout"`
-		OnBackendError string `json:"on_backend_error"`
-		// DeregistrationDelay is how long a deregistered backend kept its connections.
-		DeregistrationDelay string `json:"deregistration_delay"`
-		BackendNetwork      struct {
-			RTT string `json:"rtt"`
-		} `json:"backend_network"`
-	} `json:"balancer"`
+	// Balancer is the balancer the client meets (the first of a chain); Tiers all of
+	// them, in path order.
+	Balancer *paramBalancer `json:"-"`
+	Tiers    paramTiers     `json:"balancer"`
+}
+
+// paramBalancer is one balancer of the run's params.
+type paramBalancer struct {
+	Preset         string `json:"preset"`
+	IdleTimeout    string `json:"idle_timeout"`
+	OnBackendError string `json:"on_backend_error"`
+	ErrorStatus    int    `json:"error_status"`
+	// DeregistrationDelay is how long a deregistered backend kept its connections.
+	DeregistrationDelay string `json:"deregistration_delay"`
+	BackendNetwork      struct {
+		RTT string `json:"rtt"`
+	} `json:"backend_network"`
+}
+
+// paramTiers are the run's balancers in path order from the client: the params give one
+// balancer as an object and a chain as a list.
+type paramTiers []paramBalancer
+
+func (p *paramTiers) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		return json.Unmarshal(b, (*[]paramBalancer)(p))
+	}
+	var one *paramBalancer
+	if err := json.Unmarshal(b, &one); err != nil || one == nil {
+		return err
+	}
+	*p = paramTiers{*one}
+	return nil
 }
 
 // NewRun prepares a run's records for explanation; the requests need not be sorted.
@@ -93,6 +117,9 @@ func NewRun(rec *report.Run, reqs []report.Request, conns []report.Conn) (*Run, 
 	if len(rec.Params) > 0 {
 		if err := json.Unmarshal(rec.Params, &r.params); err != nil {
 			return nil, fmt.Errorf("the run's params: %w", err)
+		}
+		if len(r.params.Tiers) > 0 {
+			r.params.Balancer = &r.params.Tiers[0]
 		}
 	}
 	return r, nil
@@ -214,11 +241,23 @@ func (r *Run) index(seq int) int {
 
 func (r *Run) oneWay() time.Duration { return dur(r.params.Network.RTT) / 2 }
 
+// backOneWay is half the round trip of the hop from the balancer in front of the server
+// (the last of a chain) to the server.
 func (r *Run) backOneWay() time.Duration {
-	if r.params.Balancer == nil {
+	if len(r.params.Tiers) == 0 {
 		return 0
 	}
-	return dur(r.params.Balancer.BackendNetwork.RTT) / 2
+	return dur(r.params.Tiers[len(r.params.Tiers)-1].BackendNetwork.RTT) / 2
+}
+
+// viaRTT is the round trip between the first balancer of a chain and the last: the inner
+// links' round trips summed (0 for one balancer).
+func (r *Run) viaRTT() time.Duration {
+	var d time.Duration
+	for k := 0; k+1 < len(r.params.Tiers); k++ {
+		d += dur(r.params.Tiers[k].BackendNetwork.RTT)
+	}
+	return d
 }
 
 func dur(s string) time.Duration {

@@ -127,10 +127,14 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 		// At the balancer's backend pool the gap is the pause plus the client's round trip,
 		// and the window is one backend round trip wide.
 		back := 2 * msD(r.backOneWay())
-		gap := pause + rtt
+		gap, trips, at := pause+rtt, "the client's round trip", "the balancer"
+		if len(r.params.Tiers) > 1 {
+			gap += msD(r.viaRTT())
+			trips, at = "the round trips of the client and of the links between the balancers", "the balancer in front of the server"
+		}
 		in := gap > idle-back && gap < idle
-		fmt.Fprintf(b, "; with the client's round trip the backend connection sat idle %s at the balancer, %s the race window (idle − backend RTT, idle) = (%s, %s).",
-			ms(gap), map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
+		fmt.Fprintf(b, "; with %s the backend connection sat idle %s at %s, %s the race window (idle − backend RTT, idle) = (%s, %s).",
+			trips, ms(gap), at, map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
 		return
 	}
 	lo, hi := idle-rtt, idle

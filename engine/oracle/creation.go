@@ -267,7 +267,7 @@ func (m creationModel) explain(metric string) (reason, window string) {
 	case Connections:
 		s := "one per client of the pool: an awaited loop keeps two (the client whose response just arrived is busy for the request after it), each reconnecting in place"
 		if m.h.close > 0 || m.h.keep > 0 {
-			s += " after an idle gap that outlasts the pool's limit (" + limitText(m.h) + ") and after a race"
+			s += " after an idle gap that outlasts the pool's limit (" + limitText(m.h, "the server's") + ") and after a race"
 		}
 		if m.p.Server.MaxRequests > 0 {
 			s += fmt.Sprintf(", and after every %d requests it carried (server.max_requests)", m.p.Server.MaxRequests)

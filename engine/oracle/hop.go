@@ -100,3 +100,54 @@ func (h hop) window(what string) string {
 	return fmt.Sprintf("%s in (%s, %s) races the close: after idle − RTT (%s − %s) the request lands on a closed socket, before %s it is still sent",
 		what, fmtD(lo), fmtD(hi), fmtD(h.close), fmtD(h.rtt), limit)
 }
+
+// innerUnmodelled says why the walk cannot follow a chain of balancers, or "". It walks
+// the client's hop and the last balancer's backend hop; each link between balancers must
+// keep its one connection for the whole run: kept alive, shared by every request
+// (reuse always), and never idle long enough for either end's limit, the longest idle
+// being the longest pause and every round trip twice, and the first balancer's idle close
+// on top when a pause reaches it (the client's request then fails or is re-sent after it).
+func innerUnmodelled(p Plan) string {
+	b := p.Balancer
+	longest := time.Duration(0)
+	for _, g := range p.Pauses {
+		longest = max(longest, g)
+	}
+	if b.IdleTimeout > 0 && longest+p.RTT >= b.IdleTimeout {
+		longest += b.IdleTimeout
+	}
+	longest += 2 * (p.RTT + b.via() + b.BackendRTT)
+	for _, l := range b.Inner {
+		prefix := fmt.Sprintf("a chain of balancers whose link %s -> %s", l.From, l.To)
+		switch {
+		case !l.KeepAlive:
+			return prefix + " opens a connection per request: the walk follows one backend hop"
+		case l.Reuse != "" && l.Reuse != "always":
+			return fmt.Sprintf("%s shares connections by reuse %q: the walk follows one backend hop", prefix, l.Reuse)
+		case l.Keep > 0 && l.Keep <= longest, l.Close > 0 && l.Close <= longest:
+			return fmt.Sprintf("%s may close an idle connection (%s's pool %s, %s's idle timeout %s) within the run's longest idle, %s: the walk follows one backend hop, the last balancer's",
+				prefix, l.From, limit(l.Keep), l.To, limit(l.Close), longest)
+		}
+	}
+	return ""
+}
+
+// innerJitter reports whether a link between balancers jitters.
+func innerJitter(p Plan) bool {
+	if p.Balancer == nil {
+		return false
+	}
+	for _, l := range p.Balancer.Inner {
+		if l.Jitter > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func limit(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return d.String()
+}

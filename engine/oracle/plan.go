@@ -146,6 +146,36 @@ type Balancer struct {
 	Retries        int
 	ErrorStatus    int
 	Reuse          string
+	// Name names the balancer in front of the server: its preset, or its place.
+	Name string
+	// Inner are the links between the balancers of a chain, in path order: the client's
+	// hop ends at the first balancer, and the fields above but IdleTimeout are the last
+	// one's (in front of the server). Nil for one balancer.
+	Inner []InnerLink
+}
+
+// InnerLink is the link from one balancer of a chain to the next: From's backend pool,
+// To's client-facing idle timeout.
+type InnerLink struct {
+	From, To    string
+	RTT, Jitter time.Duration
+	KeepAlive   bool
+	Keep        time.Duration // From's pool drops an idle connection; 0 never
+	Close       time.Duration // To closes an idle connection; 0 never
+	Reuse       string
+}
+
+// via is the round trip every request and response crosses between the first balancer and
+// the last: the inner links' round trips summed (0 for one balancer).
+func (b *Balancer) via() time.Duration {
+	var d time.Duration
+	if b == nil {
+		return 0
+	}
+	for _, l := range b.Inner {
+		d += l.RTT
+	}
+	return d
 }
 
 // idempotent is RFC 9110 §9.2.2's list of idempotent methods.

@@ -152,6 +152,8 @@ func unmodelled(p Plan) string {
 		return fmt.Sprintf("a replay of %s: each recorded client's own gaps decide its races, and the oracle predicts from a schedule's pauses only", p.Replay)
 	case p.Middlebox != nil:
 		return middleboxUnmodelled(p)
+	case p.Balancer != nil && len(p.Balancer.Inner) > 0 && innerUnmodelled(p) != "":
+		return innerUnmodelled(p)
 	case p.Requests < 1:
 		return "no requests"
 	}
@@ -164,7 +166,7 @@ func timingDependent(p Plan) string {
 	switch {
 	case p.OpenModel:
 		return "open-model arrivals: which requests overlap depends on response times, not only on the plan"
-	case p.Jitter > 0 || (p.Balancer != nil && p.Balancer.BackendJitter > 0):
+	case p.Jitter > 0 || (p.Balancer != nil && p.Balancer.BackendJitter > 0) || innerJitter(p):
 		return "jitter moves each delivery by a random amount the plan does not fix"
 	case p.Server.IdleTimeout > 0 && p.Server.IdleTimeout <= p.RTT:
 		return "the server's idle timeout is within one round trip: every request races it"

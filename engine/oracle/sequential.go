@@ -27,6 +27,7 @@ type pools struct {
 	front, back     bool
 	frontN, backN   int
 	frontOK, backOK bool // the connection was pooled after its last response
+	inner           bool // behind a chain, the inner links' connections are open
 	// backLate is how much longer than usual the balancer's backend connection waits for
 	// the next request after the client's request failed on its own hop: the failure
 	// arrives with the balancer's FIN, its idle timeout after the last response, and the
@@ -127,9 +128,10 @@ func sequential(p Plan, lateness time.Duration) Prediction {
 
 // burstGaps are the gaps each hop sees before a burst's first request: the pause on the
 // client's link, the pause plus the client's round trip at the balancer's backend pool
-// (the response travels RTT/2 to the client, the next request RTT/2 back).
+// (the response travels RTT/2 to the client, the next request RTT/2 back), and behind a
+// chain the inner links' round trips too.
 func (m seqModel) burstGaps(pause time.Duration) (front, back time.Duration) {
-	return pause, pause + m.p.RTT
+	return pause, pause + m.p.RTT + m.p.Balancer.via()
 }
 
 func (m seqModel) predict(lateness time.Duration) Prediction {
@@ -190,7 +192,7 @@ func (m seqModel) burst(st pools, start, size int, fo, bo outcome) (pools, tally
 		if i == 0 {
 			f, o = fo, bo
 		} else if m.p.Balancer != nil {
-			o = m.back.classify(m.p.RTT + st.backLate) // the next request reaches the balancer one client round trip later
+			o = m.back.classify(m.p.RTT + m.p.Balancer.via() + st.backLate) // the next request reaches the balancer one client round trip (and the inner links' round trips) later
 		}
 		st = m.request(st, start+i, f, o, t)
 	}
@@ -224,7 +226,7 @@ func (m seqModel) request(st pools, seq int, f, o outcome, t tally) pools {
 			// balancer's FIN, its idle timeout after the last response) and a connection
 			// was opened: the balancer's idle timeout and two client round trips after its
 			// backend connection carried the last response.
-			o = m.back.classify(m.front.close + 2*m.p.RTT + st.backLate)
+			o = m.back.classify(m.front.close + 2*m.p.RTT + m.p.Balancer.via() + st.backLate)
 		}
 	case void:
 		// No client retry covers the hang (middleboxUnmodelled refuses one that would).
@@ -251,6 +253,14 @@ func (m seqModel) request(st pools, seq int, f, o outcome, t tally) pools {
 // its error status itself.
 func (m seqModel) backend(st pools, seq int, o outcome, t tally) pools {
 	b := m.p.Balancer
+	if !st.inner {
+		// Behind a chain each inner link opens one connection, which carries every request
+		// (innerUnmodelled refuses a link that could close).
+		for range b.Inner {
+			t.add(BackendConnections, seq)
+		}
+		st.inner = true
+	}
 	if !st.back || !st.backOK {
 		o = fresh
 	}
@@ -353,15 +363,25 @@ func (m seqModel) explain(metric string) (reason, window string) {
 	}
 	backWin := m.back.window("a pause + the client's RTT")
 	b := m.p.Balancer
+	bal, relay, inner := "the balancer", "", ""
+	if len(b.Inner) > 0 {
+		backWin = m.back.window("a pause + the client's RTT + the inner links' RTT")
+		bal = "the balancer in front of the server (" + b.Name + ")"
+		relay = ", and the balancers in front of it pass its answer on"
+		inner = fmt.Sprintf(", plus one for each of the %d links between balancers, which stay open", len(b.Inner))
+		if len(b.Inner) == 1 {
+			inner = ", plus one for the link between the balancers, which stays open"
+		}
+	}
 	switch metric {
 	case Status5xx, BalancerErrors:
-		return fmt.Sprintf("the balancer answers %d for each request it sends on a backend connection the server has closed, unless it re-sends (on_backend_error %s)", b.ErrorStatus, b.OnBackendError), backWin
+		return fmt.Sprintf("%s answers %d for each request it sends on a backend connection the server has closed, unless it re-sends (on_backend_error %s)%s", bal, b.ErrorStatus, b.OnBackendError, relay), backWin
 	case BalancerRetries:
-		return "the balancer re-sends an idempotent request that failed on a stale backend connection (on_backend_error retry_idempotent)", backWin
+		return bal + " re-sends an idempotent request that failed on a stale backend connection (on_backend_error retry_idempotent)", backWin
 	case BackendErrors:
-		return "one per request the balancer sends on a backend connection the server has closed", backWin
+		return "one per request " + bal + " sends on a backend connection the server has closed", backWin
 	case BackendConnections:
-		return "one at the start, one after each backend race, and one after each pause the server's FIN (or the balancer's own idle limit) ended", backWin
+		return "one at the start, one after each backend race, and one after each pause the server's FIN (or the balancer's own idle limit) ended" + inner, backWin
 	}
 	return "", ""
 }
@@ -369,7 +389,11 @@ func (m seqModel) explain(metric string) (reason, window string) {
 func (m seqModel) connReason() string {
 	s := "one at the start"
 	if m.front.close > 0 || m.front.keep > 0 {
-		s += ", one after each pause that outlasts the pool's limit (" + limitText(m.front) + ")"
+		who := "the server's"
+		if m.p.Balancer != nil {
+			who = "the balancer's"
+		}
+		s += ", one after each pause that outlasts the pool's limit (" + limitText(m.front, who) + ")"
 		s += ", one after each race"
 	}
 	if m.p.Server.MaxRequests > 0 && m.p.Balancer == nil {
@@ -378,10 +402,10 @@ func (m seqModel) connReason() string {
 	return s
 }
 
-func limitText(h hop) string {
+func limitText(h hop, who string) string {
 	var parts []string
 	if h.close > 0 {
-		parts = append(parts, "the server's FIN at "+fmtD(h.close))
+		parts = append(parts, who+" FIN at "+fmtD(h.close))
 	}
 	if h.keep > 0 {
 		parts = append(parts, "the client's idle limit "+fmtD(h.keep))

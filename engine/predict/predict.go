@@ -39,7 +39,7 @@ func Plan(st scenario.Settings) oracle.Plan {
 		Backlog:  st.Server.Backlog > 0 || st.Server.AcceptDelay > 0,
 		Server:   oracleServer(st),
 		Client:   oracleClient(st),
-		Balancer: oracleBalancer(st.Balancer),
+		Balancer: oracleBalancers(st.Balancers()),
 	}
 	if boxes := st.Middleboxes(); len(boxes) > 0 {
 		p.Middlebox = oracleMiddlebox(boxes[0], shape.Scale(scale))
@@ -143,15 +143,35 @@ func oracleClient(st scenario.Settings) oracle.Client {
 	return out
 }
 
-func oracleBalancer(b *scenario.Balancer) *oracle.Balancer {
-	if b == nil {
+// oracleBalancers is the run's balancers as the oracle reads them: the client's hop ends at
+// the first, the backend hop is the last one's pool to the server, and the links between
+// them are Inner, whose round trips every request crosses.
+func oracleBalancers(bs []*scenario.Balancer) *oracle.Balancer {
+	if len(bs) == 0 {
 		return nil
 	}
-	return &oracle.Balancer{
-		IdleTimeout: b.IdleTimeout.D(), BackendRTT: b.BackendNetwork.RTT.D(), BackendJitter: b.BackendNetwork.Jitter.D(),
+	b := bs[len(bs)-1]
+	out := &oracle.Balancer{
+		IdleTimeout: bs[0].IdleTimeout.D(), BackendRTT: b.BackendNetwork.RTT.D(), BackendJitter: b.BackendNetwork.Jitter.D(),
 		BackendKeepAlive: b.Backend.KeepAlive, BackendIdle: b.Backend.IdleTimeout.D(), BackendLiveness: b.Backend.LivenessCheck,
-		OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse,
+		OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse, Name: balancerName(b, len(bs)-1),
 	}
+	for i, from := range bs[:len(bs)-1] {
+		out.Inner = append(out.Inner, oracle.InnerLink{
+			From: balancerName(from, i), To: balancerName(bs[i+1], i+1),
+			RTT: from.BackendNetwork.RTT.D(), Jitter: from.BackendNetwork.Jitter.D(),
+			KeepAlive: from.Backend.KeepAlive, Keep: from.Backend.IdleTimeout.D(), Close: bs[i+1].IdleTimeout.D(), Reuse: from.Reuse,
+		})
+	}
+	return out
+}
+
+// balancerName names balancer i of a path: its preset, or its place.
+func balancerName(b *scenario.Balancer, i int) string {
+	if b.Preset != "" {
+		return b.Preset
+	}
+	return fmt.Sprintf("balancer %d", i+1)
 }
 
 // Record is the prediction of p (the run's Plan, at time scale scale) beside the run's

@@ -34,58 +34,132 @@ func MiddleboxPath(i, n int) string {
 	return "middlebox[" + strconv.Itoa(i) + "]"
 }
 
-// MarshalJSON writes the settings as their fields do, except that a chain of boxes is
-// written as the list under middlebox (a lone box stays the object it always was).
+// MaxBalancers is the most balancers a balancer list may chain.
+const MaxBalancers = 4
+
+// Balancers lists the balancers on the path in order from the client: the list the file
+// gave, its one balancer, or none. Each balancer's backend pool dials the next one; the
+// last one's dials the server.
+func (s Settings) Balancers() []*Balancer {
+	switch {
+	case len(s.BalancerChain) > 0:
+		return s.BalancerChain
+	case s.Balancer != nil:
+		return []*Balancer{s.Balancer}
+	}
+	return nil
+}
+
+// ServerBalancer is the balancer in front of the server: the last of a chain, the one
+// balancer, or nil. Its pool holds the server's connections, and a deregistration
+// (server.events deregister) takes the server out of it.
+func (s Settings) ServerBalancer() *Balancer {
+	if bs := s.Balancers(); len(bs) > 0 {
+		return bs[len(bs)-1]
+	}
+	return nil
+}
+
+// BalancerPath is the settings path of balancer i of n: balancer for a lone one,
+// balancer[i] in a chain.
+func BalancerPath(i, n int) string {
+	if n <= 1 {
+		return "balancer"
+	}
+	return "balancer[" + strconv.Itoa(i) + "]"
+}
+
+// MarshalJSON writes the settings as their fields do, except that a chain of boxes or of
+// balancers is written as the list under its key (a lone one stays the object it always
+// was).
 func (s Settings) MarshalJSON() ([]byte, error) {
 	type plain Settings
-	if len(s.MiddleboxChain) < 2 {
-		return json.Marshal(plain(s))
+	var boxes []*Middlebox
+	var tiers []*Balancer
+	if len(s.MiddleboxChain) > 1 {
+		boxes = s.MiddleboxChain
+	}
+	if len(s.BalancerChain) > 1 {
+		tiers = s.BalancerChain
 	}
 	return json.Marshal(struct {
 		plain
-		Middlebox []*Middlebox `json:"middlebox"`
-	}{plain(s), s.MiddleboxChain})
+		Middlebox any `json:"middlebox,omitempty"`
+		Balancer  any `json:"balancer,omitempty"`
+	}{plain(s), orOne(boxes, s.Middlebox), orOne(tiers, s.Balancer)})
 }
 
-// decodeMiddleboxChain decodes a middlebox list: each box onto the defaults and its own
-// preset. It returns node without its middlebox key (so that the settings' own decode
-// leaves the boxes alone) and false when a box does not decode.
-func (l *loader) decodeMiddleboxChain(node, list *yaml.Node, s *Settings) (*yaml.Node, bool) {
-	var chain []*Middlebox
-	for i, item := range list.Content {
-		box := middleboxDefaults
-		path := MiddleboxPath(i, len(list.Content))
-		if _, p := yamldoc.Lookup(item, "preset"); p != nil {
-			preset, ok := MiddleboxPresets[p.Value]
-			if !ok {
-				l.add(p, path+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(MiddleboxPresets), ", "))
-				return node, false
-			}
-			if err := preset.DecodeVersion("", &box); err != nil {
-				l.add(p, path+".preset", "built-in preset %s: %v", p.Value, err)
-				return node, false
-			}
-		}
-		if err := item.Decode(&box); err != nil {
-			l.decodeError(item, err)
-			return node, false
-		}
-		chain = append(chain, &box)
+// orOne is list when it holds a chain, else the lone value (nil when there is none).
+func orOne[T any](list []*T, one *T) any {
+	switch {
+	case len(list) > 1:
+		return list
+	case one != nil:
+		return one
 	}
-	if len(chain) > 0 {
+	return nil
+}
+
+// decodeChain decodes a list under key (middlebox or balancer): each item onto the
+// defaults and its own preset, in path order. It returns node without key (so that the
+// settings' own decode leaves the items alone) and false when an item does not decode.
+func decodeChain[T any](l *loader, node, list *yaml.Node, key string, defaults T, reg map[string]*Preset) (*yaml.Node, []*T, bool) {
+	var chain []*T
+	for i, item := range list.Content {
+		v := defaults
+		path := key
+		if len(list.Content) > 1 {
+			path += "[" + strconv.Itoa(i) + "]"
+		}
+		if _, p := yamldoc.Lookup(item, "preset"); p != nil {
+			preset, ok := reg[p.Value]
+			if !ok {
+				l.add(p, path+".preset", "unknown preset %q (known: %s)", p.Value, strings.Join(PresetNames(reg), ", "))
+				return node, nil, false
+			}
+			if err := preset.DecodeVersion("", &v); err != nil {
+				l.add(p, path+".preset", "built-in preset %s: %v", p.Value, err)
+				return node, nil, false
+			}
+		}
+		if err := item.Decode(&v); err != nil {
+			l.decodeError(item, err)
+			return node, nil, false
+		}
+		chain = append(chain, &v)
+	}
+	rest := *yamldoc.Resolve(node)
+	rest.Content = nil
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value != key {
+			rest.Content = append(rest.Content, node.Content[i], node.Content[i+1])
+		}
+	}
+	return &rest, chain, true
+}
+
+// decodeMiddleboxChain decodes a middlebox list (decodeChain) into s.
+func (l *loader) decodeMiddleboxChain(node, list *yaml.Node, s *Settings) (*yaml.Node, bool) {
+	rest, chain, ok := decodeChain(l, node, list, "middlebox", middleboxDefaults, MiddleboxPresets)
+	if ok && len(chain) > 0 {
 		s.Middlebox = chain[0]
 	}
 	if len(chain) > 1 {
 		s.MiddleboxChain = chain
 	}
-	rest := *yamldoc.Resolve(node)
-	rest.Content = nil
-	for i := 0; i+1 < len(node.Content); i += 2 {
-		if node.Content[i].Value != "middlebox" {
-			rest.Content = append(rest.Content, node.Content[i], node.Content[i+1])
-		}
+	return rest, ok
+}
+
+// decodeBalancerChain decodes a balancer list (decodeChain) into s.
+func (l *loader) decodeBalancerChain(node, list *yaml.Node, s *Settings) (*yaml.Node, bool) {
+	rest, chain, ok := decodeChain(l, node, list, "balancer", balancerDefaults, BalancerPresets)
+	if ok && len(chain) > 0 {
+		s.Balancer = chain[0]
 	}
-	return &rest, true
+	if len(chain) > 1 {
+		s.BalancerChain = chain
+	}
+	return rest, ok
 }
 
 // child is a mapping's value at key, or for key[i] item i of the list there; nil when there
@@ -103,44 +177,55 @@ func child(n *yaml.Node, part string) *yaml.Node {
 	return nil
 }
 
-// checkChain refuses what a chain of boxes cannot do: HTTP/3's datagram boxes (and their
-// replay_first_flight) stand alone on the path, and a chain holds at most MaxMiddleboxes.
+// checkChain refuses what a chain cannot do: HTTP/3's datagram boxes (and their
+// replay_first_flight) stand alone on the path, a chain holds at most MaxMiddleboxes boxes
+// and MaxBalancers balancers.
 func (l *loader) checkChain(r *Run, at func(string) *yaml.Node, where string) {
 	n := len(r.Settings.MiddleboxChain)
-	if n < 2 {
-		return
-	}
-	if r.Settings.Server.HTTP3() {
+	if n >= 2 && r.Settings.Server.HTTP3() {
 		l.add(at("middlebox"), "middlebox", "a chain of %d boxes is modelled for TCP flows only; over HTTP/3 give one box%s", n, where)
 	}
 	if n > MaxMiddleboxes {
 		l.add(at("middlebox"), "middlebox", "a chain of %d boxes is more than the %d kalab runs%s", n, MaxMiddleboxes, where)
 	}
+	if n := len(r.Settings.BalancerChain); n > MaxBalancers {
+		l.add(at("balancer"), "balancer", "a chain of %d balancers is more than the %d kalab runs%s", n, MaxBalancers, where)
+	}
 }
 
-// checkChainOverlay refuses what would turn a middlebox list into one box unseen: a
-// variant's middlebox mapping over the file's list (a mapping merges field by field into
-// one object, which a list has not), and a matrix axis over middlebox.<field> where the run's
-// middlebox is a list. A variant's list replaces the file's whole.
+// checkChainOverlay refuses what would turn a middlebox or balancer list into one item
+// unseen: a variant's mapping over the file's list (a mapping merges field by field into
+// one object, which a list has not), and a matrix axis over <key>.<field> where the run's
+// <key> is a list. A variant's list replaces the file's whole.
 func (l *loader) checkChainOverlay(base, variant *yaml.Node, axes []matrixAxis) bool {
+	for _, key := range []string{"middlebox", "balancer"} {
+		if !l.chainOverlay(key, base, variant, axes) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *loader) chainOverlay(key string, base, variant *yaml.Node, axes []matrixAxis) bool {
+	what := map[string]string{"middlebox": "a chain of boxes", "balancer": "a chain of balancers"}[key]
 	isList := func(n *yaml.Node) bool {
-		_, m := yamldoc.Lookup(n, "middlebox")
+		_, m := yamldoc.Lookup(n, key)
 		m = yamldoc.Resolve(m)
 		return m != nil && m.Kind == yaml.SequenceNode
 	}
-	_, vm := yamldoc.Lookup(variant, "middlebox")
+	_, vm := yamldoc.Lookup(variant, key)
 	if vm = yamldoc.Resolve(vm); vm != nil && vm.Kind == yaml.MappingNode && isList(base) {
-		l.add(vm, "middlebox", "the file's middlebox is a list (a chain of boxes), which a variant's one box cannot merge into; give the variant's middlebox as a list: it replaces the file's whole")
+		l.add(vm, key, "the file's %s is a list (%s), which a variant's one %s cannot merge into; give the variant's %s as a list: it replaces the file's whole", key, what, key, key)
 		return false
 	}
 	if !isList(base) && !isList(variant) {
 		return true
 	}
 	for _, ax := range axes {
-		if ax.path[0] == "middlebox" {
+		if ax.path[0] == key {
 			_, m := yamldoc.Lookup(l.root, "matrix")
 			k, _ := yamldoc.Lookup(m, strings.Join(ax.path, "."))
-			l.add(k, "matrix", "a matrix cannot vary %s: the run's middlebox is a list (a chain of boxes); write the chains as variants", strings.Join(ax.path, "."))
+			l.add(k, "matrix", "a matrix cannot vary %s: the run's %s is a list (%s); write the chains as variants", strings.Join(ax.path, "."), key, what)
 			return false
 		}
 	}

@@ -60,20 +60,32 @@ func durationFields(st Settings) []durationAt {
 		}
 	}
 	walk(reflect.ValueOf(st), "")
+	// A chain's first item was walked as middlebox (balancer); each item by its index
+	// instead.
 	if len(st.MiddleboxChain) > 1 {
-		// The chain's first box was walked as middlebox; each box by its index instead.
-		kept := out[:0]
-		for _, d := range out {
-			if !strings.HasPrefix(d.path, "middlebox.") {
-				kept = append(kept, d)
-			}
-		}
-		out = kept
+		out = without(out, "middlebox.")
 		for i, b := range st.MiddleboxChain {
 			walk(reflect.ValueOf(*b), MiddleboxPath(i, len(st.MiddleboxChain)))
 		}
 	}
+	if len(st.BalancerChain) > 1 {
+		out = without(out, "balancer.")
+		for i, b := range st.BalancerChain {
+			walk(reflect.ValueOf(*b), BalancerPath(i, len(st.BalancerChain)))
+		}
+	}
 	return out
+}
+
+// without drops the durations under prefix.
+func without(durs []durationAt, prefix string) []durationAt {
+	kept := durs[:0]
+	for _, d := range durs {
+		if !strings.HasPrefix(d.path, prefix) {
+			kept = append(kept, d)
+		}
+	}
+	return kept
 }
 
 // scaleProblems lists the durations that overflow once multiplied by scale.

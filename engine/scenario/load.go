@@ -532,10 +532,17 @@ func (l *loader) decode(node *yaml.Node) (Settings, bool) {
 	sections := []section{{"server", ServerPresets, &s.Server}, {"client", ClientPresets, &s.Client}}
 	// A balancer section turns the topology into two hops; its defaults exist only then,
 	// and the decode below fills the same struct (yaml.v3 decodes into a set pointer).
-	if _, b := yamldoc.Lookup(node, "balancer"); b != nil && yamldoc.Resolve(b).Kind == yaml.MappingNode {
+	_, b := yamldoc.Lookup(node, "balancer")
+	switch b = yamldoc.Resolve(b); {
+	case b != nil && b.Kind == yaml.MappingNode:
 		bd := balancerDefaults
 		s.Balancer = &bd
 		sections = append(sections, section{"balancer", BalancerPresets, s.Balancer})
+	case b != nil && b.Kind == yaml.SequenceNode:
+		var ok bool
+		if node, ok = l.decodeBalancerChain(yamldoc.Resolve(node), b, &s); !ok {
+			return s, false
+		}
 	}
 	_, m := yamldoc.Lookup(node, "middlebox")
 	switch m = yamldoc.Resolve(m); {

@@ -25,7 +25,11 @@ type Settings struct {
 	Load    Load    `yaml:"load" json:"load"`
 	// Balancer, when set, puts a load balancer between client and server (topology v2:
 	// client -> network -> balancer -> backend_network -> server); nil is single-hop.
-	Balancer *Balancer `yaml:"balancer" json:"balancer,omitempty"`
+	// A list of balancers (balancer: [...]) is a chain in path order from the client, each
+	// one's backend pool dialling the next; then Balancer is its first and BalancerChain
+	// the whole list (Balancers reads both).
+	Balancer      *Balancer   `yaml:"balancer" json:"balancer,omitempty"`
+	BalancerChain []*Balancer `yaml:"-" json:"-"`
 	// Middlebox, when set, puts a box that forgets idle flows (a NAT gateway, a firewall,
 	// a cloud load balancer's flow table) where the client's connections leave it:
 	// client -> middlebox -> network -> ... -> server; nil is none.

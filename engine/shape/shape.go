@@ -45,12 +45,25 @@ func DatagramDirect(st scenario.Settings) bool {
 	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && n.Loss == 0
 }
 
-// DirectBackend reports whether the balancer dials the server without the backend link's
-// proxy: the hop has nothing to simulate and the server is the embedded one (a real
-// server's connections are seen only at the proxy in front of it).
+// DirectBackend reports whether every balancer dials what is behind it without a backend
+// link's proxy (DirectBehind).
 func DirectBackend(st scenario.Settings) bool {
-	return st.Balancer == nil || (st.Balancer.BackendNetwork.RTT == 0 && st.Balancer.BackendNetwork.Jitter == 0 &&
-		st.Balancer.BackendNetwork.Bandwidth == 0 && !st.Server.Real())
+	for i := range st.Balancers() {
+		if !DirectBehind(st, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// DirectBehind says whether balancer tier i of st dials what is behind it with no link
+// between: its backend network simulates nothing, and what it dials is not a real server
+// (whose connections the link is where kalab sees them).
+func DirectBehind(st scenario.Settings, tier int) bool {
+	bs := st.Balancers()
+	n := bs[tier].BackendNetwork
+	last := tier == len(bs)-1
+	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && !(last && st.Server.Real())
 }
 
 // HTTP2 says whether the run's requests go over HTTP/2: the server must offer it and

@@ -24,9 +24,9 @@ type balancerHop interface {
 	Close() error
 }
 
-// startBalancer starts the balancer a run names, in front of addr.
-func startBalancer(st scenario.Settings, sc shape.Scale, addr string, n *vnet.Network) (balancerHop, error) {
-	cfg := configure.Balancer(st, sc, addr)
+// startBalancer starts balancer b of a run, in front of addr.
+func startBalancer(b *scenario.Balancer, sc shape.Scale, addr string, n *vnet.Network) (balancerHop, error) {
+	cfg := configure.Balancer(b, sc, addr)
 	if n != nil {
 		ln, err := n.Listen("")
 		if err != nil {

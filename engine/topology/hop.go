@@ -173,7 +173,8 @@ func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reus
 	return f
 }
 
-// balancer is the run's balancer, nil when it has none.
+// balancer is the run's balancer the client meets (the first of a chain), nil when it has
+// none.
 func (t *topology) balancer() *balancerPart {
 	for _, h := range t.path {
 		if b, ok := h.(*balancerPart); ok {
@@ -183,10 +184,22 @@ func (t *topology) balancer() *balancerPart {
 	return nil
 }
 
-// deregistered tells the balancer that the server behind it is deregistering (server.events
-// deregister): it stops sending requests on its backend connections open now.
+// serverBalancer is the balancer in front of the server (the last of a chain), nil when
+// the run has none.
+func (t *topology) serverBalancer() *balancerPart {
+	var last *balancerPart
+	for _, h := range t.path {
+		if b, ok := h.(*balancerPart); ok {
+			last = b
+		}
+	}
+	return last
+}
+
+// deregistered tells the balancer in front of the server that the server is deregistering
+// (server.events deregister): it stops sending requests on its backend connections open now.
 func (t *topology) deregistered() {
-	if b := t.balancer(); b != nil && b.b != nil {
+	if b := t.serverBalancer(); b != nil && b.b != nil {
 		_ = b.b.Deregister() // fails only for a creation-order pool, which a balancer never has
 	}
 }

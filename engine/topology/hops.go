@@ -372,7 +372,8 @@ func (s linkStats) Flatten(into map[string]float64) {
 	}
 }
 
-// balancerPart is the balancer in the middle of a two-hop topology.
+// balancerPart is a balancer on the path: tier 0 is the one the client meets, the last
+// tier the one in front of the server.
 type balancerPart struct {
 	start   func(next string) (balancerHop, error)
 	b       balancerHop
@@ -431,18 +432,23 @@ func (b *balancerPart) conns(start, loadEnd time.Time, scale float64) []report.C
 // balancerStats are the balancer's own counters.
 type balancerStats balancer.Stats
 
+// Behind a chain of balancers the flat metrics add the balancers' answers, re-sends and
+// backend counts up (a hop's own record starts from nothing, so there each is its
+// balancer's alone), except balancer_connections, balancer_requests and balancer_closes:
+// the client's connections and requests are the first balancer's, the one the client
+// dials (the hops flatten last to first).
 func (bs balancerStats) Flatten(flat map[string]float64) {
 	flat["balancer_connections"] = float64(bs.Connections)
 	flat["balancer_requests"] = float64(bs.Requests)
-	flat["balancer_errors"] = float64(bs.ErrorResponses)
+	flat["balancer_errors"] += float64(bs.ErrorResponses)
 	flat["balancer_closes"] = float64(bs.ClientCloses)
-	flat["balancer_retries"] = float64(bs.Retries)
-	flat["backend_connections"] = float64(bs.BackendConnections)
-	flat["backend_reused_requests"] = float64(bs.BackendReused)
+	flat["balancer_retries"] += float64(bs.Retries)
+	flat["backend_connections"] += float64(bs.BackendConnections)
+	flat["backend_reused_requests"] += float64(bs.BackendReused)
 	var failed int64
 	for class, n := range bs.BackendErrors {
-		flat["backend_errors_by_class."+string(class)] = float64(n)
+		flat["backend_errors_by_class."+string(class)] += float64(n)
 		failed += n
 	}
-	flat["backend_errors"] = float64(failed)
+	flat["backend_errors"] += float64(failed)
 }

@@ -152,16 +152,20 @@ func (t *topology) buildServer(run *Run, links *connLog) (*serverLog, error) {
 	return srvLog, nil
 }
 
-// balancerHops are the balancer and its backend link (when it has something to simulate,
-// or a real server's connections to see: then it keeps them in links).
+// balancerHops are the balancers in path order, each followed by its backend link (when
+// it has something to simulate, or the last one's a real server's connections to see: then
+// it keeps them in links).
 func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, version string, n *vnet.Network, links *connLog) []Hop {
-	if st.Balancer == nil {
-		return nil
-	}
-	hops := []Hop{&balancerPart{version: version, start: func(next string) (balancerHop, error) { return startBalancer(st, scale, next, n) }}}
-	if !shape.DirectBackend(st) {
-		back := &link{role: roleBackendLink, cfg: configure.BackendLink(st, scale, ""), scale: float64(scale), version: version, net: n}
-		if st.Server.Real() {
+	var hops []Hop
+	bs := st.Balancers()
+	for i, b := range bs {
+		hops = append(hops, &balancerPart{version: version,
+			start: func(next string) (balancerHop, error) { return startBalancer(b, scale, next, n) }})
+		if shape.DirectBehind(st, i) {
+			continue
+		}
+		back := &link{role: roleBackendLink, cfg: configure.BackendLink(st, i, scale, ""), scale: float64(scale), version: version, net: n}
+		if i == len(bs)-1 && st.Server.Real() {
 			back.log = links
 		}
 		back.cfg.Lag = &tm.Link
