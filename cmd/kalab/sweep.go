@@ -68,7 +68,7 @@ func printSweepError(stderr io.Writer, err error) {
 func parseSweepFlags(args []string, stdout, stderr io.Writer) (*sweep.Options, int, bool) {
 	fs, lo := flagSet("sweep", "sweep FILE --param PATH --range A..B [flags]", stdout, stderr)
 	o := &sweep.Options{KalabVersion: kalabVersion(), Host: clockHost}
-	fs.StringVar(&o.Param, "param", "", "the field to sweep: client.idle_timeout, server.idle_timeout, balancer.backend.idle_timeout, middlebox.N.idle_timeout (box N of a list, from 0), client.max_idle, network.rtt, load.pause.min, client.retry, ...")
+	fs.StringVar(&o.Param, "param", "", "the field to sweep: client.idle_timeout, server.idle_timeout, balancer.backend.idle_timeout, middlebox.N.idle_timeout (box N of a list, from 0), balancer.N.FIELD (balancer N of a chain), client.max_idle, network.rtt, load.pause.min, client.retry, ...")
 	fs.StringVar(&o.Range, "range", "", "the values to search, A..B: durations (1s..2.5s) or numbers (1..20)")
 	fs.StringVar(&o.Run, "run", "", "the variant to sweep (needed when the file has more than one run)")
 	fs.StringVar(&o.Until, "until", "", "the check that decides a run's verdict, e.g. 'errors == 0' (default: the run's own checks all pass)")

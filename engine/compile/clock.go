@@ -67,6 +67,11 @@ func offModel(st scenario.Settings, opt Options) []string {
 	if st.Server.Real() {
 		off = append(off, "server."+string(configure.RealKind(st.Server))+" is a real program or address")
 	}
+	for i, b := range st.Balancers() {
+		if b.Real() {
+			off = append(off, scenario.BalancerPath(i, len(st.Balancers()))+".exec runs the real "+b.Exec)
+		}
+	}
 	if opt.TestHops {
 		off = append(off, "a test's own hop")
 	}

@@ -76,3 +76,22 @@ func HintHeader(s scenario.Server) string {
 	}
 	return ""
 }
+
+// RealBalancer translates balancer b, a real program (b.Exec), into the configuration kalab
+// writes for it: its client-facing idle timeout and its pool to what it dials (filled in
+// when the hop starts). A pool the model leaves unbounded (max_idle 0) keeps at most
+// realPoolMax idle connections: nginx's keepalive takes a number.
+func RealBalancer(b *scenario.Balancer, sc shape.Scale, env []string) realserver.Config {
+	cfg := realserver.Config{Kind: realserver.Kind(b.Exec), Env: env, IdleTimeout: sc.D(b.IdleTimeout)}
+	if b.Backend.KeepAlive {
+		cfg.UpstreamKeepalive = b.Backend.MaxIdle
+		if cfg.UpstreamKeepalive <= 0 {
+			cfg.UpstreamKeepalive = realPoolMax
+		}
+		cfg.UpstreamIdle = sc.D(b.Backend.IdleTimeout)
+	}
+	return cfg
+}
+
+// realPoolMax is the idle pool of a real balancer whose model pool is unbounded.
+const realPoolMax = 1024

@@ -45,6 +45,7 @@ func (r *Run) chainStory(i int) string {
 	fmt.Fprintf(&b, " Each balancer's own %s in the run: %s.", metric, strings.Join(parts, ", "))
 	if who >= 0 {
 		t := r.params.Tiers[who]
+		r.linkFacts(&b, i, who)
 		fmt.Fprintf(&b, " Only %s %s requests itself, so it %s this one", path[who], did, did)
 		if q.Status >= 500 {
 			fmt.Fprintf(&b, " (on_backend_error %s, error_status %d)", orDefault(t.OnBackendError, "error"), t.ErrorStatus)
@@ -90,4 +91,30 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// linkFacts places request i's pause against the race window of the link from balancer k
+// of the chain to what it dials (the next balancer, closing at its idle_timeout, or the
+// server): the connection sat idle for the pause plus the round trips in front of the link
+// (the client's and the links' before balancer k), and the window is one round trip of the
+// link wide below the close.
+func (r *Run) linkFacts(b *strings.Builder, i, k int) {
+	p := r.prev(i)
+	if p < 0 || !r.sequential() || r.params.Load.Burst > 0 && r.Requests[i].Seq%r.params.Load.Burst != 0 {
+		return
+	}
+	prev, q := r.Requests[p], r.Requests[i]
+	pause := q.StartMs - (prev.StartMs + prev.LatencyMs)
+	next, idle := "the server", msD(dur(r.params.Server.IdleTimeout))
+	if k+1 < len(r.params.Tiers) {
+		next, idle = r.chainNames()[k+1], msD(dur(r.params.Tiers[k+1].IdleTimeout))
+	}
+	if idle <= 0 {
+		return
+	}
+	back := msD(dur(r.params.Tiers[k].BackendNetwork.RTT))
+	gap := pause + msD(r.viaRTT(k)+2*r.oneWay())
+	in := gap > idle-back && gap < idle
+	fmt.Fprintf(b, " With the round trips in front of it, %s's connection to %s sat idle %s, %s the race window (idle − that link's RTT, idle) = (%s, %s).",
+		r.chainNames()[k], next, ms(gap), map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
 }

@@ -250,12 +250,12 @@ func (r *Run) backOneWay() time.Duration {
 	return dur(r.params.Tiers[len(r.params.Tiers)-1].BackendNetwork.RTT) / 2
 }
 
-// viaRTT is the round trip between the first balancer of a chain and the last: the inner
-// links' round trips summed (0 for one balancer).
-func (r *Run) viaRTT() time.Duration {
+// viaRTT is the round trip between the first balancer of a chain and balancer k: the round
+// trips of the links in front of k summed (0 for the first).
+func (r *Run) viaRTT(k int) time.Duration {
 	var d time.Duration
-	for k := 0; k+1 < len(r.params.Tiers); k++ {
-		d += dur(r.params.Tiers[k].BackendNetwork.RTT)
+	for i := 0; i < k && i < len(r.params.Tiers); i++ {
+		d += dur(r.params.Tiers[i].BackendNetwork.RTT)
 	}
 	return d
 }

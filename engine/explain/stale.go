@@ -124,17 +124,7 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 		return
 	}
 	if r.params.Balancer != nil && hop == "" {
-		// At the balancer's backend pool the gap is the pause plus the client's round trip,
-		// and the window is one backend round trip wide.
-		back := 2 * msD(r.backOneWay())
-		gap, trips, at := pause+rtt, "the client's round trip", "the balancer"
-		if len(r.params.Tiers) > 1 {
-			gap += msD(r.viaRTT())
-			trips, at = "the round trips of the client and of the links between the balancers", "the balancer in front of the server"
-		}
-		in := gap > idle-back && gap < idle
-		fmt.Fprintf(b, "; with %s the backend connection sat idle %s at %s, %s the race window (idle − backend RTT, idle) = (%s, %s).",
-			trips, ms(gap), at, map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
+		r.backendWindow(b, pause+rtt, idle)
 		return
 	}
 	lo, hi := idle-rtt, idle
@@ -319,4 +309,19 @@ func (r *Run) plainStory(i int) string {
 	q := r.Requests[i]
 	return fmt.Sprintf("Request %d, sent at %s, was answered %d on connection %d (%s) after %s; nothing about it needs explaining.",
 		q.Seq, ms(q.StartMs), q.Status, q.Conn, reusedWord(q.Reused), ms(q.LatencyMs))
+}
+
+// backendWindow places a gap (a pause plus the client's round trip) at the balancer's
+// backend pool against its race window, one backend round trip wide below the server's
+// idle close. Behind a chain of balancers it says nothing here: which link decides is
+// chainStory's.
+func (r *Run) backendWindow(b *strings.Builder, gap, idle float64) {
+	if len(r.params.Tiers) > 1 {
+		b.WriteString(".")
+		return
+	}
+	back := 2 * msD(r.backOneWay())
+	in := gap > idle-back && gap < idle
+	fmt.Fprintf(b, "; with the client's round trip the backend connection sat idle %s at the balancer, %s the race window (idle − backend RTT, idle) = (%s, %s).",
+		ms(gap), map[bool]string{true: "inside", false: "outside"}[in], ms(idle-back), ms(idle))
 }

@@ -20,7 +20,7 @@ var consts = map[string]string{"HintIgnored": HintIgnored, "CloseUndelayed": Clo
 	"QUICClientIdleDropped": QUICClientIdleDropped, "UndiciNoReconnectInPlace": UndiciNoReconnectInPlace,
 	"UndiciHintThreshold1s": UndiciHintThreshold1s, "ZeroRTTAnyMethod": ZeroRTTAnyMethod, "OracleQUICMax": OracleQUICMax,
 	"PendingInputEverywhere": PendingInputEverywhere, "TLSResumptionDropped": TLSResumptionDropped, "TLSResumptionForced": TLSResumptionForced, "UndiciCloseFreesAtOnce": UndiciCloseFreesAtOnce, "HiddenResendDropped": HiddenResendDropped,
-	"TCPKeepaliveDropped": TCPKeepaliveDropped, "ClientIdleIgnored": ClientIdleIgnored, "QUICIdleMax": QUICIdleMax, "QUICIdlePings": QUICIdlePings, "ProbeIdleUnread": ProbeIdleUnread, "ReloadKeepsIdle": ReloadKeepsIdle, "DrainAccepts": DrainAccepts, "GoAwayResendDropped": GoAwayResendDropped, "DeregisterReuses": DeregisterReuses}
+	"TCPKeepaliveDropped": TCPKeepaliveDropped, "ClientIdleIgnored": ClientIdleIgnored, "QUICIdleMax": QUICIdleMax, "QUICIdlePings": QUICIdlePings, "ProbeIdleUnread": ProbeIdleUnread, "ReloadKeepsIdle": ReloadKeepsIdle, "DrainAccepts": DrainAccepts, "GoAwayResendDropped": GoAwayResendDropped, "DeregisterReuses": DeregisterReuses, "ChainCountsFirst": ChainCountsFirst}
 
 // Every fault is in .ci/faults with a guard, and the engine's code switches on each: a
 // fault no guard runs, or no code reads, would prove nothing.

@@ -96,8 +96,12 @@ const (
 	// leaves the balancer's pool as it was, so it keeps sending requests on its connections
 	// to the old target, instead of stopping as AWS ALB does for a deregistering target.
 	DeregisterReuses = "deregister-reuses"
+	// ChainCountsFirst: behind a chain of balancers the flat metrics take each balancer
+	// count from one balancer (the first, which flattens last) instead of adding the
+	// balancers' answers, re-sends and backend connections up.
+	ChainCountsFirst = "chain-counts-first"
 )
 
 // Names lists every fault, for the harness.
 var Names = []string{HintIgnored, CloseUndelayed, HandshakeShort, IdleCloseDouble, HiddenUncounted, ProbeBlind, IdleReaderHeld, UndiciAsNode, OracleBatchesDropped, QUICClientIdleDropped,
-	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, GoAwayResendDropped, DeregisterReuses}
+	UndiciNoReconnectInPlace, UndiciHintThreshold1s, ZeroRTTAnyMethod, OracleQUICMax, PendingInputEverywhere, TLSResumptionDropped, TLSResumptionForced, UndiciCloseFreesAtOnce, HiddenResendDropped, TCPKeepaliveDropped, ClientIdleIgnored, QUICIdleMax, QUICIdlePings, ProbeIdleUnread, ReloadKeepsIdle, DrainAccepts, GoAwayResendDropped, DeregisterReuses, ChainCountsFirst}

@@ -101,53 +101,124 @@ func (h hop) window(what string) string {
 		what, fmtD(lo), fmtD(hi), fmtD(h.close), fmtD(h.rtt), limit)
 }
 
-// innerUnmodelled says why the walk cannot follow a chain of balancers, or "". It walks
-// the client's hop and the last balancer's backend hop; each link between balancers must
-// keep its one connection for the whole run: kept alive, shared by every request
-// (reuse always), and never idle long enough for either end's limit, the longest idle
-// being the longest pause and every round trip twice, and the first balancer's idle close
-// on top when a pause reaches it (the client's request then fails or is re-sent after it).
-func innerUnmodelled(p Plan) string {
+// reduceChain turns a plan behind a chain of balancers into the plan of one balancer the
+// walk follows, or says why it cannot. The walk follows the client's hop and one backend
+// hop; so at most one link of the chain may close a connection within the run, and every
+// other link keeps its one connection for the whole run: kept alive, shared by every
+// request (reuse always), and never idle as long as either end's limit. A link's longest
+// idle is bounded by the longest pause and every round trip of the path twice, and the
+// first balancer's idle close on top when a pause reaches it (the client's request then
+// fails or is re-sent after it). The link that may close decides (the tightest edge; the
+// last link, to the server, when none may): its balancer's pool, policy and error status
+// are the walk's balancer, the round trips in front of it are crossed by every request
+// (via), and the first balancer's idle timeout stays the client's hop's.
+func reduceChain(p Plan) (Plan, string) {
 	b := p.Balancer
-	longest := time.Duration(0)
+	if b == nil || len(b.Chain) < 2 || b.real() != "" {
+		return p, "" // a real balancer: unmodelled says so
+	}
+	chain := b.Chain
+	longest := chainLongestIdle(p)
+	deciding := -1
+	for i, t := range chain {
+		mayClose, why := linkMayClose(p, i, longest)
+		switch {
+		case why != "":
+			return p, why
+		case !mayClose:
+			continue
+		case deciding >= 0:
+			return p, fmt.Sprintf("a chain of balancers in which two links may close a connection within the run's longest idle, %s (%s -> %s and %s -> %s): the walk follows one backend hop",
+				longest, chain[deciding].Name, nextName(chain, deciding), t.Name, nextName(chain, i))
+		}
+		deciding = i
+	}
+	if deciding < 0 {
+		deciding = len(chain) - 1
+	}
+	r := chain[deciding]
+	r.IdleTimeout, r.Chain, r.others = chain[0].IdleTimeout, nil, len(chain)-1
+	for _, t := range chain[:deciding] {
+		r.viaRTT += t.BackendRTT
+	}
+	if deciding < len(chain)-1 {
+		r.toBalancer, r.nextIdle = true, chain[deciding+1].IdleTimeout
+	}
+	p.Balancer = &r
+	return p, ""
+}
+
+// chainLongestIdle bounds how long any link of p's chain can sit idle (reduceChain).
+func chainLongestIdle(p Plan) time.Duration {
+	chain := p.Balancer.Chain
+	longest, trips := time.Duration(0), p.RTT
 	for _, g := range p.Pauses {
 		longest = max(longest, g)
 	}
-	if b.IdleTimeout > 0 && longest+p.RTT >= b.IdleTimeout {
-		longest += b.IdleTimeout
+	for _, t := range chain {
+		trips += t.BackendRTT
 	}
-	longest += 2 * (p.RTT + b.via() + b.BackendRTT)
-	for _, l := range b.Inner {
-		prefix := fmt.Sprintf("a chain of balancers whose link %s -> %s", l.From, l.To)
+	if chain[0].IdleTimeout > 0 && longest+p.RTT >= chain[0].IdleTimeout {
+		longest += chain[0].IdleTimeout
+	}
+	return longest + 2*trips
+}
+
+// linkMayClose reports whether link i of p's chain (balancer i's pool to the next hop) may
+// close a connection within longest of idle, or why the walk cannot follow the link at all.
+func linkMayClose(p Plan, i int, longest time.Duration) (bool, string) {
+	chain := p.Balancer.Chain
+	t, last := chain[i], i == len(chain)-1
+	close := p.Server.IdleTimeout
+	if !last {
+		close = chain[i+1].IdleTimeout
+	}
+	mayClose := !t.BackendKeepAlive || (t.BackendIdle > 0 && t.BackendIdle <= longest) ||
+		(close > 0 && close <= longest) || (last && p.Server.MaxRequests > 0)
+	switch {
+	case t.BackendJitter > 0:
+		return mayClose, "jitter moves each delivery by a random amount the plan does not fix"
+	case !mayClose && t.Reuse != "" && t.Reuse != "always":
+		return mayClose, fmt.Sprintf("a chain of balancers whose link %s -> %s shares connections by reuse %q: the walk follows one backend hop", t.Name, nextName(chain, i), t.Reuse)
+	}
+	return mayClose, ""
+}
+
+// InnerLinksHold says why the links of p's chain of balancers in front of the last one
+// might not keep one connection each for the whole run, or "" when they do (or p has no
+// chain): then only the last balancer's link to the server can race, as behind one
+// balancer whose requests cross the inner links' round trips too.
+func InnerLinksHold(p Plan) string {
+	if p.Balancer == nil || len(p.Balancer.Chain) < 2 {
+		return ""
+	}
+	chain := p.Balancer.Chain
+	longest := chainLongestIdle(p)
+	for i := range chain[:len(chain)-1] {
+		mayClose, why := linkMayClose(p, i, longest)
 		switch {
-		case !l.KeepAlive:
-			return prefix + " opens a connection per request: the walk follows one backend hop"
-		case l.Reuse != "" && l.Reuse != "always":
-			return fmt.Sprintf("%s shares connections by reuse %q: the walk follows one backend hop", prefix, l.Reuse)
-		case l.Keep > 0 && l.Keep <= longest, l.Close > 0 && l.Close <= longest:
-			return fmt.Sprintf("%s may close an idle connection (%s's pool %s, %s's idle timeout %s) within the run's longest idle, %s: the walk follows one backend hop, the last balancer's",
-				prefix, l.From, limit(l.Keep), l.To, limit(l.Close), longest)
+		case why != "":
+			return why
+		case mayClose:
+			return fmt.Sprintf("the link %s -> %s may close a connection within the run's longest idle, %s", chain[i].Name, nextName(chain, i), longest)
 		}
 	}
 	return ""
 }
 
-// innerJitter reports whether a link between balancers jitters.
-func innerJitter(p Plan) bool {
-	if p.Balancer == nil {
-		return false
+// nextName names what link i of a chain dials: the next balancer, or the server.
+func nextName(chain []Balancer, i int) string {
+	if i+1 < len(chain) {
+		return chain[i+1].Name
 	}
-	for _, l := range p.Balancer.Inner {
-		if l.Jitter > 0 {
-			return true
-		}
-	}
-	return false
+	return "the server"
 }
 
-func limit(d time.Duration) string {
-	if d <= 0 {
-		return "none"
+// backClose is when the walk's backend link is closed from its far end: the next
+// balancer's idle timeout, or the server's.
+func (b *Balancer) backClose(s Server) time.Duration {
+	if b.toBalancer {
+		return b.nextIdle
 	}
-	return d.String()
+	return s.IdleTimeout
 }

@@ -146,36 +146,45 @@ type Balancer struct {
 	Retries        int
 	ErrorStatus    int
 	Reuse          string
-	// Name names the balancer in front of the server: its preset, or its place.
+	// Name names the balancer: its preset, or its place on the path.
 	Name string
-	// Inner are the links between the balancers of a chain, in path order: the client's
-	// hop ends at the first balancer, and the fields above but IdleTimeout are the last
-	// one's (in front of the server). Nil for one balancer.
-	Inner []InnerLink
+	// Real is the program a real balancer runs (balancer.exec), "" for kalab's own.
+	Real string
+	// Chain, for a chain of balancers, is each one in path order (the fields above are
+	// then the first one's). Predict walks a chain as one balancer: the one whose backend
+	// link may close (reduceChain).
+	Chain []Balancer
+	// Set by reduceChain: the link the walk follows ends at another balancer, whose idle
+	// timeout closes it (nextIdle), rather than at the server; via is the round trips in
+	// front of that link between the first balancer and it; others is how many other
+	// links the chain has, each one connection for the whole run.
+	toBalancer bool
+	nextIdle   time.Duration
+	viaRTT     time.Duration
+	others     int
 }
 
-// InnerLink is the link from one balancer of a chain to the next: From's backend pool,
-// To's client-facing idle timeout.
-type InnerLink struct {
-	From, To    string
-	RTT, Jitter time.Duration
-	KeepAlive   bool
-	Keep        time.Duration // From's pool drops an idle connection; 0 never
-	Close       time.Duration // To closes an idle connection; 0 never
-	Reuse       string
+// real is the program of the first real balancer of b (or of its chain), "" when every one
+// is kalab's own.
+func (b *Balancer) real() string {
+	if b == nil {
+		return ""
+	}
+	for _, t := range b.Chain {
+		if t.Real != "" {
+			return t.Real
+		}
+	}
+	return b.Real
 }
 
 // via is the round trip every request and response crosses between the first balancer and
-// the last: the inner links' round trips summed (0 for one balancer).
+// the one whose backend link the walk follows (0 for one balancer).
 func (b *Balancer) via() time.Duration {
-	var d time.Duration
 	if b == nil {
 		return 0
 	}
-	for _, l := range b.Inner {
-		d += l.RTT
-	}
-	return d
+	return b.viaRTT
 }
 
 // idempotent is RFC 9110 §9.2.2's list of idempotent methods.

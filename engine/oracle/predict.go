@@ -83,6 +83,10 @@ func Predict(p Plan, lateness time.Duration) Prediction {
 	if p.HTTP3 {
 		return quicPredict(p, lateness)
 	}
+	p, why := reduceChain(p)
+	if why != "" {
+		return notPredicted(names, why, lateness)
+	}
 	if why := unpredictable(p); why != "" {
 		return notPredicted(names, why, lateness)
 	}
@@ -131,6 +135,8 @@ func unmodelled(p Plan) string {
 		return fmt.Sprintf("a real client (%s): its own rules decide, the truth suite compares them with the model", p.Client.Real)
 	case p.Server.Real != "":
 		return fmt.Sprintf("a real server (%s): its own timers decide when it closes", p.Server.Real)
+	case p.Balancer.real() != "":
+		return fmt.Sprintf("a real balancer (%s): its own rules decide, the truth suite compares them with the model", p.Balancer.real())
 	case p.Server.HTTP2:
 		return "HTTP/2 multiplexes requests on one connection; the oracle models HTTP/1.1 pools"
 	case p.Client.DropEmptyPool && p.Server.MaxRequests > 0:
@@ -152,8 +158,6 @@ func unmodelled(p Plan) string {
 		return fmt.Sprintf("a replay of %s: each recorded client's own gaps decide its races, and the oracle predicts from a schedule's pauses only", p.Replay)
 	case p.Middlebox != nil:
 		return middleboxUnmodelled(p)
-	case p.Balancer != nil && len(p.Balancer.Inner) > 0 && innerUnmodelled(p) != "":
-		return innerUnmodelled(p)
 	case p.Requests < 1:
 		return "no requests"
 	}
@@ -166,7 +170,7 @@ func timingDependent(p Plan) string {
 	switch {
 	case p.OpenModel:
 		return "open-model arrivals: which requests overlap depends on response times, not only on the plan"
-	case p.Jitter > 0 || (p.Balancer != nil && p.Balancer.BackendJitter > 0) || innerJitter(p):
+	case p.Jitter > 0 || (p.Balancer != nil && p.Balancer.BackendJitter > 0):
 		return "jitter moves each delivery by a random amount the plan does not fix"
 	case p.Server.IdleTimeout > 0 && p.Server.IdleTimeout <= p.RTT:
 		return "the server's idle timeout is within one round trip: every request races it"

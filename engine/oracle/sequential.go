@@ -112,7 +112,7 @@ func sequential(p Plan, lateness time.Duration) Prediction {
 	m.front = hop{rtt: p.RTT, close: p.Server.IdleTimeout, keep: clientKeep(p.Client, p.Server), liveness: p.Client.LivenessCheck || p.Client.GoTransport}
 	if b := p.Balancer; b != nil {
 		m.front = hop{rtt: p.RTT, close: b.IdleTimeout, keep: m.front.keep, liveness: m.front.liveness}
-		m.back = hop{rtt: b.BackendRTT, close: p.Server.IdleTimeout, keep: b.BackendIdle, liveness: b.BackendLiveness}
+		m.back = hop{rtt: b.BackendRTT, close: b.backClose(p.Server), keep: b.BackendIdle, liveness: b.BackendLiveness}
 	}
 	rule, why := clientRetry(p.Client)
 	if why != "" {
@@ -254,9 +254,9 @@ func (m seqModel) request(st pools, seq int, f, o outcome, t tally) pools {
 func (m seqModel) backend(st pools, seq int, o outcome, t tally) pools {
 	b := m.p.Balancer
 	if !st.inner {
-		// Behind a chain each inner link opens one connection, which carries every request
-		// (innerUnmodelled refuses a link that could close).
-		for range b.Inner {
+		// Behind a chain each other link opens one connection, which carries every request
+		// (reduceChain refuses a second link that could close).
+		for range b.others {
 			t.add(BackendConnections, seq)
 		}
 		st.inner = true
@@ -286,7 +286,7 @@ func (m seqModel) backend(st pools, seq int, o outcome, t tally) pools {
 	st.backN++
 	st.backLate = 0
 	st.back = true
-	st.backOK = b.BackendKeepAlive && (m.p.Server.MaxRequests == 0 || st.backN < m.p.Server.MaxRequests)
+	st.backOK = b.BackendKeepAlive && (b.toBalancer || m.p.Server.MaxRequests == 0 || st.backN < m.p.Server.MaxRequests)
 	return st
 }
 
@@ -363,23 +363,26 @@ func (m seqModel) explain(metric string) (reason, window string) {
 	}
 	backWin := m.back.window("a pause + the client's RTT")
 	b := m.p.Balancer
-	bal, relay, inner := "the balancer", "", ""
-	if len(b.Inner) > 0 {
-		backWin = m.back.window("a pause + the client's RTT + the inner links' RTT")
-		bal = "the balancer in front of the server (" + b.Name + ")"
+	bal, relay, inner, far := "the balancer", "", "", "the server"
+	if b.toBalancer {
+		far = "the next balancer"
+	}
+	if b.others > 0 {
+		backWin = m.back.window("a pause + the round trips in front of the link")
+		bal = "the balancer whose backend link may close (" + b.Name + ")"
 		relay = ", and the balancers in front of it pass its answer on"
-		inner = fmt.Sprintf(", plus one for each of the %d links between balancers, which stay open", len(b.Inner))
-		if len(b.Inner) == 1 {
-			inner = ", plus one for the link between the balancers, which stays open"
+		inner = fmt.Sprintf(", plus one for each of the chain's %d other links, which stay open", b.others)
+		if b.others == 1 {
+			inner = ", plus one for the chain's other link, which stays open"
 		}
 	}
 	switch metric {
 	case Status5xx, BalancerErrors:
-		return fmt.Sprintf("%s answers %d for each request it sends on a backend connection the server has closed, unless it re-sends (on_backend_error %s)%s", bal, b.ErrorStatus, b.OnBackendError, relay), backWin
+		return fmt.Sprintf("%s answers %d for each request it sends on a backend connection %s has closed, unless it re-sends (on_backend_error %s)%s", bal, b.ErrorStatus, far, b.OnBackendError, relay), backWin
 	case BalancerRetries:
 		return bal + " re-sends an idempotent request that failed on a stale backend connection (on_backend_error retry_idempotent)", backWin
 	case BackendErrors:
-		return "one per request " + bal + " sends on a backend connection the server has closed", backWin
+		return "one per request " + bal + " sends on a backend connection " + far + " has closed", backWin
 	case BackendConnections:
 		return "one at the start, one after each backend race, and one after each pause the server's FIN (or the balancer's own idle limit) ended" + inner, backWin
 	}

@@ -143,27 +143,27 @@ func oracleClient(st scenario.Settings) oracle.Client {
 	return out
 }
 
-// oracleBalancers is the run's balancers as the oracle reads them: the client's hop ends at
-// the first, the backend hop is the last one's pool to the server, and the links between
-// them are Inner, whose round trips every request crosses.
+// oracleBalancers is the run's balancers as the oracle reads them: the first one, and
+// behind a chain every one of them in path order (the oracle decides which link it walks).
 func oracleBalancers(bs []*scenario.Balancer) *oracle.Balancer {
 	if len(bs) == 0 {
 		return nil
 	}
-	b := bs[len(bs)-1]
-	out := &oracle.Balancer{
-		IdleTimeout: bs[0].IdleTimeout.D(), BackendRTT: b.BackendNetwork.RTT.D(), BackendJitter: b.BackendNetwork.Jitter.D(),
-		BackendKeepAlive: b.Backend.KeepAlive, BackendIdle: b.Backend.IdleTimeout.D(), BackendLiveness: b.Backend.LivenessCheck,
-		OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse, Name: balancerName(b, len(bs)-1),
+	one := func(i int) oracle.Balancer {
+		b := bs[i]
+		return oracle.Balancer{
+			IdleTimeout: b.IdleTimeout.D(), BackendRTT: b.BackendNetwork.RTT.D(), BackendJitter: b.BackendNetwork.Jitter.D(),
+			BackendKeepAlive: b.Backend.KeepAlive, BackendIdle: b.Backend.IdleTimeout.D(), BackendLiveness: b.Backend.LivenessCheck,
+			OnBackendError: b.OnBackendError, Retries: b.Retries, ErrorStatus: b.ErrorStatus, Reuse: b.Reuse, Name: balancerName(b, i), Real: b.Exec,
+		}
 	}
-	for i, from := range bs[:len(bs)-1] {
-		out.Inner = append(out.Inner, oracle.InnerLink{
-			From: balancerName(from, i), To: balancerName(bs[i+1], i+1),
-			RTT: from.BackendNetwork.RTT.D(), Jitter: from.BackendNetwork.Jitter.D(),
-			KeepAlive: from.Backend.KeepAlive, Keep: from.Backend.IdleTimeout.D(), Close: bs[i+1].IdleTimeout.D(), Reuse: from.Reuse,
-		})
+	out := one(0)
+	if len(bs) > 1 {
+		for i := range bs {
+			out.Chain = append(out.Chain, one(i))
+		}
 	}
-	return out
+	return &out
 }
 
 // balancerName names balancer i of a path: its preset, or its place.

@@ -89,6 +89,10 @@ func (haproxyAdapter) prepare(cfg Config, dir string, port int, files certFiles)
 		}
 	}
 	w("  bind %s", bind)
+	if cfg.Upstream != "" {
+		haproxyUpstream(w, cfg)
+		return writeHAProxy(dir, b.String())
+	}
 	ret := fmt.Sprintf("  http-request return status %d content-type \"text/plain; charset=utf-8\"", cfg.Status)
 	if cfg.BodyBytes > 0 {
 		bodyFile := filepath.Join(dir, "body")
@@ -103,8 +107,13 @@ func (haproxyAdapter) prepare(cfg Config, dir string, port int, files certFiles)
 		ret += fmt.Sprintf(" hdr Keep-Alive \"%s\"", cfg.Hint)
 	}
 	w("%s", ret)
+	return writeHAProxy(dir, b.String())
+}
+
+// writeHAProxy writes the configuration and returns HAProxy's arguments for it.
+func writeHAProxy(dir, text string) ([]string, string, error) {
 	conf := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return nil, "", err
 	}
 	// -db: stay in the foreground, so stopping the process stops the server.

@@ -159,6 +159,13 @@ func (nginxAdapter) prepare(cfg Config, dir string, port int, files certFiles) (
 	if cfg.HTTP2 && cfg.MaxConcurrentStreams > 0 {
 		w("    http2_max_concurrent_streams %d;", cfg.MaxConcurrentStreams)
 	}
+	if cfg.Upstream != "" {
+		nginxProxyLocation(w)
+		w("  }")
+		nginxUpstream(w, cfg)
+		w("}")
+		return writeNginx(dir, logDir, b.String())
+	}
 	w("    location / {")
 	switch {
 	case cfg.BodyBytes == 0:
@@ -177,8 +184,13 @@ func (nginxAdapter) prepare(cfg Config, dir string, port int, files certFiles) (
 	w("    }")
 	w("  }")
 	w("}")
+	return writeNginx(dir, logDir, b.String())
+}
+
+// writeNginx writes the configuration and returns nginx's arguments for it.
+func writeNginx(dir, logDir, text string) ([]string, string, error) {
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return nil, "", err
 	}
 	// -e sends the errors of start-up, before the configuration is read, to the run's log.

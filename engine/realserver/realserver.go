@@ -85,6 +85,18 @@ type Config struct {
 	// reload and nginx -s quit do: SIGHUP or SIGQUIT to its master process.
 	Events []server.Event
 
+	// Upstream, when set, makes nginx or HAProxy a reverse proxy to this loopback address
+	// instead of answering requests itself: a balancer of a run's path. IdleTimeout is then
+	// its client-facing idle timeout, and the response fields do not apply.
+	Upstream string
+	// UpstreamKeepalive is how many idle connections to Upstream it keeps (nginx's upstream
+	// keepalive); 0 opens one per request.
+	UpstreamKeepalive int
+	// UpstreamIdle is how long an idle connection to Upstream is kept (nginx's upstream
+	// keepalive_timeout; HAProxy's pool-purge-delay, which closes idle server connections in
+	// halves at that interval rather than each after that idle time).
+	UpstreamIdle time.Duration
+
 	// LogDir keeps the server's logs and generated configuration; empty keeps them only
 	// until Close.
 	LogDir string
@@ -167,6 +179,9 @@ func Check(cfg Config) error {
 	cfg = cfg.normalized()
 	switch cfg.Kind {
 	case Nginx, Node, HAProxy:
+		if cfg.Upstream != "" {
+			return checkUpstream(cfg)
+		}
 		if err := checkEvents(cfg); err != nil {
 			return err
 		}
@@ -215,7 +230,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	} else {
 		err = s.startProgram(ctx)
 	}
-	if err == nil {
+	if err == nil && cfg.Upstream == "" {
+		// A proxy's probe would cross it to the hops behind it and leave connections in
+		// their pools before the run: a proxy is known by its port's owner alone.
 		err = s.probe(ctx)
 	}
 	if err != nil {

@@ -67,7 +67,7 @@ const EnvAllowExec = "KALAB_ALLOW_EXEC"
 type Program struct {
 	File      string
 	Line, Col int
-	Path      string // client.exec, server.exec or server.command
+	Path      string // client.exec, server.exec, server.command or balancer.exec
 	Scenario  string
 	Variant   string
 	// Bundled: a bundled adapter or a server kalab configures, in a run without env:
@@ -119,6 +119,13 @@ func runPrograms(file string, r *scenario.Run) []Program {
 			add("client.exec", "client.exec", true, what+" (bundled adapter)")
 		} else {
 			add("client.exec", "client.exec.command", false, quoteArgs(e.Command))
+		}
+	}
+	bs := r.Settings.Balancers()
+	for i, b := range bs {
+		if b.Real() {
+			path := scenario.BalancerPath(i, len(bs)) + ".exec"
+			add(path, path, true, b.Exec+" (bundled balancer)")
 		}
 	}
 	s := r.Settings.Server

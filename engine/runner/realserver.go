@@ -47,6 +47,7 @@ func Check(plan *scenario.Plan, opt CheckOptions) scenario.Diagnostics {
 	for _, sc := range plan.Scenarios {
 		for _, r := range sc.Runs {
 			diags = append(diags, checkRun(sc.File, r, opt)...)
+			diags = append(diags, checkBalancers(sc.File, r, opt)...)
 		}
 	}
 	return diags.Sorted() // a problem of the file's shared part is found once per run
@@ -136,4 +137,52 @@ func checkRun(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnosti
 		}
 	}
 	return append(diags, configDiags(realserver.Check(cfg), r, kind, kindPath, at)...)
+}
+
+// checkBalancers reports each real balancer of r (balancer.exec) that cannot be configured
+// as the scenario asks, at the field it came from.
+func checkBalancers(file string, r *scenario.Run, opt CheckOptions) scenario.Diagnostics {
+	st := r.Settings
+	if opt.TimeScale > 0 {
+		st.TimeScale = opt.TimeScale
+	}
+	var diags scenario.Diagnostics
+	bs := st.Balancers()
+	for i, b := range bs {
+		if !b.Real() {
+			continue
+		}
+		path := scenario.BalancerPath(i, len(bs))
+		cfg := configure.RealBalancer(b, shape.Scale(st.TimeScale), st.Env)
+		cfg.Upstream = "127.0.0.1:1" // the next hop's address, known when the run starts
+		err := realserver.Check(cfg)
+		if err == nil {
+			continue
+		}
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		for _, err := range errs {
+			field, msg := path+".exec", err.Error()
+			var fe *realserver.FieldError
+			if errors.As(err, &fe) {
+				msg = b.Exec + ": " + fe.Msg
+				if fe.Field == "IdleTimeout" {
+					field = path + ".idle_timeout"
+				}
+			}
+			d := scenario.Diagnostic{File: file, Path: field, Message: msg}
+			if line, col, ok := r.Position(field); ok {
+				d.Line, d.Col = line, col
+			} else if line, col, ok := r.Position(path + ".exec"); ok {
+				d.Line, d.Col = line, col
+			}
+			if r.Variant != "default" {
+				d.Message += " (in variant " + r.Variant + ")"
+			}
+			diags = append(diags, d)
+		}
+	}
+	return diags
 }

@@ -231,3 +231,35 @@ func (l *loader) chainOverlay(key string, base, variant *yaml.Node, axes []matri
 	}
 	return true
 }
+
+// ownPolicy are the balancer fields a real balancer (exec) decides itself: its retry policy,
+// its error status, how it shares backend connections and which idle one it takes.
+var ownPolicy = []string{"on_backend_error", "retries", "error_status", "reuse", "backend.scheduling",
+	"backend.liveness_check", "backend.max_conns", "backend.timeout", "deregistration_delay"}
+
+// checkRealBalancers refuses, for each balancer that is a real program, a field the file
+// sets that the program decides itself (kalab would not configure it, and the run would
+// claim a setting that did not apply), and a deregistration from a real balancer in front
+// of the server (kalab cannot take a server out of a real program's pool).
+func (l *loader) checkRealBalancers(r *Run, at func(string) *yaml.Node, where string) {
+	bs := r.Settings.Balancers()
+	for i, b := range bs {
+		if !b.Real() {
+			continue
+		}
+		path := BalancerPath(i, len(bs))
+		for _, f := range ownPolicy {
+			if _, _, set := r.Position(path + "." + f); set {
+				l.add(at(path+"."+f), path+"."+f, "%s runs the real %s, whose own rules decide this (kalab writes only idle_timeout and the backend pool's keepalive, idle_timeout and max_idle into its configuration): remove it%s", path, b.Exec, where)
+			}
+		}
+	}
+	if last := r.Settings.ServerBalancer(); last.Real() {
+		for _, e := range r.Settings.Server.Events {
+			if e.Do == EventDeregister {
+				l.add(at("server.events"), "server.events", "a deregistration takes the server out of the balancer in front of it, which here is the real %s: kalab cannot take a server out of a real program's pool%s", last.Exec, where)
+				break
+			}
+		}
+	}
+}

@@ -112,3 +112,68 @@ matrix:
 		}
 	}
 }
+
+// A balancer list is a chain: each balancer decodes onto the defaults and its own preset,
+// in path order; Balancer is the first (the one the client meets), ServerBalancer the
+// last; a list of one is the lone balancer; the params write a chain as the list.
+func TestBalancerChainDecodes(t *testing.T) {
+	src := `name: t
+balancer:
+  - {preset: aws-alb, backend_network: {rtt: 2ms}}
+  - {preset: envoy, backend: {idle_timeout: 4s}, deregistration_delay: 30s}
+variants:
+  - name: chain
+  - name: one
+    balancer: [{preset: ingress-nginx}]
+`
+	s, diags := Parse("t.yaml", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	by := map[string]Settings{}
+	for _, r := range s.Runs {
+		by[r.Variant] = r.Settings
+	}
+	chain := by["chain"]
+	bs := chain.Balancers()
+	if len(bs) != 2 || chain.Balancer != bs[0] || chain.ServerBalancer() != bs[1] {
+		t.Fatalf("chain: %d balancers, Balancer %p, ServerBalancer %p; want 2, the first and the last", len(bs), chain.Balancer, chain.ServerBalancer())
+	}
+	if b := bs[0]; b.Preset != "aws-alb" || b.IdleTimeout != Duration(60*time.Second) || b.BackendNetwork.RTT != Duration(2*time.Millisecond) || b.ErrorStatus != 502 {
+		t.Errorf("balancer 0: %+v, want aws-alb's 60 s and 502 with the file's 2 ms", *b)
+	}
+	if b := bs[1]; b.Preset != "envoy" || b.IdleTimeout != Duration(time.Hour) || b.Backend.IdleTimeout != Duration(4*time.Second) ||
+		!b.Backend.KeepAlive || b.ErrorStatus != 503 || b.DeregistrationDelay != Duration(30*time.Second) {
+		t.Errorf("balancer 1: %+v, want envoy's 1 h and 503 with the file's 4 s pool and 30 s delay", *b)
+	}
+	one := by["one"]
+	if len(one.Balancers()) != 1 || one.BalancerChain != nil || one.Balancer.Preset != "ingress-nginx" {
+		t.Errorf("a list of one: %+v, want the lone ingress-nginx", one.Balancers())
+	}
+	params := func(st Settings) string {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return string(m["balancer"])
+	}
+	if p := params(chain); !strings.HasPrefix(p, `[{"preset":"aws-alb"`) || strings.Count(p, `"preset"`) != 2 {
+		t.Errorf("a chain's params: %s, want the list of two", p)
+	}
+	if p := params(one); !strings.HasPrefix(p, `{"preset":"ingress-nginx"`) {
+		t.Errorf("a lone balancer's params: %s, want its object", p)
+	}
+	var paths []string
+	for _, d := range durationFields(chain) {
+		if strings.HasPrefix(d.path, "balancer") && strings.HasSuffix(d.path, ".idle_timeout") && !strings.Contains(d.path, "backend") {
+			paths = append(paths, d.path)
+		}
+	}
+	if strings.Join(paths, " ") != "balancer[0].idle_timeout balancer[1].idle_timeout" {
+		t.Errorf("the chain's idle_timeout durations are at %v, want each balancer's by its index", paths)
+	}
+}

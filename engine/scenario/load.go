@@ -78,7 +78,11 @@ func (r *Run) Position(path string) (line, col int, ok bool) {
 	n := r.node
 	var key *yaml.Node
 	for _, part := range strings.Split(path, ".") {
-		key, n = yamldoc.Lookup(n, part)
+		if strings.HasSuffix(part, "]") {
+			key, n = nil, child(n, part) // an item of a list: middlebox[1], balancer[0]
+		} else {
+			key, n = yamldoc.Lookup(n, part)
+		}
 		if n == nil {
 			return 0, 0, false
 		}
@@ -674,6 +678,7 @@ func (l *loader) checkBalancer(r *Run, at func(string) *yaml.Node, where string)
 	if r.Settings.Balancer == nil {
 		return
 	}
+	l.checkRealBalancers(r, at, where)
 	if r.Settings.Server.TLS {
 		l.add(at("server.tls"), "server.tls", "the balancer speaks plain HTTP/1.1 on both sides; set tls: false or remove the balancer section%s", where)
 	}

@@ -56,7 +56,15 @@ type Balancer struct {
 	// DeregistrationDelay is how long a deregistered backend (server.events deregister)
 	// keeps its open connections before it is stopped (AWS ALB's target group attribute).
 	DeregistrationDelay Duration `yaml:"deregistration_delay" json:"deregistration_delay,omitempty"`
+	// Exec, when set (nginx or haproxy), runs the real program as this balancer: kalab
+	// writes its client-facing idle timeout and its pool of backend connections
+	// (keepalive, idle_timeout, max_idle) into its configuration, and everything else is
+	// the program's own.
+	Exec string `yaml:"exec" json:"exec,omitempty"`
 }
+
+// Real reports whether the balancer is a real program (exec).
+func (b *Balancer) Real() bool { return b != nil && b.Exec != "" }
 
 // Middlebox is a box on the client's path that forgets a flow idle for IdleTimeout.
 type Middlebox struct {

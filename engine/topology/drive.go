@@ -22,6 +22,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/server"
 	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/topology/internal/reuse"
 )
 
 // Result is what a run recorded about its connections and its hops.
@@ -189,7 +190,7 @@ func wind(topo *topology, rc *recorder, fig *runFigures, st scenario.Settings, s
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return flat, conns, reuseError(rc.reuse.violations(topo.reuseFacts(flat, conns)))
+	return flat, conns, reuse.Error(rc.reuse.Violations(topo.reuseFacts(flat, conns)))
 }
 
 // flatten writes the run's metrics: the requests' summary, the run's own figures, then

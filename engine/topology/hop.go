@@ -10,6 +10,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/quicnet"
 	"github.com/kalab-dev/kalab/engine/report"
+	"github.com/kalab-dev/kalab/engine/topology/internal/reuse"
 	"github.com/kalab-dev/kalab/engine/vnet"
 )
 
@@ -155,45 +156,55 @@ func (t *topology) acceptedAtFront() int64 {
 }
 
 // reuseFacts gathers the figures the reuse invariants compare.
-func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reuseFacts {
-	f := reuseFacts{requests: int64(flat["requests"]), reused: int64(flat["reused_requests"]),
-		connections: int64(flat["connections"]), serverConnections: int64(flat["server_connections"]),
-		proxyConnections: -1, perConn: true}
-	if t.balancer() != nil {
-		f.perConn = false // the client's connections end at the balancer
+func (t *topology) reuseFacts(flat map[string]float64, conns []report.Conn) reuse.Facts {
+	f := reuse.Facts{Requests: int64(flat["requests"]), Reused: int64(flat["reused_requests"]),
+		Connections: int64(flat["connections"]), ServerConnections: int64(flat["server_connections"]),
+		ProxyConnections: -1, PerConn: true}
+	if len(t.balancers()) > 0 {
+		f.PerConn = false // the client's connections end at the balancer
 	}
-	if l := t.frontLink(); l != nil && f.perConn {
-		f.proxyConnections = l.accepted()
+	if l := t.frontLink(); l != nil && f.PerConn {
+		f.ProxyConnections = l.accepted()
 	}
 	for _, c := range conns {
 		if c.Side == "server" {
-			f.serverConns = append(f.serverConns, c)
+			f.ServerConns = append(f.ServerConns, c)
 		}
 	}
 	return f
 }
 
-// balancer is the run's balancer the client meets (the first of a chain), nil when it has
-// none.
-func (t *topology) balancer() *balancerPart {
+// balancers are the run's balancer hops in path order: kalab's own and real programs.
+func (t *topology) balancers() []Hop {
+	var out []Hop
 	for _, h := range t.path {
-		if b, ok := h.(*balancerPart); ok {
-			return b
+		switch h.(type) {
+		case *balancerPart, *realBalancer:
+			out = append(out, h)
 		}
+	}
+	return out
+}
+
+// balancer is the balancer the client meets (the first of a chain) when it is kalab's own,
+// nil when the run has none or it is a real program.
+func (t *topology) balancer() *balancerPart {
+	if bs := t.balancers(); len(bs) > 0 {
+		b, _ := bs[0].(*balancerPart)
+		return b
 	}
 	return nil
 }
 
-// serverBalancer is the balancer in front of the server (the last of a chain), nil when
-// the run has none.
+// serverBalancer is the balancer in front of the server (the last of a chain) when it is
+// kalab's own, nil when the run has none or it is a real program (which the loader keeps
+// from a deregistration).
 func (t *topology) serverBalancer() *balancerPart {
-	var last *balancerPart
-	for _, h := range t.path {
-		if b, ok := h.(*balancerPart); ok {
-			last = b
-		}
+	if bs := t.balancers(); len(bs) > 0 {
+		b, _ := bs[len(bs)-1].(*balancerPart)
+		return b
 	}
-	return last
+	return nil
 }
 
 // deregistered tells the balancer in front of the server that the server is deregistering

@@ -11,6 +11,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/judge"
 
 	"github.com/kalab-dev/kalab/engine/balancer"
+	"github.com/kalab-dev/kalab/engine/fault"
 	"github.com/kalab-dev/kalab/engine/internal/lag"
 	"github.com/kalab-dev/kalab/engine/netsim"
 	"github.com/kalab-dev/kalab/engine/realserver"
@@ -438,6 +439,11 @@ type balancerStats balancer.Stats
 // the client's connections and requests are the first balancer's, the one the client
 // dials (the hops flatten last to first).
 func (bs balancerStats) Flatten(flat map[string]float64) {
+	if fault.On(fault.ChainCountsFirst) {
+		for _, k := range []string{"balancer_errors", "balancer_retries", "backend_connections", "backend_reused_requests", "backend_errors"} {
+			delete(flat, k)
+		}
+	}
 	flat["balancer_connections"] = float64(bs.Connections)
 	flat["balancer_requests"] = float64(bs.Requests)
 	flat["balancer_errors"] += float64(bs.ErrorResponses)

@@ -14,6 +14,7 @@ import (
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 	"github.com/kalab-dev/kalab/engine/shape"
+	"github.com/kalab-dev/kalab/engine/topology/internal/reuse"
 )
 
 // recorder takes each request's event as it ends: into the aggregate, the request file,
@@ -45,13 +46,13 @@ type recorder struct {
 	// clientWhy is why the client closed each connection it closed itself, by client
 	// connection id, once the client is closed.
 	clientWhy map[uint64]string
-	reuse     reuseBook
+	reuse     reuse.Book
 	failed    map[int]bool // bursts with a failed request
 }
 
 func newRecorder(r *scenario.Run, obs Observer, scale shape.Scale, tm *judge.Timers, srv serverHop, handshake time.Duration) *recorder {
 	return &recorder{run: r, observer: obs, scale: scale, tm: tm, agg: metrics.New(), server: srv,
-		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: newReuseBook(), failed: map[int]bool{}}
+		handshake: handshake, serverOf: map[uint64]uint64{}, reuse: reuse.NewBook(), failed: map[int]bool{}}
 }
 
 // record takes one request's event; planned is when the schedule meant it to start, zero
@@ -74,7 +75,7 @@ func (rc *recorder) recordFrom(ev client.Event, planned time.Time, from string) 
 		rc.tm.Spans.Add(judge.Span{Start: ev.Start, End: ev.Start.Add(ev.Latency), Conn: ev.ConnID, Reused: ev.Reused, Client: from, Seq: ev.Seq, Failed: !ev.OK()})
 	}
 	rc.mu.Lock()
-	rc.reuse.add(ev)
+	rc.reuse.Add(ev)
 	if !ev.OK() {
 		rc.failed[burstOf(ev.Seq, rc.run.Settings.Load.Burst)] = true
 	}

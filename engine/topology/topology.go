@@ -159,8 +159,12 @@ func balancerHops(st scenario.Settings, scale shape.Scale, tm *judge.Timers, ver
 	var hops []Hop
 	bs := st.Balancers()
 	for i, b := range bs {
-		hops = append(hops, &balancerPart{version: version,
-			start: func(next string) (balancerHop, error) { return startBalancer(b, scale, next, n) }})
+		if b.Real() {
+			hops = append(hops, &realBalancer{cfg: configure.RealBalancer(b, scale, st.Env)})
+		} else {
+			hops = append(hops, &balancerPart{version: version,
+				start: func(next string) (balancerHop, error) { return startBalancer(b, scale, next, n) }})
+		}
 		if shape.DirectBehind(st, i) {
 			continue
 		}

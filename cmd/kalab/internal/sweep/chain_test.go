@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/geometry"
 	"github.com/kalab-dev/kalab/engine/configure"
 	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/runner"
@@ -347,5 +349,42 @@ func sweepsOutsideRace(t *testing.T) {
 	t.Helper()
 	if testci.Race() {
 		t.Skip("a whole chain sweep under the race detector: the plain pass runs it") // skip: -race only: CI's plain pass runs it
+	}
+}
+
+// A balancer of a chain is named by its place, as a box is: the value goes to that
+// balancer only, and a name that fits no balancer of the run is refused before anything
+// runs. A sweep of the server's idle timeout behind the chain draws its geometry at the last
+// balancer, the pause lengthened by every round trip in front of it.
+func TestTargetBalancerChain(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "..", "..", "scenarios", "24-alb-envoy-app.yaml")
+	tg, err := Open(file, "balancer.1.backend.idle_timeout", "envoy-node", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tg.Plan(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := onlyRun(t, p).Settings.Balancers()
+	if len(bs) != 2 || time.Duration(bs[1].Backend.IdleTimeout) != 4*time.Second || time.Duration(bs[0].Backend.IdleTimeout) != time.Minute || bs[1].Preset != "envoy" {
+		t.Errorf("the chain after --param balancer.1.backend.idle_timeout=4s: %+v %+v", *bs[0], *bs[1])
+	}
+	for _, c := range []struct{ param, want string }{
+		{"balancer.backend.idle_timeout", "--param balancer.backend.idle_timeout: the run's balancer is a list of 2 balancers (a chain); name one by its place from the client, from 0: --param balancer.0.backend.idle_timeout to balancer.1.backend.idle_timeout"},
+		{"balancer.2.idle_timeout", "--param balancer.2.idle_timeout: the run's balancer is a list of 2 balancers; N counts from 0 (the balancer nearest the client) to 1"},
+		{"balancer.-1.idle_timeout", "--param balancer.-1.idle_timeout: a balancer's place N counts from 0, the balancer nearest the client"},
+	} {
+		if _, err := Open(file, c.param, "envoy-node", "", true); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v\nwant %s", c.param, err, c.want)
+		}
+	}
+	st := tg.Base.Settings
+	pr := geometry.Predict("server.idle_timeout", st, []int64{st.Load.Seed})
+	// The last balancer's pool (1 h) never drops first: the longest pause, 6.4 s, plus the
+	// round trips in front of Envoy (20 ms + 2 ms) plus Envoy's own 400 ms.
+	if pr == nil || math.Abs(pr.Bound-6.822) > 1e-9 || !strings.Contains(pr.Rule, "the round trips in front of the last balancer") {
+		t.Errorf("the geometry behind the chain: %+v, want the bound 6.822 s at the last balancer", pr)
 	}
 }

@@ -480,11 +480,24 @@ func topology(st scenario.Settings, param string) string {
 	if param != "network.rtt" {
 		parts = append(parts, "RTT "+st.Network.RTT.String())
 	}
-	if b := st.Balancer; b != nil {
-		if b.IdleTimeout > 0 && param != "balancer.idle_timeout" {
-			parts = append(parts, fmt.Sprintf("balancer closes idle client connections at %s", b.IdleTimeout))
+	bs := st.Balancers()
+	for i, b := range bs {
+		who := "balancer"
+		if len(bs) > 1 {
+			who = fmt.Sprintf("balancer %d of %d", i+1, len(bs))
 		}
-		parts = append(parts, fmt.Sprintf("balancer pool idle %s, backend RTT %s", b.Backend.IdleTimeout, b.BackendNetwork.RTT))
+		own := "balancer."
+		if len(bs) > 1 {
+			own = fmt.Sprintf("balancer.%d.", i)
+		}
+		if b.IdleTimeout > 0 && param != own+"idle_timeout" {
+			parts = append(parts, fmt.Sprintf("%s closes idle client connections at %s", who, b.IdleTimeout))
+		}
+		pool := fmt.Sprintf("%s pool idle %s, ", who, b.Backend.IdleTimeout)
+		if param == own+"backend.idle_timeout" {
+			pool = who + " "
+		}
+		parts = append(parts, fmt.Sprintf("%sbackend RTT %s", pool, b.BackendNetwork.RTT))
 	}
 	if boxes := geometry.Boxes(st, param); boxes != "" {
 		parts = append(parts, boxes)

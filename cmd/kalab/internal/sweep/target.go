@@ -35,8 +35,8 @@ type Target struct {
 	data  []byte
 	field []string // the YAML path set
 	bound string   // "min" or "max" for one bound of load.pause; empty otherwise
-	// box is the place of the box whose field is set (middlebox.N.FIELD), field then the
-	// path inside it; -1 otherwise.
+	// box is the place of the box or balancer whose field is set (middlebox.N.FIELD,
+	// balancer.N.FIELD), field then the path inside it; -1 otherwise.
 	box int
 }
 
@@ -100,8 +100,8 @@ func open(file string, data []byte, param, run, until string, duration bool) (*T
 	if t.Base.Variant != "default" || run != "" {
 		t.Run = t.Base.Variant
 	}
-	if t.field[0] == "middlebox" {
-		// A box's field goes into the run's own list of boxes: a list without N, or N
+	if listKey(t.field[0]) {
+		// A box's (balancer's) field goes into the run's own list: a list without N, or N
 		// beyond the list, is refused here, before anything runs.
 		if _, err := t.edited(0); err != nil {
 			return nil, err
@@ -129,6 +129,14 @@ func (t *Target) setParam(param string) error {
 			return fmt.Errorf("--param %s: a box's place N counts from 0, the box nearest the client", param)
 		}
 		t.box, parts = n, append([]string{"middlebox"}, strings.Split(field, ".")...)
+	}
+	if head, tail, ok := strings.Cut(strings.TrimPrefix(path, "balancer."), "."); strings.HasPrefix(path, "balancer.") && ok {
+		if n, err := strconv.Atoi(head); err == nil {
+			if n < 0 {
+				return fmt.Errorf("--param %s: a balancer's place N counts from 0, the balancer nearest the client", param)
+			}
+			t.box, parts = n, append([]string{"balancer"}, strings.Split(tail, ".")...)
+		}
 	}
 	if n := len(parts); n == 3 && parts[0] == "load" && parts[1] == "pause" && (parts[2] == "min" || parts[2] == "max") {
 		t.bound, parts = parts[2], parts[:2]
@@ -241,67 +249,73 @@ func (t *Target) edit(root *yaml.Node, v float64) error {
 			val.Tag = "!!int"
 		}
 	}
-	if t.field[0] == "middlebox" {
+	if listKey(t.field[0]) {
 		return t.setBox(root, target, val)
 	}
 	set(target, t.field, val)
 	return nil
 }
 
-// setBox sets a field of the run's middlebox: of box N of its list (middlebox.N.FIELD), or
-// of its one box (middlebox.FIELD). The list is the run's: the variant's when it gives one
-// (it replaces the file's whole), else the file's.
+// listKey reports whether a section may be a list (a chain) whose items --param names
+// by their place.
+func listKey(key string) bool { return key == "middlebox" || key == "balancer" }
+
+// setBox sets a field of the run's middlebox (balancer): of item N of its list
+// (middlebox.N.FIELD), or of its one item (middlebox.FIELD). The list is the run's: the
+// variant's when it gives one (it replaces the file's whole), else the file's.
 func (t *Target) setBox(root, target *yaml.Node, val *yaml.Node) error {
+	key := t.field[0]
+	noun := map[string]string{"middlebox": "box", "balancer": "balancer"}[key]
 	owner := target
-	_, boxes := get(target, "middlebox")
+	_, boxes := get(target, key)
 	if boxes == nil && target != root {
 		owner = root
-		_, boxes = get(root, "middlebox")
+		_, boxes = get(root, key)
 	}
 	field := strings.Join(t.field[1:], ".")
 	switch {
 	case t.box < 0 && boxes != nil && boxes.Kind == yaml.SequenceNode:
-		return fmt.Errorf("--param %s: the run's middlebox is a list of %s (a chain); name one by its place from the client, from 0: --param middlebox.0.%s%s",
-			t.Param, nBoxes(len(boxes.Content)), field, lastBox(len(boxes.Content), field))
+		return fmt.Errorf("--param %s: the run's %s is a list of %s (a chain); name one by its place from the client, from 0: --param %s.0.%s%s",
+			t.Param, key, count(len(boxes.Content), noun), key, field, lastItem(key, len(boxes.Content), field))
 	case t.box < 0:
 		set(owner, t.field, val)
 		return nil
 	case boxes == nil:
-		return fmt.Errorf("--param %s: the run has no middlebox", t.Param)
+		return fmt.Errorf("--param %s: the run has no %s", t.Param, key)
 	case boxes.Kind != yaml.SequenceNode:
-		return fmt.Errorf("--param %s: the run's middlebox is one box, not a list: --param middlebox.%s", t.Param, field)
+		return fmt.Errorf("--param %s: the run's %s is one %s, not a list: --param %s.%s", t.Param, key, noun, key, field)
 	case t.box >= len(boxes.Content):
-		return fmt.Errorf("--param %s: the run's middlebox is a list of %s; N counts from 0 (the box nearest the client) to %d",
-			t.Param, nBoxes(len(boxes.Content)), len(boxes.Content)-1)
+		return fmt.Errorf("--param %s: the run's %s is a list of %s; N counts from 0 (the %s nearest the client) to %d",
+			t.Param, key, count(len(boxes.Content), noun), noun, len(boxes.Content)-1)
 	}
 	item := boxes.Content[t.box]
 	if item.Kind == yaml.AliasNode {
-		// An alias's box is copied, so that the value goes to this place of the path only.
+		// An alias's item is copied, so that the value goes to this place of the path only.
 		c := *item.Alias
 		c.Content, c.Anchor = slices.Clone(c.Content), ""
 		boxes.Content[t.box], item = &c, &c
 	}
 	if item.Kind != yaml.MappingNode {
-		return fmt.Errorf("--param %s: box %d of the run's middlebox list is not a mapping", t.Param, t.box)
+		return fmt.Errorf("--param %s: %s %d of the run's %s list is not a mapping", t.Param, noun, t.box, key)
 	}
 	set(item, t.field[1:], val)
 	return nil
 }
 
-// nBoxes is a count of boxes in words.
-func nBoxes(n int) string {
+// count is a count of boxes (balancers) in words.
+func count(n int, noun string) string {
 	if n == 1 {
-		return "1 box"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d boxes", n)
+	return fmt.Sprintf("%d %s", n, map[string]string{"box": "boxes", "balancer": "balancers"}[noun])
 }
 
-// lastBox names the last place of a list of n boxes, when there is more than one.
-func lastBox(n int, field string) string {
+// lastItem names the last place of a list of n items, when there is more than one.
+func lastItem(key string, n int, field string) string {
 	if n < 2 {
 		return ""
 	}
-	return fmt.Sprintf(" to middlebox.%d.%s", n-1, field)
+	return fmt.Sprintf(" to %s.%d.%s", key, n-1, field)
 }
 
 func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }

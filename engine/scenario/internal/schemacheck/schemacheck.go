@@ -168,8 +168,8 @@ func valueProblems(pl place, rest []*jsonschema.ValidationError) yamldoc.Diagnos
 	switch {
 	case pl.field == "keepalive_hint":
 		return yamldoc.Diagnostics{pl.at(n, pl.path, value+" is not a Keep-Alive hint (use false, true, a duration such as 5s, or a raw value such as \"timeout=5, max=100\")")}
-	case pl.field == "exec" && strings.HasSuffix(pl.path, "server.exec"):
-		break // a server kind: the schema's own list (nginx, node, haproxy) says what is known
+	case pl.field == "exec" && (strings.HasSuffix(pl.path, "server.exec") || strings.HasPrefix(pl.path, "balancer")):
+		break // a server's or a balancer's kind: the schema's own list (nginx, haproxy, ...) says what is known
 	case pl.field == "exec" && n != nil && n.Kind == yaml.ScalarNode:
 		msg := value + " is not a bundled adapter (" + strings.Join(adapter.Names(), ", ") + "); your own program is {command: [program, args...]}"
 		if s := suggest.Closest(n.Value, adapter.Names()); s != "" {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/load"
+	"github.com/kalab-dev/kalab/engine/oracle"
+	"github.com/kalab-dev/kalab/engine/predict"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
@@ -83,13 +85,36 @@ func Predict(param string, st scenario.Settings, seeds []int64) *Prediction {
 		}
 		return pr
 	case param == "server.idle_timeout":
-		if b := st.Balancer; b != nil {
-			// The balancer's idle gap is the pause plus the client link's round trip.
-			return windows(pauses, sec(st.Network.RTT), sec(b.BackendNetwork.RTT), sec(b.Backend.IdleTimeout), pmax, "balancer")
-		}
-		return windows(pauses, 0, sec(st.Network.RTT), sec(st.Client.IdleTimeout), pmax, "client")
+		return serverIdle(st, pauses, pmax)
 	}
 	return nil
+}
+
+// serverIdle is the geometry of the server's idle timeout: the race at what holds the
+// server's connections (the client, the balancer's pool, or behind a chain the last
+// balancer's pool), each pause lengthened by the round trips in front of it.
+func serverIdle(st scenario.Settings, pauses map[int64][]float64, pmax float64) *Prediction {
+	sec := func(d scenario.Duration) float64 { return time.Duration(d).Seconds() }
+	bs := st.Balancers()
+	switch {
+	case len(bs) > 1:
+		// Behind a chain the last balancer's pool races the server, its idle gap the pause
+		// plus every round trip in front of it, when no link before it closes.
+		if oracle.InnerLinksHold(predict.Plan(st)) != "" {
+			return nil
+		}
+		offset := sec(st.Network.RTT)
+		for _, b := range bs[:len(bs)-1] {
+			offset += sec(b.BackendNetwork.RTT)
+		}
+		b := bs[len(bs)-1]
+		return windows(pauses, offset, sec(b.BackendNetwork.RTT), sec(b.Backend.IdleTimeout), pmax, "last balancer")
+	case len(bs) == 1:
+		// The balancer's idle gap is the pause plus the client link's round trip.
+		b := bs[0]
+		return windows(pauses, sec(st.Network.RTT), sec(b.BackendNetwork.RTT), sec(b.Backend.IdleTimeout), pmax, "balancer")
+	}
+	return windows(pauses, 0, sec(st.Network.RTT), sec(st.Client.IdleTimeout), pmax, "client")
 }
 
 // frontIdle is the idle timeout that closes the client's own connections, and whose it is:
@@ -127,7 +152,7 @@ func windows(pauses map[int64][]float64, offset, rtt, pool, pmax float64, who st
 		pr.Edges = append(pr.Edges, lo, hi)
 	}
 	pr.Rule = fmt.Sprintf("a server idle timeout S races an idle gap g when S − %s < g < S (g: the pause%s; %s: the round trip from the %s to the server); the longest pause of the range, %s, is safe from S = %s",
-		Seconds(rtt), plusOffset(offset), Seconds(rtt), who, Seconds(pmax), Seconds(pr.Bound))
+		Seconds(rtt), plusOffset(offset, who), Seconds(rtt), who, Seconds(pmax), Seconds(pr.Bound))
 	if pool > 0 {
 		pr.Rule += fmt.Sprintf(", and any S above the %s's idle timeout of %s is safe whatever the pauses", who, Seconds(pool))
 	}
@@ -137,9 +162,12 @@ func windows(pauses map[int64][]float64, offset, rtt, pool, pmax float64, who st
 	return pr
 }
 
-func plusOffset(o float64) string {
-	if o == 0 {
+func plusOffset(o float64, who string) string {
+	switch {
+	case o == 0:
 		return ""
+	case who == "last balancer":
+		return " plus the round trips in front of the last balancer (the client's and the links between balancers), " + Seconds(o)
 	}
 	return " plus the client link's RTT, " + Seconds(o)
 }
