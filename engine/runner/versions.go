@@ -1,13 +1,19 @@
 package runner
 
 import (
+	"strings"
+
 	"github.com/kalab-dev/kalab/engine/execclient"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
 )
 
-// serverPresets maps a real server's kind to the server preset that models it.
-var serverPresets = map[string]string{"nginx": "nginx", "node": "node"}
+// serverPresets maps a real server's kind to the server preset that models it, and
+// balancerPresets a real balancer's program to the balancer preset that does.
+var (
+	serverPresets   = map[string]string{"nginx": "nginx", "node": "node"}
+	balancerPresets = map[string]string{"nginx": "nginx-proxy", "haproxy": "haproxy"}
+)
 
 // Modelled is a run's real program, client or server, that a preset models.
 type Modelled struct {
@@ -17,7 +23,9 @@ type Modelled struct {
 }
 
 // ModelledPrograms lists the run's real programs that a preset models: a bundled adapter
-// (its Preset) and a real nginx or Node server (the server preset of the same name).
+// (its Preset), a real nginx or Node server (the server preset of the same name), and a
+// real nginx or HAProxy balancer (nginx-proxy, haproxy). A distribution's suffix on a
+// version (HAProxy's 2.6.12-1+deb12u4) is left off: the release is the program's.
 func ModelledPrograms(rec *report.Run) []Modelled {
 	var out []Modelled
 	if c := rec.Client; c != nil && c.Adapter != "" {
@@ -30,6 +38,12 @@ func ModelledPrograms(rec *report.Run) []Modelled {
 	if s := rec.Server; s != nil {
 		if p, ok := scenario.ServerPresets[serverPresets[s.Kind]]; ok {
 			out = append(out, Modelled{p, s.Kind, scenario.VersionOf(s.Kind, s.Version)})
+		}
+	}
+	for _, h := range rec.Hops {
+		if p, ok := scenario.BalancerPresets[balancerPresets[h.Name]]; ok && h.Role == "balancer" && h.Program != "" {
+			release, _, _ := strings.Cut(h.Version, "-")
+			out = append(out, Modelled{p, h.Name, scenario.VersionOf(h.Name, release)})
 		}
 	}
 	return out

@@ -26,6 +26,9 @@ func TestVersionNotes(t *testing.T) {
 	server := func(kind, version string) *report.Run {
 		return &report.Run{Server: &report.Server{Kind: kind, Version: version}}
 	}
+	balancer := func(name, version string) *report.Run { // a real balancer's hop record
+		return &report.Run{Hops: []report.Hop{{Role: "balancer", Kind: "balancer", Name: name, Program: "/usr/sbin/" + name, Version: version}}}
+	}
 	cases := []struct {
 		name string
 		rec  *report.Run
@@ -47,6 +50,10 @@ func TestVersionNotes(t *testing.T) {
 		{"node-server-other", server("node", "22.11.0"), "node 22.11.0 is not among the versions the node preset"},
 		{"haproxy", server("haproxy", "2.6.12"), ""},
 		{"embedded", server("embedded", "dev"), ""},
+		{"balancer-haproxy-debian", balancer("haproxy", "2.6.12-1+deb12u4"), ""},
+		{"balancer-haproxy-other", balancer("haproxy", "2.8.5-1ubuntu3"), "haproxy 2.8.5 is not among the versions the haproxy preset was verified against (2.6.12 on 2026-12-07)"},
+		{"balancer-nginx-other", balancer("nginx", "1.26.3"), "nginx 1.26.3 is not among the versions the nginx-proxy preset"},
+		{"balancer-kalab", &report.Run{Hops: []report.Hop{{Role: "balancer", Kind: "balancer", Name: "kalab"}}}, ""},
 	}
 	for _, c := range cases {
 		got := versionNotes(c.rec)

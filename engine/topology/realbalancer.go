@@ -35,7 +35,7 @@ func (r *realBalancer) Identity() Identity {
 		return Identity{Kind: "balancer", Name: string(r.cfg.Kind)}
 	}
 	id := r.rs.Identity()
-	return Identity{Kind: "balancer", Name: id.Name, Program: id.Program, Version: id.Version}
+	return Identity{Kind: "balancer", Name: id.Name, Program: id.Program, Version: id.Version, Verified: id.Verified}
 }
 
 func (r *realBalancer) Timing() map[string]*lag.Recorder { return nil }

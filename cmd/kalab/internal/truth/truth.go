@@ -111,7 +111,7 @@ func truthFile(file string) string {
 // version of its real program that ran beside it, and the checks that read those runs.
 func Verdicts(res *report.Results) []*Verdict {
 	by := map[string]*Verdict{}
-	for _, reg := range []map[string]*scenario.Preset{scenario.ServerPresets, scenario.ClientPresets} {
+	for _, reg := range []map[string]*scenario.Preset{scenario.ServerPresets, scenario.ClientPresets, scenario.BalancerPresets} {
 		for name, p := range reg {
 			if len(p.Checked) > 0 {
 				by[name] = &Verdict{Preset: name}
