@@ -203,3 +203,53 @@ variants:
 		}
 	}
 }
+
+// The bundled NLB -> ingress-nginx -> pod file: its counts are the geometry's of the
+// client's hop, whose tightest edge decides. Every pause (5-20 min) outlasts the ingress's
+// default 75 s, so each burst opens a connection; a pause past the NLB's 350 s and its poll
+// (a hundredth of the timeout) expires the flow, which at a keep-alive of 3600 s the next
+// request meets as a reset. No pause may lie within a poll of the expiry.
+func TestNLBIngressScenario(t *testing.T) {
+	t.Parallel()
+	p, err := scenario.LoadFiles([]string{filepath.Join("..", "..", "scenarios", "25-nlb-ingress-pod.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]*scenario.Run{}
+	for _, r := range p.Scenarios[0].Runs {
+		runs[r.Variant] = r
+	}
+	st := runs["ingress-3600s"].Settings
+	plan := predict.Plan(st)
+	if plan.Middlebox == nil {
+		t.Fatal("the file's plan has no middlebox")
+	}
+	nlb := plan.Middlebox.IdleTimeout
+	expired, short := 0, 0
+	for _, g := range plan.Pauses {
+		switch {
+		case g >= nlb && g < nlb+plan.Middlebox.Poll:
+			t.Fatalf("a pause of %v lies within the NLB's poll (%v) of its %v: which poll notices is not fixed", g, plan.Middlebox.Poll, nlb)
+		case g >= nlb+plan.Middlebox.Poll:
+			expired++
+		}
+		if g <= runs["ingress-75s"].Settings.Balancer.IdleTimeout.D() {
+			short++
+		}
+	}
+	if expired == 0 || short != 0 {
+		t.Fatalf("%d pauses expire the NLB's flow, %d are within the ingress's 75 s: the file shows nothing", expired, short)
+	}
+	for _, want := range []struct{ variant, expr string }{
+		{"ingress-75s", fmt.Sprintf("connections == %d && middlebox_expired == %d", 1+len(plan.Pauses), expired)},
+		{"ingress-3600s", fmt.Sprintf("errors_by_class.reset == %d && errors == %d && connections == %d && middlebox_expired == %d", expired, expired, 1+expired, expired)},
+	} {
+		var all []string
+		for _, a := range runs[want.variant].Expect {
+			all = append(all, a.Source)
+		}
+		if !strings.Contains(strings.Join(all, "\n"), want.expr) {
+			t.Errorf("%s does not check %q (the geometry predicts it)", want.variant, want.expr)
+		}
+	}
+}
