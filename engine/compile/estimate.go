@@ -148,9 +148,9 @@ func requestCosts(st scenario.Settings) costs {
 			handshake += rtt
 		}
 	}
-	if b := st.Balancer; b != nil {
-		// Two hops: every request also crosses the backend link, and pays its handshake
-		// when the balancer keeps no backend connection (plain TCP to the server).
+	for _, b := range st.Balancers() {
+		// Behind each balancer every request also crosses its backend link, and pays the
+		// link's handshake when the balancer keeps no backend connection (plain TCP).
 		brtt := b.BackendNetwork.RTT.D() + b.BackendNetwork.Jitter.D()/2
 		reused += brtt
 		if !b.Backend.KeepAlive {

@@ -480,6 +480,15 @@ func decidingTimeouts(st scenario.Settings) []timeout {
 	if t := st.Client.IdleTimeout.D(); t > 0 {
 		clientSide = append(clientSide, timeout{t, "client.idle_timeout"})
 	}
+	if bs := st.Balancers(); len(bs) > 1 {
+		// Behind a chain any link may be the tightest edge: each balancer's idle timeouts
+		// decide reuse on a link of their own.
+		for i, b := range bs {
+			path := scenario.BalancerPath(i, len(bs))
+			clientSide = append(clientSide, timeout{b.IdleTimeout.D(), path + ".idle_timeout"},
+				timeout{b.Backend.IdleTimeout.D(), path + ".backend.idle_timeout"})
+		}
+	}
 	out := slices.DeleteFunc(slices.Clone(clientSide), func(t timeout) bool { return t.d <= 0 })
 	shadowed := st.Balancer == nil && slices.ContainsFunc(out, func(c timeout) bool { return c.d < srv })
 	if srv > 0 && !shadowed {

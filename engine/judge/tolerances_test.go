@@ -124,3 +124,21 @@ func TestStallJudgedAtTheMax(t *testing.T) {
 }
 
 func plan(t *testing.T, src string) *scenario.Plan { return plantest.Load(t, src) }
+
+// Behind a chain of balancers every balancer's idle timeouts decide reuse on a link of
+// their own: the pause range's gap is measured to the nearest of them too (here the
+// second balancer's 6 s, 200 ms past the longest pause), not only to the server's.
+func TestChainTimeoutsDecide(t *testing.T) {
+	p := plan(t, `
+name: chain
+server: {idle_timeout: 65s}
+load: {requests: 8, burst: 2, pause: 5s..5.8s}
+balancer:
+  - {idle_timeout: 60s, backend: {keepalive: true, idle_timeout: 60s}}
+  - {idle_timeout: 6s, backend: {keepalive: true, idle_timeout: 60s}}
+`)
+	gap, why, ok := pauseGap(p.Scenarios[0].Runs[0].Settings)
+	if !ok || gap != 200*time.Millisecond || !strings.Contains(why, "balancer[1].idle_timeout") {
+		t.Errorf("the pause gap is %v (%s, %v), want 200ms to balancer[1].idle_timeout", gap, why, ok)
+	}
+}
