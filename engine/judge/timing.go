@@ -480,9 +480,9 @@ func decidingTimeouts(st scenario.Settings) []timeout {
 	if t := st.Client.IdleTimeout.D(); t > 0 {
 		clientSide = append(clientSide, timeout{t, "client.idle_timeout"})
 	}
-	if bs := st.Balancers(); len(bs) > 1 {
-		// Behind a chain any link may be the tightest edge: each balancer's idle timeouts
-		// decide reuse on a link of their own.
+	if bs := st.Balancers(); len(bs) > 0 {
+		// Behind a balancer (or a chain of them) any link may be the tightest edge: each
+		// balancer's idle timeouts decide reuse on a link of their own.
 		for i, b := range bs {
 			path := scenario.BalancerPath(i, len(bs))
 			clientSide = append(clientSide, timeout{b.IdleTimeout.D(), path + ".idle_timeout"},

@@ -125,9 +125,9 @@ func TestStallJudgedAtTheMax(t *testing.T) {
 
 func plan(t *testing.T, src string) *scenario.Plan { return plantest.Load(t, src) }
 
-// Behind a chain of balancers every balancer's idle timeouts decide reuse on a link of
-// their own: the pause range's gap is measured to the nearest of them too (here the
-// second balancer's 6 s, 200 ms past the longest pause), not only to the server's.
+// Behind a balancer, or a chain of them, every balancer's idle timeouts decide reuse on a
+// link of their own: the pause range's gap is measured to the nearest of them too (here a
+// balancer's 6 s, 200 ms past the longest pause), not only to the server's.
 func TestChainTimeoutsDecide(t *testing.T) {
 	p := plan(t, `
 name: chain
@@ -140,5 +140,16 @@ balancer:
 	gap, why, ok := pauseGap(p.Scenarios[0].Runs[0].Settings)
 	if !ok || gap != 200*time.Millisecond || !strings.Contains(why, "balancer[1].idle_timeout") {
 		t.Errorf("the pause gap is %v (%s, %v), want 200ms to balancer[1].idle_timeout", gap, why, ok)
+	}
+	// One balancer, the client's hop closed at its 6 s: the same gap, to balancer.idle_timeout.
+	one := plan(t, `
+name: one
+server: {idle_timeout: 65s}
+load: {requests: 8, burst: 2, pause: 5s..5.8s}
+balancer: {idle_timeout: 6s, backend: {keepalive: true, idle_timeout: 60s}}
+`)
+	gap, why, ok = pauseGap(one.Scenarios[0].Runs[0].Settings)
+	if !ok || gap != 200*time.Millisecond || !strings.Contains(why, "balancer.idle_timeout") {
+		t.Errorf("behind one balancer the pause gap is %v (%s, %v), want 200ms to balancer.idle_timeout", gap, why, ok)
 	}
 }
