@@ -399,7 +399,7 @@ func noVerdicts(f *runFlags, o *runner.Outcome, stderr io.Writer) bool {
 
 // defineAllowExec defines --allow-exec on fs (kalab run and kalab sweep).
 func defineAllowExec(fs *pflag.FlagSet) *string {
-	v := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, server.command): none, bundled (kalab's adapters and servers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
+	v := fs.String("allow-exec", "none", "start the programs scenario files name (client.exec, server.exec, balancer.exec, server.command): none, bundled (kalab's adapters, servers and balancers only) or all; --allow-exec alone is all (default from $KALAB_ALLOW_EXEC)")
 	fs.Lookup("allow-exec").NoOptDefVal = "all"
 	return v
 }

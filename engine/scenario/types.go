@@ -37,7 +37,7 @@ type Settings struct {
 	// Middlebox is its first box and MiddleboxChain the whole list (Middleboxes reads both).
 	Middlebox      *Middlebox   `yaml:"middlebox" json:"middlebox,omitempty"`
 	MiddleboxChain []*Middlebox `yaml:"-" json:"-"`
-	// Env is what the programs a run starts (client.exec, server.exec, server.command) get
+	// Env is what the programs a run starts (client.exec, server.exec, balancer.exec, server.command) get
 	// besides kalab's allowlist: NAME=value sets a variable, a bare NAME passes kalab's
 	// own value of it through. Nothing else of kalab's environment reaches them.
 	Env []string `yaml:"env" json:"env,omitempty"`
