@@ -88,8 +88,8 @@ func (r *Run) backendConn(q report.Request) *report.Conn {
 // balancerRule names the balancer rule that produced what the client saw.
 func (r *Run) balancerRule(q report.Request) string {
 	on := ""
-	if r.params.Balancer != nil {
-		on = r.params.Balancer.OnBackendError
+	if b := r.params.balancer(); b != nil {
+		on = b.OnBackendError
 	}
 	if q.Status >= 500 {
 		switch on {

@@ -22,7 +22,7 @@ var eventNouns = map[string]string{"goaway": "reload", "drain": "drain", "restar
 func (r *Run) eventClosed(i int) string {
 	conn, serverID := r.attemptConn(i)
 	sc := r.serverConn(serverID, conn)
-	if sc == nil || r.params.Balancer != nil {
+	if sc == nil || r.params.balancer() != nil {
 		return ""
 	}
 	return eventNouns[sc.Reason]
@@ -72,7 +72,7 @@ func (r *Run) goAwayFacts(b *strings.Builder, q report.Request, sc *report.Conn,
 // the client receives a 500-level error response"). It reports whether it told it.
 func (r *Run) deregisterFacts(b *strings.Builder, q report.Request) bool {
 	sc := r.backendConn(q)
-	if sc == nil || sc.Reason != "deregister" || sc.ClosedMs == nil || r.params.Balancer == nil {
+	if sc == nil || sc.Reason != "deregister" || sc.ClosedMs == nil || r.params.balancer() == nil {
 		return false
 	}
 	closed := *sc.ClosedMs
@@ -85,13 +85,13 @@ func (r *Run) deregisterFacts(b *strings.Builder, q report.Request) bool {
 	if at < 0 {
 		return false
 	}
-	delay := r.params.Balancer.DeregistrationDelay
+	delay := r.params.balancer().DeregistrationDelay
 	if delay == "" {
 		delay = "0s"
 	}
 	fmt.Fprintf(b, " The backend was deregistered at %s (server.events deregister at %s); its deregistration delay of %s (balancer.deregistration_delay) ended at %s while this request was in flight: the old target was stopped and closed backend connection %d under it at %s, before any response byte.",
 		ms(at), when, delay, ms(at+msD(dur(delay))), sc.ID, ms(closed))
-	if on := r.params.Balancer.OnBackendError; on != "" && on != "error" {
+	if on := r.params.balancer().OnBackendError; on != "" && on != "error" {
 		b.WriteString(" " + r.balancerRule(q))
 		return true
 	}

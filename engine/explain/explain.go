@@ -6,7 +6,6 @@
 package explain
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -75,10 +74,16 @@ type params struct {
 		Burst       int `json:"burst"`
 	} `json:"load"`
 	Middlebox paramBoxes `json:"middlebox"`
-	// Balancer is the balancer the client meets (the first of a chain); Tiers all of
-	// them, in path order.
-	Balancer *paramBalancer `json:"-"`
-	Tiers    paramTiers     `json:"balancer"`
+	// Tiers are the run's balancers in path order (balancer() is the first).
+	Tiers paramTiers `json:"balancer"`
+}
+
+// balancer is the balancer the client meets (the first of a chain), nil without one.
+func (p *params) balancer() *paramBalancer {
+	if len(p.Tiers) == 0 {
+		return nil
+	}
+	return &p.Tiers[0]
 }
 
 // paramBalancer is one balancer of the run's params.
@@ -98,17 +103,7 @@ type paramBalancer struct {
 // balancer as an object and a chain as a list.
 type paramTiers []paramBalancer
 
-func (p *paramTiers) UnmarshalJSON(b []byte) error {
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		return json.Unmarshal(b, (*[]paramBalancer)(p))
-	}
-	var one *paramBalancer
-	if err := json.Unmarshal(b, &one); err != nil || one == nil {
-		return err
-	}
-	*p = paramTiers{*one}
-	return nil
-}
+func (p *paramTiers) UnmarshalJSON(b []byte) error { return oneOrList(b, (*[]paramBalancer)(p)) }
 
 // NewRun prepares a run's records for explanation; the requests need not be sorted.
 func NewRun(rec *report.Run, reqs []report.Request, conns []report.Conn) (*Run, error) {
@@ -117,9 +112,6 @@ func NewRun(rec *report.Run, reqs []report.Request, conns []report.Conn) (*Run, 
 	if len(rec.Params) > 0 {
 		if err := json.Unmarshal(rec.Params, &r.params); err != nil {
 			return nil, fmt.Errorf("the run's params: %w", err)
-		}
-		if len(r.params.Tiers) > 0 {
-			r.params.Balancer = &r.params.Tiers[0]
 		}
 	}
 	return r, nil
@@ -211,13 +203,13 @@ func All(r *Run) string {
 // side: the balancer answered it with an error status or re-sent it to the server.
 func (r *Run) backendFailure(i int) bool {
 	q := r.Requests[i]
-	return (q.Status >= 500 && r.params.Balancer != nil) || q.BackendAttempts > 1
+	return (q.Status >= 500 && r.params.balancer() != nil) || q.BackendAttempts > 1
 }
 
 // balancerName is the balancer as the text names it, with its preset.
 func (r *Run) balancerName() string {
-	if r.params.Balancer != nil && r.params.Balancer.Preset != "" {
-		return "the balancer (" + r.params.Balancer.Preset + ")"
+	if b := r.params.balancer(); b != nil && b.Preset != "" {
+		return "the balancer (" + b.Preset + ")"
 	}
 	return "the balancer"
 }

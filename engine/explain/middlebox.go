@@ -22,15 +22,19 @@ type paramBox struct {
 // box as an object and a chain as a list.
 type paramBoxes []paramBox
 
-func (p *paramBoxes) UnmarshalJSON(b []byte) error {
+func (p *paramBoxes) UnmarshalJSON(b []byte) error { return oneOrList(b, (*[]paramBox)(p)) }
+
+// oneOrList decodes b, one object or a list of them, into *dst as a list; null leaves it
+// empty.
+func oneOrList[T any](b []byte, dst *[]T) error {
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		return json.Unmarshal(b, (*[]paramBox)(p))
+		return json.Unmarshal(b, dst)
 	}
-	var one *paramBox
+	var one *T
 	if err := json.Unmarshal(b, &one); err != nil || one == nil {
 		return err
 	}
-	*p = paramBoxes{*one}
+	*dst = []T{*one}
 	return nil
 }
 

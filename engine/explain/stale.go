@@ -37,7 +37,7 @@ func (r *Run) staleStory(i int) string {
 	arrived := last.StartMs + last.LatencyMs
 	owd := msD(r.oneWay())
 	peer, sc := "the server", r.serverConn(serverID, conn)
-	if r.params.Balancer != nil {
+	if r.params.balancer() != nil {
 		// The client's connections end at the balancer: it wrote the response and closes them.
 		peer, sc = "the balancer", r.balancerConn(conn, q)
 	}
@@ -115,7 +115,7 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 	}
 	idle, rtt := msD(dur(r.params.Server.IdleTimeout)), msD(dur(r.params.Network.RTT))
 	hop := ""
-	if bal := r.params.Balancer; bal != nil && !r.backendFailure(i) {
+	if bal := r.params.balancer(); bal != nil && !r.backendFailure(i) {
 		// The client's connection ends at the balancer: its idle timeout makes the window.
 		idle, hop = msD(dur(bal.IdleTimeout)), " of the client's hop to "+r.balancerName()
 	}
@@ -123,7 +123,7 @@ func (r *Run) pauseFacts(b *strings.Builder, i int) {
 		b.WriteString(".")
 		return
 	}
-	if r.params.Balancer != nil && hop == "" {
+	if r.params.balancer() != nil && hop == "" {
 		r.backendWindow(b, pause+rtt, idle)
 		return
 	}
@@ -247,7 +247,7 @@ func (r *Run) clientReasonText(reason string) string {
 func (r *Run) balancerReasonText(reason string) string {
 	switch reason {
 	case "idle":
-		if b := r.params.Balancer; b != nil && b.IdleTimeout != "" && b.IdleTimeout != "0s" {
+		if b := r.params.balancer(); b != nil && b.IdleTimeout != "" && b.IdleTimeout != "0s" {
 			return "its idle timeout: balancer.idle_timeout " + b.IdleTimeout
 		}
 		return "its idle timeout"

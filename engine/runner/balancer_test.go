@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kalab-dev/kalab/engine/configure"
-
-	"github.com/kalab-dev/kalab/engine/load"
 	"github.com/kalab-dev/kalab/engine/oracle"
 	"github.com/kalab-dev/kalab/engine/report"
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -27,35 +24,33 @@ import (
 // the window (the FIN is back: a new backend connection, no error), and the smallest
 // distance of any pause from either edge, in real time.
 func racePrediction(st scenario.Settings) (inside, after int, margin time.Duration) {
-	sc := shape.Scale(st.TimeScale)
-	close := sc.D(st.Server.IdleTimeout)
-	front, back := sc.D(st.Network.RTT), sc.D(st.Balancer.BackendNetwork.RTT)
-	lo, hi := close-back-front, close-front
-	margin = time.Hour
-	for _, p := range load.Pauses(configure.Load(st, sc)) {
-		switch {
-		case p > lo && p < hi:
-			inside++
-		case p >= hi:
-			after++
-		}
-		margin = min(margin, (p - lo).Abs(), (p - hi).Abs())
+	inside, after, margin = chainRace(st, st.Server.IdleTimeout.D(), st.Balancer.BackendNetwork.RTT.D(), st.Network.RTT.D())
+	return inside, after, shape.Scale(st.TimeScale).D(scenario.Duration(margin))
+}
+
+// variants maps the runs of p's first scenario by their variant's name.
+func variants(p *scenario.Plan) map[string]*scenario.Run {
+	runs := map[string]*scenario.Run{}
+	for _, r := range p.Scenarios[0].Runs {
+		runs[r.Variant] = r
 	}
-	return inside, after, margin
+	return runs
+}
+
+// expectSources is r's expect checks as written, one a line.
+func expectSources(r *scenario.Run) string {
+	var all []string
+	for _, a := range r.Expect {
+		all = append(all, a.Source)
+	}
+	return strings.Join(all, "\n")
 }
 
 // The bundled ALB scenario's counts are the geometry's, not a band: recompute them from
 // the plan and find them in the file's checks.
 func TestALBScenarioPrediction(t *testing.T) {
 	t.Parallel()
-	p, err := scenario.LoadFiles([]string{filepath.Join("..", "..", "scenarios", "12-alb-backend-race.yaml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := map[string]*scenario.Run{}
-	for _, r := range p.Scenarios[0].Runs {
-		runs[r.Variant] = r
-	}
+	runs := variants(bundled(t, "12-alb-backend-race.yaml"))
 	st := runs["alb-node"].Settings
 	// The oracle's counts, judged at 40 ms of scenario time (20 ms real at the file's 0.5):
 	// no pause may lie that close to a window edge, or the verdict would hang on timer
@@ -79,13 +74,6 @@ func TestALBScenarioPrediction(t *testing.T) {
 	if in, aft, _ := racePrediction(st); in != inside || 1+in+aft != backend {
 		t.Errorf("the oracle predicts %d races and %d backend connections; the geometry %d and %d", inside, backend, in, 1+in+aft)
 	}
-	exprs := func(name string) string {
-		var all []string
-		for _, a := range runs[name].Expect {
-			all = append(all, a.Source)
-		}
-		return strings.Join(all, "\n")
-	}
 	for _, want := range []struct{ variant, expr string }{
 		{"alb-node", fmt.Sprintf("status_5xx == %d", inside)},
 		{"alb-node", fmt.Sprintf("backend_errors == %d", inside)},
@@ -93,7 +81,7 @@ func TestALBScenarioPrediction(t *testing.T) {
 		{"nginx-get", fmt.Sprintf("balancer_retries == %d", inside)},
 		{"nginx-post", fmt.Sprintf("status_5xx == %d", inside)},
 	} {
-		if !strings.Contains(exprs(want.variant), want.expr) {
+		if !strings.Contains(expectSources(runs[want.variant]), want.expr) {
 			t.Errorf("variant %s does not check %q (the geometry predicts it)", want.variant, want.expr)
 		}
 	}

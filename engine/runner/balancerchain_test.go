@@ -40,14 +40,7 @@ func chainRace(st scenario.Settings, close, back, inFront time.Duration) (inside
 // ALB's 2 ms), the oracle's, and the file's checks, all three the same.
 func TestBalancerChainScenarioPrediction(t *testing.T) {
 	t.Parallel()
-	p, err := scenario.LoadFiles([]string{filepath.Join("..", "..", "scenarios", "24-alb-envoy-app.yaml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := map[string]*scenario.Run{}
-	for _, r := range p.Scenarios[0].Runs {
-		runs[r.Variant] = r
-	}
+	runs := variants(bundled(t, "24-alb-envoy-app.yaml"))
 	st := runs["envoy-node"].Settings
 	bs := st.Balancers()
 	in, after, margin := chainRace(st, st.Server.IdleTimeout.D(), bs[1].BackendNetwork.RTT.D(), st.Network.RTT.D()+bs[0].BackendNetwork.RTT.D())
@@ -63,16 +56,9 @@ func TestBalancerChainScenarioPrediction(t *testing.T) {
 			t.Errorf("the oracle's %s: %+v, want exactly %d (the geometry)", metric, c, want)
 		}
 	}
-	exprs := func(name string) string {
-		var all []string
-		for _, a := range runs[name].Expect {
-			all = append(all, a.Source)
-		}
-		return strings.Join(all, "\n")
-	}
 	for _, want := range []string{fmt.Sprintf("status_5xx == %d", in), fmt.Sprintf("backend_errors == %d", in),
 		fmt.Sprintf("backend_connections == %d", 2+in+after)} {
-		if !strings.Contains(exprs("envoy-node"), want) {
+		if !strings.Contains(expectSources(runs["envoy-node"]), want) {
 			t.Errorf("envoy-node does not check %q (the geometry predicts it)", want)
 		}
 	}
@@ -211,14 +197,7 @@ variants:
 // request meets as a reset. No pause may lie within a poll of the expiry.
 func TestNLBIngressScenario(t *testing.T) {
 	t.Parallel()
-	p, err := scenario.LoadFiles([]string{filepath.Join("..", "..", "scenarios", "25-nlb-ingress-pod.yaml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := map[string]*scenario.Run{}
-	for _, r := range p.Scenarios[0].Runs {
-		runs[r.Variant] = r
-	}
+	runs := variants(bundled(t, "25-nlb-ingress-pod.yaml"))
 	st := runs["ingress-3600s"].Settings
 	plan := predict.Plan(st)
 	if plan.Middlebox == nil {
@@ -244,11 +223,7 @@ func TestNLBIngressScenario(t *testing.T) {
 		{"ingress-75s", fmt.Sprintf("connections == %d && middlebox_expired == %d", 1+len(plan.Pauses), expired)},
 		{"ingress-3600s", fmt.Sprintf("errors_by_class.reset == %d && errors == %d && connections == %d && middlebox_expired == %d", expired, expired, 1+expired, expired)},
 	} {
-		var all []string
-		for _, a := range runs[want.variant].Expect {
-			all = append(all, a.Source)
-		}
-		if !strings.Contains(strings.Join(all, "\n"), want.expr) {
+		if !strings.Contains(expectSources(runs[want.variant]), want.expr) {
 			t.Errorf("%s does not check %q (the geometry predicts it)", want.variant, want.expr)
 		}
 	}

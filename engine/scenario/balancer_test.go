@@ -20,14 +20,7 @@ variants:
   - name: alb
     balancer: {preset: aws-alb}
 `
-	s, diags := Parse("t.yaml", []byte(src))
-	if len(diags) > 0 {
-		t.Fatal(diags)
-	}
-	byName := map[string]Settings{}
-	for _, r := range s.Runs {
-		byName[r.Variant] = r.Settings
-	}
+	byName := settingsByVariant(t, src)
 	n := byName["nginx"].Balancer
 	if n == nil {
 		t.Fatal("no balancer decoded")

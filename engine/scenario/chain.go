@@ -15,23 +15,30 @@ const MaxMiddleboxes = 5
 
 // Middleboxes lists the boxes on the client's path in order from the client: the list the
 // file gave, its one box, or none.
-func (s Settings) Middleboxes() []*Middlebox {
+func (s Settings) Middleboxes() []*Middlebox { return listOrOne(s.MiddleboxChain, s.Middlebox) }
+
+// listOrOne is a chain's list, or its one item as a list of one, or nil.
+func listOrOne[T any](list []*T, one *T) []*T {
 	switch {
-	case len(s.MiddleboxChain) > 0:
-		return s.MiddleboxChain
-	case s.Middlebox != nil:
-		return []*Middlebox{s.Middlebox}
+	case len(list) > 0:
+		return list
+	case one != nil:
+		return []*T{one}
 	}
 	return nil
 }
 
 // MiddleboxPath is the settings path of box i of n: middlebox for a lone box, middlebox[i]
 // in a chain (as the schema's diagnostics name an item).
-func MiddleboxPath(i, n int) string {
+func MiddleboxPath(i, n int) string { return itemPath("middlebox", i, n) }
+
+// itemPath is the settings path of item i of a list of n under key: key for a lone item,
+// key[i] in a chain.
+func itemPath(key string, i, n int) string {
 	if n <= 1 {
-		return "middlebox"
+		return key
 	}
-	return "middlebox[" + strconv.Itoa(i) + "]"
+	return key + "[" + strconv.Itoa(i) + "]"
 }
 
 // MaxBalancers is the most balancers a balancer list may chain.
@@ -40,15 +47,7 @@ const MaxBalancers = 4
 // Balancers lists the balancers on the path in order from the client: the list the file
 // gave, its one balancer, or none. Each balancer's backend pool dials the next one; the
 // last one's dials the server.
-func (s Settings) Balancers() []*Balancer {
-	switch {
-	case len(s.BalancerChain) > 0:
-		return s.BalancerChain
-	case s.Balancer != nil:
-		return []*Balancer{s.Balancer}
-	}
-	return nil
-}
+func (s Settings) Balancers() []*Balancer { return listOrOne(s.BalancerChain, s.Balancer) }
 
 // ServerBalancer is the balancer in front of the server: the last of a chain, the one
 // balancer, or nil. Its pool holds the server's connections, and a deregistration
@@ -62,35 +61,22 @@ func (s Settings) ServerBalancer() *Balancer {
 
 // BalancerPath is the settings path of balancer i of n: balancer for a lone one,
 // balancer[i] in a chain.
-func BalancerPath(i, n int) string {
-	if n <= 1 {
-		return "balancer"
-	}
-	return "balancer[" + strconv.Itoa(i) + "]"
-}
+func BalancerPath(i, n int) string { return itemPath("balancer", i, n) }
 
 // MarshalJSON writes the settings as their fields do, except that a chain of boxes or of
 // balancers is written as the list under its key (a lone one stays the object it always
 // was).
 func (s Settings) MarshalJSON() ([]byte, error) {
 	type plain Settings
-	var boxes []*Middlebox
-	var tiers []*Balancer
-	if len(s.MiddleboxChain) > 1 {
-		boxes = s.MiddleboxChain
-	}
-	if len(s.BalancerChain) > 1 {
-		tiers = s.BalancerChain
-	}
 	return json.Marshal(struct {
 		plain
 		Middlebox any `json:"middlebox,omitempty"`
 		Balancer  any `json:"balancer,omitempty"`
-	}{plain(s), orOne(boxes, s.Middlebox), orOne(tiers, s.Balancer)})
+	}{plain(s), asWritten(s.MiddleboxChain, s.Middlebox), asWritten(s.BalancerChain, s.Balancer)})
 }
 
-// orOne is list when it holds a chain, else the lone value (nil when there is none).
-func orOne[T any](list []*T, one *T) any {
+// asWritten is list when it holds a chain, else the lone value (nil when there is none).
+func asWritten[T any](list []*T, one *T) any {
 	switch {
 	case len(list) > 1:
 		return list
@@ -107,10 +93,7 @@ func decodeChain[T any](l *loader, node, list *yaml.Node, key string, defaults T
 	var chain []*T
 	for i, item := range list.Content {
 		v := defaults
-		path := key
-		if len(list.Content) > 1 {
-			path += "[" + strconv.Itoa(i) + "]"
-		}
+		path := itemPath(key, i, len(list.Content))
 		if _, p := yamldoc.Lookup(item, "preset"); p != nil {
 			preset, ok := reg[p.Value]
 			if !ok {

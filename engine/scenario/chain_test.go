@@ -22,14 +22,7 @@ variants:
   - name: one
     middlebox: [{preset: kube-conntrack}]
 `
-	s, diags := Parse("t.yaml", []byte(src))
-	if len(diags) > 0 {
-		t.Fatal(diags)
-	}
-	by := map[string]Settings{}
-	for _, r := range s.Runs {
-		by[r.Variant] = r.Settings
-	}
+	by := settingsByVariant(t, src)
 	want := []Middlebox{
 		{Preset: "aws-nlb", IdleTimeout: Duration(350 * time.Second), OnExpiry: "reset", ResetAt: "next-segment", ResetTo: "both"},
 		{Preset: "kube-ipvs", IdleTimeout: Duration(900 * time.Second), OnExpiry: "reset", ResetAt: "expiry", ResetTo: "both"},
@@ -44,17 +37,7 @@ variants:
 			t.Errorf("box %d: %+v, want %+v", i, *got[i], want[i])
 		}
 	}
-	params := func(name string) string {
-		b, err := json.Marshal(by[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return string(m["middlebox"])
-	}
+	params := func(name string) string { return paramsAt(t, by[name], "middlebox") }
 	if p := params("chain"); !strings.HasPrefix(p, `[{"preset":"aws-nlb"`) || strings.Count(p, `"idle_timeout"`) != 3 {
 		t.Errorf("a chain's params: %s, want the list of three", p)
 	}
@@ -126,14 +109,7 @@ variants:
   - name: one
     balancer: [{preset: ingress-nginx}]
 `
-	s, diags := Parse("t.yaml", []byte(src))
-	if len(diags) > 0 {
-		t.Fatal(diags)
-	}
-	by := map[string]Settings{}
-	for _, r := range s.Runs {
-		by[r.Variant] = r.Settings
-	}
+	by := settingsByVariant(t, src)
 	chain := by["chain"]
 	bs := chain.Balancers()
 	if len(bs) != 2 || chain.Balancer != bs[0] || chain.ServerBalancer() != bs[1] {
@@ -150,17 +126,7 @@ variants:
 	if len(one.Balancers()) != 1 || one.BalancerChain != nil || one.Balancer.Preset != "ingress-nginx" {
 		t.Errorf("a list of one: %+v, want the lone ingress-nginx", one.Balancers())
 	}
-	params := func(st Settings) string {
-		b, err := json.Marshal(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return string(m["balancer"])
-	}
+	params := func(st Settings) string { return paramsAt(t, st, "balancer") }
 	if p := params(chain); !strings.HasPrefix(p, `[{"preset":"aws-alb"`) || strings.Count(p, `"preset"`) != 2 {
 		t.Errorf("a chain's params: %s, want the list of two", p)
 	}
@@ -176,4 +142,32 @@ variants:
 	if strings.Join(paths, " ") != "balancer[0].idle_timeout balancer[1].idle_timeout" {
 		t.Errorf("the chain's idle_timeout durations are at %v, want each balancer's by its index", paths)
 	}
+}
+
+// settingsByVariant parses src and returns each run's settings by its variant's name.
+func settingsByVariant(t *testing.T, src string) map[string]Settings {
+	t.Helper()
+	s, diags := Parse("t.yaml", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	by := map[string]Settings{}
+	for _, r := range s.Runs {
+		by[r.Variant] = r.Settings
+	}
+	return by
+}
+
+// paramsAt is the JSON the run record's params write under key for st.
+func paramsAt(t *testing.T, st Settings, key string) string {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return string(m[key])
 }

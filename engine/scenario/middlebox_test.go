@@ -17,14 +17,7 @@ variants:
   - name: azure
     middlebox: {preset: azure-lb-tcp-reset}
 `
-	s, diags := Parse("t.yaml", []byte(src))
-	if len(diags) > 0 {
-		t.Fatal(diags)
-	}
-	byName := map[string]Settings{}
-	for _, r := range s.Runs {
-		byName[r.Variant] = r.Settings
-	}
+	byName := settingsByVariant(t, src)
 	want := map[string]Middlebox{
 		"nat":     {Preset: "aws-nat-gateway", IdleTimeout: Duration(350 * time.Second), OnExpiry: "reset", ResetAt: "next-segment", ResetTo: "client"},
 		"nat-300": {Preset: "aws-nat-gateway", IdleTimeout: Duration(300 * time.Second), OnExpiry: "reset", ResetAt: "next-segment", ResetTo: "client"},

@@ -45,17 +45,6 @@ func DatagramDirect(st scenario.Settings) bool {
 	return n.RTT == 0 && n.Jitter == 0 && n.Bandwidth == 0 && n.Loss == 0
 }
 
-// DirectBackend reports whether every balancer dials what is behind it without a backend
-// link's proxy (DirectBehind).
-func DirectBackend(st scenario.Settings) bool {
-	for i := range st.Balancers() {
-		if !DirectBehind(st, i) {
-			return false
-		}
-	}
-	return true
-}
-
 // DirectBehind says whether balancer tier i of st dials what is behind it with no link
 // between: its backend network simulates nothing, and what it dials is not a real server
 // (whose connections the link is where kalab sees them).

@@ -8,6 +8,7 @@ package plantest
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
@@ -33,4 +34,19 @@ func LoadIn(t testing.TB, dir, src string) *scenario.Plan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// OnlyRun is the one run of p; a plan with more fails the test.
+func OnlyRun(t testing.TB, p *scenario.Plan) *scenario.Run {
+	t.Helper()
+	if len(p.Scenarios) != 1 || len(p.Scenarios[0].Runs) != 1 {
+		t.Fatalf("plan has %d scenarios; want one run", len(p.Scenarios))
+	}
+	return p.Scenarios[0].Runs[0]
+}
+
+// Bundled is the path of the bundled suite's file name (scenarios/NAME).
+func Bundled(name string) string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", "..", "..", "scenarios", name)
 }

@@ -36,7 +36,7 @@ expect: ["status_5xx == 0"]
 // The band's edges by hand from the plan: the shortest gap of the four seeds' pauses (plus
 // the client's RTT) and the longest plus the backend's RTT.
 func narrowEdges(t *testing.T) (lo, hi float64) {
-	st := onlyRun(t, plantest.Load(t, narrowALB)).Settings
+	st := plantest.OnlyRun(t, plantest.Load(t, narrowALB)).Settings
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for seed := int64(995); seed < 999; seed++ {
 		spec := configure.Load(st, 1)

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/target"
 	"math"
 	"os"
 	"path/filepath"
@@ -224,7 +225,7 @@ func TestTargetSetsOneBoxOfTheChain(t *testing.T) {
 		{"fw-tight", []time.Duration{350 * time.Second, 900 * time.Second, 150 * time.Second}},
 		{"nlb-tight", []time.Duration{100 * time.Second, 900 * time.Second, 150 * time.Second}},
 	} {
-		tg, err := Open(file, "middlebox.2.idle_timeout", c.variant, "", true)
+		tg, err := target.Open(file, "middlebox.2.idle_timeout", c.variant, "", true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +233,7 @@ func TestTargetSetsOneBoxOfTheChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		boxes := onlyRun(t, p).Settings.Middleboxes()
+		boxes := plantest.OnlyRun(t, p).Settings.Middleboxes()
 		var got []time.Duration
 		for _, b := range boxes {
 			got = append(got, time.Duration(b.IdleTimeout))
@@ -246,7 +247,7 @@ func TestTargetSetsOneBoxOfTheChain(t *testing.T) {
 	if err := os.WriteFile(lone, []byte(loneBox), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := Open(lone, "middlebox.idle_timeout", "", "", true)
+	tg, err := target.Open(lone, "middlebox.idle_timeout", "", "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestTargetSetsOneBoxOfTheChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := onlyRun(t, p).Settings.Middleboxes(); len(b) != 1 || time.Duration(b[0].IdleTimeout) != 42*time.Second || b[0].Preset != "aws-nlb" {
+	if b := plantest.OnlyRun(t, p).Settings.Middleboxes(); len(b) != 1 || time.Duration(b[0].IdleTimeout) != 42*time.Second || b[0].Preset != "aws-nlb" {
 		t.Errorf("lone box: %+v", b)
 	}
 }
@@ -276,7 +277,7 @@ func TestTargetBoxErrors(t *testing.T) {
 		{file, "fw-tight", "middlebox.-1.idle_timeout", "--param middlebox.-1.idle_timeout: a box's place N counts from 0, the box nearest the client"},
 		{lone, "", "middlebox.0.idle_timeout", "--param middlebox.0.idle_timeout: the run's middlebox is one box, not a list: --param middlebox.idle_timeout"},
 	} {
-		if _, err := Open(c.file, c.param, c.run, "", true); err == nil || err.Error() != c.want {
+		if _, err := target.Open(c.file, c.param, c.run, "", true); err == nil || err.Error() != c.want {
 			t.Errorf("%s %s: %v\nwant %s", c.run, c.param, err, c.want)
 		}
 	}
@@ -359,7 +360,7 @@ func sweepsOutsideRace(t *testing.T) {
 func TestTargetBalancerChain(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join("..", "..", "..", "..", "scenarios", "24-alb-envoy-app.yaml")
-	tg, err := Open(file, "balancer.1.backend.idle_timeout", "envoy-node", "", true)
+	tg, err := target.Open(file, "balancer.1.backend.idle_timeout", "envoy-node", "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +368,7 @@ func TestTargetBalancerChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs := onlyRun(t, p).Settings.Balancers()
+	bs := plantest.OnlyRun(t, p).Settings.Balancers()
 	if len(bs) != 2 || time.Duration(bs[1].Backend.IdleTimeout) != 4*time.Second || time.Duration(bs[0].Backend.IdleTimeout) != time.Minute || bs[1].Preset != "envoy" {
 		t.Errorf("the chain after --param balancer.1.backend.idle_timeout=4s: %+v %+v", *bs[0], *bs[1])
 	}
@@ -376,7 +377,7 @@ func TestTargetBalancerChain(t *testing.T) {
 		{"balancer.2.idle_timeout", "--param balancer.2.idle_timeout: the run's balancer is a list of 2 balancers; N counts from 0 (the balancer nearest the client) to 1"},
 		{"balancer.-1.idle_timeout", "--param balancer.-1.idle_timeout: a balancer's place N counts from 0, the balancer nearest the client"},
 	} {
-		if _, err := Open(file, c.param, "envoy-node", "", true); err == nil || err.Error() != c.want {
+		if _, err := target.Open(file, c.param, "envoy-node", "", true); err == nil || err.Error() != c.want {
 			t.Errorf("%s: %v\nwant %s", c.param, err, c.want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/target"
 	"io"
 	"math"
 	"strings"
@@ -87,8 +88,8 @@ func (m *Map) RowBrackets() [][]Bracket {
 
 // runMap is Invoke with Param2: every cell of the two grids over the seeds, a table, one
 // sentence per row and a heat map.
-func (o *Options) runMap(ctx context.Context, tx *Target, w io.Writer) (*Outcome, error) {
-	ty, err := Open(o.File, o.Param2, o.Run, o.Until, o.duration2)
+func (o *Options) runMap(ctx context.Context, tx *target.Target, w io.Writer) (*Outcome, error) {
+	ty, err := target.Open(o.File, o.Param2, o.Run, o.Until, o.duration2)
 	if err == nil {
 		err = o.checkEnds(ty, o.lo2, o.hi2)
 	}

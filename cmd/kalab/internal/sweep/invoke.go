@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/target"
 	"io"
 	"math"
 	"os"
@@ -234,13 +235,13 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // Open loads the file, checks the parameter at both ends of the range, the programs the
 // run may start and the deciding check; every error is bad input, found before anything
 // runs (a *LoadError where the file or a parameter does not load).
-func (o *Options) Open() (*Target, error) {
+func (o *Options) Open() (*target.Target, error) {
 	if o.Until != "" {
 		if _, err := check.Compile(o.Until, check.Expect); err != nil {
 			return nil, fmt.Errorf("--until: %v", err)
 		}
 	}
-	t, err := Open(o.File, o.Param, o.Run, o.Until, o.duration)
+	t, err := target.Open(o.File, o.Param, o.Run, o.Until, o.duration)
 	if err != nil {
 		return nil, &LoadError{Err: err}
 	}
@@ -272,7 +273,7 @@ const (
 
 // byClock fills the seeds and the budget the flags left at 0, by the clock the swept run
 // goes on.
-func (o *Options) byClock(t *Target) {
+func (o *Options) byClock(t *target.Target) {
 	seeds, budget := RealSeeds, RealBudget
 	if o.compiled(t).Virtual() {
 		seeds, budget = VirtualSeeds, VirtualBudget
@@ -287,12 +288,12 @@ func (o *Options) byClock(t *Target) {
 
 // compiled is the swept run as it goes: on its clock, at the time scale it runs at (1 on
 // the virtual clock, whatever the file's time_scale).
-func (o *Options) compiled(t *Target) *compile.Run {
+func (o *Options) compiled(t *target.Target) *compile.Run {
 	return compile.One(nil, t.Base, runner.Options{Host: o.Host, TimeScale: o.TimeScale}.Compile())
 }
 
 // deciding is the first metric the deciding checks read; errors when they read none.
-func deciding(t *Target) string {
+func deciding(t *target.Target) string {
 	if t.Until != "" {
 		if a, err := check.Compile(t.Until, check.Expect); err == nil && len(a.Refs()) > 0 {
 			return a.Refs()[0].Metric
@@ -308,7 +309,7 @@ func deciding(t *Target) string {
 }
 
 // checkEnds loads the target at both ends of a range, with the real-server checks.
-func (o *Options) checkEnds(t *Target, lo, hi float64) error {
+func (o *Options) checkEnds(t *target.Target, lo, hi float64) error {
 	for _, v := range []float64{lo, hi} {
 		plan, err := t.Plan(v)
 		if err == nil {
@@ -349,7 +350,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 // sweep.jsonl, and the closing record last. A nil Outcome comes with an *InputError or an
 // error that stopped it before the directory was made; an interrupted sweep returns the
 // context's error with its Outcome.
-func Invoke(ctx context.Context, o *Options, t *Target, w io.Writer) (*Outcome, error) {
+func Invoke(ctx context.Context, o *Options, t *target.Target, w io.Writer) (*Outcome, error) {
 	if o.Param2 != "" {
 		return o.runMap(ctx, t, w)
 	}
@@ -442,7 +443,7 @@ func closeRecord(ctx context.Context, err error, enc *json.Encoder, f io.Closer,
 }
 
 // newRecord starts the sweep's record from the options and the file.
-func (o *Options) newRecord(t *Target) *Record {
+func (o *Options) newRecord(t *target.Target) *Record {
 	st := t.Base.Settings
 	rec := &Record{Record: "sweep", KalabVersion: o.KalabVersion, StartedAt: time.Now().UTC(), File: o.File,
 		Scenario: t.Base.Scenario, Run: t.Run, Param: o.Param, Lo: o.lo, Hi: o.hi, Resolution: o.res,
@@ -508,7 +509,7 @@ func topology(st scenario.Settings, param string) string {
 
 // render writes the table, the sentences and the prediction, writes the plot, and judges
 // the baseline.
-func (o *Options) render(out *Outcome, t *Target, rec *Record, res *Result, w io.Writer) {
+func (o *Options) render(out *Outcome, t *target.Target, rec *Record, res *Result, w io.Writer) {
 	if err := Table(w, rec, res, t.Format); err != nil {
 		out.Warnings = append(out.Warnings, err)
 	}
@@ -543,7 +544,7 @@ func (out *Outcome) plot(w io.Writer, draw func(io.Writer) error) {
 
 // judge compares the first boundary's safe value with the baseline's; true when it moved
 // beyond the tolerance.
-func (o *Options) judge(t *Target, rec *Record, w io.Writer) bool {
+func (o *Options) judge(t *target.Target, rec *Record, w io.Writer) bool {
 	base := o.Base
 	switch {
 	case len(base.Brackets) == 0 && len(rec.Brackets) == 0:

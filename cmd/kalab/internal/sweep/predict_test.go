@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/target"
 	"math"
 	"testing"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
 
-func baseRun(t *testing.T, file, run, param string) *Target {
+func baseRun(t *testing.T, file, run, param string) *target.Target {
 	t.Helper()
-	tg, err := Open(bundled(t, file), param, run, "", true)
+	tg, err := target.Open(plantest.Bundled(file), param, run, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ load: {requests: 40, burst: 4, pause: 59.8s..60.1s, seed: 7}
 
 func TestPredictClientIdleBehindTheBalancer(t *testing.T) {
 	t.Parallel()
-	st := onlyRun(t, plantest.Load(t, lbClientIdle)).Settings
+	st := plantest.OnlyRun(t, plantest.Load(t, lbClientIdle)).Settings
 	idle, rtt := time.Duration(st.Balancer.IdleTimeout), time.Duration(st.Network.RTT)
 	first := time.Duration(math.MaxInt64)
 	for _, p := range load.Pauses(configure.Load(st, 1)) {
@@ -130,7 +131,7 @@ func TestPredictHTTP3SpeaksOfTheNegotiatedTimeout(t *testing.T) {
 			t.Errorf("%s: %+v;\nwant rule %q, no edges, bound 15", c.param, p, c.want)
 		}
 	}
-	st := onlyRun(t, plantest.Load(t, `
+	st := plantest.OnlyRun(t, plantest.Load(t, `
 name: h3-pings
 network: {rtt: 50ms}
 server: {http: "3", idle_timeout: 20s}

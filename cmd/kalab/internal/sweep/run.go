@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kalab-dev/kalab/cmd/kalab/internal/sweep/target"
 	"path/filepath"
 
 	"github.com/kalab-dev/kalab/engine/report"
@@ -14,7 +15,7 @@ import (
 // through runner.Execute, recorded under Options.Out like any other, judged by the run's
 // checks (or Until) and by the runner's timing judge.
 type Runner struct {
-	Target  *Target
+	Target  *target.Target
 	Options runner.Options // Out, TimeScale, LagTolerance, KalabVersion, Log; Seed is set per run
 	// Metric is the metric read from each run's record for the table and the plot.
 	Metric string

@@ -1,35 +1,20 @@
-package sweep
+package target
 
 import (
 	"math"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kalab-dev/kalab/engine/scenario"
+	"github.com/kalab-dev/kalab/engine/testkit/plantest"
 )
-
-func bundled(t *testing.T, name string) string {
-	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "..", "..", "scenarios", name)
-}
-
-func onlyRun(t *testing.T, p *scenario.Plan) *scenario.Run {
-	t.Helper()
-	if len(p.Scenarios) != 1 || len(p.Scenarios[0].Runs) != 1 {
-		t.Fatalf("plan has %d scenarios; want one run", len(p.Scenarios))
-	}
-	return p.Scenarios[0].Runs[0]
-}
 
 // The value lands in the swept variant, over the file's and the variant's own setting;
 // the other variants and the compare checks go; --until replaces every check.
 func TestTargetSetsTheValueInTheRun(t *testing.T) {
 	t.Parallel()
-	tg, err := Open(bundled(t, "04-stale-race.yaml"), "client.idle_timeout", "idle-1900", "errors == 0", true)
+	tg, err := Open(plantest.Bundled("04-stale-race.yaml"), "client.idle_timeout", "idle-1900", "errors == 0", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +22,7 @@ func TestTargetSetsTheValueInTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := onlyRun(t, p)
+	r := plantest.OnlyRun(t, p)
 	if r.Variant != "idle-1900" || time.Duration(r.Settings.Client.IdleTimeout) != 1843750*time.Microsecond {
 		t.Errorf("run %s, client idle %v; want idle-1900 at 1.84375s", r.Variant, r.Settings.Client.IdleTimeout)
 	}
@@ -49,7 +34,7 @@ func TestTargetSetsTheValueInTheRun(t *testing.T) {
 	}
 
 	// Without --until the run keeps its own checks (the file's and the variant's).
-	own, err := Open(bundled(t, "04-stale-race.yaml"), "client.idle_timeout", "node-agent", "", true)
+	own, err := Open(plantest.Bundled("04-stale-race.yaml"), "client.idle_timeout", "node-agent", "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +42,14 @@ func TestTargetSetsTheValueInTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := onlyRun(t, p); len(r.Expect) != 2 || !strings.HasPrefix(r.Expect[0].Source, "errors >= 12") {
+	if r := plantest.OnlyRun(t, p); len(r.Expect) != 2 || !strings.HasPrefix(r.Expect[0].Source, "errors >= 12") {
 		t.Errorf("checks %v; want the variant's two", r.Expect)
 	}
 }
 
 func TestTargetOtherFields(t *testing.T) {
 	t.Parallel()
-	file := bundled(t, "12-alb-backend-race.yaml")
+	file := plantest.Bundled("12-alb-backend-race.yaml")
 	cases := []struct {
 		param    string
 		duration bool
@@ -88,7 +73,7 @@ func TestTargetOtherFields(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.param, err)
 		}
-		st := onlyRun(t, p).Settings
+		st := plantest.OnlyRun(t, p).Settings
 		if got := c.get(st); math.Abs(got-c.v) > 1e-9 {
 			t.Errorf("%s: set %v, the run has %v", c.param, c.v, got)
 		}
@@ -100,7 +85,7 @@ func TestTargetOtherFields(t *testing.T) {
 
 func TestTargetErrors(t *testing.T) {
 	t.Parallel()
-	file := bundled(t, "04-stale-race.yaml")
+	file := plantest.Bundled("04-stale-race.yaml")
 	if _, err := Open(file, "client.idle_timeout", "", "", true); err == nil || !strings.Contains(err.Error(), "--run (node-agent, undici") {
 		t.Errorf("no --run on a file of five runs: %v", err)
 	}

@@ -1,4 +1,6 @@
-package sweep
+// Package target is what a sweep sets: one run of a scenario file with one parameter to
+// set, the file's YAML edited for each value and loaded again as usual.
+package target
 
 import (
 	"bytes"
