@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -65,6 +66,24 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				time.Sleep(d)
 			},
+			// waitfor GLOB REGEXP: wait until a file GLOB names holds a line REGEXP matches,
+			// e.g. a background run's record; a minute without one fails the script. A fixed
+			// sleep would bet on how fast a busy machine gets there.
+			"waitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: waitfor GLOB REGEXP")
+				}
+				re, err := regexp.Compile("(?m)" + args[1])
+				ts.Check(err)
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+					if fileMatches(ts.MkAbs(args[0]), re) {
+						return
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("waitfor: no file %s held a line matching %q within a minute", args[0], args[1])
+					}
+				}
+			},
 			// exits CODE PROG ARGS...: run PROG, which must exit with CODE; its output is
 			// kept for stdout and stderr as exec keeps it.
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -113,6 +132,17 @@ func TestScripts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// fileMatches reports whether a file glob names holds a match of re.
+func fileMatches(glob string, re *regexp.Regexp) bool {
+	paths, _ := filepath.Glob(glob) // a malformed pattern matches nothing, and the wait fails
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && re.Match(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // canMountTmpfs reports whether a script can mount a tmpfs in a private mount namespace.
