@@ -139,7 +139,7 @@ func parseRunFlagsOf(name, synopsis string, args []string, stdout, stderr io.Wri
 	if name == "truth" { // kalab truth puts --allow-exec=bundled before the user's flags
 		fs.Lookup("allow-exec").DefValue = "bundled"
 	}
-	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, then alone, each rerun once the machine has the headroom its timing needs")
+	fs.IntVar(&f.attempts, "attempts", runner.DefaultAttempts, "how often a noisy run is tried: once among the others, once beside the other reruns, then alone, each rerun once the machine has the headroom its timing needs")
 	fs.BoolVar(&f.requireClients, "require-clients", false, "a run whose real client (client.exec) is not installed is an error, not \"not run\"")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "a run not run because a program it needs is not installed (node, curl, python3-requests, nginx, haproxy, your command) does not make the exit code 3; it is still reported, and its checks are not evaluated (kalab help verdicts)")
 	fs.Float64Var(&f.lagTolerance, "lag-tolerance", 1, "multiply the timing tolerance each run derives from the metrics its checks read (docs/timing.md); 0 records timer lateness but never marks a run noisy (default from $KALAB_LAG_TOLERANCE, else 1)")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,12 +218,63 @@ expect: ["errors == 0"]
 }
 
 // noisyBaseline stands in for baseline.Comparer: it finds the first times runs noisy.
-type noisyBaseline struct{ times, calls int }
+type noisyBaseline struct {
+	mu           sync.Mutex
+	times, calls int
+}
 
 func (b *noisyBaseline) Apply(r *report.Run) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.calls++
 	if b.calls <= b.times {
 		r.Timing.Noisy, r.Timing.Reason = true, "cpu: stand-in"
+	}
+}
+
+// TestRerunsRunTogether: two runs noisy on their first attempt are rerun beside each other,
+// not one after the other: each rerun's headroom probe (a stand-in) waits for the other's,
+// which it meets only if both reruns hold the budget at once. A run noisy again is then
+// rerun alone, and its last attempt says so.
+func TestRerunsRunTogether(t *testing.T) {
+	src := `
+name: j
+network: {rtt: 2ms}
+load: {requests: 5}
+expect: ["errors == 0"]
+variants: [{name: a}, {name: b}]
+`
+	prev := headroom
+	defer func() { headroom = prev }()
+	var met sync.WaitGroup
+	met.Add(2)
+	headroom = func(ctx context.Context, _ judge.Tolerance, _ time.Duration) (string, bool) {
+		met.Done()
+		met.Wait() // both reruns are in their probe at once: they run together
+		return "headroom probe: stand-in", true
+	}
+	o := opts(t)
+	o.Baseline = &noisyBaseline{times: 2}
+	done := make(chan struct{})
+	var out *Outcome
+	var err error
+	go func() {
+		defer close(done)
+		out, err = Execute(context.Background(), plan(t, src), o)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the two reruns never ran at once: each waited for the other to end")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Runs {
+		if r.Status != report.StatusPass || r.Timing.Attempt != 2 || len(r.Timing.Reruns) != 2 ||
+			!strings.HasPrefix(r.Timing.Reruns[1], "attempt 2, beside the other reruns: headroom probe: stand-in") {
+			t.Errorf("%s: status %s (%s), attempt %d, reruns %q", r.Variant, r.Status, r.Error, r.Timing.Attempt, r.Timing.Reruns)
+		}
 	}
 }
 

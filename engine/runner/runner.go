@@ -543,8 +543,9 @@ func finishInvocation(w *report.Writer, inv *report.Invocation, out *Outcome, wr
 	return writeErr
 }
 
-// DefaultAttempts bounds how often a noisy run is tried: once among the others, then alone
-// (each rerun costs the whole machine for the run's length, so CI time stays bounded).
+// DefaultAttempts bounds how often a noisy run is tried: once among the others, once
+// beside the other reruns, then alone (each rerun waits for the first attempts to end, so
+// CI time stays bounded).
 const DefaultAttempts = 3
 
 // DefaultHeadroomWait is how long a rerun waits for the machine to have headroom.
@@ -564,9 +565,44 @@ func beforeStart(j job, opt Options) *report.Run {
 	return opt.Reuse.take(j, opt)
 }
 
+// A hold is what an attempt took from the descriptor budget, and how it gives it back.
+type hold struct {
+	n       int
+	release func(int)
+}
+
+func (h *hold) done() {
+	if h.n > 0 {
+		h.release(h.n)
+		h.n = 0
+	}
+}
+
+// rerunHold takes the budget for attempt (2 or later): the second runs once no first
+// attempt is in flight, beside the other reruns only; a later one alone (rerunsBeside).
+func rerunHold(ctx context.Context, conns *admit.Budget, j job, attempt int) hold {
+	if attempt == rerunsBeside {
+		return hold{conns.AcquireRerun(ctx, j.weight), conns.ReleaseRerun}
+	}
+	return hold{conns.AcquireAll(ctx), conns.Release}
+}
+
+// rerunsBeside is the attempt that runs beside the other reruns: the first rerun of a run.
+const rerunsBeside = 2
+
+// rerunWhere says where an attempt runs, for the log and the record.
+func rerunWhere(attempt int) string {
+	if attempt == rerunsBeside {
+		return "beside the other reruns"
+	}
+	return "alone"
+}
+
 // attempts runs a job until it is not noisy or opt.Attempts is reached. The first attempt
-// is admitted by measured headroom among the runs in flight; a rerun waits until it has the
-// process to itself, and then until probe timers on the machine keep inside the run's
+// is admitted by measured headroom among the runs in flight. The second waits until no
+// first attempt is in flight and runs beside the other reruns only, admitted by their
+// measured headroom as first attempts are; a third or later waits until it has the process
+// to itself. Each rerun then waits until probe timers on the machine keep inside the run's
 // tolerance (waitHeadroom), for up to opt.HeadroomWait. A run still noisy, or given no
 // headroom, ends as an engine error: the machine could not hold its timing, and no verdict
 // is given.
@@ -586,27 +622,28 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	}
 	attempts := max(opt.Attempts, 1)
 	var reruns []string
-	held := 0
+	var h hold
 	for attempt := 1; ; attempt++ {
 		tm := opt.timers()
-		if attempt == 1 {
-			held = conns.Acquire(ctx, j.weight)
-			if held > 0 {
+		switch {
+		case attempt == 1:
+			h = hold{conns.Acquire(ctx, j.weight), conns.Release}
+			fallthrough
+		case attempt == rerunsBeside:
+			if h.n > 0 {
 				if ok, _ := adm.Admit(ctx, tm, tol); !ok {
-					conns.Release(held)
-					held = 0
+					h.done()
 				}
 			}
-		} else if held > 0 {
+		case h.n > 0:
 			adm.Add(tm, tol)
 		}
-		if held == 0 {
+		if h.n == 0 {
 			return notStarted(j.sc, j.run, opt)
 		}
 		rec := execute(ctx, w, j.c, opt, tm, jg)
 		adm.Remove(tm)
-		conns.Release(held)
-		held = 0
+		h.done()
 		if rec.Timing == nil {
 			return rec
 		}
@@ -617,34 +654,44 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		reruns = append(reruns, fmt.Sprintf("attempt %d: %s", attempt, rec.Timing.Reason))
 		rec.Timing.Reruns = reruns
 		if attempt >= attempts {
-			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempts were noisy, %d of them alone (%s); "+
+			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempts were noisy (%s); "+
 				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
-				attempt, attempt-1, rec.Timing.Reason)
+				attempt, triedWhere(attempt, rec.Timing.Reason))
 			return rec
 		}
-		// The next attempt runs alone, once the machine has the headroom its timing needs.
-		if held = conns.AcquireAll(ctx); held == 0 {
+		if h = rerunHold(ctx, conns, j, attempt+1); h.n == 0 {
 			return rec
 		}
 		waited := time.Now()
 		probe, ok := headroom(ctx, tol, opt.HeadroomWait)
-		reruns = append(reruns, fmt.Sprintf("attempt %d: %s after %.1f s", attempt+1, probe, time.Since(waited).Seconds()))
+		reruns = append(reruns, fmt.Sprintf("attempt %d, %s: %s after %.1f s", attempt+1, rerunWhere(attempt+1), probe, time.Since(waited).Seconds()))
 		rec.Timing.Reruns = reruns
 		if !ok {
-			conns.Release(held)
+			h.done()
 			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempt%s noisy (%s), and no headroom for another within %v (%s); "+
 				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
 				attempt, map[bool]string{true: " was", false: "s were"}[attempt == 1], rec.Timing.Reason, opt.HeadroomWait, probe)
 			return rec
 		}
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
-			Str("reason", rec.Timing.Reason).Str("headroom", probe).Msg("run was noisy; rerunning it alone")
+			Str("reason", rec.Timing.Reason).Str("headroom", probe).Msg("run was noisy; rerunning it " + rerunWhere(attempt+1))
 		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
-			conns.Release(held)
+			h.done()
 			rec.Error += "; " + err.Error()
 			return rec
 		}
 	}
+}
+
+// triedWhere says where a run's noisy attempts ran, and the last one's reason.
+func triedWhere(attempt int, reason string) string {
+	switch attempt {
+	case 1:
+		return "among the other runs; " + reason
+	case rerunsBeside:
+		return "among the other runs, then beside the other reruns; " + reason
+	}
+	return fmt.Sprintf("among the other runs, beside the other reruns, then %d alone; %s", attempt-rerunsBeside, reason)
 }
 
 // judgeOf returns a run's timing judge and the tolerance its plan gives: before the run its

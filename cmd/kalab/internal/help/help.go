@@ -176,7 +176,8 @@ can be believed, in real milliseconds:
   sources.program                     exec runs: how late the client program began its
                                       requests against its own plan (the exec line's
                                       planned and start), judged on the schedule's limits
-  noisy, reason, attempt, reruns      over a limit: no verdict; rerun alone once a probe
+  noisy, reason, attempt, reruns      over a limit: no verdict; rerun beside the other
+                                      reruns, then alone, each once a probe
                                       finds headroom, up to --attempts (3) in all, then
                                       exit 3; reruns lists each attempt and probe; the
                                       runs of a compare timing left unjudged are rerun

@@ -179,12 +179,12 @@ func timingSummary(w io.Writer, runs []*report.Run) {
 		for _, why := range r.Timing.Reruns {
 			lines = append(lines, fmt.Sprintf("  %s / %s: %s", r.Scenario, r.Variant, why))
 		}
-		lines = append(lines, fmt.Sprintf("  %s / %s: rerun alone, %s (%d attempt%s)", r.Scenario, r.Variant, outcome, r.Timing.Attempt, plural(r.Timing.Attempt)))
+		lines = append(lines, fmt.Sprintf("  %s / %s: rerun, %s (%d attempt%s)", r.Scenario, r.Variant, outcome, r.Timing.Attempt, plural(r.Timing.Attempt)))
 	}
 	if reran == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\ntiming: %d of %d runs rerun alone because their timers fired later, or their computing waited longer for a core, than their checks tolerate; %d still noisy\n",
+	fmt.Fprintf(w, "\ntiming: %d of %d runs rerun because their timers fired later, or their computing waited longer for a core, than their checks tolerate; %d still noisy\n",
 		reran, len(runs), noisy)
 	for _, l := range lines {
 		fmt.Fprintln(w, l)

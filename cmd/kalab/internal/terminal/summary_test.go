@@ -69,7 +69,7 @@ func TestSummaryCountsReruns(t *testing.T) {
 	if err := Summary(&b, runs, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"timing: 2 of 3 runs rerun alone", "1 still noisy", "s / a: attempt 1: link late", "s / b: rerun alone, still noisy: no verdict (2 attempts)"} {
+	for _, want := range []string{"timing: 2 of 3 runs rerun because", "1 still noisy", "s / a: attempt 1: link late", "s / b: rerun, still noisy: no verdict (2 attempts)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
