@@ -22,7 +22,9 @@ type Budget struct {
 	cond  *sync.Cond
 	free  int
 	total int
-	rerun int // the units reruns hold (AcquireRerun)
+	// reruns: the units held are reruns' (AcquireRerun). First attempts and reruns never
+	// hold units at once, so this and free say who holds what; it ends with the last unit.
+	reruns bool
 }
 
 func NewBudget(total int) *Budget {
@@ -49,7 +51,7 @@ func (b *Budget) Acquire(ctx context.Context, n int) int {
 	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.free < n || b.rerun > 0 {
+	for b.free < n || b.reruns {
 		if ctx.Err() != nil {
 			return 0
 		}
@@ -81,6 +83,7 @@ func (b *Budget) AcquireAll(ctx context.Context) int {
 func (b *Budget) Release(n int) {
 	b.mu.Lock()
 	b.free += n
+	b.reruns = b.reruns && b.free < b.total
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }
@@ -91,30 +94,21 @@ func (b *Budget) Release(n int) {
 // first attempts, at the latest the end of the plan; unlike it, the reruns gathered there
 // run together rather than one after another (five 37-62 s reruns had taken three
 // minutes at the end of a suite, on a machine 98% idle). What a rerun takes it gives back
-// with ReleaseRerun. It returns what it took, or 0 when ctx ended first.
+// with Release. It returns what it took, or 0 when ctx ended first.
 func (b *Budget) AcquireRerun(ctx context.Context, n int) int {
 	n = min(max(n, 1), b.total)
 	defer b.wakeWhenDone(ctx)()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.free < n || b.total-b.free > b.rerun {
+	for b.free < n || (b.free < b.total && !b.reruns) {
 		if ctx.Err() != nil {
 			return 0
 		}
 		b.cond.Wait()
 	}
 	b.free -= n
-	b.rerun += n
+	b.reruns = true
 	return n
-}
-
-// ReleaseRerun gives back what AcquireRerun took.
-func (b *Budget) ReleaseRerun(n int) {
-	b.mu.Lock()
-	b.free += n
-	b.rerun -= n
-	b.cond.Broadcast()
-	b.mu.Unlock()
 }
 
 // Hold is what one run holds open at once in this process.

@@ -35,12 +35,12 @@ func TestRerunsRunBesideEachOtherOnly(t *testing.T) {
 		if len(firsts) != 0 || len(alone) != 0 {
 			t.Fatalf("beside the reruns: %d first attempts and %d runs alone started; want none", len(firsts), len(alone))
 		}
-		b.ReleaseRerun(<-reruns)
+		b.Release(<-reruns)
 		synctest.Wait()
 		if len(firsts) != 0 {
 			t.Fatal("a first attempt started while a rerun still held its units")
 		}
-		b.ReleaseRerun(<-reruns)
+		b.Release(<-reruns)
 		synctest.Wait()
 		// Both waited for the reruns; one of them has the budget now, the other waits for it.
 		switch got := len(firsts) + len(alone); {

@@ -171,12 +171,7 @@ func hiddenHog(quiet, busy *report.Run) string {
 // stand-in for baseline.Comparer (tested above on real records); what is under test is the
 // runner's handling of its finding.
 func TestJudgeMadeNoisyIsRerun(t *testing.T) {
-	src := `
-name: j
-network: {rtt: 2ms}
-load: {requests: 5}
-expect: ["errors == 0"]
-`
+	src := judgedSrc
 	// The machine's headroom is not what is tested here: every rerun gets it, but for the
 	// last case, whose second attempt the machine refuses.
 	prev := headroom
@@ -232,18 +227,20 @@ func (b *noisyBaseline) Apply(r *report.Run) {
 	}
 }
 
-// TestRerunsRunTogether: two runs noisy on their first attempt are rerun beside each other,
-// not one after the other: each rerun's headroom probe (a stand-in) waits for the other's,
-// which it meets only if both reruns hold the budget at once. A run noisy again is then
-// rerun alone, and its last attempt says so.
-func TestRerunsRunTogether(t *testing.T) {
-	src := `
+// judgedSrc is a short run whose count check the stand-in judges below rule on.
+const judgedSrc = `
 name: j
 network: {rtt: 2ms}
 load: {requests: 5}
 expect: ["errors == 0"]
-variants: [{name: a}, {name: b}]
 `
+
+// TestRerunsRunTogether: two runs noisy on their first attempt are rerun beside each other,
+// not one after the other: each rerun's headroom probe (a stand-in) waits for the other's,
+// which it meets only if both reruns hold the budget at once; each rerun's record says
+// where it ran.
+func TestRerunsRunTogether(t *testing.T) {
+	src := judgedSrc + "variants: [{name: a}, {name: b}]\n"
 	prev := headroom
 	defer func() { headroom = prev }()
 	var met sync.WaitGroup

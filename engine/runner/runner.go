@@ -565,26 +565,13 @@ func beforeStart(j job, opt Options) *report.Run {
 	return opt.Reuse.take(j, opt)
 }
 
-// A hold is what an attempt took from the descriptor budget, and how it gives it back.
-type hold struct {
-	n       int
-	release func(int)
-}
-
-func (h *hold) done() {
-	if h.n > 0 {
-		h.release(h.n)
-		h.n = 0
-	}
-}
-
 // rerunHold takes the budget for attempt (2 or later): the second runs once no first
 // attempt is in flight, beside the other reruns only; a later one alone (rerunsBeside).
-func rerunHold(ctx context.Context, conns *admit.Budget, j job, attempt int) hold {
+func rerunHold(ctx context.Context, conns *admit.Budget, j job, attempt int) int {
 	if attempt == rerunsBeside {
-		return hold{conns.AcquireRerun(ctx, j.weight), conns.ReleaseRerun}
+		return conns.AcquireRerun(ctx, j.weight)
 	}
-	return hold{conns.AcquireAll(ctx), conns.Release}
+	return conns.AcquireAll(ctx)
 }
 
 // rerunsBeside is the attempt that runs beside the other reruns: the first rerun of a run.
@@ -622,28 +609,30 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 	}
 	attempts := max(opt.Attempts, 1)
 	var reruns []string
-	var h hold
+	held := 0
 	for attempt := 1; ; attempt++ {
 		tm := opt.timers()
 		switch {
 		case attempt == 1:
-			h = hold{conns.Acquire(ctx, j.weight), conns.Release}
+			held = conns.Acquire(ctx, j.weight)
 			fallthrough
 		case attempt == rerunsBeside:
-			if h.n > 0 {
+			if held > 0 {
 				if ok, _ := adm.Admit(ctx, tm, tol); !ok {
-					h.done()
+					conns.Release(held)
+					held = 0
 				}
 			}
-		case h.n > 0:
+		case held > 0:
 			adm.Add(tm, tol)
 		}
-		if h.n == 0 {
+		if held == 0 {
 			return notStarted(j.sc, j.run, opt)
 		}
 		rec := execute(ctx, w, j.c, opt, tm, jg)
 		adm.Remove(tm)
-		h.done()
+		conns.Release(held)
+		held = 0
 		if rec.Timing == nil {
 			return rec
 		}
@@ -659,7 +648,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 				attempt, triedWhere(attempt, rec.Timing.Reason))
 			return rec
 		}
-		if h = rerunHold(ctx, conns, j, attempt+1); h.n == 0 {
+		if held = rerunHold(ctx, conns, j, attempt+1); held == 0 {
 			return rec
 		}
 		waited := time.Now()
@@ -667,7 +656,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		reruns = append(reruns, fmt.Sprintf("attempt %d, %s: %s after %.1f s", attempt+1, rerunWhere(attempt+1), probe, time.Since(waited).Seconds()))
 		rec.Timing.Reruns = reruns
 		if !ok {
-			h.done()
+			conns.Release(held)
 			rec.Error = fmt.Sprintf("the machine could not hold this run's timing: %d attempt%s noisy (%s), and no headroom for another within %v (%s); "+
 				"no verdict was given. Run it with a larger --time-scale, fewer runs at once (--parallel 1), or on a less busy machine",
 				attempt, map[bool]string{true: " was", false: "s were"}[attempt == 1], rec.Timing.Reason, opt.HeadroomWait, probe)
@@ -676,7 +665,7 @@ func attempts(ctx context.Context, w *report.Writer, j job, opt Options, conns *
 		opt.Log.Warn().Str("scenario", j.sc.Name).Str("variant", j.run.Variant).Int("attempt", attempt).
 			Str("reason", rec.Timing.Reason).Str("headroom", probe).Msg("run was noisy; rerunning it " + rerunWhere(attempt+1))
 		if err := w.Rerun(j.sc.Name, j.run.Variant); err != nil {
-			h.done()
+			conns.Release(held)
 			rec.Error += "; " + err.Error()
 			return rec
 		}
